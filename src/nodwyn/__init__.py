@@ -1,0 +1,1 @@
+"""nodwyn: an LLM agent runtime built on context and cache discipline."""

@@ -1,0 +1,124 @@
+"""One exception tree for nodwyn. Every message says what went wrong, where, and how to fix it.
+
+    NodwynError                      exit 1
+    ├── ConfigError                  exit 2   a config file, model entry or option is invalid
+    ├── NotFoundError                exit 3   a session, seq, file or model does not exist
+    ├── LockedError                  exit 4   another live process holds the session's log lock
+    ├── CorruptLogError              exit 5   a log line, index or event is malformed (names seq/offset)
+    ├── ReplayError                           exact replay refused
+    │   ├── DigestMismatchError      exit 6
+    │   ├── LegacyRequestError       exit 7   a request without recipe or digest
+    │   └── UnknownRecipeError       exit 8   an algorithm version we do not know
+    ├── CanonicalError               exit 9   a value has no canonical JSON form (e.g. a float)
+    ├── OriginError                  exit 10  a credential, block or image would reach another origin
+    ├── ToolError                    exit 11  a tool call was invalid or failed (the model is told)
+    ├── ProviderError                exit 12  the provider failed: status, provider, message, field
+    │   ├── AuthError
+    │   ├── RateLimitError           (retryable)
+    │   ├── ContextLengthError
+    │   ├── ProviderUnavailable      (retryable)
+    │   └── DecodeError              the provider's reply could not be parsed
+    └── EncodeError                  exit 13  a request cannot be represented in a dialect
+
+The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits.
+"""
+
+from __future__ import annotations
+
+
+class NodwynError(Exception):
+    """Root of every error nodwyn raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(NodwynError):
+    exit_code = 2
+
+
+class NotFoundError(NodwynError):
+    exit_code = 3
+
+
+class LockedError(NodwynError):
+    exit_code = 4
+
+
+class CorruptLogError(NodwynError):
+    exit_code = 5
+
+
+class ReplayError(NodwynError):
+    exit_code = 6
+
+
+class DigestMismatchError(ReplayError):
+    exit_code = 6
+
+
+class LegacyRequestError(ReplayError):
+    exit_code = 7
+
+
+class UnknownRecipeError(ReplayError):
+    exit_code = 8
+
+
+class CanonicalError(NodwynError, ValueError):
+    exit_code = 9
+
+
+class OriginError(NodwynError):
+    exit_code = 10
+
+
+class ToolError(NodwynError):
+    exit_code = 11
+
+
+class ProviderError(NodwynError):
+    """The provider failed. Carries the evidence: status, provider, its message and the field."""
+
+    exit_code = 12
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str | None = None,
+        field: str | None = None,
+        body: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+        self.field = field
+        self.body = body
+        self.retry_after = retry_after
+
+
+class AuthError(ProviderError):
+    pass
+
+
+class RateLimitError(ProviderError):
+    retryable = True
+
+
+class ContextLengthError(ProviderError):
+    pass
+
+
+class ProviderUnavailable(ProviderError):
+    retryable = True
+
+
+class DecodeError(ProviderError):
+    pass
+
+
+class EncodeError(NodwynError):
+    exit_code = 13

@@ -1,0 +1,318 @@
+"""JSON shapes of the values: what goes into the log and into the canonical request.
+
+``*_to_json`` returns plain dicts/lists (the canonical form hashes ``request_to_json``);
+``*_from_json`` validates and rebuilds, raising ``CorruptLogError`` naming the bad field.
+Round trips are the identity (tested with hypothesis).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from nodwyn.errors import CorruptLogError
+from nodwyn.values.content import (
+    AssistantMessage,
+    BlockType,
+    ImagePart,
+    Message,
+    Origin,
+    TextPart,
+    ThinkingBlock,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    UserPart,
+)
+from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.request import Request, Response, Timings, ToolSpec, Usage
+
+Json = dict[str, Any]
+
+_BLOCK_TYPES = ("thinking", "redacted_thinking", "reasoning", "reasoning_details")
+
+
+def _get(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = ...) -> Any:
+    if not isinstance(obj, dict):
+        raise CorruptLogError(f"{where}: expected an object, got {type(obj).__name__}")
+    if key not in obj:
+        if default is ...:
+            raise CorruptLogError(f"{where}: missing field {key!r}")
+        return default
+    value = obj[key]
+    if typ is int and isinstance(value, bool):
+        raise CorruptLogError(f"{where}.{key}: expected int, got bool")
+    if not isinstance(value, typ):
+        raise CorruptLogError(f"{where}.{key}: expected {typ}, got {type(value).__name__}")
+    return value
+
+
+# -- parts -------------------------------------------------------------------------------------
+
+
+def origin_to_json(o: Origin) -> Json:
+    return {"model": o.model, "server": o.server, "url": o.url, "credential": o.credential}
+
+
+def origin_from_json(d: Any, where: str = "origin") -> Origin:
+    return Origin(
+        model=_get(d, "model", str, where),
+        server=_get(d, "server", (str, type(None)), where, None),
+        url=_get(d, "url", (str, type(None)), where, None),
+        credential=_get(d, "credential", (str, type(None)), where, None),
+    )
+
+
+def block_to_json(b: ThinkingBlock) -> Json:
+    return {
+        "type": b.type,
+        "origin": origin_to_json(b.origin),
+        "data": b.data,
+        "text": b.text,
+        "position": b.position,
+    }
+
+
+def block_from_json(d: Any, where: str = "block") -> ThinkingBlock:
+    typ = _get(d, "type", str, where)
+    if typ not in _BLOCK_TYPES:
+        raise CorruptLogError(f"{where}.type: unknown block type {typ!r}")
+    return ThinkingBlock(
+        type=cast(BlockType, typ),
+        origin=origin_from_json(_get(d, "origin", dict, where), f"{where}.origin"),
+        data=_get(d, "data", str, where),
+        text=_get(d, "text", str, where, ""),
+        position=_get(d, "position", int, where, 0),
+    )
+
+
+def call_to_json(c: ToolCall) -> Json:
+    return {"id": c.id, "name": c.name, "arguments": c.arguments}
+
+
+def call_from_json(d: Any, where: str = "call") -> ToolCall:
+    return ToolCall(
+        id=_get(d, "id", str, where),
+        name=_get(d, "name", str, where),
+        arguments=_get(d, "arguments", str, where),
+    )
+
+
+def part_to_json(p: UserPart) -> Json:
+    if isinstance(p, TextPart):
+        return {"type": "text", "text": p.text}
+    return {
+        "type": "image",
+        "digest": p.digest,
+        "media_type": p.media_type,
+        "width": p.width,
+        "height": p.height,
+    }
+
+
+def part_from_json(d: Any, where: str = "part") -> UserPart:
+    typ = _get(d, "type", str, where)
+    if typ == "text":
+        return TextPart(text=_get(d, "text", str, where))
+    if typ == "image":
+        return ImagePart(
+            digest=_get(d, "digest", str, where),
+            media_type=_get(d, "media_type", str, where),
+            width=_get(d, "width", int, where),
+            height=_get(d, "height", int, where),
+        )
+    raise CorruptLogError(f"{where}.type: unknown part type {typ!r}")
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+
+def message_to_json(m: Message) -> Json:
+    if isinstance(m, UserMessage):
+        return {"role": "user", "content": [part_to_json(p) for p in m.parts]}
+    if isinstance(m, AssistantMessage):
+        return {
+            "role": "assistant",
+            "text": m.text,
+            "thinking": m.thinking,
+            "calls": [call_to_json(c) for c in m.calls],
+            "blocks": [block_to_json(b) for b in m.blocks],
+        }
+    return {"role": "tool", "call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
+
+
+def message_from_json(d: Any, where: str = "message") -> Message:
+    role = _get(d, "role", str, where)
+    if role == "user":
+        parts = _get(d, "content", list, where)
+        return UserMessage(
+            parts=tuple(part_from_json(p, f"{where}.content[{i}]") for i, p in enumerate(parts))
+        )
+    if role == "assistant":
+        return AssistantMessage(
+            text=_get(d, "text", str, where, ""),
+            thinking=_get(d, "thinking", str, where, ""),
+            calls=tuple(
+                call_from_json(c, f"{where}.calls[{i}]")
+                for i, c in enumerate(_get(d, "calls", list, where, []))
+            ),
+            blocks=tuple(
+                block_from_json(b, f"{where}.blocks[{i}]")
+                for i, b in enumerate(_get(d, "blocks", list, where, []))
+            ),
+        )
+    if role == "tool":
+        return ToolMessage(
+            call_id=_get(d, "call_id", str, where),
+            name=_get(d, "name", str, where),
+            text=_get(d, "text", str, where),
+            error=_get(d, "error", bool, where, False),
+        )
+    raise CorruptLogError(f"{where}.role: unknown role {role!r}")
+
+
+# -- tools, request, response --------------------------------------------------------------------
+
+
+def tool_to_json(t: ToolSpec) -> Json:
+    return {"name": t.name, "description": t.description, "parameters": t.parameters}
+
+
+def tool_from_json(d: Any, where: str = "tool") -> ToolSpec:
+    return ToolSpec(
+        name=_get(d, "name", str, where),
+        description=_get(d, "description", str, where),
+        parameters=_get(d, "parameters", dict, where),
+    )
+
+
+def request_to_json(r: Request) -> Json:
+    """The provider-neutral request as JSON: what its digest covers."""
+    return {
+        "system": r.system,
+        "tools": [tool_to_json(t) for t in r.tools],
+        "messages": [message_to_json(m) for m in r.messages],
+        "max_output": r.max_output,
+    }
+
+
+def request_from_json(d: Any, where: str = "request") -> Request:
+    return Request(
+        system=_get(d, "system", str, where),
+        tools=tuple(
+            tool_from_json(t, f"{where}.tools[{i}]")
+            for i, t in enumerate(_get(d, "tools", list, where))
+        ),
+        messages=tuple(
+            message_from_json(m, f"{where}.messages[{i}]")
+            for i, m in enumerate(_get(d, "messages", list, where))
+        ),
+        max_output=_get(d, "max_output", (int, type(None)), where, None),
+    )
+
+
+_USAGE_FIELDS = (
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+)
+
+
+def usage_to_json(u: Usage) -> Json:
+    return {f: getattr(u, f) for f in _USAGE_FIELDS}
+
+
+def usage_from_json(d: Any, where: str = "usage") -> Usage:
+    return Usage(**{f: _get(d, f, (int, type(None)), where, None) for f in _USAGE_FIELDS})
+
+
+def response_to_json(r: Response) -> Json:
+    return {
+        "text": r.text,
+        "thinking": r.thinking,
+        "calls": [call_to_json(c) for c in r.calls],
+        "blocks": [block_to_json(b) for b in r.blocks],
+        "usage": usage_to_json(r.usage),
+        "finish": r.finish,
+        "model": r.model,
+        "timings": {"prefill_ms": r.timings.prefill_ms, "total_ms": r.timings.total_ms},
+        "notes": list(r.notes),
+    }
+
+
+def response_from_json(d: Any, where: str = "response") -> Response:
+    timings = _get(d, "timings", dict, where, {})
+    num = (int, float, type(None))
+    return Response(
+        text=_get(d, "text", str, where, ""),
+        thinking=_get(d, "thinking", str, where, ""),
+        calls=tuple(
+            call_from_json(c, f"{where}.calls[{i}]")
+            for i, c in enumerate(_get(d, "calls", list, where, []))
+        ),
+        blocks=tuple(
+            block_from_json(b, f"{where}.blocks[{i}]")
+            for i, b in enumerate(_get(d, "blocks", list, where, []))
+        ),
+        usage=usage_from_json(_get(d, "usage", dict, where, {}), f"{where}.usage"),
+        finish=_get(d, "finish", (str, type(None)), where, None),
+        model=_get(d, "model", (str, type(None)), where, None),
+        timings=Timings(
+            prefill_ms=_get(timings, "prefill_ms", num, f"{where}.timings", None),
+            total_ms=_get(timings, "total_ms", num, f"{where}.timings", None),
+        ),
+        notes=tuple(_get(d, "notes", list, where, [])),
+    )
+
+
+# -- recipe ------------------------------------------------------------------------------------
+
+
+def recipe_to_json(r: Recipe) -> Json:
+    lim = r.limits
+    return {
+        "version": f"window-v{r.version}",
+        "system": r.system,
+        "tools": [tool_to_json(t) for t in r.tools],
+        "limits": {
+            "high_water": lim.high_water,
+            "low_water": lim.low_water,
+            "max_result_tokens": lim.max_result_tokens,
+            "output_reserve": lim.output_reserve,
+            "ceiling": lim.ceiling,
+        },
+        "context_size": r.context_size,
+        "keep_alive": r.keep_alive,
+        "task_header": r.task_header,
+        "plan_header": r.plan_header,
+    }
+
+
+def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
+    from nodwyn.values.recipe import parse_version, policy_for
+
+    version = parse_version(_get(d, "version", str, where))
+    policy_for(version)  # refuses unknown versions
+    lim = _get(d, "limits", dict, where)
+    lw = f"{where}.limits"
+    opt = (str, type(None))
+    return Recipe(
+        version=version,
+        system=_get(d, "system", str, where),
+        tools=tuple(
+            tool_from_json(t, f"{where}.tools[{i}]")
+            for i, t in enumerate(_get(d, "tools", list, where))
+        ),
+        limits=WindowLimits(
+            high_water=_get(lim, "high_water", int, lw),
+            low_water=_get(lim, "low_water", int, lw),
+            max_result_tokens=_get(lim, "max_result_tokens", int, lw),
+            output_reserve=_get(lim, "output_reserve", int, lw),
+            ceiling=_get(lim, "ceiling", int, lw),
+        ),
+        context_size=_get(d, "context_size", int, where),
+        keep_alive=_get(d, "keep_alive", opt, where, None),
+        task_header=_get(d, "task_header", opt, where, None),
+        plan_header=_get(d, "plan_header", opt, where, None),
+    )

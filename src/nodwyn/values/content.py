@@ -1,0 +1,100 @@
+"""Content parts and the provider-neutral messages built from them.
+
+Identity (seq, time, context) lives on the log envelope (``values.events.Event``), never here.
+Tool-call arguments are kept as the JSON text the model produced, so replay sees the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+BlockType = Literal["thinking", "redacted_thinking", "reasoning", "reasoning_details"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Origin:
+    """Where a reasoning block (or a credential) came from, and so the only place it may go back.
+
+    ``server`` names a configured server; a model that names none is identified by its
+    ``url`` and ``credential`` (the credential's name, never its value). ``model`` is the
+    model id as sent on the wire.
+    """
+
+    model: str
+    server: str | None = None
+    url: str | None = None
+    credential: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImagePart:
+    """An image named by the SHA-256 of its bytes; the bytes live in the attachment store."""
+
+    digest: str
+    media_type: str
+    width: int
+    height: int
+    kind: Literal["image"] = "image"
+
+
+UserPart = TextPart | ImagePart
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text as the model produced it
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingBlock:
+    """A reasoning block kept as the provider gave it, given back only to its origin.
+
+    ``type``: Anthropic ``thinking`` (data = signature) / ``redacted_thinking`` (data = data),
+    Responses ``reasoning`` (data = the item JSON with encrypted_content, text = summary),
+    OpenRouter ``reasoning_details`` (data = the array's JSON text as it came).
+    ``position`` is how many of the reply's tool calls came before the block.
+    """
+
+    type: BlockType
+    origin: Origin
+    data: str
+    text: str = ""
+    position: int = 0
+    kind: Literal["block"] = "block"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage:
+    parts: tuple[UserPart, ...]
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage:
+    text: str = ""
+    thinking: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    blocks: tuple[ThinkingBlock, ...] = ()
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolMessage:
+    call_id: str
+    name: str
+    text: str
+    error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+Message = UserMessage | AssistantMessage | ToolMessage

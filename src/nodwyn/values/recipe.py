@@ -1,0 +1,111 @@
+"""The window recipe: everything a request's reconstruction depends on besides the log's events.
+
+Recorded (redacted) by ``session.start`` and every ``session.resume``. Replay reads it from the
+log, never from the current configuration. The algorithm version maps to a set of policy flags;
+the window branches on flags, never on version numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from nodwyn.errors import UnknownRecipeError
+from nodwyn.values.request import ToolSpec
+
+
+class Flag(StrEnum):
+    """One rule of the window, named after the recipe version that introduced it (see seed)."""
+
+    SUMMARIES = "summaries"  # v2: revocable summaries replace eligible spans
+    HEADERS = "headers"  # v6: task/plan headers from the recipe
+    TOOL_SUBSETS = "tool_subsets"  # v7: no_tools / offered_tools
+    OUTPUT_CAP = "output_cap"  # v8: max_output = output_reserve
+    FOLDS = "folds"  # v9: result.fold replaces a result's text
+    HEADROOM = "headroom"  # v10: a request may pass high water up to the ceiling
+    IMAGES = "images"  # v12: attached images
+    THINKING = "thinking"  # v14: a reply's thinking goes back on it
+    IN_CONVERSATION = "in_conversation"  # v15: task and plan are user messages
+    PAIRS = "pairs"  # v16: trimming preserves tool-call pairs
+    NAMED_CUTS = "named_cuts"  # v17: cuts at line ends name the omitted lines
+    BLOCKS = "blocks"  # v18: reasoning blocks go back with their reply
+    WIDE_READS = "wide_reads"  # v19: fs-read shown up to twice the cap
+
+
+_INTRODUCED: dict[int, Flag | None] = {
+    1: None,
+    2: Flag.SUMMARIES,
+    6: Flag.HEADERS,
+    7: Flag.TOOL_SUBSETS,
+    8: Flag.OUTPUT_CAP,
+    9: Flag.FOLDS,
+    10: Flag.HEADROOM,
+    12: Flag.IMAGES,
+    14: Flag.THINKING,
+    15: Flag.IN_CONVERSATION,
+    16: Flag.PAIRS,
+    17: Flag.NAMED_CUTS,
+    18: Flag.BLOCKS,
+    19: Flag.WIDE_READS,
+}
+
+KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
+CURRENT_VERSION = max(KNOWN_VERSIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    version: int
+    flags: frozenset[Flag]
+
+    def __contains__(self, flag: object) -> bool:
+        return flag in self.flags
+
+
+def parse_version(name: str) -> int:
+    """``"window-v16"`` -> 16; anything else is refused."""
+    prefix = "window-v"
+    if not name.startswith(prefix) or not name[len(prefix) :].isdigit():
+        raise UnknownRecipeError(
+            f"recipe version {name!r} is not of the form window-vN; this log was not written by nodwyn"
+        )
+    return int(name[len(prefix) :])
+
+
+def policy_for(version: int) -> Policy:
+    """The flags of a known version. Versions the seed only mentions (3, 4, 5, 11, 13) are unknown."""
+    if version not in _INTRODUCED:
+        known = ", ".join(f"v{v}" for v in KNOWN_VERSIONS)
+        raise UnknownRecipeError(
+            f"window-v{version} is not a recipe version this nodwyn knows ({known}); "
+            "upgrade nodwyn or replay the transcript with `nodwyn replay SESSION`"
+        )
+    flags = frozenset(f for v, f in _INTRODUCED.items() if v <= version and f is not None)
+    return Policy(version=version, flags=flags)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowLimits:
+    """Token sizes the session ran with (after sizing to the model's context)."""
+
+    high_water: int
+    low_water: int
+    max_result_tokens: int
+    output_reserve: int
+    ceiling: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recipe:
+    version: int
+    system: str
+    tools: tuple[ToolSpec, ...]
+    limits: WindowLimits
+    context_size: int
+    keep_alive: str | None = None
+    task_header: str | None = None  # None means the default text
+    plan_header: str | None = None
+
+    @property
+    def policy(self) -> Policy:
+        return policy_for(self.version)

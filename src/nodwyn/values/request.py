@@ -1,0 +1,64 @@
+"""The provider-neutral request and response. Dialects translate these to and from the wire."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodwyn.values.content import Message, ThinkingBlock, ToolCall
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A model-facing tool: name, description and JSON-schema parameters (no floats: see canonical)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(hash=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    """What the window decided to send. Its canonical JSON and digest identify it exactly.
+
+    ``tools`` is what this request offers (the whole frozen catalog, a subset, or none);
+    ``max_output`` caps the reply (recipe v8+; None before).
+    """
+
+    system: str
+    tools: tuple[ToolSpec, ...]
+    messages: tuple[Message, ...]
+    max_output: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token counts as the provider reported them. ``None`` is unknown, never zero.
+
+    ``prompt_tokens`` is the whole prompt: for Anthropic, input + cache read + cache write.
+    """
+
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timings:
+    prefill_ms: float | None = None
+    total_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Response:
+    text: str = ""
+    thinking: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    blocks: tuple[ThinkingBlock, ...] = ()
+    usage: Usage = Usage()
+    finish: str | None = None
+    model: str | None = None
+    timings: Timings = Timings()
+    notes: tuple[str, ...] = ()  # e.g. "stream ended without a terminal event; asked again"
