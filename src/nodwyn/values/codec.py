@@ -199,8 +199,7 @@ def request_from_json(d: Any, where: str = "request") -> Request:
     return Request(
         system=_get(d, "system", str, where),
         tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]")
-            for i, t in enumerate(_get(d, "tools", list, where))
+            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(_get(d, "tools", list, where))
         ),
         messages=tuple(
             message_from_json(m, f"{where}.messages[{i}]")
@@ -248,8 +247,7 @@ def response_from_json(d: Any, where: str = "response") -> Response:
         text=_get(d, "text", str, where, ""),
         thinking=_get(d, "thinking", str, where, ""),
         calls=tuple(
-            call_from_json(c, f"{where}.calls[{i}]")
-            for i, c in enumerate(_get(d, "calls", list, where, []))
+            call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(_get(d, "calls", list, where, []))
         ),
         blocks=tuple(
             block_from_json(b, f"{where}.blocks[{i}]")
@@ -301,8 +299,7 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
         version=version,
         system=_get(d, "system", str, where),
         tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]")
-            for i, t in enumerate(_get(d, "tools", list, where))
+            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(_get(d, "tools", list, where))
         ),
         limits=WindowLimits(
             high_water=_get(lim, "high_water", int, lw),

@@ -81,7 +81,8 @@ class WithheldImage(TypedDict):
 
 
 class LlmReq(TypedDict):
-    model: str
+    model: str  # the model entry's name
+    origin: dict[str, Any]  # values.codec.origin_to_json of the target: which blocks it may get back
     digest: str  # values.canonical.digest of the neutral request
     elided: list[int]  # seqs newly elided by this request (sticky from now on)
     estimate: int  # the window's token estimate of the request

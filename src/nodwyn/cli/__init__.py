@@ -1,0 +1,60 @@
+"""The ``nodwyn`` command: a thin front end over the library.
+
+Subcommands live in their own modules and are imported only when used. Every ``NodwynError`` is
+turned into one line on stderr and its class's exit code here, in one place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from nodwyn.errors import NodwynError
+
+# name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "sessions": ("nodwyn.cli.sessions", "sessions", "List sessions."),
+    "log": ("nodwyn.cli.sessions", "log", "Print a session's events."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, attr, _ = entry
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="nodwyn")
+def cli() -> None:
+    """nodwyn: an LLM agent runtime that keeps the prompt cache warm and proves what it sent."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="nodwyn", standalone_mode=False)
+    except NodwynError as exc:
+        click.echo(f"nodwyn: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("nodwyn: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
