@@ -1,0 +1,105 @@
+"""Codec: every value's JSON round trip is the identity, and bad shapes are named."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nodwyn.errors import CorruptLogError, UnknownRecipeError
+from nodwyn.values import codec
+from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
+from nodwyn.values.recipe import KNOWN_VERSIONS, Flag, Recipe, WindowLimits, policy_for
+from nodwyn.values.request import Response, Timings, ToolSpec, Usage
+
+text = st.text(max_size=20)
+maybe_int = st.none() | st.integers(min_value=0, max_value=10**9)
+origins = st.builds(
+    Origin, model=text, server=st.none() | text, url=st.none() | text, credential=st.none() | text
+)
+blocks = st.builds(
+    ThinkingBlock,
+    type=st.sampled_from(["thinking", "redacted_thinking", "reasoning", "reasoning_details"]),
+    origin=origins,
+    data=text,
+    text=text,
+    position=st.integers(0, 5),
+)
+calls = st.builds(ToolCall, id=text, name=text, arguments=text)
+usages = st.builds(
+    Usage,
+    prompt_tokens=maybe_int,
+    cached_tokens=maybe_int,
+    cache_write_tokens=maybe_int,
+    output_tokens=maybe_int,
+    reasoning_tokens=maybe_int,
+)
+responses = st.builds(
+    Response,
+    text=text,
+    thinking=text,
+    calls=st.lists(calls, max_size=3).map(tuple),
+    blocks=st.lists(blocks, max_size=3).map(tuple),
+    usage=usages,
+    finish=st.none() | text,
+    model=st.none() | text,
+    timings=st.builds(
+        Timings, prefill_ms=st.none() | st.floats(0, 1e6), total_ms=st.none() | st.floats(0, 1e6)
+    ),
+    notes=st.lists(text, max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=200)
+@given(responses)
+def test_response_round_trips_through_json_text(resp: Response) -> None:
+    assert codec.response_from_json(orjson.loads(orjson.dumps(codec.response_to_json(resp)))) == resp
+
+
+@given(st.sampled_from(KNOWN_VERSIONS), text, st.none() | text)
+def test_recipe_round_trips(version: int, system: str, header: str | None) -> None:
+    recipe = Recipe(
+        version=version,
+        system=system,
+        tools=(ToolSpec(name="fs-read", description="d", parameters={"type": "object"}),),
+        limits=WindowLimits(
+            high_water=100, low_water=50, max_result_tokens=10, output_reserve=8, ceiling=120
+        ),
+        context_size=200,
+        keep_alive="5m",
+        task_header=header,
+        plan_header=None,
+    )
+    assert codec.recipe_from_json(codec.recipe_to_json(recipe)) == recipe
+
+
+def test_unknown_usage_is_none_not_zero() -> None:
+    assert codec.usage_from_json({}).cached_tokens is None
+    assert codec.usage_from_json({"cached_tokens": 0}).cached_tokens == 0
+
+
+@pytest.mark.parametrize("version", [3, 4, 5, 11, 13, 20])
+def test_versions_the_seed_only_mentions_are_unknown(version: int) -> None:
+    with pytest.raises(UnknownRecipeError, match=f"window-v{version}"):
+        policy_for(version)
+
+
+def test_flags_are_cumulative() -> None:
+    assert Flag.PAIRS not in policy_for(15) and Flag.PAIRS in policy_for(16)
+    assert policy_for(1).flags == frozenset()
+    assert Flag.SUMMARIES in policy_for(19)
+
+
+@pytest.mark.parametrize(
+    ("payload", "where"),
+    [
+        ({"role": "robot"}, "role"),
+        ({"role": "tool", "call_id": "c", "name": "n"}, "'text'"),
+        ({"role": "user", "content": [{"type": "image", "digest": "d"}]}, "media_type"),
+        ({"role": "assistant", "blocks": [{"type": "nope"}]}, "blocks[0].type"),
+    ],
+)
+def test_bad_shapes_name_the_field(payload: dict[str, object], where: str) -> None:
+    with pytest.raises(CorruptLogError, match=where.replace("[", r"\[").replace("]", r"\]")):
+        codec.message_from_json(payload)
