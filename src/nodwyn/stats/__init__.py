@@ -1,0 +1,1 @@
+"""Stats: pure totals, cache rate, cost and per-request miss diagnosis over session events."""

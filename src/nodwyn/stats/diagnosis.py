@@ -1,0 +1,190 @@
+"""Why each request read what it read from the provider's cache.
+
+For request k and its predecessor p (the previous request in the same context), both rebuilt
+exactly (by replay, by the caller: this module does no I/O), compare their prefixes in wire order
+(``prefix``) and classify k:
+
+- ``first``: the context's first request; nothing to extend.
+- ``appended``: p's whole prefix begins k (k is p with messages appended). The cache should serve
+  p's prompt.
+- ``moved``: we changed the prefix: a trim, fold, summary, model switch, new task or plan,
+  resume, narrowing, or a change of offered tools or withheld images, named with its seq
+  (``causes``). A prefix that moved with no cause recorded is reported as such: it breaks the
+  prefix-extension invariant.
+- ``server miss``: our prefix held, but the provider reported less cached than the common prefix
+  by more than the tolerance; ``shortfall`` says how much. A partial hit that matches an older
+  request's prompt (a replica that served that one) is named in ``matched``.
+- ``unverified``: k or p could not be rebuilt (the replay error is the detail).
+
+The common prefix is measured in bytes and converted to tokens by proportion (docs/adr/0091):
+when k extends p the expected read is p's reported prompt tokens, otherwise common bytes / k's bytes
+x k's prompt tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from nodwyn.stats.causes import Cause
+from nodwyn.stats.prefix import Chunks, common_prefix, tokens_for, tolerance
+from nodwyn.stats.totals import RequestRow
+
+Kind = Literal["first", "appended", "moved", "server miss", "unverified"]
+
+# How many earlier requests of the context a partial hit is matched against.
+MATCH_WINDOW = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diagnosis:
+    seq: int
+    ctx: str
+    predecessor: int | None
+    kind: Kind
+    causes: tuple[Cause, ...] = ()
+    first_difference: str | None = None  # label of the first chunk that differs from p's
+    common_bytes: int | None = None
+    total_bytes: int | None = None
+    appended: int | None = None  # messages appended to p (when k extends p)
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    expected: int | None = None  # tokens the cache should have served
+    shortfall: int | None = None  # expected - cached, when beyond the tolerance
+    matched: int | None = None  # older request whose prompt the partial hit matched
+    detail: str = ""
+
+
+Rebuilt = Chunks | str  # the request's chunks, or why it could not be rebuilt
+
+
+def diagnose(
+    row: RequestRow,
+    rows: Mapping[int, RequestRow],
+    rebuilt: Mapping[int, Rebuilt],
+    older: Sequence[int] = (),
+) -> Diagnosis:
+    """Classify ``row``'s request. ``rows`` maps llm.req seqs to rows (for the predecessor and
+    older requests); ``rebuilt`` holds k's and p's chunks (and any older request's, if known);
+    ``older`` lists earlier request seqs of the same context to match a partial hit against."""
+    usage = row.usage
+    prompt = usage.prompt_tokens if usage is not None else None
+    cached = usage.cached_tokens if usage is not None else None
+    d = Diagnosis(
+        seq=row.seq,
+        ctx=row.ctx,
+        predecessor=row.predecessor,
+        kind="unverified",
+        causes=row.causes,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+    )
+    mine = rebuilt.get(row.seq, "not rebuilt")
+    if isinstance(mine, str):
+        return replace(d, detail=f"request {row.seq}: {mine}")
+    if row.predecessor is None:
+        text = f"first request of context {row.ctx!r}{_read(cached, prompt)}"
+        return replace(d, kind="first", total_bytes=mine.size, detail=text)
+    theirs = rebuilt.get(row.predecessor, "not rebuilt")
+    if isinstance(theirs, str):
+        return replace(d, detail=f"predecessor {row.predecessor}: {theirs}")
+    common = common_prefix(theirs, mine)
+    prev = rows.get(row.predecessor)
+    prev_prompt = prev.usage.prompt_tokens if prev is not None and prev.usage is not None else None
+    expected: int | None
+    if common.extends and prev_prompt is not None:
+        expected = prev_prompt if prompt is None else min(prev_prompt, prompt)
+    elif prompt is not None:
+        expected = tokens_for(common.bytes, mine.size, prompt)
+    else:
+        expected = None
+    shortfall = None
+    if expected is not None and cached is not None and cached < expected - tolerance(expected):
+        shortfall = expected - cached
+    matched = None
+    if shortfall is not None and cached:
+        matched = _match(row, cached, mine, rows, rebuilt, older)
+    d = replace(
+        d,
+        first_difference=common.first_difference,
+        common_bytes=common.bytes,
+        total_bytes=mine.size,
+        expected=expected,
+        shortfall=shortfall,
+        matched=matched,
+    )
+    if common.extends:
+        added = len(mine.parts) - len(theirs.parts)
+        head = f"request {row.predecessor} + {added} message{'s' if added != 1 else ''}"
+        if shortfall is None:
+            return replace(
+                d,
+                kind="appended",
+                appended=added,
+                detail=f"appended: {head}{_read(cached, prompt, expected)}",
+            )
+        text = f"server miss: our prefix held ({head}) but {_short(cached, expected, shortfall)}"
+        if matched is not None:
+            text += f"; the hit matched request {matched}'s prompt (a replica that served it)"
+        return replace(d, kind="server miss", appended=added, detail=text)
+    why = ", ".join(str(c) for c in row.causes) if row.causes else "no cause recorded (a window bug)"
+    text = f"moved by us: {why}; first difference at {common.first_difference}"
+    if expected is not None:
+        text += f"; ~{expected:,} tokens in common"
+    if shortfall is not None:
+        text += f"; and {_short(cached, expected, shortfall)}"
+    return replace(d, kind="moved", detail=text)
+
+
+def _match(
+    row: RequestRow,
+    cached: int,
+    mine: Chunks,
+    rows: Mapping[int, RequestRow],
+    rebuilt: Mapping[int, Rebuilt],
+    older: Sequence[int],
+) -> int | None:
+    """The latest older request (not the predecessor) whose shared prefix with k is what was read."""
+    for seq in reversed(older[-MATCH_WINDOW:]):
+        if seq >= row.seq or seq == row.predecessor:
+            continue
+        other = rows.get(seq)
+        if other is None or other.usage is None or other.usage.prompt_tokens is None:
+            continue
+        theirs = rebuilt.get(seq)
+        expected = other.usage.prompt_tokens
+        if isinstance(theirs, Chunks):
+            common = common_prefix(theirs, mine)
+            if not common.extends and row.usage is not None and row.usage.prompt_tokens is not None:
+                expected = tokens_for(common.bytes, mine.size, row.usage.prompt_tokens)
+        if abs(expected - cached) <= tolerance(expected):
+            return seq
+    return None
+
+
+def _read(cached: int | None, prompt: int | None, expected: int | None = None) -> str:
+    if prompt is None:
+        return "; no usage reported"
+    if cached is None:
+        return f"; {prompt:,} prompt tokens, the provider reports no cache reads"
+    text = f"; read {cached:,} of {prompt:,} prompt tokens from the cache"
+    if expected is not None:
+        text += f" (~{expected:,} expected)"
+    return text
+
+
+def _short(cached: int | None, expected: int | None, shortfall: int) -> str:
+    return f"read {cached or 0:,} of ~{expected or 0:,} cached tokens (shortfall {shortfall:,})"
+
+
+def diagnose_all(rows: Sequence[RequestRow], rebuilt: Mapping[int, Rebuilt]) -> list[Diagnosis]:
+    """Every request's diagnosis, in seq order."""
+    by_seq = {r.seq: r for r in rows}
+    seen: dict[str, list[int]] = {}
+    out: list[Diagnosis] = []
+    for row in rows:
+        older = seen.setdefault(row.ctx, [])
+        out.append(diagnose(row, by_seq, rebuilt, older))
+        older.append(row.seq)
+    return out

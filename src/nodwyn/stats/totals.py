@@ -1,0 +1,302 @@
+"""Session totals, fed event by event.
+
+The token cache rate is the seed's (amendment 2026-10-07): the sum of ``cached_tokens`` over the
+sum of ``prompt_tokens`` across the recorded replies that report a cache read (zero included) and
+a positive prompt count, summed before dividing, across turns and models. Replies that report no
+cache read, or no positive prompt, stay out of both sums. No contributing reply: the rate is
+unknown (``None``), never 0%. ``prompt_tokens`` is the whole prompt (Anthropic's input + cache read
++ cache write, as the dialect normalises it).
+
+``Aggregator`` keeps running sums and per-request rows; ``feed`` takes the next event, and
+``totals()`` returns a snapshot it caches until the next event. Nothing is recomputed from the
+start when a session grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nodwyn.errors import NodwynError
+from nodwyn.stats.causes import Cause, event_cause, request_causes
+from nodwyn.stats.cost import Cost, reply_cost
+from nodwyn.stats.prefix import tolerance
+from nodwyn.values.codec import usage_from_json
+from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.model import Prices
+from nodwyn.values.recipe import Flag, parse_version, policy_for
+from nodwyn.values.request import Usage
+
+
+def cache_rate(cached: int, prompt: int) -> float | None:
+    """Cached over prompt tokens; unknown (None) without a positive prompt total."""
+    return cached / prompt if prompt > 0 else None
+
+
+def contributes(usage: Usage) -> bool:
+    """Whether a reply counts toward the token cache rate."""
+    return usage.cached_tokens is not None and usage.prompt_tokens is not None and usage.prompt_tokens > 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sums:
+    """Token and cost sums over a set of replies. Each sum covers the replies that report it."""
+
+    requests: int = 0  # llm.req events
+    replies: int = 0  # llm.resp events
+    rate_replies: int = 0  # replies that count toward the cache rate
+    rate_prompt: int = 0
+    rate_cached: int = 0
+    prompt_tokens: int = 0  # replies reporting a prompt count
+    cached_tokens: int = 0  # replies reporting a cache read
+    cache_write_tokens: int = 0  # replies reporting a cache write
+    writes_reported: int = 0
+    uncached_tokens: int = 0  # prompt - cached, over replies reporting both
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    no_usage: int = 0  # replies that reported no prompt count at all
+    cost_usd: float = 0.0
+    cost_unknown: int = 0  # replies without a price, or missing a count the cost needs
+
+    @property
+    def cache_rate(self) -> float | None:
+        return cache_rate(self.rate_cached, self.rate_prompt)
+
+
+def with_request(s: Sums) -> Sums:
+    return replace(s, requests=s.requests + 1)
+
+
+def with_reply(s: Sums, usage: Usage, cost: Cost | None) -> Sums:
+    """``s`` with one more reply added."""
+    u = usage
+    add: dict[str, Any] = {"replies": 1}
+    if contributes(u):
+        add.update(rate_replies=1, rate_prompt=u.prompt_tokens, rate_cached=u.cached_tokens)
+    if u.prompt_tokens is None:
+        add["no_usage"] = 1
+    else:
+        add["prompt_tokens"] = u.prompt_tokens
+        if u.cached_tokens is not None:
+            add["uncached_tokens"] = max(u.prompt_tokens - u.cached_tokens, 0)
+    if u.cached_tokens is not None:
+        add["cached_tokens"] = u.cached_tokens
+    if u.cache_write_tokens is not None:
+        add.update(cache_write_tokens=u.cache_write_tokens, writes_reported=1)
+    add["output_tokens"] = u.output_tokens or 0
+    add["reasoning_tokens"] = u.reasoning_tokens or 0
+    if cost is None or not cost.complete:
+        add["cost_unknown"] = 1
+    if cost is not None:
+        add["cost_usd"] = cost.usd
+    return replace(s, **{k: getattr(s, k) + v for k, v in add.items()})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestRow:
+    """One model request and, once recorded, its reply.
+
+    ``causes``: what we did since the predecessor (the previous request in the same context) that
+    may move this request's prefix. ``drop``: the reply read less from the cache than the
+    predecessor's whole prompt (beyond the tolerance) with no cause recorded, so a suspected
+    server miss; ``diagnosis`` confirms it from the rebuilt requests.
+    """
+
+    seq: int
+    ctx: str
+    model: str
+    turn: int
+    trim: bool
+    estimate: int | None
+    predecessor: int | None
+    causes: tuple[Cause, ...]
+    resp: int | None = None
+    usage: Usage | None = None
+    cost: Cost | None = None
+    drop: bool = False
+
+    @property
+    def rate(self) -> float | None:
+        if self.usage is None or not contributes(self.usage):
+            return None
+        assert self.usage.cached_tokens is not None and self.usage.prompt_tokens is not None
+        return cache_rate(self.usage.cached_tokens, self.usage.prompt_tokens)
+
+    @property
+    def updated(self) -> int:
+        return self.seq if self.resp is None else self.resp
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Totals:
+    all: Sums
+    last_rate: float | None  # the latest reply's own rate (unknown if it reports none)
+    last_reply: int | None  # seq of the latest llm.resp
+    by_turn: tuple[tuple[int, Sums], ...]
+    by_model: tuple[tuple[str, Sums], ...]
+    turns: int
+    last_seq: int
+    fed: int  # events fed to the aggregator since it was made
+    problems: tuple[str, ...] = field(default=())
+
+
+class Aggregator:
+    """Totals and per-request rows kept up to date one event at a time (events in seq order).
+
+    ``prices`` maps a model entry's name to its prices; a model without an entry has no cost.
+    Events at or below ``last_seq`` are ignored, so feeding an overlapping range is harmless.
+    """
+
+    def __init__(self, prices: Mapping[str, Prices] | None = None) -> None:
+        self._prices = dict(prices or {})
+        self._all = Sums()
+        self._by_turn: dict[int, Sums] = {}
+        self._by_model: dict[str, Sums] = {}
+        self._rows: list[RequestRow] = []
+        self._row_index: dict[int, int] = {}  # llm.req seq -> index in _rows
+        self._last_req: dict[str, int] = {}  # ctx -> latest llm.req seq
+        self._records: dict[int, dict[str, Any]] = {}  # llm.req seq -> its data (latest per ctx only)
+        self._pending: dict[str, list[Cause]] = {}  # ctx -> causes seen since its latest request
+        self._headers_in_system = False
+        self._turn = 0
+        self._last_rate: float | None = None
+        self._last_reply: int | None = None
+        self._problems: list[str] = []
+        self._snapshot: Totals | None = None
+        self.last_seq = 0
+        self.fed = 0
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    def feed_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.feed(event)
+
+    def feed(self, event: Event) -> None:
+        if event.seq <= self.last_seq:
+            return
+        self.last_seq = event.seq
+        self.fed += 1
+        self._snapshot = None
+        kind = event.kind
+        if kind in ("session.start", "session.resume"):
+            self._recipe(event)
+        if kind == "user.msg" and event.ctx == MAIN_CTX:
+            self._turn += 1
+        if kind == "llm.req":
+            self._request(event)
+        elif kind == "llm.resp":
+            self._reply(event)
+        else:
+            for ctx, pending in self._pending.items():
+                cause = event_cause(event, ctx, headers_in_system=self._headers_in_system)
+                if cause is not None:
+                    pending.append(cause)
+
+    def _recipe(self, event: Event) -> None:
+        recipe = event.data.get("recipe")
+        version = recipe.get("version") if isinstance(recipe, dict) else None
+        try:
+            policy = policy_for(parse_version(version if isinstance(version, str) else ""))
+        except NodwynError as exc:
+            self._problems.append(f"seq {event.seq}: {exc}")
+            return
+        self._headers_in_system = Flag.IN_CONVERSATION not in policy
+
+    def _request(self, event: Event) -> None:
+        data = event.data
+        ctx = event.ctx
+        previous = self._last_req.get(ctx)
+        prev_record = self._records.get(previous) if previous is not None else None
+        causes = [*self._pending.get(ctx, []), *request_causes(event.seq, data, prev_record)]
+        model = data.get("model")
+        estimate = data.get("estimate")
+        row = RequestRow(
+            seq=event.seq,
+            ctx=ctx,
+            model=model if isinstance(model, str) else "?",
+            turn=self._turn,
+            trim=data.get("trim") is True,
+            estimate=estimate if isinstance(estimate, int) else None,
+            predecessor=previous,
+            causes=tuple(causes),
+        )
+        if previous is not None:
+            self._records.pop(previous, None)
+        self._records[event.seq] = data
+        self._last_req[ctx] = event.seq
+        self._pending[ctx] = []
+        self._row_index[event.seq] = len(self._rows)
+        self._rows.append(row)
+        self._all = with_request(self._all)
+        self._by_turn[row.turn] = with_request(self._by_turn.get(row.turn, Sums()))
+        self._by_model[row.model] = with_request(self._by_model.get(row.model, Sums()))
+
+    def _reply(self, event: Event) -> None:
+        req = event.data.get("req")
+        index = self._row_index.get(req) if isinstance(req, int) else None
+        if index is None:
+            self._problems.append(f"seq {event.seq}: llm.resp answers seq {req!r}, which is no llm.req")
+            return
+        row = self._rows[index]
+        response = event.data.get("response")
+        raw = response.get("usage", {}) if isinstance(response, dict) else {}
+        try:
+            usage = usage_from_json(raw if raw is not None else {}, f"seq {event.seq} response.usage")
+        except NodwynError as exc:
+            self._problems.append(str(exc))
+            usage = Usage()
+        prices = self._prices.get(row.model)
+        cost = reply_cost(usage, prices) if prices is not None else None
+        row = replace(row, resp=event.seq, usage=usage, cost=cost, drop=self._drop(row, usage))
+        self._rows[index] = row
+        self._all = with_reply(self._all, usage, cost)
+        self._by_turn[row.turn] = with_reply(self._by_turn[row.turn], usage, cost)
+        self._by_model[row.model] = with_reply(self._by_model[row.model], usage, cost)
+        self._last_reply = event.seq
+        self._last_rate = row.rate
+
+    def _drop(self, row: RequestRow, usage: Usage) -> bool:
+        if row.causes or row.predecessor is None or usage.cached_tokens is None:
+            return False
+        prev = self._rows[self._row_index[row.predecessor]].usage
+        if prev is None or prev.prompt_tokens is None:
+            return False
+        return usage.cached_tokens < prev.prompt_tokens - tolerance(prev.prompt_tokens)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def totals(self) -> Totals:
+        if self._snapshot is None:
+            self._snapshot = Totals(
+                all=self._all,
+                last_rate=self._last_rate,
+                last_reply=self._last_reply,
+                by_turn=tuple(sorted(self._by_turn.items())),
+                by_model=tuple(sorted(self._by_model.items())),
+                turns=self._turn,
+                last_seq=self.last_seq,
+                fed=self.fed,
+                problems=tuple(self._problems),
+            )
+        return self._snapshot
+
+    @property
+    def rows(self) -> tuple[RequestRow, ...]:
+        return tuple(self._rows)
+
+    def rows_updated_after(self, seq: int) -> list[RequestRow]:
+        """Rows whose request or reply has a seq above ``seq`` (for incremental readers)."""
+        return [row for row in self._rows if row.updated > seq]
+
+    def row(self, seq: int) -> RequestRow | None:
+        index = self._row_index.get(seq)
+        return None if index is None else self._rows[index]
+
+
+def totals_of(events: Iterable[Event], prices: Mapping[str, Prices] | None = None) -> Totals:
+    """The totals of a whole event sequence (an ``Aggregator`` fed every event)."""
+    agg = Aggregator(prices)
+    agg.feed_all(events)
+    return agg.totals()

@@ -1,0 +1,88 @@
+"""The diagnosis on requests built by hand (the fake-server sessions are in test_diagnosis_fakes)."""
+
+from __future__ import annotations
+
+from nodwyn.stats.diagnosis import diagnose_all
+from nodwyn.stats.prefix import chunks, common_prefix, tokens_for
+from nodwyn.stats.totals import Aggregator
+from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
+from nodwyn.values.request import Request, ToolSpec
+
+from .conftest import Session
+
+TOOLS = (ToolSpec(name="read", description="read a file", parameters={"type": "object"}),)
+
+
+def request(*messages: Message, system: str = "sys") -> Request:
+    return Request(system=system, tools=TOOLS, messages=messages, max_output=100)
+
+
+U = UserMessage(parts=(TextPart(text="fix the bug " * 50),))
+A1 = AssistantMessage(text="reading", thinking="hmm")
+T1 = ToolMessage(call_id="c1", name="read", text="file body " * 200)
+A2 = AssistantMessage(text="done")
+
+
+def test_common_prefix_follows_wire_order_not_canonical_key_order() -> None:
+    a = chunks(request(U, A1))
+    b = chunks(request(U, A1, T1))
+    c = chunks(request(U, A1, system="other"))
+    d = chunks(Request(system="sys", tools=TOOLS, messages=(U, A1), max_output=999))
+    assert common_prefix(a, b).extends
+    moved = common_prefix(a, c)
+    assert not moved.extends and moved.first_difference == "system" and moved.chunks == 0
+    assert common_prefix(a, d).extends  # max_output is not part of the prompt
+    folded = chunks(request(U, A1, ToolMessage(call_id="c1", name="read", text="[folded]")))
+    common = common_prefix(b, folded)
+    assert common.first_difference == "message 2" and common.chunks == 4  # system, tool, 2 messages
+    assert sum(len(p) for p in b.parts[:4]) < common.bytes < b.size
+    assert tokens_for(common.bytes, folded.size, 1000) < 1000
+
+
+def test_classifies_appended_moved_and_server_miss_with_the_matching_request() -> None:
+    s = Session()
+    s.user()
+    r1 = s.call(prompt_tokens=2000, cached_tokens=0)
+    r2 = s.call(prompt_tokens=3000, cached_tokens=1990)
+    r3 = s.call(prompt_tokens=4000, cached_tokens=0)  # replica without our prefix
+    r4 = s.call(prompt_tokens=5000, cached_tokens=1920)  # replica that served r1: multiple of 128
+    fold = s.add("result.fold", {"target": 2, "text": "[folded]"})
+    r5 = s.call(prompt_tokens=3000, cached_tokens=900)
+    r6 = s.call(prompt_tokens=3100, cached_tokens=0)  # moved, nothing recorded
+    agg = Aggregator()
+    agg.feed_all(s.events)
+
+    t2 = ToolMessage(call_id="c2", name="read", text="second " * 300)
+    reqs = {
+        r1: request(U),
+        r2: request(U, A1, T1),
+        r3: request(U, A1, T1, A1, t2),
+        r4: request(U, A1, T1, A1, t2, A2, U),
+        r5: request(U, A1, ToolMessage(call_id="c1", name="read", text="[folded]"), A1, t2, A2, U, A2, U),
+        r6: request(U, system="changed"),
+    }
+    out = {d.seq: d for d in diagnose_all(agg.rows, {k: chunks(v) for k, v in reqs.items()})}
+
+    assert out[r1].kind == "first"
+    assert out[r2].kind == "appended" and out[r2].appended == 2 and out[r2].expected == 2000
+    assert out[r2].shortfall is None
+    assert out[r3].kind == "server miss" and out[r3].shortfall == 3000 and out[r3].matched is None
+    assert out[r4].kind == "server miss" and out[r4].shortfall == 4000 - 1920
+    assert out[r4].matched == r1
+    assert "request 1" not in out[r4].detail or f"request {r1}" in out[r4].detail
+    assert out[r5].kind == "moved" and [(c.kind, c.seq) for c in out[r5].causes] == [("fold", fold)]
+    assert out[r5].first_difference == "message 2"
+    assert "fold at seq" in out[r5].detail
+    assert out[r6].kind == "moved" and out[r6].causes == () and "no cause recorded" in out[r6].detail
+    assert out[r6].first_difference == "system"
+
+
+def test_unrebuilt_requests_are_unverified_not_guessed() -> None:
+    s = Session()
+    a = s.call(prompt_tokens=100, cached_tokens=0)
+    b = s.call(prompt_tokens=200, cached_tokens=0)
+    agg = Aggregator()
+    agg.feed_all(s.events)
+    out = diagnose_all(agg.rows, {a: "digest mismatch at seq 2", b: chunks(request(U))})
+    assert [d.kind for d in out] == ["unverified", "unverified"]
+    assert "digest mismatch" in out[0].detail and "predecessor" in out[1].detail
