@@ -44,6 +44,10 @@ class ModelSettings:
     cache_key: CacheKey = "session"
     cache_control: CacheControl | None = None
     keep_reasoning: bool = False
+    # openai-chat only: a reply's thinking goes back only as its reasoning_details, never as text
+    # (OpenRouter routes to Claude, where unsigned thinking text fails the signature check).
+    # The person sets it for such a route; it is never inferred from the model's name.
+    reasoning_details_only: bool = False
     takes_images: bool = False
     reasoning_effort: str | None = None
     prices: Prices = Prices()
