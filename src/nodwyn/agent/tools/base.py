@@ -1,0 +1,49 @@
+"""What a tool is: a model-facing spec plus a function run against the session's tool context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodwyn.values.events import FileRange
+from nodwyn.values.request import ToolSpec
+
+# Rough bytes per token the window's estimate assumes for text (bytes/3).
+BYTES_PER_TOKEN = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """A tool's answer to the model. ``error`` results are still answers: the session goes on."""
+
+    text: str
+    error: bool = False
+    range: FileRange | None = None  # fs-read: the file lines shown
+    plan: str | None = None  # plan-write: the plan to record as gate.plan
+
+
+Approver = Callable[[str, str], bool]  # (tool name, what it will do) -> allowed
+Recaller = Callable[[int], str]  # seq -> the full text of that log entry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    workspace: Path
+    read_budget_tokens: int  # a ranged fs-read stops within this (the window's read cap, as sized now)
+    approve: Approver
+    shell_timeout: float = 30.0
+    recall: Recaller | None = None
+    max_file_bytes: int = 4 * 1024 * 1024  # a whole-file read larger than this must use a range
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    spec: ToolSpec
+    run: Callable[[dict[str, Any], ToolContext], Outcome] = field(compare=False)
+    mutating: bool = False  # asks for approval unless allowed
+
+
+def fail(text: str) -> Outcome:
+    return Outcome(text=text, error=True)
