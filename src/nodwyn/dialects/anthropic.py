@@ -1,0 +1,329 @@
+"""Anthropic Messages (``POST /v1/messages``): content blocks, signed thinking, opt-in caching.
+
+A reply's ``thinking`` (signature as data) and ``redacted_thinking`` (data) blocks are kept with
+their position among its tool calls and go back byte for byte, where they were. A request that
+carries blocks asks ``thinking: {type: adaptive, block_binding: {prefix_mismatch_behavior:
+drop_block}}`` with the ``thinking-binding-controls-2026-08-01`` beta, so a block whose prefix
+changed is dropped by the API instead of failing the request. ``cache_control`` from the model
+entry goes top-level (it is the one breakpoint nodwyn uses of the four allowed). Usage: the
+prompt is ``input_tokens`` + cache read + cache write, since ``input_tokens`` counts only what
+came after the last breakpoint.
+
+There is no session knob on Anthropic's API, so the session key is not sent.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from nodwyn.dialects.base import (
+    Decoder,
+    StreamEvent,
+    WireRequest,
+    arrange,
+    check_blocks,
+    dumps,
+    finish_reason,
+    image_bytes,
+    int_or_none,
+    join_text,
+    json_object,
+    loads,
+    stream_incomplete,
+    sub,
+)
+from nodwyn.dialects.common import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.openai_chat import cache_control
+from nodwyn.errors import DecodeError, EncodeError
+from nodwyn.values.content import (
+    AssistantMessage,
+    ImagePart,
+    Origin,
+    TextPart,
+    ThinkingBlock,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response, Usage
+
+VERSION = "2023-06-01"
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+_NO_IMAGES: Mapping[str, bytes] = {}
+
+
+class AnthropicDialect(DialectBase):
+    api = "anthropic"
+    models_path = "/v1/models"
+
+    def base_headers(self) -> dict[str, str]:
+        return {"content-type": "application/json", "anthropic-version": VERSION}
+
+    def encode(
+        self,
+        request: Request,
+        settings: ModelSettings,
+        *,
+        session_key: str | None,
+        plan_usage: bool = False,
+        stream: bool = True,
+        images: Mapping[str, bytes] = _NO_IMAGES,
+    ) -> WireRequest:
+        check_blocks(request, settings, ("thinking", "redacted_thinking"), self.api)
+        if request.max_output is None:
+            raise EncodeError(
+                f"model {settings.name!r}: Anthropic requires max_tokens and the request has no max_output "
+                "(a recipe before window-v8); start a new session to send it to Anthropic"
+            )
+        messages: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] | None = None  # the user message collecting consecutive results
+        carries_blocks = False
+        for i, m in enumerate(request.messages):
+            where = f"messages[{i}]"
+            if isinstance(m, ToolMessage):
+                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.call_id, "content": m.text}
+                if m.error:
+                    block["is_error"] = True
+                if results is None:
+                    results = []
+                    messages.append({"role": "user", "content": results})
+                results.append(block)
+                continue
+            results = None
+            if isinstance(m, UserMessage):
+                content = self._user(m, settings, images, where)
+                messages.append({"role": "user", "content": content})
+            elif isinstance(m, AssistantMessage):
+                carries_blocks = carries_blocks or bool(m.blocks)
+                messages.append({"role": "assistant", "content": self._assistant(m, where)})
+        body: dict[str, Any] = {"model": settings.model, "max_tokens": request.max_output}
+        if request.system:
+            body["system"] = request.system
+        body["messages"] = messages
+        if request.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+        body["stream"] = stream
+        headers = self.base_headers()
+        if settings.reasoning_effort is not None:
+            body["thinking"] = {"type": "adaptive"}
+            body["output_config"] = {"effort": settings.reasoning_effort}
+        if carries_blocks:
+            body["thinking"] = {
+                "type": "adaptive",
+                "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+            }
+            headers["anthropic-beta"] = BINDING_BETA
+        cc = cache_control(settings)
+        if cc is not None:
+            body["cache_control"] = cc
+        return WireRequest(method="POST", path="/v1/messages", headers=headers, body=body)
+
+    @staticmethod
+    def _user(
+        m: UserMessage, settings: ModelSettings, images: Mapping[str, bytes], where: str
+    ) -> list[dict[str, Any]]:
+        content: list[dict[str, Any]] = []
+        for j, p in enumerate(m.parts):
+            if isinstance(p, TextPart):
+                if p.text:
+                    content.append({"type": "text", "text": p.text})
+            elif isinstance(p, ImagePart):
+                raw = image_bytes(images, p, settings, f"{where}.parts[{j}]")
+                content.append(
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": p.media_type,
+                            "data": base64.b64encode(raw).decode(),
+                        },
+                    }
+                )
+        if not content:
+            raise EncodeError(
+                f"{where}: an empty user message cannot be sent to Anthropic (it refuses empty text)"
+            )
+        return content
+
+    @staticmethod
+    def _assistant(m: AssistantMessage, where: str) -> list[dict[str, Any]]:
+        # Thinking text without its signed block is not sent: Anthropic reads thinking back only as
+        # the block it gave (see ADR 0050).
+        content: list[dict[str, Any]] = []
+        for kind, x in arrange(m):
+            if kind == "block":
+                if x.type == "thinking":
+                    content.append({"type": "thinking", "thinking": x.text, "signature": x.data})
+                else:
+                    content.append({"type": "redacted_thinking", "data": x.data})
+            elif kind == "text":
+                content.append({"type": "text", "text": x})
+            else:
+                k = m.calls.index(x)
+                content.append(
+                    {
+                        "type": "tool_use",
+                        "id": x.id,
+                        "name": x.name,
+                        "input": json_object(x.arguments, f"{where}.calls[{k}]", "Anthropic"),
+                    }
+                )
+        if not content:
+            raise EncodeError(
+                f"{where}: an assistant message with no text, calls or blocks cannot be sent to Anthropic"
+            )
+        return content
+
+    def decoder(self, origin: Origin) -> Decoder:
+        return AnthropicDecoder(self.provider, origin)
+
+    def decode_body(self, body: bytes, origin: Origin) -> Response:
+        value = self._load_body(body)
+        if not isinstance(value, dict):
+            raise DecodeError(f"{self.provider}: the reply is not a JSON object", provider=self.provider)
+        if value.get("type") == "error":
+            raise stream_error(self.provider, value)
+        dec = AnthropicDecoder(self.provider, origin)
+        dec.start(value)
+        for i, b in enumerate(value.get("content") or []):
+            if isinstance(b, dict):
+                dec.blocks[i] = dict(b, partial="")
+        dec.delta(value)
+        dec.stopped = True
+        return dec.finish()
+
+
+class AnthropicDecoder:
+    def __init__(self, provider: str, origin: Origin) -> None:
+        self.provider = provider
+        self.origin = origin
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+        self.notes: list[str] = []
+        self.stopped = False
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped
+
+    def start(self, msg: dict[str, Any]) -> None:
+        if isinstance(msg.get("model"), str):
+            self.model = msg["model"]
+        if isinstance(msg.get("usage"), dict):
+            self.usage.update(msg["usage"])
+        for t in msg.get("input_transformations") or []:
+            if isinstance(t, dict):
+                self.notes.append(f"anthropic {t.get('type', 'transformation')} at {t.get('path', '?')}")
+
+    def delta(self, obj: dict[str, Any]) -> None:
+        d = sub(obj, "delta") or obj
+        if isinstance(d.get("stop_reason"), str):
+            self.stop_reason = d["stop_reason"]
+        if isinstance(obj.get("usage"), dict):
+            self.usage.update({k: v for k, v in obj["usage"].items() if v is not None})
+
+    def feed(self, ev: StreamEvent) -> None:
+        data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
+        if not isinstance(data, dict):
+            raise DecodeError(f"{self.provider}: an event is not a JSON object", provider=self.provider)
+        kind = data.get("type", ev.event)
+        if kind == "error":
+            raise stream_error(self.provider, data)
+        if kind == "message_start" and isinstance(data.get("message"), dict):
+            self.start(data["message"])
+        elif kind == "content_block_start":
+            cb = data.get("content_block")
+            if isinstance(cb, dict):
+                self.blocks[int(data.get("index", len(self.blocks)))] = dict(cb, partial="")
+        elif kind == "content_block_delta":
+            self._block_delta(data)
+        elif kind == "message_delta":
+            self.delta(data)
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def _block_delta(self, data: dict[str, Any]) -> None:
+        b = self.blocks.get(int(data.get("index", -1)))
+        d = data.get("delta")
+        if b is None or not isinstance(d, dict):
+            raise DecodeError(
+                f"{self.provider}: a content_block_delta for a block never started", provider=self.provider
+            )
+        t = d.get("type")
+        if t == "text_delta":
+            b["text"] = str(b.get("text", "")) + str(d.get("text", ""))
+        elif t == "thinking_delta":
+            b["thinking"] = str(b.get("thinking", "")) + str(d.get("thinking", ""))
+        elif t == "signature_delta":
+            b["signature"] = str(b.get("signature", "")) + str(d.get("signature", ""))
+        elif t == "input_json_delta":
+            b["partial"] += str(d.get("partial_json", ""))
+
+    def finish(self) -> Response:
+        if not self.stopped:
+            raise stream_incomplete(self.provider, "its message_stop event")
+        texts: list[str] = []
+        thoughts: list[str] = []
+        calls: list[ToolCall] = []
+        blocks: list[ThinkingBlock] = []
+        for k in sorted(self.blocks):
+            b = self.blocks[k]
+            t = b.get("type")
+            if t == "text":
+                texts.append(str(b.get("text", "")))
+            elif t == "thinking":
+                thoughts.append(str(b.get("thinking", "")))
+                blocks.append(
+                    ThinkingBlock(
+                        type="thinking",
+                        origin=self.origin,
+                        data=str(b.get("signature", "")),
+                        text=str(b.get("thinking", "")),
+                        position=len(calls),
+                    )
+                )
+            elif t == "redacted_thinking":
+                blocks.append(
+                    ThinkingBlock(
+                        type="redacted_thinking",
+                        origin=self.origin,
+                        data=str(b.get("data", "")),
+                        position=len(calls),
+                    )
+                )
+            elif t == "tool_use":
+                args = b["partial"] if b["partial"] else dumps(b.get("input", {}))
+                calls.append(ToolCall(id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=args))
+        return Response(
+            text="".join(texts),
+            thinking=join_text(thoughts),
+            calls=tuple(calls),
+            blocks=tuple(blocks),
+            usage=self._usage(),
+            finish=finish_reason(self.stop_reason),
+            model=self.model,
+            notes=tuple(self.notes),
+        )
+
+    def _usage(self) -> Usage:
+        u = self.usage
+        inp = int_or_none(u.get("input_tokens"))
+        read = int_or_none(u.get("cache_read_input_tokens"))
+        write = int_or_none(u.get("cache_creation_input_tokens"))
+        otd = sub(u, "output_tokens_details")
+        return Usage(
+            prompt_tokens=None if inp is None else inp + (read or 0) + (write or 0),
+            cached_tokens=read,
+            cache_write_tokens=write,
+            output_tokens=int_or_none(u.get("output_tokens")),
+            reasoning_tokens=int_or_none(otd.get("thinking_tokens")),
+        )

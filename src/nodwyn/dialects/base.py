@@ -1,0 +1,236 @@
+"""What every dialect is: the wire request it builds, the stream events it reads, and its protocol.
+
+A dialect is a pure translation. ``encode`` turns the provider-neutral ``Request`` (plus the
+model's settings and the wire-only session key) into a ``WireRequest``; a ``Decoder`` turns the
+stream's events into a ``Response``; ``parse_error`` turns an error reply into a ``ProviderError``.
+Nothing here touches the network, the clock or the disk: the transport does that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from nodwyn.errors import DecodeError, EncodeError, OriginError, ProviderError
+from nodwyn.values.content import AssistantMessage, ImagePart, Origin, ThinkingBlock
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WireRequest:
+    """One HTTP request as the dialect wants it sent. ``headers`` never hold a credential:
+    the transport adds authentication for the origin it is bound to."""
+
+    method: str
+    path: str
+    headers: dict[str, str] = field(hash=False)
+    body: Json | None = field(default=None, hash=False)
+
+    def body_bytes(self) -> bytes:
+        """The body as sent: compact JSON, keys in the order the dialect built them.
+
+        Values taken verbatim from a reply (reasoning_details, reasoning items) come out as the
+        same JSON value, and as the same bytes when the provider sent them compact.
+        """
+        if self.body is None:
+            return b""
+        return orjson.dumps(self.body)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamEvent:
+    """One SSE event (``event`` is its ``event:`` field, None if absent), or one NDJSON line."""
+
+    event: str | None
+    data: str
+
+
+class Decoder(Protocol):
+    """Reads one reply's stream events in order and assembles the reply."""
+
+    @property
+    def complete(self) -> bool:
+        """True once the stream's terminal event has come."""
+        ...
+
+    def feed(self, ev: StreamEvent) -> None: ...
+
+    def finish(self) -> Response:
+        """The assembled reply; raises DecodeError if the stream ended before its terminal event."""
+        ...
+
+
+class Dialect(Protocol):
+    api: str
+    models_path: str
+
+    def encode(
+        self,
+        request: Request,
+        settings: ModelSettings,
+        *,
+        session_key: str | None,
+        plan_usage: bool = False,
+        stream: bool = True,
+        images: Mapping[str, bytes] = ...,
+    ) -> WireRequest: ...
+
+    def decoder(self, origin: Origin) -> Decoder: ...
+
+    def decode_body(self, body: bytes, origin: Origin) -> Response: ...
+
+    def parse_error(
+        self, status: int, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> ProviderError: ...
+
+    def models_request(self, settings: ModelSettings) -> WireRequest: ...
+
+
+# -- helpers shared by the dialects ------------------------------------------------------------
+
+
+def loads(data: str | bytes, where: str, provider: str) -> Any:
+    """Parse JSON from the provider, or raise a DecodeError naming where it was."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        snippet = (data if isinstance(data, str) else data.decode("utf-8", "replace"))[:80]
+        raise DecodeError(
+            f"{provider}: {where} is not JSON ({exc}): {snippet!r}; a server or proxy sent a non-JSON reply",
+            provider=provider,
+        ) from exc
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text, keys in their given order (the form blocks and arguments are kept in)."""
+    return orjson.dumps(value).decode()
+
+
+def check_blocks(request: Request, settings: ModelSettings, allowed: tuple[str, ...], api: str) -> None:
+    """Every block must come from this model's origin and be a type this API reads back.
+
+    The window decides which messages carry blocks; this is the second line of defence.
+    """
+    origin = settings.origin
+    for i, m in enumerate(request.messages):
+        if not isinstance(m, AssistantMessage):
+            continue
+        for j, b in enumerate(m.blocks):
+            if b.origin != origin:
+                raise OriginError(
+                    f"messages[{i}].blocks[{j}]: a {b.type} block from {describe(b.origin)} would go to "
+                    f"{describe(origin)}; the window must leave out blocks of another origin"
+                )
+            if b.type not in allowed:
+                raise EncodeError(
+                    f"messages[{i}].blocks[{j}]: the {api} dialect cannot send a {b.type!r} block "
+                    f"(it sends {', '.join(allowed) or 'none'}); check the api of model {settings.name!r}"
+                )
+
+
+def describe(o: Origin) -> str:
+    where = o.server if o.server is not None else (o.url or "no address")
+    cred = f" with credential {o.credential}" if o.credential else ""
+    return f"{o.model} at {where}{cred}"
+
+
+def image_bytes(images: Mapping[str, bytes], part: ImagePart, settings: ModelSettings, where: str) -> bytes:
+    if not settings.takes_images:
+        raise EncodeError(
+            f"{where}: model {settings.name!r} takes no images (takes_images = false); "
+            "the window should have withheld this image, or set takes_images = true"
+        )
+    data = images.get(part.digest)
+    if data is None:
+        raise EncodeError(
+            f"{where}: the bytes of image {part.digest} were not given to the encoder; "
+            "the sender must read it from the attachment store"
+        )
+    return data
+
+
+def arrange(message: AssistantMessage) -> list[tuple[str, Any]]:
+    """The order an assistant message's parts go on the wire for APIs that interleave them.
+
+    Blocks at position 0, then the text, then each call preceded by the blocks that came before
+    it (a block's ``position`` is how many of the reply's calls came before it); blocks whose
+    position is past the last call go last. Yields ("block", b), ("text", str), ("call", c).
+    """
+    out: list[tuple[str, Any]] = []
+    by_pos: dict[int, list[ThinkingBlock]] = {}
+    for b in message.blocks:
+        by_pos.setdefault(min(max(b.position, 0), len(message.calls)), []).append(b)
+    out.extend(("block", b) for b in by_pos.get(0, []))
+    if message.text:
+        out.append(("text", message.text))
+    for i, c in enumerate(message.calls):
+        if i > 0:
+            out.extend(("block", b) for b in by_pos.get(i, []))
+        out.append(("call", c))
+    if message.calls:
+        out.extend(("block", b) for b in by_pos.get(len(message.calls), []))
+    return out
+
+
+def json_object(text: str, where: str, api: str) -> Any:
+    """A tool call's arguments as the object APIs with object arguments want."""
+    if text.strip() == "":
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise EncodeError(
+            f"{where}: arguments {text[:60]!r} are not JSON, and {api} takes them only as an object; "
+            "the call came from another model (a model switch) whose arguments this API cannot carry"
+        ) from exc
+    if not isinstance(value, dict):
+        raise EncodeError(f"{where}: arguments are JSON but not an object, which {api} requires")
+    return value
+
+
+def join_text(parts: list[str]) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+FINISH = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_calls": "tool_calls",
+    "tool_use": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+}
+
+
+def finish_reason(raw: str | None) -> str | None:
+    """A provider's stop reason in the shared vocabulary (stop, tool_calls, length), else as sent."""
+    if raw is None:
+        return None
+    return FINISH.get(raw, raw)
+
+
+def sub(d: Any, key: str) -> dict[str, Any]:
+    """``d[key]`` when both are objects, else an empty one."""
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, dict) else {}
+
+
+def int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def stream_incomplete(provider: str, what: str) -> DecodeError:
+    return DecodeError(
+        f"{provider}: the stream ended before {what}; the reply is incomplete (ask again)",
+        provider=provider,
+    )

@@ -1,0 +1,56 @@
+"""What the four dialects share: settings, provider label, errors, the model-list request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from nodwyn.dialects.base import Decoder, StreamEvent, WireRequest, loads
+from nodwyn.dialects.errors import parse_error
+from nodwyn.errors import ProviderError
+from nodwyn.values.content import Origin
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Response
+
+
+class DialectBase:
+    api = ""
+    models_path = ""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        self.settings = settings
+
+    @property
+    def provider(self) -> str:
+        """How errors name the server: its configured name, else the family or API."""
+        s = self.settings
+        if s.server is not None:
+            return s.server
+        return s.family if s.api == "openai-chat" else s.api
+
+    def base_headers(self) -> dict[str, str]:
+        return {"content-type": "application/json"}
+
+    def models_request(self, settings: ModelSettings) -> WireRequest:
+        """The model list (``nodwyn models test``): never carries the session key."""
+        headers = {k: v for k, v in self.base_headers().items() if k != "content-type"}
+        return WireRequest(method="GET", path=self.models_path, headers=headers, body=None)
+
+    def parse_error(
+        self, status: int, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> ProviderError:
+        return parse_error(self.provider, status, body, headers)
+
+    def decoder(self, origin: Origin) -> Decoder:
+        raise NotImplementedError
+
+    def decode_body(self, body: bytes, origin: Origin) -> Response:
+        raise NotImplementedError
+
+    def _decode_events(self, events: list[StreamEvent], origin: Origin) -> Response:
+        dec = self.decoder(origin)
+        for ev in events:
+            dec.feed(ev)
+        return dec.finish()
+
+    def _load_body(self, body: bytes) -> object:
+        return loads(body, "the reply body", self.provider)

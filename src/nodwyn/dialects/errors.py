@@ -1,0 +1,237 @@
+"""Provider error replies -> one ``ProviderError`` with a one-line message.
+
+Every shape in reference/wire-formats.md is read by one parser, whatever the dialect, so an error
+from a server behind the wrong family setting still says what it said:
+
+* OpenAI (and DeepSeek, OpenRouter-less vLLM): ``{"error": {"message", "type", "param", "code"}}``
+* Cerebras, SGLang: the same fields unwrapped (``{"message", "type", "param", "code"}``)
+* OpenRouter: ``{"error": {"code": <int>, "message", "metadata": {"raw", "provider_name", "error_type"}}}``
+* Anthropic: ``{"type": "error", "error": {"type", "message"}, "request_id"}``
+* Ollama: ``{"error": "<text>"}``
+* anything else (an HTML page from a proxy): its first line.
+
+The field the server rejected is its ``param`` when that names one, else the path or name the
+message starts with or quotes. 429, 5xx and overloaded replies become retryable subclasses
+carrying the ``Retry-After`` the server gave.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from email.utils import mktime_tz, parsedate_tz
+from typing import Any
+
+import orjson
+
+from nodwyn.errors import (
+    AuthError,
+    ContextLengthError,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimitError,
+)
+
+_MAX = 400
+_GENERIC_PARAMS = {"validation_error", "input", "body", "messages"}
+_FIELD_PATTERNS = (
+    re.compile(r"Unrecognized request argument supplied: ([\w.\[\]]+)"),
+    re.compile(r"Unknown parameter: '([^']+)'"),
+    re.compile(r"Unsupported parameter: '([^']+)'"),
+    re.compile(r"The (\w+) in the thinking mode must be passed back"),
+    re.compile(r"^(\w+)=\S+ is not supported"),
+)
+_PATH_PREFIX = re.compile(r"^([\w\[\].]+):\s")
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX else line[: _MAX - 1] + "…"
+
+
+def _field_from_message(message: str) -> str | None:
+    starts = [0] + [m.end() for m in re.finditer(r": ", message)]
+    for start in starts:
+        m = _PATH_PREFIX.match(message, start)
+        if m:
+            path = m.group(1)
+            if path.startswith("body."):
+                return path[5:]
+            if "." in path:
+                return path
+    for pat in _FIELD_PATTERNS:
+        m = pat.search(message)
+        if m:
+            return m.group(1).removeprefix("body.")
+    return None
+
+
+def _raw_message(raw: Any) -> str | None:
+    """OpenRouter's ``metadata.raw``: the upstream body, JSON text or plain text."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+    if isinstance(value, dict):
+        inner = value.get("error", value)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return raw
+
+
+def _fields(value: Any, body_text: str) -> tuple[str, str | None, str | None, str | None, str | None]:
+    """(message, type, param, code, openrouter error_type) from any known shape."""
+    if isinstance(value, dict):
+        err = value.get("error")
+        if isinstance(err, str):
+            return err, None, None, None, None
+        src = err if isinstance(err, dict) else value
+        message = src.get("message")
+        if not isinstance(message, str):
+            detail = value.get("detail")
+            message = detail if isinstance(detail, str) else None
+        if message is None:
+            return _one_line(body_text) or "(empty body)", None, None, None, None
+        typ = src.get("type") if isinstance(src.get("type"), str) else None
+        param = src.get("param") if isinstance(src.get("param"), str) else None
+        code = src.get("code")
+        code_s = code if isinstance(code, str) else None
+        error_type = None
+        meta = src.get("metadata")
+        if isinstance(meta, dict):
+            raw = _raw_message(meta.get("raw"))
+            name = meta.get("provider_name")
+            if raw:
+                message = f"{message}: {name}: {raw}" if isinstance(name, str) else f"{message}: {raw}"
+            et = meta.get("error_type")
+            error_type = et if isinstance(et, str) else None
+        return message, typ, param, code_s, error_type
+    text = body_text.strip().splitlines()[0] if body_text.strip() else "(empty body)"
+    return text, None, None, None, None
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds, or an HTTP date read
+    against the reply's own ``Date`` header: the dialect reads no clock)."""
+    if not headers:
+        return None
+    low = {k.lower(): v for k, v in headers.items()}
+    ms = low.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    ra = low.get("retry-after")
+    if ra is None:
+        return None
+    try:
+        return max(float(ra), 0.0)
+    except ValueError:
+        pass
+    when = parsedate_tz(ra)
+    now = parsedate_tz(low.get("date", ""))
+    if when is None or now is None:
+        return None
+    return float(max(mktime_tz(when) - mktime_tz(now), 0))
+
+
+def _hint(cls: type[ProviderError], field: str | None, message: str) -> str:
+    f = field or ""
+    if f.endswith("reasoning_content") or "reasoning_content' is unsupported" in message:
+        return (
+            "this server refuses reasoning_content: set the model's family (cerebras and vllm send reasoning)"
+        )
+    if "reasoning_content in the thinking mode must be passed back" in message:
+        return 'DeepSeek needs reasoning_content back on tool-call turns: set family = "deepseek"'
+    if "prompt_cache_key" in f:
+        return 'this server refuses prompt_cache_key: set cache_key = "header" or "off" in the model entry'
+    if "cache_control" in f:
+        return "this server refuses cache_control: remove it from the model entry"
+    if f == "max_tokens":
+        return "this model wants max_completion_tokens: set the model entry's family accordingly"
+    if "signature" in message and "thinking" in message:
+        return "a reasoning block was refused; it went back as it came, so report the session"
+    if cls is AuthError:
+        return "check the model entry's credential"
+    if cls is ContextLengthError:
+        return "the prompt is over the model's context: check context_size and the window's high water"
+    if cls is RateLimitError:
+        return "rate limited: wait, or lower the request rate"
+    if cls is ProviderUnavailable:
+        return "the server is unavailable or overloaded: try again later"
+    return ""
+
+
+def _class(
+    status: int | None, typ: str | None, code: str | None, error_type: str | None, message: str
+) -> type:
+    kinds = {k for k in (typ, code, error_type) if k}
+    low = message.lower()
+    if status in (401, 403) or kinds & {"authentication_error", "permission_error", "authentication"}:
+        return AuthError
+    if (
+        status == 413
+        or kinds & {"context_length_exceeded", "request_too_large"}
+        or "context length" in low
+        or "context window" in low
+        or "prompt is too long" in low
+    ):
+        return ContextLengthError
+    if status == 429 or kinds & {"rate_limit_error", "rate_limit_exceeded"}:
+        return RateLimitError
+    if (status is not None and status >= 500) or kinds & {
+        "overloaded_error",
+        "provider_overloaded",
+        "api_error",
+        "server_error",
+    }:
+        return ProviderUnavailable
+    return ProviderError
+
+
+def provider_error(
+    provider: str, status: int | None, value: Any, body_text: str, headers: Mapping[str, str] | None
+) -> ProviderError:
+    message, typ, param, code, error_type = _fields(value, body_text)
+    message = _one_line(message)
+    field = param if param and param not in _GENERIC_PARAMS else None
+    field = field or _field_from_message(message) or (param if param != "validation_error" else None)
+    cls = _class(status, typ, code, error_type, message)
+    where = f"HTTP {status}" if status is not None else "mid-stream"
+    kind = f" ({typ or error_type or code})" if (typ or error_type or code) else ""
+    text = f"{provider} {where}{kind}: {message}"
+    if field:
+        text += f" [field: {field}]"
+    hint = _hint(cls, field, message)
+    if hint:
+        text += f"; {hint}"
+    result: ProviderError = cls(
+        text,
+        status=status,
+        provider=provider,
+        field=field,
+        body=body_text[:4000] or None,
+        retry_after=retry_after(headers) if cls in (RateLimitError, ProviderUnavailable) else None,
+    )
+    return result
+
+
+def parse_error(
+    provider: str, status: int, body: bytes, headers: Mapping[str, str] | None = None
+) -> ProviderError:
+    text = body.decode("utf-8", "replace")
+    try:
+        value: Any = orjson.loads(body) if body.strip() else None
+    except orjson.JSONDecodeError:
+        value = None
+    return provider_error(provider, status, value, text, headers)
+
+
+def stream_error(provider: str, value: Any) -> ProviderError:
+    """An error that came inside a stream whose HTTP status was already 200."""
+    return provider_error(provider, None, value, orjson.dumps(value).decode(), None)

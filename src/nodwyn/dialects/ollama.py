@@ -1,0 +1,196 @@
+"""Ollama's native ``POST /api/chat``: NDJSON stream, object tool arguments, thinking field.
+
+Requests always send ``options.num_ctx`` (the model entry's context size, so a session never
+reloads the model and loses its KV cache) and ``truncate: false`` (Ollama would otherwise cut the
+front of an over-long prompt silently, and the window is the one that decides what is sent).
+Usage: ``prompt_eval_count`` is the whole prompt; Ollama reports no cached-token count, so
+``cached_tokens`` is unknown (None), and the prefill time shows the cache instead.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from nodwyn.dialects.base import (
+    Decoder,
+    StreamEvent,
+    WireRequest,
+    check_blocks,
+    dumps,
+    finish_reason,
+    image_bytes,
+    int_or_none,
+    json_object,
+    loads,
+    stream_incomplete,
+)
+from nodwyn.dialects.common import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.errors import DecodeError, EncodeError
+from nodwyn.values.content import AssistantMessage, ImagePart, Origin, TextPart, ToolCall, UserMessage
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response, Timings, Usage
+
+_NO_IMAGES: Mapping[str, bytes] = {}
+
+
+class OllamaDialect(DialectBase):
+    api = "ollama"
+    models_path = "/api/tags"
+
+    def encode(
+        self,
+        request: Request,
+        settings: ModelSettings,
+        *,
+        session_key: str | None,
+        plan_usage: bool = False,
+        stream: bool = True,
+        images: Mapping[str, bytes] = _NO_IMAGES,
+    ) -> WireRequest:
+        # Ollama has no session knob (one server, one cache): the key is not sent.
+        check_blocks(request, settings, (), self.api)
+        if settings.cache_control is not None:
+            raise EncodeError(
+                f"model {settings.name!r}: Ollama's /api/chat has no cache_control "
+                "(it caches the prefix by itself); remove cache_control from the model entry"
+            )
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        for i, m in enumerate(request.messages):
+            where = f"messages[{i}]"
+            if isinstance(m, UserMessage):
+                texts = [p.text for p in m.parts if isinstance(p, TextPart)]
+                msg: dict[str, Any] = {"role": "user", "content": "\n".join(texts)}
+                pics = [
+                    base64.b64encode(image_bytes(images, p, settings, f"{where}.parts[{j}]")).decode()
+                    for j, p in enumerate(m.parts)
+                    if isinstance(p, ImagePart)
+                ]
+                if pics:
+                    msg["images"] = pics
+            elif isinstance(m, AssistantMessage):
+                msg = {"role": "assistant", "content": m.text}
+                if m.thinking:
+                    msg["thinking"] = m.thinking
+                if m.calls:
+                    msg["tool_calls"] = [
+                        {
+                            "id": c.id,
+                            "function": {
+                                "name": c.name,
+                                "arguments": json_object(c.arguments, f"{where}.calls[{k}]", "Ollama"),
+                            },
+                        }
+                        for k, c in enumerate(m.calls)
+                    ]
+            else:
+                msg = {"role": "tool", "content": m.text, "tool_name": m.name, "tool_call_id": m.call_id}
+            messages.append(msg)
+        body: dict[str, Any] = {"model": settings.model, "messages": messages}
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+        body["stream"] = stream
+        if settings.reasoning_effort is not None:
+            body["think"] = settings.reasoning_effort
+        options: dict[str, Any] = {"num_ctx": settings.context_size}
+        if request.max_output is not None:
+            options["num_predict"] = request.max_output
+        body["options"] = options
+        if settings.keep_alive is not None:
+            body["keep_alive"] = settings.keep_alive
+        body["truncate"] = False
+        return WireRequest(method="POST", path="/api/chat", headers=self.base_headers(), body=body)
+
+    def decoder(self, origin: Origin) -> Decoder:
+        return OllamaDecoder(self.provider)
+
+    def decode_body(self, body: bytes, origin: Origin) -> Response:
+        value = self._load_body(body)
+        dec = OllamaDecoder(self.provider)
+        dec.take(value)
+        return dec.finish()
+
+
+class OllamaDecoder:
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.final: dict[str, Any] | None = None
+        self.model: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.final is not None
+
+    def feed(self, ev: StreamEvent) -> None:
+        self.take(loads(ev.data, "an NDJSON line", self.provider))
+
+    def take(self, obj: Any) -> None:
+        if not isinstance(obj, dict):
+            raise DecodeError(f"{self.provider}: a stream line is not a JSON object", provider=self.provider)
+        if "error" in obj:
+            raise stream_error(self.provider, obj)
+        if isinstance(obj.get("model"), str):
+            self.model = obj["model"]
+        msg = obj.get("message")
+        if isinstance(msg, dict):
+            if isinstance(msg.get("content"), str):
+                self.text.append(msg["content"])
+            if isinstance(msg.get("thinking"), str):
+                self.thinking.append(msg["thinking"])
+            for tc in msg.get("tool_calls") or []:
+                self.calls.append(self._call(tc))
+        if obj.get("done") is True:
+            self.final = obj
+
+    def _call(self, tc: Any) -> ToolCall:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise DecodeError(
+                f"{self.provider}: a tool call has no function name: {tc!r:.80}", provider=self.provider
+            )
+        args = fn.get("arguments", {})
+        call_id = tc.get("id")
+        return ToolCall(
+            id=call_id if isinstance(call_id, str) and call_id else f"call_{len(self.calls)}",
+            name=fn["name"],
+            arguments=args if isinstance(args, str) else dumps(args),
+        )
+
+    def finish(self) -> Response:
+        if self.final is None:
+            raise stream_incomplete(self.provider, 'its "done": true line')
+        f = self.final
+        finish = finish_reason(f.get("done_reason") if isinstance(f.get("done_reason"), str) else None)
+        if self.calls and finish == "stop":
+            finish = "tool_calls"
+        ped = f.get("prompt_eval_duration")
+        total = f.get("total_duration")
+        return Response(
+            text="".join(self.text),
+            thinking="".join(self.thinking),
+            calls=tuple(self.calls),
+            usage=Usage(
+                prompt_tokens=int_or_none(f.get("prompt_eval_count")),
+                cached_tokens=None,
+                output_tokens=int_or_none(f.get("eval_count")),
+            ),
+            finish=finish,
+            model=self.model,
+            timings=Timings(
+                prefill_ms=ped / 1e6 if isinstance(ped, int | float) else None,
+                total_ms=total / 1e6 if isinstance(total, int | float) else None,
+            ),
+        )

@@ -1,0 +1,370 @@
+"""OpenAI chat completions (``POST /v1/chat/completions``) and the servers that speak it.
+
+The server family comes from the model entry (``ModelSettings.family``), never from a name:
+
+| family | thinking goes back as | max output | session header |
+|---|---|---|---|
+| compatible | reasoning_content | max_completion_tokens | X-Session-Id |
+| cerebras | reasoning | max_completion_tokens | X-Session-Id |
+| vllm | reasoning | max_completion_tokens | X-Session-Id |
+| deepseek | reasoning_content (always on tool-call turns) | max_tokens | X-Session-Id |
+| llamacpp | reasoning_content | max_tokens | X-Session-Id |
+| openrouter | reasoning (reasoning_details when the reply had them) | max_completion_tokens | X-Session-Id |
+| fireworks | reasoning_content | max_tokens | x-session-affinity |
+| baseten | reasoning_content | max_tokens | x-baseten-session-id |
+
+A reply's ``reasoning_details`` (every family but cerebras) are kept as one block, the array's
+compact JSON, and go back as that message's ``reasoning_details`` with no reasoning text beside
+them. ``reasoning_details_only`` (an OpenRouter route to Claude) sends no text without details.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from nodwyn.dialects.base import (
+    Decoder,
+    StreamEvent,
+    WireRequest,
+    check_blocks,
+    dumps,
+    finish_reason,
+    image_bytes,
+    int_or_none,
+    loads,
+    stream_incomplete,
+    sub,
+)
+from nodwyn.dialects.common import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.session_key import key_fields
+from nodwyn.errors import DecodeError, EncodeError
+from nodwyn.values.content import (
+    AssistantMessage,
+    ImagePart,
+    Origin,
+    TextPart,
+    ThinkingBlock,
+    ToolCall,
+    UserMessage,
+)
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response, Timings, Usage
+
+REASONING_FIELD: dict[str, str] = {
+    "compatible": "reasoning_content",
+    "cerebras": "reasoning",
+    "vllm": "reasoning",
+    "deepseek": "reasoning_content",
+    "llamacpp": "reasoning_content",
+    "openrouter": "reasoning",
+    "fireworks": "reasoning_content",
+    "baseten": "reasoning_content",
+}
+MAX_TOKENS_FIELD: dict[str, str] = {
+    "compatible": "max_completion_tokens",
+    "cerebras": "max_completion_tokens",
+    "vllm": "max_completion_tokens",
+    "openrouter": "max_completion_tokens",
+    "deepseek": "max_tokens",
+    "llamacpp": "max_tokens",
+    "fireworks": "max_tokens",
+    "baseten": "max_tokens",
+}
+# Families whose replies' reasoning_details are kept (seed 2026-10-15: Cerebras unchanged).
+KEEPS_DETAILS = frozenset(REASONING_FIELD) - {"cerebras"}
+# OpenRouter always includes usage; stream_options.include_usage is deprecated there.
+NO_STREAM_OPTIONS = frozenset({"openrouter"})
+_NO_IMAGES: Mapping[str, bytes] = {}
+
+
+def cache_control(settings: ModelSettings) -> dict[str, str] | None:
+    if settings.cache_control is None:
+        return None
+    if settings.cache_control == "1h":
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def _details(blocks: tuple[ThinkingBlock, ...], where: str) -> list[Any] | None:
+    """The reasoning_details the message's blocks hold, parsed from the text they came as."""
+    out: list[Any] | None = None
+    for j, b in enumerate(blocks):
+        if b.type != "reasoning_details":
+            continue
+        value = loads(b.data, f"{where}.blocks[{j}].data", "log")
+        if not isinstance(value, list):
+            raise EncodeError(f"{where}.blocks[{j}]: reasoning_details data is not a JSON array")
+        out = value if out is None else out + value
+    return out
+
+
+class ChatDialect(DialectBase):
+    api = "openai-chat"
+    models_path = "/v1/models"
+
+    def encode(
+        self,
+        request: Request,
+        settings: ModelSettings,
+        *,
+        session_key: str | None,
+        plan_usage: bool = False,
+        stream: bool = True,
+        images: Mapping[str, bytes] = _NO_IMAGES,
+    ) -> WireRequest:
+        family = settings.family
+        check_blocks(request, settings, ("reasoning_details",), self.api)
+        field = REASONING_FIELD[family]
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        for i, m in enumerate(request.messages):
+            where = f"messages[{i}]"
+            if isinstance(m, UserMessage):
+                messages.append({"role": "user", "content": self._user_content(m, settings, images, where)})
+            elif isinstance(m, AssistantMessage):
+                msg: dict[str, Any] = {
+                    "role": "assistant",
+                    "content": m.text if m.text or not m.calls else None,
+                }
+                details = _details(m.blocks, where)
+                if details is not None:
+                    msg["reasoning_details"] = details
+                elif m.thinking and not settings.reasoning_details_only:
+                    msg[field] = m.thinking
+                elif family == "deepseek" and m.calls:
+                    msg[field] = m.thinking  # required on tool-call turns, even empty
+                if m.calls:
+                    msg["tool_calls"] = [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in m.calls
+                    ]
+                messages.append(msg)
+            else:
+                messages.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
+        body: dict[str, Any] = {"model": settings.model, "messages": messages}
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+        body["stream"] = stream
+        if stream and family not in NO_STREAM_OPTIONS:
+            body["stream_options"] = {"include_usage": True}
+        if request.max_output is not None:
+            body[MAX_TOKENS_FIELD[family]] = request.max_output
+        if settings.reasoning_effort is not None:
+            body["reasoning_effort"] = settings.reasoning_effort
+        headers, key_body = key_fields(settings, session_key, plan_usage=plan_usage)
+        body.update(key_body)
+        cc = cache_control(settings)
+        if cc is not None:
+            body["cache_control"] = cc
+        return WireRequest(
+            method="POST", path="/v1/chat/completions", headers=self.base_headers() | headers, body=body
+        )
+
+    @staticmethod
+    def _user_content(
+        m: UserMessage, settings: ModelSettings, images: Mapping[str, bytes], where: str
+    ) -> str | list[dict[str, Any]]:
+        if len(m.parts) == 1 and isinstance(m.parts[0], TextPart):
+            return m.parts[0].text
+        parts: list[dict[str, Any]] = []
+        for j, p in enumerate(m.parts):
+            if isinstance(p, TextPart):
+                parts.append({"type": "text", "text": p.text})
+            elif isinstance(p, ImagePart):
+                data = base64.b64encode(image_bytes(images, p, settings, f"{where}.parts[{j}]")).decode()
+                parts.append(
+                    {"type": "image_url", "image_url": {"url": f"data:{p.media_type};base64,{data}"}}
+                )
+        return parts
+
+    def decoder(self, origin: Origin) -> Decoder:
+        return ChatDecoder(self.provider, origin, keep_details=self.settings.family in KEEPS_DETAILS)
+
+    def decode_body(self, body: bytes, origin: Origin) -> Response:
+        dec = ChatDecoder(self.provider, origin, keep_details=self.settings.family in KEEPS_DETAILS)
+        value = self._load_body(body)
+        dec.take(value, "message")
+        dec.done = True
+        return dec.finish()
+
+
+def merge_details(acc: list[dict[str, Any]], fragments: list[Any]) -> None:
+    """Merge streamed reasoning_details fragments as OpenRouter's own client does.
+
+    A fragment with the ``index`` of an entry already seen continues it; a ``reasoning.text``
+    fragment without an index continues a trailing ``reasoning.text``. Continuing concatenates
+    ``text`` and ``summary`` and fills fields still missing (a late signature, the real data for
+    a ``[REDACTED]`` placeholder). Anything else starts a new entry, in arrival order.
+    """
+    for f in fragments:
+        if not isinstance(f, dict):
+            raise DecodeError(f"a reasoning_details fragment is not an object: {f!r:.80}")
+        idx = f.get("index")
+        target: dict[str, Any] | None = None
+        if idx is not None:
+            target = next((e for e in acc if e.get("index") == idx), None)
+        elif acc and f.get("type") == "reasoning.text" and acc[-1].get("type") == "reasoning.text":
+            target = acc[-1]
+        if target is None or (f.get("type") is not None and f.get("type") != target.get("type")):
+            acc.append(dict(f))
+            continue
+        for k, v in f.items():
+            old = target.get(k)
+            if k in ("text", "summary") and isinstance(v, str) and isinstance(old, str):
+                target[k] = old + v
+            elif old is None or (old == "[REDACTED]" and v is not None):
+                target[k] = v
+
+
+class ChatDecoder:
+    def __init__(self, provider: str, origin: Origin, *, keep_details: bool) -> None:
+        self.provider = provider
+        self.origin = origin
+        self.keep_details = keep_details
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.details: list[dict[str, Any]] | None = None
+        self.details_raw: str | None = None  # a non-streamed array, kept as it came
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish_raw: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.timings: dict[str, Any] | None = None
+        self.time_info: dict[str, Any] | None = None
+        self.model: str | None = None
+        self.done = False
+
+    @property
+    def complete(self) -> bool:
+        return self.done or self.finish_raw is not None
+
+    def feed(self, ev: StreamEvent) -> None:
+        if ev.data.strip() == "[DONE]":
+            self.done = True
+            return
+        self.take(loads(ev.data, "a stream chunk", self.provider), "delta")
+
+    def take(self, obj: Any, key: str) -> None:
+        if not isinstance(obj, dict):
+            raise DecodeError(f"{self.provider}: a chunk is not a JSON object", provider=self.provider)
+        if obj.get("error"):
+            raise stream_error(self.provider, obj)
+        if obj.get("object") == "error" or ("choices" not in obj and "message" in obj and "type" in obj):
+            raise stream_error(self.provider, obj)
+        if isinstance(obj.get("model"), str):
+            self.model = obj["model"]
+        if isinstance(obj.get("usage"), dict):
+            self.usage = obj["usage"]
+        if isinstance(obj.get("timings"), dict):
+            self.timings = obj["timings"]
+        if isinstance(obj.get("time_info"), dict):
+            self.time_info = obj["time_info"]
+        for ch in obj.get("choices") or []:
+            if not isinstance(ch, dict) or ch.get("index", 0) != 0:
+                continue
+            d = ch.get(key)
+            if isinstance(d, dict):
+                self._delta(d, streamed=key == "delta")
+            if isinstance(ch.get("finish_reason"), str):
+                self.finish_raw = ch["finish_reason"]
+
+    def _delta(self, d: dict[str, Any], *, streamed: bool) -> None:
+        if isinstance(d.get("content"), str):
+            self.text.append(d["content"])
+        r = d.get("reasoning")
+        if not isinstance(r, str):
+            r = d.get("reasoning_content")
+        if isinstance(r, str):
+            self.thinking.append(r)
+        rd = d.get("reasoning_details")
+        if isinstance(rd, list) and self.keep_details:
+            if self.details is None:
+                self.details = []
+            if streamed:
+                merge_details(self.details, rd)
+            else:
+                self.details_raw = dumps(rd)
+        for tc in d.get("tool_calls") or []:
+            if not isinstance(tc, dict):
+                continue
+            idx = tc.get("index", len(self.calls))
+            slot = self.calls.setdefault(idx, {"id": "", "name": "", "arguments": ""})
+            if isinstance(tc.get("id"), str):
+                slot["id"] = tc["id"]
+            fn = tc.get("function") or {}
+            if isinstance(fn.get("name"), str):
+                slot["name"] = slot["name"] + fn["name"] if streamed else fn["name"]
+            if isinstance(fn.get("arguments"), str):
+                slot["arguments"] = slot["arguments"] + fn["arguments"] if streamed else fn["arguments"]
+
+    def finish(self) -> Response:
+        if not self.complete:
+            raise stream_incomplete(self.provider, "its finish_reason or [DONE]")
+        calls = []
+        for k in sorted(self.calls):
+            c = self.calls[k]
+            if not c["name"]:
+                raise DecodeError(f"{self.provider}: tool call {k} has no name", provider=self.provider)
+            calls.append(ToolCall(id=c["id"] or f"call_{k}", name=c["name"], arguments=c["arguments"]))
+        blocks: tuple[ThinkingBlock, ...] = ()
+        if self.details is not None:
+            data = self.details_raw if self.details_raw is not None else dumps(self.details)
+            blocks = (ThinkingBlock(type="reasoning_details", origin=self.origin, data=data),)
+        return Response(
+            text="".join(self.text),
+            thinking="".join(self.thinking),
+            calls=tuple(calls),
+            blocks=blocks,
+            usage=self._usage(),
+            finish=finish_reason(self.finish_raw),
+            model=self.model,
+            timings=self._timings(),
+        )
+
+    def _usage(self) -> Usage:
+        u = self.usage
+        if u is None:
+            return Usage()
+        ptd = sub(u, "prompt_tokens_details")
+        ctd = sub(u, "completion_tokens_details")
+        cached = int_or_none(ptd.get("cached_tokens"))
+        if cached is None:
+            cached = int_or_none(u.get("prompt_cache_hit_tokens"))  # DeepSeek
+        if cached is None and self.timings is not None:
+            cached = int_or_none(self.timings.get("cache_n"))  # llama.cpp server
+        return Usage(
+            prompt_tokens=int_or_none(u.get("prompt_tokens")),
+            cached_tokens=cached,
+            cache_write_tokens=int_or_none(ptd.get("cache_write_tokens")),
+            output_tokens=int_or_none(u.get("completion_tokens")),
+            reasoning_tokens=int_or_none(ctd.get("reasoning_tokens")),
+        )
+
+    def _timings(self) -> Timings:
+        if self.timings is not None:
+            pm = self.timings.get("prompt_ms")
+            gm = self.timings.get("predicted_ms")
+            prefill = float(pm) if isinstance(pm, int | float) else None
+            total = prefill + float(gm) if prefill is not None and isinstance(gm, int | float) else None
+            return Timings(prefill_ms=prefill, total_ms=total)
+        if self.time_info is not None:  # Cerebras, in seconds
+            pt = self.time_info.get("prompt_time")
+            tt = self.time_info.get("total_time")
+            return Timings(
+                prefill_ms=pt * 1000 if isinstance(pt, int | float) else None,
+                total_ms=tt * 1000 if isinstance(tt, int | float) else None,
+            )
+        return Timings()

@@ -1,0 +1,286 @@
+"""OpenAI Responses (``POST /v1/responses``): input items in, SSE output items out.
+
+Stateless: every request carries the whole conversation and ``store: false``. Function calls go
+as ``function_call`` items with ``call_id``, name and arguments, never with their ``fc_…`` item id:
+the neutral request does not keep it, and an item id whose reasoning item is missing is refused
+(wire-formats §3), so calls are valid whether reasoning is kept or not.
+
+``keep_reasoning`` (false by default): ask for encrypted reasoning, keep each reasoning item as a
+block (taken from ``response.output_item.done``, where its ``encrypted_content`` is complete) and
+give it back, unchanged, before the call it came before, with ``reasoning.context: "all_turns"``.
+The reply's output is read from the terminal response, or assembled from the streamed items when
+that output is empty (ChatGPT-plan backends). A stream without a terminal event is incomplete:
+``complete`` says so and the transport asks again once.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from nodwyn.dialects.base import (
+    Decoder,
+    StreamEvent,
+    WireRequest,
+    arrange,
+    check_blocks,
+    dumps,
+    finish_reason,
+    image_bytes,
+    int_or_none,
+    join_text,
+    loads,
+    stream_incomplete,
+    sub,
+)
+from nodwyn.dialects.common import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.openai_chat import cache_control
+from nodwyn.dialects.session_key import key_fields
+from nodwyn.errors import DecodeError, EncodeError
+from nodwyn.values.content import (
+    AssistantMessage,
+    ImagePart,
+    Origin,
+    TextPart,
+    ThinkingBlock,
+    ToolCall,
+    UserMessage,
+)
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response, Usage
+
+_NO_IMAGES: Mapping[str, bytes] = {}
+TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class ResponsesDialect(DialectBase):
+    api = "responses"
+    models_path = "/v1/models"
+
+    def encode(
+        self,
+        request: Request,
+        settings: ModelSettings,
+        *,
+        session_key: str | None,
+        plan_usage: bool = False,
+        stream: bool = True,
+        images: Mapping[str, bytes] = _NO_IMAGES,
+    ) -> WireRequest:
+        check_blocks(request, settings, ("reasoning",), self.api)
+        items: list[dict[str, Any]] = []
+        for i, m in enumerate(request.messages):
+            where = f"messages[{i}]"
+            if isinstance(m, UserMessage):
+                content: list[dict[str, Any]] = []
+                for j, p in enumerate(m.parts):
+                    if isinstance(p, TextPart):
+                        content.append({"type": "input_text", "text": p.text})
+                    elif isinstance(p, ImagePart):
+                        raw = image_bytes(images, p, settings, f"{where}.parts[{j}]")
+                        url = f"data:{p.media_type};base64,{base64.b64encode(raw).decode()}"
+                        content.append({"type": "input_image", "image_url": url, "detail": "auto"})
+                items.append({"type": "message", "role": "user", "content": content})
+            elif isinstance(m, AssistantMessage):
+                # Thinking text without its reasoning item has no place in Responses input: the API
+                # reads reasoning back only as the item it gave (see ADR 0049).
+                for kind, x in arrange(m):
+                    if kind == "block":
+                        items.append(self._item(x, where))
+                    elif kind == "text":
+                        items.append({"type": "message", "role": "assistant", "content": x})
+                    else:
+                        items.append(
+                            {
+                                "type": "function_call",
+                                "call_id": x.id,
+                                "name": x.name,
+                                "arguments": x.arguments,
+                            }
+                        )
+            else:
+                items.append({"type": "function_call_output", "call_id": m.call_id, "output": m.text})
+        body: dict[str, Any] = {"model": settings.model}
+        if request.system:
+            body["instructions"] = request.system
+        body["input"] = items
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "strict": False,
+                }
+                for t in request.tools
+            ]
+        body["stream"] = stream
+        body["store"] = False
+        if request.max_output is not None:
+            body["max_output_tokens"] = request.max_output
+        reasoning: dict[str, Any] = {}
+        if settings.reasoning_effort is not None:
+            reasoning["effort"] = settings.reasoning_effort
+            reasoning["summary"] = "auto"
+        if settings.keep_reasoning:
+            reasoning["context"] = "all_turns"
+        if reasoning:
+            body["reasoning"] = reasoning
+        if settings.keep_reasoning:
+            body["include"] = ["reasoning.encrypted_content"]
+        headers, key_body = key_fields(settings, session_key, plan_usage=plan_usage)
+        body.update(key_body)
+        cc = cache_control(settings)
+        if cc is not None:
+            body["cache_control"] = cc
+        return WireRequest(
+            method="POST", path="/v1/responses", headers=self.base_headers() | headers, body=body
+        )
+
+    @staticmethod
+    def _item(b: ThinkingBlock, where: str) -> dict[str, Any]:
+        value = loads(b.data, f"{where} reasoning block data", "log")
+        if not isinstance(value, dict) or value.get("type") != "reasoning":
+            raise EncodeError(f"{where}: a reasoning block's data is not a reasoning item")
+        return value
+
+    def decoder(self, origin: Origin) -> Decoder:
+        return ResponsesDecoder(self.provider, origin, keep=self.settings.keep_reasoning)
+
+    def decode_body(self, body: bytes, origin: Origin) -> Response:
+        value = self._load_body(body)
+        if not isinstance(value, dict):
+            raise DecodeError(f"{self.provider}: the reply is not a JSON object", provider=self.provider)
+        dec = ResponsesDecoder(self.provider, origin, keep=self.settings.keep_reasoning)
+        dec.terminal(
+            "response.completed" if value.get("status") != "incomplete" else "response.incomplete", value
+        )
+        return dec.finish()
+
+
+class ResponsesDecoder:
+    def __init__(self, provider: str, origin: Origin, *, keep: bool) -> None:
+        self.provider = provider
+        self.origin = origin
+        self.keep = keep
+        self.items: dict[int, dict[str, Any]] = {}
+        self.text_deltas: list[str] = []
+        self.thinking_deltas: list[str] = []
+        self.final: dict[str, Any] | None = None
+        self.final_kind: str | None = None
+        self.model: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.final is not None
+
+    def feed(self, ev: StreamEvent) -> None:
+        data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
+        if not isinstance(data, dict):
+            raise DecodeError(f"{self.provider}: an event is not a JSON object", provider=self.provider)
+        kind = data.get("type") if isinstance(data.get("type"), str) else ev.event
+        if kind == "error":
+            raise stream_error(self.provider, data)
+        resp = data.get("response")
+        if isinstance(resp, dict) and isinstance(resp.get("model"), str):
+            self.model = resp["model"]
+        if kind == "response.output_text.delta" and isinstance(data.get("delta"), str):
+            self.text_deltas.append(data["delta"])
+        elif kind == "response.reasoning_summary_text.delta" and isinstance(data.get("delta"), str):
+            self.thinking_deltas.append(data["delta"])
+        elif kind == "response.output_item.done":
+            item, idx = data.get("item"), data.get("output_index")
+            if isinstance(item, dict):
+                self.items[idx if isinstance(idx, int) else len(self.items)] = item
+        elif kind in TERMINAL and isinstance(resp, dict):
+            self.terminal(kind, resp)
+
+    def terminal(self, kind: str, resp: dict[str, Any]) -> None:
+        if kind == "response.failed":
+            err = resp.get("error") if isinstance(resp.get("error"), dict) else {"message": "response failed"}
+            raise stream_error(self.provider, {"error": err})
+        if isinstance(resp.get("model"), str):
+            self.model = resp["model"]
+        self.final = resp
+        self.final_kind = kind
+
+    def finish(self) -> Response:
+        if self.final is None:
+            raise stream_incomplete(self.provider, "its terminal response.completed event")
+        out = self.final.get("output")
+        streamed = [self.items[k] for k in sorted(self.items)]
+        output: list[Any] = out if isinstance(out, list) and out else streamed
+        done_by_id = {it.get("id"): it for it in streamed if it.get("id") is not None}
+        texts: list[str] = []
+        thoughts: list[str] = []
+        calls: list[ToolCall] = []
+        blocks: list[ThinkingBlock] = []
+        for item in output:
+            if not isinstance(item, dict):
+                continue
+            typ = item.get("type")
+            if typ == "message":
+                for part in item.get("content") or []:
+                    if isinstance(part, dict) and part.get("type") == "output_text":
+                        texts.append(str(part.get("text", "")))
+                    elif isinstance(part, dict) and part.get("type") == "refusal":
+                        texts.append(str(part.get("refusal", "")))
+            elif typ == "reasoning":
+                item = done_by_id.get(item.get("id"), item)
+                summary = join_text(
+                    [str(s.get("text", "")) for s in item.get("summary") or [] if isinstance(s, dict)]
+                )
+                thoughts.append(summary)
+                if self.keep:
+                    blocks.append(
+                        ThinkingBlock(
+                            type="reasoning",
+                            origin=self.origin,
+                            data=dumps(item),
+                            text=summary,
+                            position=len(calls),
+                        )
+                    )
+            elif typ == "function_call":
+                calls.append(
+                    ToolCall(
+                        id=str(item.get("call_id", "")),
+                        name=str(item.get("name", "")),
+                        arguments=str(item.get("arguments", "")),
+                    )
+                )
+        if not output:
+            texts, thoughts = ["".join(self.text_deltas)], ["".join(self.thinking_deltas)]
+        if self.final_kind == "response.incomplete":
+            details = self.final.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, dict) else None
+            finish = finish_reason(reason if isinstance(reason, str) else "incomplete")
+        else:
+            finish = "tool_calls" if calls else "stop"
+        return Response(
+            text="".join(texts),
+            thinking=join_text(thoughts),
+            calls=tuple(calls),
+            blocks=tuple(blocks),
+            usage=self._usage(),
+            finish=finish,
+            model=self.model,
+        )
+
+    def _usage(self) -> Usage:
+        assert self.final is not None
+        u = self.final.get("usage")
+        if not isinstance(u, dict):
+            return Usage()
+        itd = sub(u, "input_tokens_details")
+        otd = sub(u, "output_tokens_details")
+        return Usage(
+            prompt_tokens=int_or_none(u.get("input_tokens")),
+            cached_tokens=int_or_none(itd.get("cached_tokens")),
+            cache_write_tokens=int_or_none(itd.get("cache_write_tokens")),
+            output_tokens=int_or_none(u.get("output_tokens")),
+            reasoning_tokens=int_or_none(otd.get("reasoning_tokens")),
+        )

@@ -1,0 +1,51 @@
+"""The session's wire name, and where each server family wants it.
+
+The key is the SHA-256 of the session id: the same across a resume, and it says nothing else
+(the id holds the start time). It goes only on the wire; the neutral request and its digest
+never hold it (seed, amendment 2026-10-02).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from nodwyn.values.model import ModelSettings
+
+# Each family's documented session header (reference/wire-formats.md §9). Families that document
+# none get OpenRouter's, as the seed sent it to every chat-completions server: a server that does
+# not know it ignores it, and OpenAI-compatible gateways in front of them route by it.
+SESSION_HEADER: dict[str, str] = {
+    "openrouter": "X-Session-Id",
+    "fireworks": "x-session-affinity",
+    "baseten": "x-baseten-session-id",
+}
+DEFAULT_SESSION_HEADER = "X-Session-Id"
+# What Codex sends for a ChatGPT-plan credential (seed, amendment 2026-10-07).
+PLAN_HEADERS = ("session-id", "thread-id", "x-client-request-id")
+
+
+def session_key(session_id: str) -> str:
+    """Hex SHA-256 of the session id."""
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def session_header(settings: ModelSettings) -> str:
+    return SESSION_HEADER.get(settings.family, DEFAULT_SESSION_HEADER)
+
+
+def key_fields(
+    settings: ModelSettings, key: str | None, *, plan_usage: bool, body_field: bool = True
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(headers, body fields) that carry the key for this model entry.
+
+    ``cache_key = "session"``: body ``prompt_cache_key`` and the family's session header;
+    ``"header"``: the header only (servers that refuse unknown body fields); ``"off"`` or no key:
+    nothing. A ChatGPT-plan credential adds Codex's three headers whenever the key is sent.
+    """
+    if key is None or settings.cache_key == "off":
+        return {}, {}
+    headers = {session_header(settings): key}
+    if plan_usage:
+        headers.update(dict.fromkeys(PLAN_HEADERS, key))
+    body = {"prompt_cache_key": key} if settings.cache_key == "session" and body_field else {}
+    return headers, body
