@@ -1,0 +1,90 @@
+"""Finding the runs in a workload folder and loading each with its format's loader.
+
+A folder holding ``events/event-*.json`` is one OpenHands conversation; a ``*.traj`` file is a
+SWE-agent trajectory; a ``*.traj.json`` file is a mini-swe-agent trajectory, v1 or v2 as its
+``trajectory_format`` says. Anything else (manifests, notes, scripts) is not a run. The argument
+may be the whole workload folder, one source's folder, one conversation folder or one file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.workloads import mini_v1, mini_v2, openhands, sweagent
+from bench.workloads.jsonfile import read_json
+from bench.workloads.run import Run, WorkloadError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Found:
+    path: Path
+    name: str  # relative to the folder searched (its own name when a single run was given)
+    kind: str  # "openhands", "swe-agent" or "mini-swe-agent"
+
+
+def find(root: Path) -> list[Found]:
+    """Every run under ``root``, in path order."""
+    if not root.exists():
+        raise WorkloadError(
+            f"{root}: no such file or folder; pass a workload folder such as ../shared/workloads"
+        )
+    if root.is_file() or openhands.is_conversation(root):
+        kind = _kind(root)
+        if kind is None:
+            raise WorkloadError(f"{root}: not a run (.traj, .traj.json or an OpenHands events folder)")
+        return [Found(path=root, name=root.name, kind=kind)]
+    out: list[Found] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames.sort()
+        keep = []
+        for d in dirnames:
+            sub = here / d
+            if openhands.is_conversation(sub):
+                out.append(Found(path=sub, name=str(sub.relative_to(root)), kind="openhands"))
+            else:
+                keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            kind = _kind(here / f)
+            if kind is not None:
+                out.append(Found(path=here / f, name=str((here / f).relative_to(root)), kind=kind))
+    out.sort(key=lambda r: r.name)
+    if not out:
+        raise WorkloadError(f"{root}: no runs found (.traj, .traj.json or OpenHands events folders)")
+    return out
+
+
+def _kind(path: Path) -> str | None:
+    if path.is_dir():
+        return "openhands" if openhands.is_conversation(path) else None
+    if path.name.endswith(".traj.json"):
+        return "mini-swe-agent"
+    if path.name.endswith(".traj"):
+        return "swe-agent"
+    return None
+
+
+def load(found: Found) -> Run:
+    if found.kind == "openhands":
+        return openhands.load(found.path, found.name)
+    if found.kind == "swe-agent":
+        return sweagent.load(found.path, found.name)
+    doc = read_json(found.path)
+    fmt = doc.get("trajectory_format") if isinstance(doc, dict) else None
+    loaders: dict[str, Callable[[Path, str], Run]] = {
+        mini_v1.TRAJECTORY_FORMAT: mini_v1.load,
+        mini_v2.TRAJECTORY_FORMAT: mini_v2.load,
+    }
+    if fmt not in loaders:
+        raise WorkloadError(
+            f"{found.path}: trajectory_format {fmt!r} is not one we read ({', '.join(sorted(loaders))})"
+        )
+    return loaders[fmt](found.path, found.name)
+
+
+def load_all(root: Path) -> list[Run]:
+    return [load(f) for f in find(root)]

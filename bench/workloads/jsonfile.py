@@ -1,0 +1,46 @@
+"""Reading a workload file as JSON, with errors that name the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from bench.workloads.run import WorkloadError
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise WorkloadError(f"{path}: not JSON ({exc}); is it a complete copy of the run?") from exc
+    except OSError as exc:
+        raise WorkloadError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def field(obj: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]``, checked to be of ``typ``; a WorkloadError naming ``where.key`` otherwise."""
+    if not isinstance(obj, dict):
+        raise WorkloadError(f"{where}: expected an object, found {type(obj).__name__}")
+    if key not in obj:
+        raise WorkloadError(f"{where}: missing field {key!r}")
+    value = obj[key]
+    if not isinstance(value, typ):
+        raise WorkloadError(f"{where}.{key}: expected {typ}, found {type(value).__name__}")
+    return value
+
+
+def text_of(content: Any, where: str) -> str:
+    """A chat message's content as text: a string, or the text parts of a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for i, part in enumerate(content):
+            if not isinstance(part, dict) or not isinstance(part.get("text", ""), str):
+                raise WorkloadError(f"{where}[{i}]: expected a text part, found {str(part)[:60]!r}")
+            out.append(part.get("text", ""))
+        return "".join(out)
+    raise WorkloadError(f"{where}: expected text or a list of parts, found {type(content).__name__}")

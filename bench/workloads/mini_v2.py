@@ -1,0 +1,94 @@
+"""mini-swe-agent v2 trajectories (``trajectory_format`` "mini-swe-agent-1.1", tool calls).
+
+``messages`` is the OpenAI chat list the agent sent whole on every call (minus ``extra``), so the
+neutral conversation is that list: ``system`` is the system prompt, ``user`` a user message,
+``assistant`` a reply (``content`` its text, ``reasoning_content`` its thinking, ``tool_calls`` its
+calls), ``tool`` a result. The ``exit`` record and everything after the last reply are dropped.
+The ``bash`` tool's schema is a constant of mini-swe-agent's source, not in the file; the catalog
+holds our own description of the same one-argument tool.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from bench.workloads.jsonfile import field, read_json, text_of
+from bench.workloads.run import Run, WorkloadError, check_pairs, until_last_reply, user
+
+from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.values.request import ToolSpec
+
+FORMAT = "mini-swe-agent-v2"
+TRAJECTORY_FORMAT = "mini-swe-agent-1.1"
+
+BASH = ToolSpec(
+    name="bash",
+    description="Run a bash command in a fresh subshell of the task's environment and return its output.",
+    parameters={
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "The command to run."}},
+        "required": ["command"],
+    },
+)
+
+_RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
+
+
+def failed(text: str) -> bool:
+    """An observation whose ``<returncode>`` is not 0 is a failed result."""
+    m = _RETURNCODE.search(text[:200])
+    return bool(m and m.group(1) != "0")
+
+
+def load(path: Path, name: str) -> Run:
+    doc = read_json(path)
+    where = str(path)
+    fmt = field(doc, "trajectory_format", str, where)
+    if fmt != TRAJECTORY_FORMAT:
+        raise WorkloadError(f"{where}: trajectory_format {fmt!r} is not {TRAJECTORY_FORMAT!r}")
+    raw = field(doc, "messages", list, where)
+    system: str | None = None
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for i, m in enumerate(raw):
+        w = f"{where}: messages[{i}]"
+        role = field(m, "role", str, w)
+        content = text_of(m.get("content"), f"{w}.content")
+        if role == "system":
+            if system is not None or out:
+                raise WorkloadError(f"{w}: a second system message; the agent sends one, first")
+            system = content
+        elif role == "user":
+            out.append(user(content))
+        elif role == "assistant":
+            calls = tuple(_call(c, f"{w}.tool_calls[{j}]") for j, c in enumerate(m.get("tool_calls") or []))
+            names.update((c.id, c.name) for c in calls)
+            thinking = m.get("reasoning_content") or ""
+            if not isinstance(thinking, str):
+                raise WorkloadError(f"{w}.reasoning_content: expected text")
+            out.append(AssistantMessage(text=content, thinking=thinking, calls=calls))
+        elif role == "tool":
+            call_id = field(m, "tool_call_id", str, w)
+            out.append(
+                ToolMessage(call_id=call_id, name=names.get(call_id, ""), text=content, error=failed(content))
+            )
+        elif role == "exit":
+            continue
+        else:
+            raise WorkloadError(f"{w}: unknown role {role!r}")
+    if system is None:
+        raise WorkloadError(f"{where}: no system message")
+    messages = until_last_reply(out)
+    check_pairs(messages, where)
+    return Run(name=name, format=FORMAT, system=system, tools=(BASH,), messages=tuple(messages))
+
+
+def _call(c: Any, where: str) -> ToolCall:
+    fn = field(c, "function", dict, where)
+    return ToolCall(
+        id=field(c, "id", str, where),
+        name=field(fn, "name", str, f"{where}.function"),
+        arguments=field(fn, "arguments", str, f"{where}.function"),
+    )

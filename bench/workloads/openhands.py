@@ -1,0 +1,141 @@
+"""OpenHands V1 SDK conversation stores (``<conversation>/events/event-NNNNN-<uuid>.json``).
+
+One JSON file per event, in file-name order. ``SystemPromptEvent`` gives the system prompt and the
+tool catalog (OpenAI function schemas); a ``MessageEvent`` from the user is a user message (from
+the agent, a reply without calls); consecutive ``ActionEvent``s sharing an ``llm_response_id`` are
+one reply (its text: their ``thought`` parts; its calls: their ``tool_call``s); an
+``ObservationEvent`` (or ``AgentErrorEvent``/``UserRejectObservation``) is the result of its
+``tool_call_id``. A bash observation is shown as the SDK shows it: ``metadata.prefix`` + ``output``
++ ``metadata.suffix`` (the exit-code line). ``Condensation`` events are the peer's summarising
+condenser at work: the log keeps every event, so we leave them out and replay our own policies
+over the whole conversation (ADR 0031); the run's notes count them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.workloads.jsonfile import field, read_json, text_of
+from bench.workloads.run import Run, WorkloadError, check_pairs, until_last_reply, user
+
+from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.values.request import ToolSpec
+
+FORMAT = "openhands-v1"
+
+# Events that never reach the model's view (state bookkeeping, or the peer's own condenser).
+IGNORED = frozenset(
+    {
+        "Condensation",
+        "CondensationRequest",
+        "CondensationSummaryEvent",
+        "ConversationStateUpdateEvent",
+        "PauseEvent",
+    }
+)
+
+
+def event_files(folder: Path) -> list[Path]:
+    return sorted((folder / "events").glob("event-*.json"))
+
+
+def is_conversation(folder: Path) -> bool:
+    return (folder / "events").is_dir() and bool(event_files(folder))
+
+
+def observation_text(obs: Any, where: str) -> tuple[str, bool]:
+    """What the model was shown for an observation, and whether it reports a failure."""
+    if not isinstance(obs, dict):
+        raise WorkloadError(f"{where}: expected an object")
+    error = obs.get("error")
+    text = ""
+    for key in ("output", "content", "message"):
+        if obs.get(key):
+            text = text_of(obs[key], f"{where}.{key}")
+            break
+    if not text and isinstance(error, str):
+        text = error
+    failed = bool(error)
+    meta = obs.get("metadata")
+    if isinstance(meta, dict):
+        text = f"{meta.get('prefix') or ''}{text}{meta.get('suffix') or ''}"
+        code = meta.get("exit_code")
+        failed = failed or (isinstance(code, int) and code not in (0, -1))
+    return text, failed
+
+
+def load(folder: Path, name: str) -> Run:
+    files = event_files(folder)
+    if not files:
+        raise WorkloadError(
+            f"{folder}: no events/event-*.json files; is it an OpenHands conversation folder?"
+        )
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    out: list[Message] = []
+    batch: str | None = None  # llm_response_id of the reply being gathered
+    condensations = 0
+    for f in files:
+        e = read_json(f)
+        w = str(f)
+        kind = field(e, "kind", str, w)
+        if kind == "SystemPromptEvent":
+            if system is not None:
+                raise WorkloadError(f"{w}: a second system prompt")
+            system = text_of(field(e, "system_prompt", dict, w).get("text"), f"{w}.system_prompt.text")
+            tools = tuple(_tool(t, f"{w}.tools[{i}]") for i, t in enumerate(field(e, "tools", list, w)))
+            batch = None
+        elif kind == "MessageEvent":
+            msg = field(e, "llm_message", dict, w)
+            text = text_of(msg.get("content"), f"{w}.llm_message.content")
+            out.append(user(text) if e.get("source") == "user" else AssistantMessage(text=text))
+            batch = None
+        elif kind == "ActionEvent":
+            rid = e.get("llm_response_id")
+            tc = field(e, "tool_call", dict, w)
+            fn = field(tc, "function", dict, f"{w}.tool_call")
+            call = ToolCall(
+                id=field(e, "tool_call_id", str, w),
+                name=field(fn, "name", str, f"{w}.tool_call.function"),
+                arguments=field(fn, "arguments", str, f"{w}.tool_call.function"),
+            )
+            thought = text_of(e.get("thought"), f"{w}.thought")
+            last = out[-1] if out else None
+            if rid is not None and rid == batch and isinstance(last, AssistantMessage):
+                text = last.text + ("\n" if last.text and thought else "") + thought
+                out[-1] = AssistantMessage(text=text, calls=(*last.calls, call))
+            else:
+                out.append(AssistantMessage(text=thought, calls=(call,)))
+            batch = rid
+        elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
+            cid = field(e, "tool_call_id", str, w)
+            tool_name = e.get("tool_name") or ""
+            if kind == "ObservationEvent":
+                text, failed = observation_text(field(e, "observation", dict, w), f"{w}.observation")
+            else:
+                text = str(e.get("error") or e.get("rejection_reason") or kind)
+                failed = True
+            out.append(ToolMessage(call_id=cid, name=str(tool_name), text=text, error=failed))
+            batch = None
+        elif kind in IGNORED:
+            condensations += kind == "Condensation"
+        else:
+            raise WorkloadError(
+                f"{w}: unknown event kind {kind!r}; teach bench/workloads/openhands.py about it"
+            )
+    if system is None:
+        raise WorkloadError(f"{folder}: no SystemPromptEvent; the conversation store is incomplete")
+    messages = until_last_reply(out)
+    check_pairs(messages, str(folder))
+    notes = (f"{condensations} peer condensations left out",) if condensations else ()
+    return Run(name=name, format=FORMAT, system=system, tools=tools, messages=tuple(messages), notes=notes)
+
+
+def _tool(t: Any, where: str) -> ToolSpec:
+    fn = field(t, "function", dict, where) if "function" in t else t
+    return ToolSpec(
+        name=field(fn, "name", str, where),
+        description=str(fn.get("description") or ""),
+        parameters=fn.get("parameters") or {"type": "object", "properties": {}},
+    )

@@ -1,0 +1,76 @@
+"""SWE-agent 1.x trajectories (``*.traj``, XML function-call actions).
+
+``history`` is the unprocessed message log: the system prompt, the task (a user message), then the
+model's replies (``role`` assistant, ``message_type`` action) each followed by its observation (a
+user message). The per-step ``trajectory[i].messages`` hold what the agent actually sent after its
+history processors (observation masking); we replay our own policies over the unprocessed history
+instead (ADR 0031). A reply's ``<function=NAME>`` block with its ``<parameter=KEY>VALUE</parameter>``
+lines becomes one tool call (arguments: the parameters as a JSON object, in order) and the
+observation after it that call's result; the reply's text is the rest. A reply without a block
+stays text and the observation after it a user message. The functions are described in the
+system prompt, so the catalog is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bench.workloads.jsonfile import field, read_json, text_of
+from bench.workloads.mini_v1 import call_id
+from bench.workloads.run import Run, WorkloadError, check_pairs, until_last_reply, user
+
+from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+
+FORMAT = "swe-agent"
+
+FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)</function>", re.DOTALL)
+PARAMETER = re.compile(r"<parameter=([\w.-]+)>(.*?)</parameter>", re.DOTALL)
+
+
+def split_action(reply: str, k: int) -> tuple[str, ToolCall | None]:
+    blocks = list(FUNCTION.finditer(reply))
+    if len(blocks) != 1:
+        return reply, None
+    b = blocks[0]
+    args = {key: value.strip("\n") for key, value in PARAMETER.findall(b.group(2))}
+    text = (reply[: b.start()].rstrip() + "\n\n" + reply[b.end() :].strip()).strip()
+    return text, ToolCall(id=call_id(k), name=b.group(1), arguments=json.dumps(args))
+
+
+def load(path: Path, name: str) -> Run:
+    doc = read_json(path)
+    where = str(path)
+    history = field(doc, "history", list, where)
+    system: str | None = None
+    out: list[Message] = []
+    pending: ToolCall | None = None
+    replies = 0
+    for i, m in enumerate(history):
+        w = f"{where}: history[{i}]"
+        role = field(m, "role", str, w)
+        content = text_of(m.get("content"), f"{w}.content")
+        if role == "system":
+            if system is not None or out:
+                raise WorkloadError(f"{w}: a second system message; the agent sends one, first")
+            system = content
+        elif role == "assistant":
+            if pending is not None:
+                raise WorkloadError(f"{w}: two replies in a row; the first one's action has no observation")
+            text, pending = split_action(content, replies)
+            out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
+            replies += 1
+        elif role in ("user", "tool"):
+            if pending is not None:
+                out.append(ToolMessage(call_id=pending.id, name=pending.name, text=content))
+                pending = None
+            else:
+                out.append(user(content))
+        else:
+            raise WorkloadError(f"{w}: unknown role {role!r}")
+    if system is None:
+        raise WorkloadError(f"{where}: no system message in history")
+    messages = until_last_reply(out)
+    check_pairs(messages, where)
+    return Run(name=name, format=FORMAT, system=system, tools=(), messages=tuple(messages))
