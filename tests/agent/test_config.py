@@ -1,0 +1,146 @@
+from pathlib import Path
+
+import pytest
+
+from nodwyn.agent.config import LOCAL_MODEL, WindowConfig, config_path, edit_model, load_config
+from nodwyn.agent.limits import session_limits
+from nodwyn.errors import ConfigError, NotFoundError
+
+
+def env_for(path: Path) -> dict[str, str]:
+    return {"NODWYN_CONFIG": str(path), "HOME": str(path.parent)}
+
+
+def test_missing_file_gives_the_builtin_local_model(tmp_path: Path) -> None:
+    config = load_config({"HOME": str(tmp_path)})
+    assert config.control == LOCAL_MODEL
+    assert config.model().api == "local"
+    assert config.path == tmp_path / ".config" / "nodwyn" / "config.toml"
+
+
+def test_xdg_and_override_paths(tmp_path: Path) -> None:
+    assert config_path({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "nodwyn" / "config.toml"
+    assert config_path({"NODWYN_CONFIG": "/x/y.toml", "XDG_CONFIG_HOME": "/z"}) == Path("/x/y.toml")
+
+
+def test_a_full_entry_loads(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        """
+[control]
+model = "router"
+
+[window]
+high_water = 6000
+low_water = 3000
+
+[tools]
+approve = ["shell"]
+shell_timeout = 5
+
+[models.router]
+provider = "openrouter"
+api = "openai-chat"
+family = "openrouter"
+model = "z-ai/glm"
+base_url = "http://127.0.0.1:9/v1"
+credential = "OPENROUTER_API_KEY"
+context_size = 131072
+cache_key = "header"
+keep_reasoning = true
+prices = { input = 0.5, output = 2, cached_input = 0.05 }
+"""
+    )
+    config = load_config(env_for(path))
+    m = config.model()
+    assert (m.name, m.api, m.family, m.cache_key, m.keep_reasoning) == (
+        "router",
+        "openai-chat",
+        "openrouter",
+        "header",
+        True,
+    )
+    assert m.prices.cached_input == 0.05
+    assert config.providers["router"] == "openrouter"
+    assert config.approve == {"shell"} and config.shell_timeout == 5.0
+    assert config.window.high_water == 6000
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("[window\nhigh_water = 1", "not valid TOML"),
+        ("[window]\nhigh_water = 'big'", "high_water must be an integer"),
+        ("[window]\nhigh_wat = 5", "high_wat"),
+        ("[control]\nmodel = 'nope'", "'nope' has no [models.nope]"),
+        ("[models.x]\napi = 'openai-chat'\nmodel = 'm'\ncontext_size = 100", "needs base_url"),
+        ("[models.x]\napi = 'telepathy'\nmodel = 'm'\ncontext_size = 100", "api must be one of"),
+        ("[models.x]\napi = 'ollama'\nbase_url='http://h'\nmodel = 'm'", "missing context_size"),
+        ("[models.x]\napi='ollama'\nbase_url='http://h'\nmodel='m'\ncontext_size=9\ncolour=1", "colour"),
+        ("[tools]\napprove = 'shell'", "list of tool names"),
+        ("[surprise]\na = 1", "unknown table [surprise]"),
+    ],
+)
+def test_malformed_config_is_one_clear_error(tmp_path: Path, text: str, names: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        load_config(env_for(path))
+    message = str(exc.value)
+    assert names in message and str(path) in message and "\n" not in message
+
+
+def test_named_config_that_does_not_exist(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(env_for(tmp_path / "absent.toml"))
+
+
+def test_window_checked_against_the_models_context(tmp_path: Path) -> None:
+    model = load_config({"HOME": str(tmp_path)}).model()
+    with pytest.raises(ConfigError, match=r"high_water = 9000 .* set high_water to at most 7680"):
+        session_limits(WindowConfig(high_water=9000), model)
+    with pytest.raises(ConfigError, match=r"low_water = 5000 must be below high_water .* at most 3999"):
+        session_limits(WindowConfig(high_water=4000, low_water=5000), model)
+    with pytest.raises(ConfigError, match="output_reserve"):
+        session_limits(WindowConfig(output_reserve=5000), model)
+    limits = session_limits(WindowConfig(high_water=4000, low_water=2000), model)
+    assert (limits.high_water, limits.low_water, limits.ceiling) == (4000, 2000, model.context_size - 512)
+
+
+def test_models_add_and_set_keep_comments_and_order(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    original = (
+        '# my settings\n[control]\nmodel = "local"  # the default\n\n'
+        "[window]\n# keep it small\nhigh_water = 6000\n"
+    )
+    path.write_text(original)
+    edit_model(
+        path,
+        "fake",
+        {"api": "openai-chat", "model": "m1", "base_url": "http://127.0.0.1:1/v1", "context_size": "32000"},
+        create=True,
+    )
+    edit_model(path, "fake", {"keep_reasoning": "true", "prices.input": "0.5"}, create=False)
+    text = path.read_text()
+    assert text.startswith(original)
+    assert "# keep it small" in text and "# the default" in text
+    m = load_config(env_for(path)).model("fake")
+    assert m.context_size == 32000 and m.keep_reasoning and m.prices.input == 0.5
+
+
+def test_models_set_refuses_bad_values_and_keeps_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    edit_model(
+        path,
+        "fake",
+        {"api": "ollama", "model": "m", "base_url": "http://h", "context_size": "8"},
+        create=True,
+    )
+    before = path.read_text()
+    with pytest.raises(ConfigError, match="cache_key must be one of"):
+        edit_model(path, "fake", {"cache_key": "sometimes"}, create=False)
+    with pytest.raises(ConfigError, match="already exists"):
+        edit_model(path, "fake", {"api": "ollama"}, create=True)
+    with pytest.raises(NotFoundError, match="models add ghost"):
+        edit_model(path, "ghost", {"model": "x"}, create=False)
+    assert path.read_text() == before

@@ -1,0 +1,181 @@
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from nodwyn.agent.tools import ToolContext, builtin_tools, catalog, run_call
+from nodwyn.values.content import ToolCall
+
+TOOLS = builtin_tools()
+
+
+ASKED: list[tuple[str, str]] = []
+
+
+def ctx(ws: Path, *, allow: bool = True, budget: int = 1000, timeout: float = 5.0) -> ToolContext:
+    def approve(tool: str, what: str) -> bool:
+        ASKED.append((tool, what))
+        return allow
+
+    return ToolContext(workspace=ws, read_budget_tokens=budget, approve=approve, shell_timeout=timeout)
+
+
+def call(ws_ctx: ToolContext, name: str, **args: object) -> tuple[str, bool]:
+    out = run_call(ToolCall(id="c1", name=name, arguments=json.dumps(args)), TOOLS, ws_ctx)
+    return out.text, out.error
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 101)))
+    (root / "src").mkdir()
+    (root / "src" / "m.py").write_text("def f():\n    return 1\n\ndef g():\n    return 1\n")
+    return root
+
+
+def test_catalog_is_sorted_and_complete() -> None:
+    names = [s.name for s in catalog(TOOLS.values())]
+    assert names == sorted(names)
+    assert {"fs-read", "fs-list", "fs-grep", "fs-write", "fs-edit", "shell", "plan-write", "recall"} <= set(
+        names
+    )
+
+
+def test_fs_read_whole_and_ranged(ws: Path) -> None:
+    c = ctx(ws)
+    text, err = call(c, "fs-read", path="a.txt")
+    assert not err and text.startswith("line 1\n") and text.endswith("line 100\n")
+    out = run_call(ToolCall(id="x", name="fs-read", arguments='{"path":"a.txt","lines":"10-12"}'), TOOLS, c)
+    assert out.text == "[lines 10-12 of 100]\nline 10\nline 11\nline 12\n"
+    assert out.range == {"start": 10, "end": 12, "total": 100}
+
+
+def test_ranged_read_stops_within_the_budget(ws: Path) -> None:
+    c = ctx(ws, budget=10)  # 30 bytes: 'line 10\n' is 8 bytes -> three lines fit
+    text, err = call(c, "fs-read", path="a.txt", lines="10-90")
+    assert not err
+    assert text.splitlines()[0] == "[lines 10-12 of 100]"
+    assert text.splitlines()[1:] == ["line 10", "line 11", "line 12"]
+
+
+def test_fs_read_bad_inputs(ws: Path, tmp_path: Path) -> None:
+    c = ctx(ws)
+    (tmp_path / "secret").write_text("s3cret")
+    os.symlink(tmp_path / "secret", ws / "link")
+    (ws / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02" * 100)
+    cases = {
+        "../secret": "uses '..'",
+        str(tmp_path / "secret"): "outside the workspace",
+        "link": "leads outside the workspace",
+        "missing.txt": "no such file",
+        "blob.bin": "binary file",
+        "src": "is a directory",
+    }
+    for path, expected in cases.items():
+        text, err = call(c, "fs-read", path=path)
+        assert err and expected in text, (path, text)
+        assert "s3cret" not in text
+    text, err = call(c, "fs-read", path="a.txt", lines="200-210")
+    assert err and "has 100 lines" in text
+    text, err = call(c, "fs-read", path="a.txt", lines="ten")
+    assert err and '"A-B"' in text
+
+
+def test_a_50_mb_file_asks_for_a_range(ws: Path) -> None:
+    big = ws / "big.log"
+    with big.open("w") as f:
+        line = "x" * 99 + "\n"
+        for _ in range(50 * 1024 * 1024 // 100):
+            f.write(line)
+    c = ctx(ws, budget=1000)
+    text, err = call(c, "fs-read", path="big.log")
+    assert err and "50.0 MB" in text and "read a range" in text and '"1-30"' in text
+    assert len(text) < 300
+    text, err = call(c, "fs-read", path="big.log", lines="1000-1002")
+    assert not err and text.startswith(f"[lines 1000-1002 of {50 * 1024 * 1024 // 100}]")
+
+
+def test_invalid_arguments_and_unknown_tool(ws: Path) -> None:
+    c = ctx(ws)
+    out = run_call(ToolCall(id="x", name="fs-read", arguments="{not json"), TOOLS, c)
+    assert out.error and "not valid JSON" in out.text and '"path"' in out.text
+    out = run_call(ToolCall(id="x", name="fs-read", arguments='{"lines": "1-2"}'), TOOLS, c)
+    assert out.error and "missing required argument 'path'" in out.text
+    out = run_call(ToolCall(id="x", name="fs-read", arguments='{"path": 3}'), TOOLS, c)
+    assert out.error and "'path' must be a string" in out.text
+    out = run_call(ToolCall(id="x", name="fs-read", arguments='{"path": "a.txt", "mode": 1}'), TOOLS, c)
+    assert out.error and "unknown argument 'mode'" in out.text
+    out = run_call(ToolCall(id="x", name="teleport", arguments="{}"), TOOLS, c)
+    assert out.error and "unknown tool 'teleport'" in out.text and "fs-read" in out.text
+    out = run_call(
+        ToolCall(id="x", name="shell", arguments='{"command":"ls"}'), TOOLS, c, offered=["fs-read"]
+    )
+    assert out.error and "unknown tool 'shell'" in out.text and "tools here are: fs-read" in out.text
+
+
+def test_list_and_grep(ws: Path) -> None:
+    c = ctx(ws)
+    text, err = call(c, "fs-list")
+    size = (ws / "a.txt").stat().st_size
+    assert not err and text.splitlines() == [f"a.txt  ({size} bytes)", "src/"]
+    text, err = call(c, "fs-grep", pattern=r"return \d", glob="*.py")
+    assert not err and text.splitlines() == ["src/m.py:2:     return 1", "src/m.py:5:     return 1"]
+    text, err = call(c, "fs-grep", pattern="(")
+    assert err and "not a valid regular expression" in text
+
+
+def test_write_and_edit_ask_and_stay_inside(ws: Path) -> None:
+    c = ctx(ws)
+    text, err = call(c, "fs-write", path="new/dir/f.txt", content="hello\nworld\n")
+    assert not err and (ws / "new/dir/f.txt").read_text() == "hello\nworld\n"
+    assert ASKED[-1] == ("fs-write", "create new/dir/f.txt (12 bytes)")
+    text, err = call(c, "fs-write", path="../escape.txt", content="x")
+    assert err and not (ws.parent / "escape.txt").exists()
+    text, err = call(c, "fs-edit", path="src/m.py", old="return 1", new="return 2")
+    assert err and "occurs 2 times" in text and "lines 2, 5" in text
+    text, err = call(c, "fs-edit", path="src/m.py", old="absent", new="x")
+    assert err and "not found" in text
+    text, err = call(
+        c, "fs-edit", path="src/m.py", old="def g():\n    return 1", new="def g():\n    return 2"
+    )
+    assert not err and "line 4" in text
+    assert (ws / "src/m.py").read_text().endswith("return 2\n")
+
+
+def test_declined_approval_changes_nothing(ws: Path) -> None:
+    c = ctx(ws, allow=False)
+    text, err = call(c, "fs-write", path="a.txt", content="gone")
+    assert err and "declined" in text and (ws / "a.txt").read_text().startswith("line 1")
+    text, err = call(c, "shell", command="touch made")
+    assert err and "declined" in text and not (ws / "made").exists()
+
+
+def test_shell_output_status_and_timeout(ws: Path) -> None:
+    c = ctx(ws, timeout=1.0)
+    text, err = call(c, "shell", command="echo hi; echo oops >&2; exit 3")
+    assert err and text == "hi\noops\n[exit 3]"
+    text, err = call(c, "shell", command="pwd")
+    assert not err and text == f"{ws.resolve()}\n[exit 0]"
+    started = time.monotonic()
+    text, err = call(c, "shell", command="echo begun; sleep 60")
+    assert err and "timed out after 1 s" in text and text.startswith("begun")
+    assert time.monotonic() - started < 10
+
+
+def test_plan_write_returns_the_plan(ws: Path) -> None:
+    out = run_call(
+        ToolCall(id="p", name="plan-write", arguments='{"plan": "1. read\\n2. fix"}'), TOOLS, ctx(ws)
+    )
+    assert not out.error and out.plan == "1. read\n2. fix"
+
+
+def test_recall_brings_back_lines(ws: Path) -> None:
+    c = ToolContext(
+        workspace=ws, read_budget_tokens=100, approve=lambda t, w: True, recall=lambda seq: "a\nb\nc\nd\n"
+    )
+    out = run_call(ToolCall(id="r", name="recall", arguments='{"seq": 7, "lines": "2-3"}'), TOOLS, c)
+    assert out.text == "[seq 7 lines 2-3 of 4]\nb\nc\n"
