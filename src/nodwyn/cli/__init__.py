@@ -18,6 +18,9 @@ from nodwyn.errors import NodwynError
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "sessions": ("nodwyn.cli.sessions", "sessions", "List sessions."),
     "log": ("nodwyn.cli.sessions", "log", "Print a session's events."),
+    "stats": ("nodwyn.cli.stats", "stats", "A session's totals (token cache rate, cost) and requests."),
+    "cache": ("nodwyn.cli.stats", "cache", "Why each request of a session hit or missed the cache."),
+    "console": ("nodwyn.cli.console", "console", "Serve the read-only web console on 127.0.0.1."),
 }
 
 
