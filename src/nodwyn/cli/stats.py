@@ -1,0 +1,172 @@
+"""``nodwyn stats SESSION`` (totals and a per-request table) and ``nodwyn cache SESSION`` (why each
+request read what it read from the provider's cache)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from nodwyn.console.rebuild import diagnose_session
+from nodwyn.console.source import Source
+from nodwyn.console.views import diagnosis_json, row_json, totals_json
+from nodwyn.errors import ConfigError, NotFoundError
+from nodwyn.log.paths import data_root
+from nodwyn.stats.totals import Aggregator, RequestRow
+from nodwyn.values.model import Prices
+
+
+def model_prices() -> dict[str, Prices]:
+    """Prices by model entry from config.toml; a broken config costs nothing but the cost column."""
+    from nodwyn.agent.config import load_config
+
+    try:
+        return {name: m.prices for name, m in load_config().models.items()}
+    except ConfigError as exc:
+        click.echo(f"nodwyn: costs unknown: {exc}", err=True)
+        return {}
+
+
+def resolve(source: Source, session: str) -> str:
+    """``latest``, a full id, or an id's unique prefix."""
+    ids = source.ids()
+    if session == "latest":
+        if not ids:
+            raise NotFoundError(f"no sessions under {source.root}; start one with `nodwyn run`")
+        return ids[0]
+    if session in ids:
+        return session
+    matches = [i for i in ids if i.startswith(session)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise NotFoundError(f"{session!r} names {len(matches)} sessions; give more of the id")
+    raise NotFoundError(f"no session {session!r} under {source.root}; list them with `nodwyn sessions`")
+
+
+def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]:
+    source = Source(root if root is not None else data_root(os.environ))
+    sid = resolve(source, session)
+    agg = Aggregator(model_prices())
+    agg.feed_all(source.read(sid))
+    return source, sid, agg
+
+
+def pct(rate: float | None) -> str:
+    return "unknown" if rate is None else f"{round(rate * 100)}%"
+
+
+def n(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _totals_text(sid: str, agg: Aggregator) -> list[str]:
+    t = agg.totals()
+    a = t.all
+    cost = f"${a.cost_usd:.4f}" + (
+        f" ({a.cost_unknown} replies without a price or count)" if a.cost_unknown else ""
+    )
+    lines = [
+        f"session {sid}",
+        f"  Token cache rate        {pct(a.cache_rate)}"
+        + (
+            f"  ({a.rate_cached:,} of {a.rate_prompt:,} prompt tokens over {a.rate_replies} replies)"
+            if a.rate_prompt
+            else ""
+        ),
+        f"  Last request cache rate {pct(t.last_rate)}",
+        f"  Requests / replies      {a.requests:,} / {a.replies:,}  ({t.turns} turns)",
+        f"  Prompt tokens           {a.prompt_tokens:,}"
+        + (f"  ({a.no_usage} replies reported none)" if a.no_usage else ""),
+        f"  Cached tokens           {a.cached_tokens:,}",
+        f"  Uncached prefill tokens {a.uncached_tokens:,}",
+        "  Cache writes            " + (f"{a.cache_write_tokens:,}" if a.writes_reported else "not reported"),
+        f"  Output tokens           {a.output_tokens:,}"
+        + (f"  ({a.reasoning_tokens:,} reasoning)" if a.reasoning_tokens else ""),
+        f"  Cost                    {cost}",
+    ]
+    if len(t.by_model) > 1:
+        lines.append("  by model:")
+        lines += [
+            f"    {m:<24} {pct(s.cache_rate):>8}  {s.requests:>5} requests  ${s.cost_usd:.4f}"
+            for m, s in t.by_model
+        ]
+    if t.by_turn:
+        lines.append("  by turn:")
+        lines += [
+            f"    turn {turn:<4} {pct(s.cache_rate):>8}  {s.requests:>5} reqs  {s.prompt_tokens:>10,} tokens"
+            for turn, s in t.by_turn
+        ]
+    lines += [f"  problem: {p}" for p in t.problems]
+    return lines
+
+
+def _row_text(r: RequestRow) -> str:
+    u = r.usage
+    marks = []
+    if r.trim:
+        marks.append("trim")
+    marks += [str(c) for c in r.causes if c.kind != "trim"]
+    if r.drop:
+        marks.append("suspected server miss")
+    return (
+        f"{r.seq:>7} {r.ctx[:10]:<10} {r.model[:20]:<20} {r.turn:>4} "
+        f"{n(u.prompt_tokens if u else None):>10} {n(u.cached_tokens if u else None):>10} {pct(r.rate):>8}  "
+        + "; ".join(marks)
+    )
+
+
+def _emit_json(value: Any) -> None:
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+_ROOT = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
+)
+
+
+@click.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="print the totals and rows as JSON")
+@_ROOT
+def stats(session: str, as_json: bool, root: Path | None) -> None:
+    """Totals (token cache rate, cost) and a per-request table of SESSION (an id, a prefix or latest)."""
+    _, sid, agg = aggregate(root, session)
+    if as_json:
+        _emit_json(
+            {"session": sid, "totals": totals_json(agg.totals()), "requests": [row_json(r) for r in agg.rows]}
+        )
+        return
+    for line in _totals_text(sid, agg):
+        click.echo(line)
+    click.echo("")
+    click.echo(
+        f"{'seq':>7} {'ctx':<10} {'model':<20} {'turn':>4} {'prompt':>10} {'cached':>10} {'rate':>8}  notes"
+    )
+    for row in agg.rows:
+        click.echo(_row_text(row))
+
+
+@click.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="print the diagnoses as JSON")
+@_ROOT
+def cache(session: str, as_json: bool, root: Path | None) -> None:
+    """Why each request of SESSION read what it read from the cache: appended, moved, server miss."""
+    source, sid, agg = aggregate(root, session)
+    diagnoses = diagnose_session(source.open(sid), agg.rows)
+    if as_json:
+        _emit_json({"session": sid, "requests": [diagnosis_json(d) for d in diagnoses]})
+        return
+    counts: dict[str, int] = {}
+    for d in diagnoses:
+        counts[d.kind] = counts.get(d.kind, 0) + 1
+        click.echo(f"{d.seq:>7} {d.ctx[:10]:<10} {d.kind:<12} {d.detail}")
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    click.echo(f"\nsession {sid}: {len(diagnoses)} requests: {summary or 'none'}")

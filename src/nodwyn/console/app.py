@@ -1,0 +1,191 @@
+"""The console's Starlette app: read-only GET routes over a session store.
+
+Pages: ``/`` (sessions) and ``/s/{id}`` (one session); the page's script reads the JSON routes
+under ``/api``. A session's totals come from an aggregator kept per session and fed only the
+events appended since the last look; the transcript is read a page at a time from the log's
+index, so a session page costs the same on a 100 MB log as on a small one after the first
+aggregation.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from nodwyn.console.rebuild import diagnose_request
+from nodwyn.console.source import Source
+from nodwyn.console.state import Registry
+from nodwyn.console.views import diagnosis_json, event_json, request_json, row_json, totals_json
+from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.values.model import Prices
+
+STATIC = Path(__file__).parent / "static"
+PAGE = 100  # transcript events per page
+POLL_EVENTS = 200  # new events one poll returns at most; beyond that the page reloads its tail
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+
+_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'"
+
+
+class _Headers:
+    """Security headers on every response: no inline script, no framing, no sniffing."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def wrapped(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = message.setdefault("headers", [])
+                headers.append((b"content-security-policy", _CSP.encode()))
+                headers.append((b"x-content-type-options", b"nosniff"))
+                headers.append((b"x-frame-options", b"DENY"))
+                headers.append((b"cache-control", b"no-store"))
+            await send(message)
+
+        await self.app(scope, receive, wrapped)
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise NotFoundError(f"query parameter {name}={raw!r} is not an integer") from None
+
+
+def make_app(
+    root: Path, prices: Mapping[str, Prices] | None = None, *, allow_remote: bool = False
+) -> Starlette:
+    """The console over the session store at ``root``; ``prices`` by model entry name."""
+    source = Source(root)
+    registry = Registry(source, prices or {})
+    session_page = (STATIC / "session.html").read_text(encoding="utf-8")
+    index_page = (STATIC / "index.html").read_text(encoding="utf-8")
+
+    def sessions(request: Request) -> Response:
+        items = []
+        for sid in source.ids():
+            try:
+                state = registry.known(sid)
+                log = source.open(sid)
+                last = int(log.last_seq)
+                title = state.title if state is not None else None
+                if state is None:
+                    for event in log.read(1, min(last, 50)):
+                        if event.kind == "user.msg" and isinstance(event.data.get("text"), str):
+                            title = (
+                                event.data["text"].strip().splitlines()[0][:120]
+                                if event.data["text"].strip()
+                                else ""
+                            )
+                            break
+                rate = state.agg.totals().all.cache_rate if state is not None else None
+                items.append({"id": sid, "last_seq": last, "title": title, "rate": rate, "error": None})
+            except NodwynError as exc:
+                items.append({"id": sid, "last_seq": None, "title": None, "rate": None, "error": str(exc)})
+        return JSONResponse({"sessions": items})
+
+    def index(request: Request) -> Response:
+        return HTMLResponse(index_page)
+
+    def session(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        source.open(sid)  # 404 for an unknown session
+        return HTMLResponse(session_page.replace("{{SESSION}}", html.escape(sid, quote=True)))
+
+    def poll(request: Request) -> Response:
+        """Totals, request rows and transcript events newer than ``after`` (0: everything but the
+        transcript, which starts from its last page)."""
+        sid = request.path_params["sid"]
+        after = _int(request, "after", 0)
+        state = registry.get(sid)
+        agg = state.agg
+        rows = agg.rows if after == 0 else agg.rows_updated_after(after)
+        events: list[dict[str, Any]] = []
+        reload = after == 0
+        if after and agg.last_seq > after:
+            if agg.last_seq - after > POLL_EVENTS:
+                reload = True
+            else:
+                events = [event_json(e) for e in source.read(sid, after + 1, agg.last_seq)]
+        return JSONResponse(
+            {
+                "id": sid,
+                "title": state.title,
+                "model": state.model,
+                "last_seq": agg.last_seq,
+                "totals": totals_json(agg.totals()),
+                "rows": [row_json(r) for r in rows],
+                "events": events,
+                "reload_transcript": reload,
+                "reads": state.reads,
+            }
+        )
+
+    def events(request: Request) -> Response:
+        """A page of the transcript: up to ``limit`` events before seq ``before`` (default: the tail)."""
+        sid = request.path_params["sid"]
+        log = source.open(sid)
+        last = int(log.last_seq)
+        before = min(_int(request, "before", last + 1), last + 1)
+        limit = max(1, min(_int(request, "limit", PAGE), 1000))
+        first = max(1, before - limit)
+        page = [event_json(e) for e in log.read(first, before - 1)] if before > 1 else []
+        return JSONResponse({"events": page, "first": first, "last_seq": last})
+
+    def window(request: Request) -> Response:
+        """Request ``seq`` rebuilt by exact replay, its verification and its cache diagnosis."""
+        sid = request.path_params["sid"]
+        seq = int(request.path_params["seq"])
+        state = registry.get(sid)
+        row = state.agg.row(seq)
+        if row is None:
+            raise NotFoundError(
+                f"seq {seq} of session {sid} is not an llm.req; pick a request from the chart"
+            )
+        replayed, diagnosis = diagnose_request(source.open(sid), row, state.agg.rows)
+        body: dict[str, Any] = {
+            "seq": seq,
+            "row": row_json(row),
+            "verified": replayed.error is None,
+            "digest": replayed.digest,
+            "error": replayed.error,
+            "request": request_json(replayed.request) if replayed.request is not None else None,
+            "diagnosis": diagnosis_json(diagnosis),
+        }
+        return JSONResponse(body)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"error": str(exc)}, status_code=404)
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"error": str(exc)}, status_code=500)
+
+    hosts = ["*"] if allow_remote else LOOPBACK_HOSTS
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/s/{sid}", session),
+            Route("/api/sessions", sessions),
+            Route("/api/s/{sid}/poll", poll),
+            Route("/api/s/{sid}/events", events),
+            Route("/api/s/{sid}/window/{seq:int}", window),
+            Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        ],
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts), Middleware(_Headers)],
+        exception_handlers={NotFoundError: not_found, NodwynError: failed},
+    )

@@ -1,0 +1,70 @@
+"""Per-session aggregates the console keeps between requests, refreshed from new events only."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from nodwyn.console.source import Source
+from nodwyn.stats.totals import Aggregator
+from nodwyn.values.events import Event
+from nodwyn.values.model import Prices
+
+
+class SessionState:
+    """One session's aggregator; ``refresh`` feeds it the events appended since it last looked."""
+
+    def __init__(self, source: Source, session: str, prices: Mapping[str, Prices]) -> None:
+        self.source = source
+        self.id = session
+        self.agg = Aggregator(prices)
+        self.title: str | None = None
+        self.started: str | None = None
+        self.model: str | None = None
+        self.reads = 0  # how many times new events were read from the log
+        self._lock = threading.Lock()
+
+    def refresh(self) -> None:
+        with self._lock:
+            log = self.source.open(self.id)
+            if int(log.last_seq) <= self.agg.last_seq:
+                return
+            self.reads += 1
+            for event in log.read(self.agg.last_seq + 1, None):
+                self._note(event)
+                self.agg.feed(event)
+
+    def _note(self, event: Event) -> None:
+        if self.started is None:
+            self.started = event.t
+        if event.kind in ("session.start", "session.resume", "model.switch"):
+            model = event.data.get("model")
+            if isinstance(model, str):
+                self.model = model
+        if self.title is None and event.kind == "user.msg":
+            text = event.data.get("text")
+            if isinstance(text, str):
+                self.title = text.strip().splitlines()[0][:120] if text.strip() else ""
+
+
+class Registry:
+    """The sessions the console has opened, each aggregated once and kept up to date."""
+
+    def __init__(self, source: Source, prices: Mapping[str, Prices]) -> None:
+        self.source = source
+        self.prices = dict(prices)
+        self._states: dict[str, SessionState] = {}
+        self._lock = threading.Lock()
+
+    def get(self, session: str) -> SessionState:
+        with self._lock:
+            state = self._states.get(session)
+            if state is None:
+                self.source.open(session)  # NotFoundError before anything is kept
+                state = SessionState(self.source, session, self.prices)
+                self._states[session] = state
+        state.refresh()
+        return state
+
+    def known(self, session: str) -> SessionState | None:
+        return self._states.get(session)

@@ -1,0 +1,239 @@
+"use strict";
+// The session page: totals, the per-request chart, a request's window, and the transcript.
+// Everything shown comes from the console's read-only JSON routes; text is set with textContent.
+(() => {
+  const sid = document.body.dataset.session;
+  const api = "/api/s/" + encodeURIComponent(sid);
+  const POLL_MS = 1000;
+  const rows = new Map(); // llm.req seq -> row
+  let lastSeq = 0;
+  let firstShown = null; // lowest seq in the transcript
+
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  };
+  const pct = (x) => (x === null || x === undefined ? "unknown" : Math.round(x * 100) + "%");
+  const num = (x) => (x === null || x === undefined ? "—" : Number(x).toLocaleString("en-US"));
+  const usd = (x, unknown) => "$" + Number(x).toFixed(4) + (unknown ? ` (${unknown} without a price or count)` : "");
+
+  async function getJSON(url) {
+    const r = await fetch(url);
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || "HTTP " + r.status);
+    return body;
+  }
+
+  // -- totals ------------------------------------------------------------------------------
+  function renderTotals(t) {
+    const a = t.all;
+    const tbody = $("totals").querySelector("tbody");
+    tbody.replaceChildren();
+    const add = (key, label, value, note) => {
+      const tr = el("tr");
+      tr.dataset.row = key;
+      tr.append(el("th", null, label), el("td", "value", value), el("td", "muted", note || ""));
+      tbody.append(tr);
+    };
+    add("rate", "Token cache rate", pct(a.rate),
+      a.rate === null ? "no reply reported a cache read with a positive prompt" :
+        `${num(a.rate_cached)} of ${num(a.rate_prompt)} prompt tokens over ${a.rate_replies} replies`);
+    add("last-rate", "Last request cache rate", pct(t.last_rate), t.last_reply ? `reply at seq ${t.last_reply}` : "");
+    add("requests", "Requests / replies", `${num(a.requests)} / ${num(a.replies)}`, `${t.turns} turns`);
+    add("prompt", "Prompt tokens", num(a.prompt_tokens), a.no_usage ? `${a.no_usage} replies reported no usage` : "");
+    add("cached", "Cached tokens", num(a.cached_tokens), "");
+    add("uncached", "Uncached prefill tokens", num(a.uncached_tokens), "prompt − cached, where both are reported");
+    add("writes", "Cache writes", num(a.cache_write_tokens), a.writes_reported ? `${a.writes_reported} replies reported writes` : "not reported");
+    add("output", "Output tokens", num(a.output_tokens), a.reasoning_tokens ? `${num(a.reasoning_tokens)} reasoning` : "");
+    add("cost", "Cost", usd(a.cost_usd, a.cost_unknown), "from the model entries' prices");
+    const fill = (id, items, key) => {
+      const body = $(id).querySelector("tbody");
+      body.replaceChildren();
+      for (const s of items) {
+        const tr = el("tr");
+        for (const v of [s[key], num(s.requests), num(s.prompt_tokens), num(s.cached_tokens), pct(s.rate), usd(s.cost_usd, s.cost_unknown)])
+          tr.append(el("td", null, v));
+        body.append(tr);
+      }
+    };
+    fill("by-model", t.by_model, "model");
+    fill("by-turn", t.by_turn, "turn");
+    const problems = $("problems");
+    problems.replaceChildren(...t.problems.map((p) => el("li", null, p)));
+  }
+
+  // -- chart -------------------------------------------------------------------------------
+  const SVG = "http://www.w3.org/2000/svg";
+  const svg = (tag, attrs) => {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    return e;
+  };
+  function renderChart() {
+    const list = [...rows.values()].sort((x, y) => x.seq - y.seq);
+    const bar = Math.max(3, Math.min(24, Math.floor(900 / Math.max(list.length, 1))));
+    const gap = bar > 6 ? 2 : 1;
+    const H = 200, top = 16, left = 4;
+    const max = Math.max(1, ...list.map((r) => (r.usage && r.usage.prompt_tokens) || 0));
+    const W = left + list.length * (bar + gap) + 4;
+    const root = svg("svg", { width: W, height: H + top + 4, role: "img", "aria-label": "cached and uncached prompt tokens per request" });
+    list.forEach((r, i) => {
+      const x = left + i * (bar + gap);
+      const g = svg("g", { class: "bar", "data-seq": r.seq });
+      const u = r.usage || {};
+      const prompt = u.prompt_tokens || 0;
+      const h = Math.round((prompt / max) * H);
+      const title = svg("title");
+      title.textContent = `request ${r.seq} (${r.ctx}, ${r.model}): ` +
+        (u.prompt_tokens === null || u.prompt_tokens === undefined ? "no usage" :
+          `${num(u.cached_tokens)} cached of ${num(u.prompt_tokens)} prompt tokens (${pct(r.rate)})`) +
+        (r.trim ? "; trim point" : "") + (r.causes.length ? "; moved: " + r.causes.map((c) => `${c.kind} at ${c.seq}`).join(", ") : "") +
+        (r.drop ? "; suspected server miss" : "");
+      g.append(title);
+      g.append(svg("rect", { x, y: top, width: bar, height: H, class: "hit" }));
+      if (u.cached_tokens === null || u.cached_tokens === undefined) {
+        g.append(svg("rect", { x, y: top + H - h, width: bar, height: h, class: "unknown" }));
+      } else {
+        const c = Math.round((Math.min(u.cached_tokens, prompt) / max) * H);
+        g.append(svg("rect", { x, y: top + H - h, width: bar, height: h - c, class: "uncached" }));
+        g.append(svg("rect", { x, y: top + H - c, width: bar, height: c, class: "cached" }));
+      }
+      if (r.trim) g.append(svg("line", { x1: x - gap / 2, x2: x - gap / 2, y1: top - 12, y2: top + H, class: "trim" }));
+      else if (r.causes.length) {
+        const m = svg("text", { x: x + bar / 2, y: top - 3, class: "moved" });
+        m.textContent = "◆";
+        g.append(m);
+      }
+      if (r.drop) g.append(svg("path", { d: `M${x} ${top - 12} h${Math.max(bar, 6)} l-${Math.max(bar, 6) / 2} 9 z`, class: "miss" }));
+      g.addEventListener("click", () => openWindow(r.seq));
+      root.append(g);
+    });
+    $("chart").replaceChildren(root);
+    $("chart").dataset.bars = String(list.length);
+  }
+
+  // -- window ------------------------------------------------------------------------------
+  async function openWindow(seq) {
+    const section = $("window-section");
+    section.hidden = false;
+    $("window-seq").textContent = String(seq);
+    $("window-verify").textContent = "replaying…";
+    $("window-diagnosis").textContent = "";
+    $("window-body").replaceChildren();
+    let w;
+    try {
+      w = await getJSON(`${api}/window/${seq}`);
+    } catch (e) {
+      $("window-verify").textContent = "error: " + e.message;
+      return;
+    }
+    const v = $("window-verify");
+    v.className = w.verified ? "ok" : "bad";
+    v.textContent = w.verified ? `verified: rebuilt from the log, digest ${w.digest} matches the recorded one` :
+      `not verified: ${w.error}`;
+    $("window-diagnosis").textContent = w.diagnosis.detail;
+    $("window-diagnosis").dataset.kind = w.diagnosis.kind;
+    if (!w.request) return;
+    const body = $("window-body");
+    const sys = el("div", "msg system");
+    sys.append(el("div", "role", "system"), el("pre", null, w.request.system.text + more(w.request.system)));
+    body.append(sys, el("div", "msg tools", "tools: " + (w.request.tools.join(", ") || "none")));
+    w.request.messages.forEach((m, i) => body.append(message(m, i)));
+    section.scrollIntoView({ block: "start" });
+  }
+  const more = (c) => (c.more ? `\n… ${num(c.more)} more characters` : "");
+  function message(m, i) {
+    const d = el("div", "msg " + m.role);
+    d.append(el("div", "role", `${i} · ${m.role}${m.name ? " · " + m.name : ""}`));
+    if (m.thinking && m.thinking.text) d.append(thinking(m.thinking));
+    if (m.text) d.append(el("pre", null, m.text + more(m)));
+    for (const c of m.calls || []) d.append(el("pre", "call", `→ ${c.name}(${c.text}${more(c)})`));
+    if (m.blocks) d.append(el("div", "muted", `${m.blocks} reasoning block(s) sent back, not shown`));
+    if (m.images) d.append(el("div", "muted", `${m.images} image(s)`));
+    return d;
+  }
+  function thinking(t) {
+    const det = el("details", "thinking");
+    det.append(el("summary", null, "thinking"), el("pre", null, t.text + more(t)));
+    return det;
+  }
+
+  // -- transcript --------------------------------------------------------------------------
+  function entry(e) {
+    const d = el("div", "ev " + e.kind.replace(".", "-"));
+    d.dataset.seq = e.seq;
+    d.append(el("div", "head", `${e.seq} · ${e.kind}${e.ctx !== "main" ? " · " + e.ctx : ""}${e.name ? " · " + e.name : ""}`));
+    if (e.kind === "llm.resp") {
+      if (e.thinking && e.thinking.text) d.append(thinking(e.thinking));
+      if (e.text) d.append(el("pre", "reply", e.text + more(e)));
+      for (const c of e.calls) d.append(el("pre", "call", `→ ${c.name}(${c.text}${more(c)})`));
+      if (e.blocks) d.append(el("div", "muted", `${e.blocks} reasoning block(s) kept in the log, not shown`));
+      const u = e.usage;
+      if (u) d.append(el("div", "muted", `prompt ${num(u.prompt_tokens)} · cached ${num(u.cached_tokens)} · output ${num(u.output_tokens)}`));
+    } else if (e.kind === "llm.req") {
+      d.append(el("div", "muted", `request to ${e.model}, ~${num(e.estimate)} tokens${e.trim ? " · trim point" : ""}${e.elided ? ` · ${e.elided} elided` : ""}`));
+      d.classList.add("clickable");
+      d.addEventListener("click", () => openWindow(e.seq));
+    } else if (e.text !== undefined) {
+      d.append(el("pre", null, e.text + more(e)));
+    }
+    return d;
+  }
+  async function loadOlder() {
+    if (firstShown === null || firstShown <= 1) return;
+    const page = await getJSON(`${api}/events?before=${firstShown}`);
+    const t = $("transcript");
+    t.prepend(...page.events.map(entry));
+    firstShown = page.first;
+    $("older").hidden = firstShown <= 1;
+  }
+  async function loadTail() {
+    const page = await getJSON(`${api}/events`);
+    $("transcript").replaceChildren(...page.events.map(entry));
+    firstShown = page.events.length ? page.first : page.last_seq + 1;
+    $("older").hidden = firstShown <= 1;
+  }
+
+  // -- polling -----------------------------------------------------------------------------
+  async function poll() {
+    const s = await getJSON(`${api}/poll?after=${lastSeq}`);
+    const first = lastSeq === 0;
+    for (const r of s.rows) rows.set(r.seq, r);
+    if (first || s.rows.length) renderChart();
+    if (first || s.last_seq !== lastSeq) renderTotals(s.totals);
+    if (!first && s.reload_transcript) await loadTail();
+    else if (s.events.length) {
+      const t = $("transcript");
+      const stick = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+      t.append(...s.events.map(entry));
+      if (stick) window.scrollTo(0, document.body.scrollHeight);
+    }
+    $("subtitle").textContent = [s.title, s.model ? "model " + s.model : ""].filter(Boolean).join(" · ");
+    lastSeq = s.last_seq;
+    $("live").textContent = `${num(lastSeq)} events · updated live`;
+    document.body.dataset.lastSeq = String(lastSeq);
+  }
+  async function loop() {
+    try {
+      await poll();
+    } catch (e) {
+      $("live").textContent = "not updating: " + e.message;
+    }
+    setTimeout(loop, POLL_MS);
+  }
+
+  $("older").addEventListener("click", loadOlder);
+  (async () => {
+    try {
+      await Promise.all([poll(), loadTail()]);
+      document.body.dataset.ready = "1";
+    } catch (e) {
+      $("live").textContent = "error: " + e.message;
+      document.body.dataset.ready = "error";
+    }
+    setTimeout(loop, POLL_MS);
+  })();
+})();

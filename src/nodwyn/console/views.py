@@ -1,0 +1,177 @@
+"""JSON shapes the console's pages read. Reasoning blocks never leave the server: a reply's
+``blocks`` (signed thinking, encrypted reasoning, reasoning_details) are counted, not shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodwyn.stats.diagnosis import Diagnosis
+from nodwyn.stats.totals import RequestRow, Sums, Totals
+from nodwyn.values.codec import usage_to_json
+from nodwyn.values.content import AssistantMessage, ImagePart, TextPart, ToolMessage, UserMessage
+from nodwyn.values.events import Event
+from nodwyn.values.request import Request
+
+# A transcript entry shows at most this many characters of one text; the rest is counted.
+TEXT_LIMIT = 4000
+
+
+def clip(text: str, limit: int = TEXT_LIMIT) -> dict[str, Any]:
+    if len(text) <= limit:
+        return {"text": text, "more": 0}
+    return {"text": text[:limit], "more": len(text) - limit}
+
+
+def sums_json(s: Sums) -> dict[str, Any]:
+    return {
+        "requests": s.requests,
+        "replies": s.replies,
+        "rate": s.cache_rate,
+        "rate_replies": s.rate_replies,
+        "rate_prompt": s.rate_prompt,
+        "rate_cached": s.rate_cached,
+        "prompt_tokens": s.prompt_tokens,
+        "cached_tokens": s.cached_tokens,
+        "cache_write_tokens": s.cache_write_tokens,
+        "writes_reported": s.writes_reported,
+        "uncached_tokens": s.uncached_tokens,
+        "output_tokens": s.output_tokens,
+        "reasoning_tokens": s.reasoning_tokens,
+        "no_usage": s.no_usage,
+        "cost_usd": s.cost_usd,
+        "cost_unknown": s.cost_unknown,
+    }
+
+
+def totals_json(t: Totals) -> dict[str, Any]:
+    return {
+        "all": sums_json(t.all),
+        "last_rate": t.last_rate,
+        "last_reply": t.last_reply,
+        "turns": t.turns,
+        "by_turn": [{"turn": turn, **sums_json(s)} for turn, s in t.by_turn],
+        "by_model": [{"model": model, **sums_json(s)} for model, s in t.by_model],
+        "last_seq": t.last_seq,
+        "fed": t.fed,
+        "problems": list(t.problems),
+    }
+
+
+def row_json(r: RequestRow) -> dict[str, Any]:
+    return {
+        "seq": r.seq,
+        "ctx": r.ctx,
+        "model": r.model,
+        "turn": r.turn,
+        "trim": r.trim,
+        "estimate": r.estimate,
+        "predecessor": r.predecessor,
+        "causes": [{"kind": c.kind, "seq": c.seq} for c in r.causes],
+        "resp": r.resp,
+        "usage": usage_to_json(r.usage) if r.usage is not None else None,
+        "rate": r.rate,
+        "cost_usd": r.cost.usd if r.cost is not None else None,
+        "drop": r.drop,
+    }
+
+
+def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
+    return {
+        "seq": d.seq,
+        "kind": d.kind,
+        "predecessor": d.predecessor,
+        "causes": [{"kind": c.kind, "seq": c.seq} for c in d.causes],
+        "first_difference": d.first_difference,
+        "common_bytes": d.common_bytes,
+        "total_bytes": d.total_bytes,
+        "appended": d.appended,
+        "prompt_tokens": d.prompt_tokens,
+        "cached_tokens": d.cached_tokens,
+        "expected": d.expected,
+        "shortfall": d.shortfall,
+        "matched": d.matched,
+        "detail": d.detail,
+    }
+
+
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _s(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else repr(value))
+
+
+def event_json(e: Event) -> dict[str, Any]:
+    """One transcript entry: what a person reads of the event, clipped, never reasoning blocks."""
+    data = _d(e.data)
+    out: dict[str, Any] = {"seq": e.seq, "t": e.t, "kind": e.kind, "ctx": e.ctx}
+    if e.kind == "user.msg":
+        out.update(clip(_s(data.get("text"))))
+        images = data.get("images")
+        out["images"] = len(images) if isinstance(images, list) else 0
+    elif e.kind == "llm.resp":
+        resp = _d(data.get("response"))
+        out["req"] = data.get("req")
+        out.update(clip(_s(resp.get("text"))))
+        out["thinking"] = clip(_s(resp.get("thinking")))
+        calls = resp.get("calls")
+        out["calls"] = [
+            {"name": _s(_d(c).get("name")), **clip(_s(_d(c).get("arguments")), 600)}
+            for c in (calls if isinstance(calls, list) else [])
+        ]
+        blocks = resp.get("blocks")
+        out["blocks"] = len(blocks) if isinstance(blocks, list) else 0
+        out["usage"] = resp.get("usage") if isinstance(resp.get("usage"), dict) else None
+    elif e.kind == "llm.req":
+        elided = data.get("elided")
+        out.update(
+            model=_s(data.get("model")),
+            trim=data.get("trim") is True,
+            estimate=data.get("estimate"),
+            elided=len(elided) if isinstance(elided, list) else 0,
+        )
+    elif e.kind == "tool.result":
+        out.update(name=_s(data.get("name")), error=data.get("error") is True, **clip(_s(data.get("text"))))
+    elif e.kind in ("gate.plan", "result.fold", "summary.add", "note", "ctx.close"):
+        out.update(clip(_s(data.get("text", data.get("result")))))
+        if "target" in data:
+            out["target"] = data.get("target")
+    elif e.kind == "model.switch":
+        out["text"] = f"model switched to {_s(data.get('model'))}"
+    elif e.kind in ("session.start", "session.resume"):
+        recipe = _d(data.get("recipe"))
+        out["text"] = (
+            f"{e.kind.split('.')[1]}: model {_s(data.get('model'))}, recipe {_s(recipe.get('version'))}"
+        )
+    else:
+        out["text"] = ", ".join(f"{k}={_s(v)[:80]}" for k, v in data.items())
+    return out
+
+
+def request_json(r: Request) -> dict[str, Any]:
+    """A rebuilt request as the window view shows it: texts clipped, blocks counted only."""
+    messages: list[dict[str, Any]] = []
+    for m in r.messages:
+        if isinstance(m, UserMessage):
+            texts = [p.text for p in m.parts if isinstance(p, TextPart)]
+            images = sum(1 for p in m.parts if isinstance(p, ImagePart))
+            messages.append({"role": "user", "images": images, **clip("\n".join(texts))})
+        elif isinstance(m, AssistantMessage):
+            messages.append(
+                {
+                    "role": "assistant",
+                    **clip(m.text),
+                    "thinking": clip(m.thinking),
+                    "calls": [{"name": c.name, **clip(c.arguments, 600)} for c in m.calls],
+                    "blocks": len(m.blocks),
+                }
+            )
+        elif isinstance(m, ToolMessage):
+            messages.append({"role": "tool", "name": m.name, "error": m.error, **clip(m.text)})
+    return {
+        "system": clip(r.system),
+        "tools": [t.name for t in r.tools],
+        "max_output": r.max_output,
+        "messages": messages,
+    }
