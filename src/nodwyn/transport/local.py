@@ -67,12 +67,16 @@ def _user_text(m: UserMessage) -> str:
     return "\n".join(out)
 
 
+def _call_text(c: ToolCall) -> str:
+    try:
+        args: Any = json.loads(c.arguments)
+    except json.JSONDecodeError:
+        args = c.arguments
+    return f"{CALL_OPEN}{json.dumps({'name': c.name, 'arguments': args})}{CALL_CLOSE}"
+
+
 def _assistant_text(m: AssistantMessage) -> str:
-    calls = "".join(
-        f"{CALL_OPEN}{json.dumps({'name': c.name, 'arguments': c.arguments}, sort_keys=True)}{CALL_CLOSE}"
-        for c in m.calls
-    )
-    return m.text + calls
+    return m.text + "".join(_call_text(c) for c in m.calls)
 
 
 def _tool_text(m: ToolMessage) -> str:

@@ -1,0 +1,40 @@
+"""The local backend's prompt rendering (pure): appending messages extends the prompt."""
+
+from nodwyn.transport.local import parse_reply, render_prompt, shared_prefix
+from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.values.request import Request, ToolSpec
+
+TOOLS = (ToolSpec(name="fs-read", description="Read.", parameters={"type": "object"}),)
+
+
+def test_appending_messages_extends_the_rendered_prompt() -> None:
+    msgs = [
+        UserMessage(parts=(TextPart(text="task"),)),
+        AssistantMessage(text="ok", calls=(ToolCall(id="c", name="fs-read", arguments='{"path": "a"}'),)),
+        ToolMessage(call_id="c", name="fs-read", text="contents"),
+        AssistantMessage(text="done"),
+        UserMessage(parts=(TextPart(text="next"),)),
+    ]
+    prompts = [
+        render_prompt(Request(system="sys", tools=TOOLS, messages=tuple(msgs[:n]))) for n in range(1, 6)
+    ]
+    for a, b in zip(prompts, prompts[1:], strict=False):
+        assert b.startswith(a)
+    assert prompts[0].startswith("<start_of_turn>user\nsys\n\n# Tools\n")
+    assert prompts[-1].endswith("<start_of_turn>user\nnext<end_of_turn>\n<start_of_turn>model\n")
+    assert '<tool_call>{"name": "fs-read", "arguments": {"path": "a"}}</tool_call>' in prompts[-1]
+    assert '<tool_result name="fs-read" id="c">\ncontents\n</tool_result>' in prompts[-1]
+
+
+def test_parse_reply_finds_calls_and_keeps_malformed_ones_as_text() -> None:
+    text, calls = parse_reply(
+        'Reading.<tool_call>{"name": "fs-read", "arguments": {"path": "a"}}</tool_call>', "p"
+    )
+    assert text == "Reading." and calls == (ToolCall(id="p-0", name="fs-read", arguments='{"path": "a"}'),)
+    text, calls = parse_reply("x<tool_call>{oops</tool_call>", "p")
+    assert calls == () and text == "x<tool_call>{oops</tool_call>"
+
+
+def test_shared_prefix() -> None:
+    assert shared_prefix([1, 2, 3], [1, 2, 4, 5]) == 2
+    assert shared_prefix([], [1]) == 0
