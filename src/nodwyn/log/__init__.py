@@ -1,0 +1,24 @@
+"""The append-only session log on disk: lock, redaction, fsync, index, attachments.
+
+``Store(root)`` holds the sessions of a data root; ``store.create()`` and ``store.open(id)`` give a
+``SessionLog``. See docs/adr/0003 to 0006 for the format, durability, redaction and index.
+"""
+
+from __future__ import annotations
+
+from nodwyn.errors import CorruptLogError, LockedError, NotFoundError
+from nodwyn.log.paths import data_root
+from nodwyn.log.redact import RedactionReport, redact
+from nodwyn.log.store import SessionInfo, SessionLog, Store
+
+__all__ = [
+    "CorruptLogError",
+    "LockedError",
+    "NotFoundError",
+    "RedactionReport",
+    "SessionInfo",
+    "SessionLog",
+    "Store",
+    "data_root",
+    "redact",
+]

@@ -1,0 +1,55 @@
+"""One event, one line: ``{"seq":N,"t":"...Z","kind":"...","ctx":"...","data":{...}}`` + ``\\n``.
+
+orjson writes the keys in that order, so every line starts with ``{"seq":N,``; the index checks
+that prefix to confirm an offset without parsing the line. JSON strings escape newlines, so a line
+never holds a raw ``\\n`` before its end (docs/adr/0003-log-format.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+from nodwyn.errors import CorruptLogError
+from nodwyn.values.events import Event
+
+ENVELOPE: Final = ("seq", "t", "kind", "ctx", "data")
+_FIX: Final = (
+    "the log is damaged; copy the session folder and cut log.jsonl before that line to keep what precedes it"
+)
+
+
+def encode_line(seq: int, t: str, kind: str, ctx: str, data: dict[str, Any]) -> bytes:
+    """The line's bytes, newline included. Raises TypeError for data that is not JSON."""
+    return orjson.dumps(
+        {"seq": seq, "t": t, "kind": kind, "ctx": ctx, "data": data}, option=orjson.OPT_APPEND_NEWLINE
+    )
+
+
+def encode_event(event: Event) -> bytes:
+    return encode_line(event.seq, event.t, event.kind, event.ctx, event.data)
+
+
+def seq_prefix(seq: int) -> bytes:
+    return b'{"seq":%d,' % seq
+
+
+def parse_line(line: bytes | memoryview, *, session: str, offset: int, seq: int | None = None) -> Event:
+    """Parse one line (with or without its newline) found at ``offset``; ``seq`` is what it must hold."""
+    where = f"session {session}: the line at byte {offset}" + (f" (seq {seq})" if seq is not None else "")
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptLogError(f"{where} is not JSON ({exc}); {_FIX}") from None
+    if not isinstance(obj, dict) or tuple(obj) != ENVELOPE:
+        keys = list(obj) if isinstance(obj, dict) else type(obj).__name__
+        raise CorruptLogError(f"{where} is not an event (keys {keys}, want {list(ENVELOPE)}); {_FIX}")
+    got, t, kind, ctx, data = obj["seq"], obj["t"], obj["kind"], obj["ctx"], obj["data"]
+    if type(got) is not int or (seq is not None and got != seq):
+        raise CorruptLogError(f"{where} holds seq {got!r}; seqs must run 1, 2, 3... without gaps; {_FIX}")
+    if not (isinstance(t, str) and isinstance(kind, str) and isinstance(ctx, str) and isinstance(data, dict)):
+        raise CorruptLogError(
+            f"{where} has a field of the wrong type (t, kind, ctx: string; data: object); {_FIX}"
+        )
+    return Event(seq=got, t=t, kind=kind, ctx=ctx, data=data)
