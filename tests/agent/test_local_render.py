@@ -15,9 +15,7 @@ def test_appending_messages_extends_the_rendered_prompt() -> None:
         AssistantMessage(text="done"),
         UserMessage(parts=(TextPart(text="next"),)),
     ]
-    prompts = [
-        render_prompt(Request(system="sys", tools=TOOLS, messages=tuple(msgs[:n]))) for n in range(1, 6)
-    ]
+    prompts = [render_prompt(Request(system="sys", tools=TOOLS, messages=tuple(msgs[:n]))) for n in (1, 3, 5)]
     for a, b in zip(prompts, prompts[1:], strict=False):
         assert b.startswith(a)
     assert prompts[0].startswith("<start_of_turn>user\nsys\n\n# Tools\n")
