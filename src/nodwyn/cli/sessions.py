@@ -1,0 +1,125 @@
+"""``nodwyn sessions`` (list the sessions) and ``nodwyn log SESSION`` (print a session's events)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+import orjson
+
+from nodwyn.errors import NotFoundError
+from nodwyn.log import SessionInfo, Store, data_root
+from nodwyn.log.jsonl import encode_event
+from nodwyn.values.events import Event
+
+_ROOT = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
+)
+_DATA_WIDTH = 160
+
+
+def _store(root: Path | None) -> Store:
+    return Store(root if root is not None else data_root(os.environ))
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    raise AssertionError  # pragma: no cover
+
+
+def _when(t: str | None) -> str:
+    return "-" if t is None else t[:19].replace("T", " ")
+
+
+def _info_json(info: SessionInfo) -> bytes:
+    return orjson.dumps(
+        {
+            "id": info.id,
+            "start": info.start,
+            "last": info.last,
+            "events": info.events,
+            "size": info.size,
+            "torn_bytes": info.torn_bytes,
+            "error": info.error,
+        }
+    )
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per session, one per line")
+@_ROOT
+def sessions(as_json: bool, root: Path | None) -> None:
+    """List sessions, oldest first: id, start, last event, events, size."""
+    store = _store(root)
+    infos = store.list()
+    if as_json:
+        for info in infos:
+            click.echo(_info_json(info))
+        return
+    if not infos:
+        click.echo(f"no sessions under {store.sessions}")
+        return
+    click.echo(f"{'SESSION':<25}  {'START':<19}  {'LAST EVENT':<19}  {'EVENTS':>8}  {'SIZE':>9}")
+    for info in infos:
+        note = f"  unreadable: {info.error}" if info.error else ""
+        if info.torn_bytes and not info.error:
+            note = f"  ({info.torn_bytes} bytes after the last whole event)"
+        click.echo(
+            f"{info.id:<25}  {_when(info.start):<19}  {_when(info.last):<19}  "
+            f"{info.events:>8}  {_size(info.size):>9}{note}"
+        )
+
+
+def _event_text(event: Event) -> str:
+    data = orjson.dumps(event.data).decode()
+    if len(data) > _DATA_WIDTH:
+        data = data[: _DATA_WIDTH - 1] + "…"
+    return f"{event.seq:>7}  {event.t}  {event.ctx:<8}  {event.kind:<14}  {data}"
+
+
+@click.command()
+@click.argument("session")
+@click.option("--from", "first", type=click.IntRange(min=1), default=1, show_default=True, help="first seq")
+@click.option("--to", "last", type=click.IntRange(min=1), default=None, help="last seq (default: the last)")
+@click.option("--json", "as_json", is_flag=True, help="print each event as its JSON line")
+@_ROOT
+def log(session: str, first: int, last: int | None, as_json: bool, root: Path | None) -> None:
+    """Print the events of SESSION (an id, a unique prefix of one, or latest), by seq range."""
+    store = _store(root)
+    if session == "latest":
+        ids = store.ids()
+        if not ids:
+            raise NotFoundError(f"no sessions under {store.sessions}")
+        session = ids[-1]
+    sid = store.resolve(session)
+    if last is not None and last < first:
+        raise click.UsageError(f"--to {last} is before --from {first}")
+    with store.open(sid) as session_log:
+        count = session_log.last_seq
+        if first > count and first > 1:
+            raise NotFoundError(f"session {sid} has no seq {first} (its last seq is {count})")
+        try:
+            for event in session_log.read(first, last):
+                if as_json:
+                    click.echo(encode_event(event), nl=False)
+                else:
+                    click.echo(_event_text(event))
+        except BrokenPipeError:  # `nodwyn log ... | head`
+            sys.stderr.close()
+            return
+        torn = session_log.torn_bytes
+        if torn:
+            click.echo(
+                f"nodwyn: session {sid}: {torn} bytes after the last whole event "
+                f"(seq {session_log.last_seq}) are not an event: a torn write, or one in progress; "
+                "the next writer cuts a torn one",
+                err=True,
+            )
