@@ -1,0 +1,23 @@
+"""Tests of bench/workloads: the loaders on the real runs in ../shared/workloads, the metrics on
+small constructed conversations. ``bench`` is not an installed package, so the repository root goes
+on the import path here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = ROOT.parent / "shared" / "workloads"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def workloads() -> Path:
+    if not (WORKLOADS / "FORMATS.md").exists():
+        pytest.skip(f"the shared workloads are not at {WORKLOADS}")
+    return WORKLOADS
