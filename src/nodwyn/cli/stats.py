@@ -32,26 +32,19 @@ def model_prices() -> dict[str, Prices]:
 
 def resolve(source: Source, session: str) -> str:
     """``latest``, a full id, or an id's unique prefix."""
-    ids = source.ids()
     if session == "latest":
+        ids = source.ids()
         if not ids:
             raise NotFoundError(f"no sessions under {source.root}; start one with `nodwyn run`")
         return ids[0]
-    if session in ids:
-        return session
-    matches = [i for i in ids if i.startswith(session)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise NotFoundError(f"{session!r} names {len(matches)} sessions; give more of the id")
-    raise NotFoundError(f"no session {session!r} under {source.root}; list them with `nodwyn sessions`")
+    return source.resolve(session)
 
 
 def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]:
     source = Source(root if root is not None else data_root(os.environ))
     sid = resolve(source, session)
     agg = Aggregator(model_prices())
-    agg.feed_all(source.read(sid))
+    source.with_log(sid, lambda log: agg.feed_all(log.read()))
     return source, sid, agg
 
 
@@ -160,7 +153,8 @@ def stats(session: str, as_json: bool, root: Path | None) -> None:
 def cache(session: str, as_json: bool, root: Path | None) -> None:
     """Why each request of SESSION read what it read from the cache: appended, moved, server miss."""
     source, sid, agg = aggregate(root, session)
-    diagnoses = diagnose_session(source.open(sid), agg.rows)
+    rows = agg.rows
+    diagnoses = source.with_log(sid, lambda log: diagnose_session(log, rows))
     if as_json:
         _emit_json({"session": sid, "requests": [diagnosis_json(d) for d in diagnoses]})
         return

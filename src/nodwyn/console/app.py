@@ -28,6 +28,7 @@ from nodwyn.console.source import Source
 from nodwyn.console.state import Registry
 from nodwyn.console.views import diagnosis_json, event_json, request_json, row_json, totals_json
 from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.values.events import Event
 from nodwyn.values.model import Prices
 
 STATIC = Path(__file__).parent / "static"
@@ -67,6 +68,14 @@ def _int(request: Request, name: str, default: int) -> int:
         raise NotFoundError(f"query parameter {name}={raw!r} is not an integer") from None
 
 
+def _title(events: list[Event]) -> str | None:
+    for event in events:
+        text = event.data.get("text")
+        if event.kind == "user.msg" and isinstance(text, str):
+            return text.strip().splitlines()[0][:120] if text.strip() else ""
+    return None
+
+
 def make_app(
     root: Path, prices: Mapping[str, Prices] | None = None, *, allow_remote: bool = False
 ) -> Starlette:
@@ -79,24 +88,23 @@ def make_app(
     def sessions(request: Request) -> Response:
         items = []
         for sid in source.ids():
-            try:
-                state = registry.known(sid)
-                log = source.open(sid)
-                last = int(log.last_seq)
-                title = state.title if state is not None else None
-                if state is None:
-                    for event in log.read(1, min(last, 50)):
-                        if event.kind == "user.msg" and isinstance(event.data.get("text"), str):
-                            title = (
-                                event.data["text"].strip().splitlines()[0][:120]
-                                if event.data["text"].strip()
-                                else ""
-                            )
-                            break
-                rate = state.agg.totals().all.cache_rate if state is not None else None
-                items.append({"id": sid, "last_seq": last, "title": title, "rate": rate, "error": None})
-            except NodwynError as exc:
-                items.append({"id": sid, "last_seq": None, "title": None, "rate": None, "error": str(exc)})
+            info = source.info(sid)
+            state = registry.known(sid)
+            title = state.title if state is not None else None
+            if state is None and info.error is None and info.events:
+                title = _title(source.read(sid, 1, min(info.events, 50)))
+            items.append(
+                {
+                    "id": sid,
+                    "start": info.start,
+                    "last": info.last,
+                    "events": info.events,
+                    "size": info.size,
+                    "title": title,
+                    "rate": state.agg.totals().all.cache_rate if state is not None else None,
+                    "error": info.error,
+                }
+            )
         return JSONResponse({"sessions": items})
 
     def index(request: Request) -> Response:
@@ -104,7 +112,7 @@ def make_app(
 
     def session(request: Request) -> Response:
         sid = request.path_params["sid"]
-        source.open(sid)  # 404 for an unknown session
+        source.check(sid)  # 404 for an unknown session
         return HTMLResponse(session_page.replace("{{SESSION}}", html.escape(sid, quote=True)))
 
     def poll(request: Request) -> Response:
@@ -139,12 +147,11 @@ def make_app(
     def events(request: Request) -> Response:
         """A page of the transcript: up to ``limit`` events before seq ``before`` (default: the tail)."""
         sid = request.path_params["sid"]
-        log = source.open(sid)
-        last = int(log.last_seq)
+        last = source.last_seq(sid)
         before = min(_int(request, "before", last + 1), last + 1)
         limit = max(1, min(_int(request, "limit", PAGE), 1000))
         first = max(1, before - limit)
-        page = [event_json(e) for e in log.read(first, before - 1)] if before > 1 else []
+        page = [event_json(e) for e in source.read(sid, first, before - 1)] if before > 1 else []
         return JSONResponse({"events": page, "first": first, "last_seq": last})
 
     def window(request: Request) -> Response:
@@ -157,7 +164,8 @@ def make_app(
             raise NotFoundError(
                 f"seq {seq} of session {sid} is not an llm.req; pick a request from the chart"
             )
-        replayed, diagnosis = diagnose_request(source.open(sid), row, state.agg.rows)
+        rows = state.agg.rows
+        replayed, diagnosis = source.with_log(sid, lambda log: diagnose_request(log, row, rows))
         body: dict[str, Any] = {
             "seq": seq,
             "row": row_json(row),

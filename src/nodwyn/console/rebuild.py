@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodwyn.errors import NodwynError
-from nodwyn.replay import replay_request
 from nodwyn.stats.diagnosis import Diagnosis, Rebuilt, diagnose, diagnose_all
 from nodwyn.stats.prefix import chunks
 from nodwyn.stats.totals import RequestRow
+from nodwyn.values.canonical import digest
+from nodwyn.values.codec import request_to_json
 from nodwyn.values.request import Request
 
 
@@ -37,13 +38,12 @@ def _request_of(result: Any) -> Request:
 
 
 def replay(log: Any, seq: int) -> Replayed:
+    from nodwyn.replay import replay_request
+
     try:
         request = _request_of(replay_request(log, seq))
     except NodwynError as exc:
         return Replayed(seq=seq, request=None, digest=None, error=str(exc))
-    from nodwyn.values.canonical import digest
-    from nodwyn.values.codec import request_to_json
-
     return Replayed(seq=seq, request=request, digest=digest(request_to_json(request)), error=None)
 
 

@@ -1,47 +1,71 @@
-"""Where the console and ``nodwyn stats`` read sessions from: the log store, opened read-only.
+"""Where the console and ``nodwyn stats`` read sessions from: the log store, read-only.
 
-This is the one module that talks to ``nodwyn.log``; everything above it sees events.
+This is the one module that talks to ``nodwyn.log``. A reader takes no lock and sees only whole
+events, even while the session's writer appends, so one reader per session is kept open and
+asked again for new events. Reads of one session are serialised (the web server answers from a
+thread pool).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from nodwyn.errors import NotFoundError
-from nodwyn.log import Store
+from nodwyn.log import SessionInfo, SessionLog, Store
 from nodwyn.values.events import Event
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionInfo:
-    id: str
-    last_seq: int
+T = TypeVar("T")
 
 
 class Source:
-    """Sessions under one store root, read without taking the writer's lock."""
+    """Sessions under one data root (the folder holding ``sessions/``)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._store = Store(root)
+        self._logs: dict[str, SessionLog] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
 
     def ids(self) -> list[str]:
-        out = []
-        for item in self._store.list():
-            out.append(item if isinstance(item, str) else str(getattr(item, "id", item)))
-        return sorted(out, reverse=True)
+        """Session ids, newest first."""
+        return sorted(self._store.ids(), reverse=True)
 
-    def open(self, session: str) -> Any:
-        """The session's log, read-only; ``NotFoundError`` names the store if it is not there."""
-        if "/" in session or session.startswith("."):
-            raise NotFoundError(f"{session!r} is not a session id; list them with `nodwyn sessions`")
-        return self._store.open(session, write=False)
+    def resolve(self, prefix: str) -> str:
+        return self._store.resolve(prefix)
+
+    def info(self, session: str) -> SessionInfo:
+        return self._store.info(session)
+
+    def _reader(self, session: str) -> tuple[SessionLog, threading.Lock]:
+        with self._lock:
+            log = self._logs.get(session)
+            if log is None:
+                log = self._store.open(session, write=False)  # NotFoundError for a bad id
+                self._logs[session] = log
+                self._locks[session] = threading.Lock()
+            return log, self._locks[session]
+
+    def check(self, session: str) -> None:
+        """Raise ``NotFoundError`` unless ``session`` exists and opens."""
+        self._reader(session)
+
+    def with_log(self, session: str, use: Callable[[SessionLog], T]) -> T:
+        """Run ``use`` on the session's reader, alone."""
+        log, lock = self._reader(session)
+        with lock:
+            return use(log)
 
     def last_seq(self, session: str) -> int:
-        return int(self.open(session).last_seq)
+        return self.with_log(session, lambda log: log.last_seq)
 
-    def read(self, session: str, first: int = 1, last: int | None = None) -> Iterator[Event]:
-        yield from self.open(session).read(first, last)
+    def read(self, session: str, first: int = 1, last: int | None = None) -> list[Event]:
+        return self.with_log(session, lambda log: list(log.read(first, last)))
+
+    def close(self) -> None:
+        with self._lock:
+            for log in self._logs.values():
+                log.close()
+            self._logs.clear()

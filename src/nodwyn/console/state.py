@@ -6,6 +6,7 @@ import threading
 from collections.abc import Mapping
 
 from nodwyn.console.source import Source
+from nodwyn.log import SessionLog
 from nodwyn.stats.totals import Aggregator
 from nodwyn.values.events import Event
 from nodwyn.values.model import Prices
@@ -26,13 +27,15 @@ class SessionState:
 
     def refresh(self) -> None:
         with self._lock:
-            log = self.source.open(self.id)
-            if int(log.last_seq) <= self.agg.last_seq:
+            if self.source.last_seq(self.id) <= self.agg.last_seq:
                 return
             self.reads += 1
-            for event in log.read(self.agg.last_seq + 1, None):
-                self._note(event)
-                self.agg.feed(event)
+            self.source.with_log(self.id, self._feed)
+
+    def _feed(self, log: SessionLog) -> None:
+        for event in log.read(self.agg.last_seq + 1, None):
+            self._note(event)
+            self.agg.feed(event)
 
     def _note(self, event: Event) -> None:
         if self.started is None:
@@ -60,7 +63,7 @@ class Registry:
         with self._lock:
             state = self._states.get(session)
             if state is None:
-                self.source.open(session)  # NotFoundError before anything is kept
+                self.source.check(session)  # NotFoundError before anything is kept
                 state = SessionState(self.source, session, self.prices)
                 self._states[session] = state
         state.refresh()
