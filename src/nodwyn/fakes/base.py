@@ -1,0 +1,159 @@
+"""What every fake API shares: the received-request record, the reply, the server state, and the
+opaque tokens (signatures, encrypted reasoning) a fake mints and later checks came from itself."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from nodwyn.fakes.cache import CacheModel, Lookup, Prompt
+from nodwyn.fakes.script import Script, ScriptError, ScriptItem
+
+FIXED_TIME = "2026-01-01T00:00:00Z"
+PREFILL_NS_PER_TOKEN = 1_000_000  # 1 ms a token: what an uncached token costs a local server here
+EVAL_NS_PER_TOKEN = 5_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceivedRequest:
+    """A request as it arrived: for assertions on what went over the wire."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]  # lower-cased names
+    body: Any  # parsed JSON, or None
+    raw: bytes
+
+
+@dataclass(slots=True, kw_only=True)
+class Reply:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    chunks: list[bytes] = field(default_factory=list)  # written and flushed one by one
+
+
+class ApiError(Exception):
+    """An error the fake answers in its API's shape (raised while validating a request)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        type: str | None = None,
+        code: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.type = type
+        self.code = code
+        self.retry_after: float | None = None
+
+    @classmethod
+    def scripted(cls, e: ScriptError) -> ApiError:
+        err = cls(e.status, e.message, param=e.param, type=e.type, code=e.code)
+        err.retry_after = e.retry_after
+        return err
+
+
+class State:
+    """One fake server's mutable state; ``lock`` serialises request handling."""
+
+    def __init__(
+        self,
+        *,
+        api: str,
+        family: str | None,
+        cache: CacheModel,
+        script: Script,
+        api_key: str | None,
+        models: tuple[str, ...],
+        name: str,
+    ) -> None:
+        self.api = api
+        self.family = family
+        self.cache = cache
+        self.script = script
+        self.api_key = api_key
+        self.models = models
+        self.name = name  # distinguishes this server's minted tokens from another's
+        self.lock = threading.Lock()
+        self.requests: list[ReceivedRequest] = []
+        self.minted: set[str] = set()
+        self.lookups: list[Lookup] = []
+        self.counter = 0
+        self.extra: dict[str, Any] = {}  # per-API memory (e.g. which reasoning item a call followed)
+
+    def next_id(self, prefix: str) -> str:
+        self.counter += 1
+        tag = hashlib.sha256(f"{self.name}:{self.counter}".encode()).hexdigest()[:12]
+        return f"{prefix}{tag}"
+
+    def mint(self, *parts: str) -> str:
+        """An opaque token only this server recognises (stands in for a signature or ciphertext)."""
+        self.counter += 1
+        token = hashlib.sha256("\x00".join((self.name, str(self.counter), *parts)).encode()).hexdigest()
+        self.minted.add(token)
+        return token
+
+    def knows(self, token: object) -> bool:
+        return isinstance(token, str) and token in self.minted
+
+    def lookup(self, prompt: Prompt) -> Lookup:
+        found = self.cache.lookup(prompt)
+        self.lookups.append(found)
+        return found
+
+    def next_item(self) -> ScriptItem:
+        item = self.script.next()
+        if item is None:
+            raise ApiError(
+                410,
+                f"fake script exhausted: all {self.script.total} scripted replies are used; "
+                "add replies to the script",
+                type="invalid_request_error",
+            )
+        if item.error is not None:
+            raise ApiError.scripted(item.error)
+        return item
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n".encode() if event else b""
+    payload = data if isinstance(data, bytes) else dumps(data)
+    return head + b"data: " + payload + b"\n\n"
+
+
+def json_reply(status: int, value: Any, headers: Mapping[str, str] | None = None) -> Reply:
+    return Reply(
+        status=status,
+        headers={"content-type": "application/json", **(headers or {})},
+        chunks=[dumps(value)],
+    )
+
+
+def out_tokens(*texts: str) -> int:
+    return sum(-(-len(t.encode()) // 3) for t in texts if t)
+
+
+def split_text(text: str, parts: int = 3) -> list[str]:
+    """Cut a text into a few stream fragments (so clients must join them)."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+Handler = Callable[[State, ReceivedRequest], Reply]

@@ -1,0 +1,352 @@
+"""A fake OpenAI chat-completions server, with the server families' differences.
+
+``family`` (None = ``compatible``) decides what a real server of that kind does: the reasoning
+field it streams (``reasoning_content``, or ``reasoning`` for cerebras and vllm, plus
+``reasoning_details`` for openrouter), how it reports usage (``prompt_cache_hit_tokens`` for
+deepseek, ``timings.cache_n`` for llamacpp, ``cached_tokens`` omitted when 0 for vllm, usage
+always for openrouter, else only with ``stream_options.include_usage``), its error shape
+(cerebras unwrapped, openrouter with ``code``/``metadata``) and what it refuses: every family
+refuses orphan tool results and calls without results; cerebras refuses ``reasoning_content``;
+deepseek (thinking mode) requires it on tool-call turns; openrouter refuses signed or encrypted
+``reasoning_details`` that it did not give.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+import orjson
+
+from nodwyn.fakes.base import ApiError, ReceivedRequest, Reply, State, json_reply, out_tokens, split_text, sse
+from nodwyn.fakes.cache import Lookup, Prompt, units_of
+from nodwyn.fakes.script import ScriptItem
+
+_CREATED = 1767225600
+_UNANSWERED = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+    "'tool_call_id'. The following tool_call_ids did not have response messages: "
+)
+_REASONING_FIELD = {"cerebras": "reasoning", "vllm": "reasoning", "openrouter": "reasoning"}
+
+
+def handle(state: State, req: ReceivedRequest) -> Reply:
+    try:
+        check_auth(state, req)
+        if req.method == "GET" and req.path.rstrip("/").endswith("/models"):
+            data = [
+                {"id": m, "object": "model", "created": _CREATED, "owned_by": "nodwyn-fake"}
+                for m in state.models
+            ]
+            return json_reply(200, {"object": "list", "data": data})
+        if req.method != "POST" or not req.path.rstrip("/").endswith("/chat/completions"):
+            raise ApiError(404, f"Invalid URL ({req.method} {req.path})", type="invalid_request_error")
+        body = validate(state, req.body)
+        item = state.next_item()
+        lookup = state.lookup(prompt_of(body, req))
+        return stream(state, body, item, lookup)
+    except ApiError as exc:
+        return error_reply(state, exc)
+
+
+def check_auth(state: State, req: ReceivedRequest) -> None:
+    if state.api_key is not None and req.headers.get("authorization") != f"Bearer {state.api_key}":
+        raise ApiError(
+            401, "Incorrect API key provided.", type="invalid_request_error", code="invalid_api_key"
+        )
+
+
+def session_key(body: dict[str, Any], req: ReceivedRequest) -> str | None:
+    for value in (
+        body.get("session_id"),
+        req.headers.get("x-session-id"),
+        body.get("prompt_cache_key"),
+        req.headers.get("session-id"),
+        req.headers.get("x-session-affinity"),
+        req.headers.get("x-baseten-session-id"),
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def prompt_of(body: dict[str, Any], req: ReceivedRequest) -> Prompt:
+    units = units_of([*body.get("tools", []), *body["messages"]])
+    return Prompt(units=units, key=session_key(body, req), model=body["model"], reload_token=body["model"])
+
+
+def validate(state: State, body: Any) -> dict[str, Any]:
+    family = state.family or "compatible"
+    if not isinstance(body, dict):
+        raise ApiError(400, "We could not parse the JSON body of your request.", type="invalid_request_error")
+    if not isinstance(body.get("model"), str):
+        raise ApiError(400, "you must provide a model parameter", param="model")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ApiError(
+            400, "Invalid 'messages': empty array. Expected an array with minimum length 1.", param="messages"
+        )
+    if "stream_options" in body and body.get("stream") is not True:
+        raise ApiError(
+            400,
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            param="stream_options",
+        )
+    thinking_mode = not (
+        isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "disabled"
+    )
+    pending: list[str] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in {
+            "system",
+            "developer",
+            "user",
+            "assistant",
+            "tool",
+        }:
+            raise ApiError(400, f"Invalid value for 'messages[{i}].role'.", param=f"messages[{i}].role")
+        role = m["role"]
+        if family == "cerebras" and "reasoning_content" in m:
+            path = f"messages.{i}.{role}.reasoning_content"
+            raise ApiError(
+                400,
+                f"{path}: property '{path}' is unsupported",
+                type="invalid_request_error",
+                param="validation_error",
+                code="wrong_api_format",
+            )
+        if role == "tool":
+            if m.get("tool_call_id") not in pending:
+                raise ApiError(
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                    "with 'tool_calls'.",
+                    param=f"messages.[{i}].role",
+                )
+            pending.remove(m["tool_call_id"])
+            continue
+        if pending:
+            raise ApiError(
+                400,
+                _UNANSWERED + ", ".join(pending),
+                param=f"messages.[{i}].role",
+            )
+        if role == "user":
+            check_user_content(m.get("content"), i)
+        if role == "assistant":
+            calls = m.get("tool_calls") or []
+            if m.get("content") in (None, "") and not calls and family == "llamacpp":
+                raise ApiError(500, "Expected 'content' or 'tool_calls'", param=f"messages[{i}]")
+            for j, call in enumerate(calls):
+                fn = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(fn, dict) or not isinstance(call.get("id"), str):
+                    raise ApiError(400, f"Missing required parameter: 'messages[{i}].tool_calls[{j}].id'.")
+                if not isinstance(fn.get("arguments"), str):
+                    raise ApiError(
+                        400,
+                        f"Invalid type for 'messages[{i}].tool_calls[{j}].function.arguments': "
+                        "expected a string.",
+                        param=f"messages[{i}].tool_calls[{j}].function.arguments",
+                        code="invalid_type",
+                    )
+                pending.append(call["id"])
+            if family == "deepseek" and thinking_mode and calls and "reasoning_content" not in m:
+                raise ApiError(
+                    400,
+                    "The reasoning_content in the thinking mode must be passed back to the API.",
+                    code="invalid_request_error",
+                )
+            if family == "openrouter" and m.get("reasoning_details") is not None:
+                check_details(state, m["reasoning_details"], i)
+    if pending:
+        raise ApiError(
+            400,
+            _UNANSWERED + ", ".join(pending),
+            param="messages",
+        )
+    return body
+
+
+def check_user_content(content: Any, i: int) -> None:
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise ApiError(400, f"Invalid type for 'messages[{i}].content'.", param=f"messages[{i}].content")
+    for j, part in enumerate(content):
+        if isinstance(part, dict) and part.get("type") == "image_url":
+            url = (part.get("image_url") or {}).get("url", "")
+            if isinstance(url, str) and url.startswith("data:"):
+                try:
+                    base64.b64decode(url.split(",", 1)[1], validate=True)
+                except (IndexError, binascii.Error):
+                    raise ApiError(
+                        400, "Invalid image data URL.", param=f"messages[{i}].content[{j}].image_url.url"
+                    ) from None
+
+
+def _canonical(item: Any) -> str:
+    return orjson.dumps(item, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def check_details(state: State, details: Any, i: int) -> None:
+    if not isinstance(details, list):
+        raise ApiError(
+            400, f"messages[{i}].reasoning_details must be an array", param=f"messages[{i}].reasoning_details"
+        )
+    for item in details:
+        signed = isinstance(item, dict) and ("data" in item or item.get("signature"))
+        if signed and not state.knows(_canonical(item)):
+            raise ApiError(
+                400,
+                "Provider returned error",
+                code=400,
+                param=f"messages.{i}.reasoning_details",
+                type="openrouter-upstream",
+            )
+
+
+def error_reply(state: State, exc: ApiError) -> Reply:
+    family = state.family or "compatible"
+    kind = exc.type or _type_for(exc.status)
+    headers = {} if exc.retry_after is None else {"retry-after": f"{exc.retry_after:g}"}
+    if family == "cerebras":
+        body: dict[str, Any] = {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}
+    elif family == "openrouter":
+        meta: dict[str, Any] = {"provider_name": "Fake"}
+        if exc.type == "openrouter-upstream":
+            raw = f"{exc.param}: Invalid signature in thinking block"
+            meta["raw"] = orjson.dumps({"message": raw}).decode()
+        body = {"error": {"code": exc.status, "message": exc.message, "metadata": meta}}
+    else:
+        body = {"error": {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}}
+    return json_reply(exc.status, body, headers)
+
+
+def _type_for(status: int) -> str:
+    if status == 429:
+        return "rate_limit_error"
+    if status >= 500:
+        return "server_error"
+    return "invalid_request_error"
+
+
+def usage(family: str, lookup: Lookup, completion: int, reasoning: int) -> dict[str, Any]:
+    prompt, cached = lookup.prompt_tokens, lookup.cached_tokens
+    out: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if family == "deepseek":
+        out["prompt_cache_hit_tokens"] = cached
+        out["prompt_cache_miss_tokens"] = prompt - cached
+    elif family == "vllm":
+        if cached:
+            out["prompt_tokens_details"] = {"cached_tokens": cached}
+    else:
+        out["prompt_tokens_details"] = {"cached_tokens": cached}
+        if family == "openrouter":
+            out["prompt_tokens_details"]["cache_write_tokens"] = 0
+            out["cost"] = 0
+            out["is_byok"] = False
+    out["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    return out
+
+
+def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
+    family = state.family or "compatible"
+    base = {
+        "id": state.next_id("chatcmpl-"),
+        "object": "chat.completion.chunk",
+        "created": _CREATED,
+        "model": body["model"],
+    }
+    include_usage = family == "openrouter" or bool((body.get("stream_options") or {}).get("include_usage"))
+    chunks: list[bytes] = [b": OPENROUTER PROCESSING\n\n"] if family == "openrouter" else []
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        value: dict[str, Any] = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if include_usage:
+            value["usage"] = None
+        return sse(value)
+
+    chunks.append(chunk({"role": "assistant", "content": ""}))
+    field = _REASONING_FIELD.get(family, "reasoning_content")
+    for frag in split_text(item.thinking):
+        chunks.append(chunk({field: frag}))
+    if family == "openrouter" and item.reasoning_details is not None:
+        chunks.extend(
+            chunk({"reasoning_details": [frag]}) for frag in detail_fragments(state, item.reasoning_details)
+        )
+        if not item.reasoning_details:
+            chunks.append(chunk({"reasoning_details": []}))
+    for frag in split_text(item.text):
+        chunks.append(chunk({"content": frag}))
+    arg_texts = []
+    for j, call in enumerate(item.calls):
+        call_id = call.id or state.next_id("call_")
+        args = orjson.dumps(call.arguments).decode()
+        arg_texts.append(args)
+        head = {
+            "index": j,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [head]}))
+        for frag in split_text(args, 2):
+            chunks.append(chunk({"tool_calls": [{"index": j, "function": {"arguments": frag}}]}))
+    if item.cut:
+        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+    finish = "tool_calls" if item.calls else "stop"
+    completion = out_tokens(item.text, item.thinking, *arg_texts)
+    last = chunk({}, finish)
+    if family == "llamacpp":
+        value = orjson.loads(last[len(b"data: ") :])
+        value["timings"] = {
+            "cache_n": lookup.cached_tokens,
+            "prompt_n": lookup.prompt_tokens - lookup.cached_tokens,
+            "prompt_ms": float(lookup.prompt_tokens - lookup.cached_tokens),
+            "predicted_n": completion,
+            "predicted_ms": float(completion * 5),
+        }
+        last = sse(value)
+    chunks.append(last)
+    if include_usage:
+        chunks.append(
+            sse(
+                {**base, "choices": [], "usage": usage(family, lookup, completion, out_tokens(item.thinking))}
+            )
+        )
+    chunks.append(sse(b"[DONE]"))
+    return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+
+
+def detail_fragments(state: State, details: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Stream an array as fragments: a reasoning.text in pieces (signature on the last), the rest whole.
+
+    The merged array (text joined, first non-null signature and format kept) is what the fake then
+    accepts back; signed and encrypted items are remembered as this server's own.
+    """
+    out: list[dict[str, Any]] = []
+    for index, raw in enumerate(details):
+        entry = dict(raw) if isinstance(raw, dict) else {"type": "unknown", "value": raw}
+        entry.setdefault("index", index)
+        if entry.get("type") == "reasoning.encrypted" and "data" not in entry:
+            entry["data"] = state.mint("details", str(index))
+        if entry.get("type") == "reasoning.text" and "signature" in entry and entry["signature"] is None:
+            entry["signature"] = state.mint("signature", str(index))
+        if "data" in entry or entry.get("signature"):
+            state.minted.add(_canonical(entry))
+        if entry.get("type") == "reasoning.text" and len(entry.get("text", "")) > 1:
+            pieces = split_text(entry["text"], 2)
+            rest = {k: v for k, v in entry.items() if k not in {"text", "signature"}}
+            out.append({**rest, "text": pieces[0]})
+            tail: dict[str, Any] = {"type": "reasoning.text", "text": pieces[1], "index": entry["index"]}
+            if "signature" in entry:
+                tail["signature"] = entry["signature"]
+            out.append(tail)
+        else:
+            out.append(entry)
+    return out

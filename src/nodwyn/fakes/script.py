@@ -1,0 +1,148 @@
+"""Reply scripts: what a fake server answers, one item per request, in order.
+
+A script item (one JSON object per line in a ``.jsonl`` file)::
+
+    {"text": "...", "thinking": "...",
+     "calls": [{"name": "fs-read", "arguments": {"path": "a.py"}, "id": "optional"}],
+     "reasoning_details": [...],          # OpenRouter: sent back as streamed, merged by the client
+     "blocks": [{"type": "thinking", "thinking": "...", "position": 0},
+                {"type": "redacted_thinking", "position": 1}],   # Anthropic / Responses reasoning
+     "error": {"status": 429, "message": "...", "retry_after": 2, "type": "...", "param": "..."},
+     "cut": true,                          # end the stream before its terminal event
+     "empty_output": true}                 # Responses: a terminal event whose output is []
+
+An ``error`` item answers that HTTP error in the API's own shape instead of a reply.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodwyn.errors import ConfigError
+
+_KEYS = {"text", "thinking", "calls", "reasoning_details", "blocks", "error", "cut", "empty_output"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptCall:
+    name: str
+    arguments: dict[str, Any] = field(hash=False)
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptError:
+    status: int
+    message: str
+    type: str | None = None
+    param: str | None = None
+    code: str | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptItem:
+    text: str = ""
+    thinking: str = ""
+    calls: tuple[ScriptCall, ...] = ()
+    reasoning_details: tuple[Any, ...] | None = None
+    blocks: tuple[Mapping[str, Any], ...] = ()
+    error: ScriptError | None = None
+    cut: bool = False
+    empty_output: bool = False
+    raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a script item must be a JSON object")
+    unknown = set(raw) - _KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; use {sorted(_KEYS)}")
+    calls = []
+    for i, c in enumerate(raw.get("calls") or []):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise ConfigError(f'{where}: calls[{i}] needs a "name"')
+        args = c.get("arguments", {})
+        if not isinstance(args, dict):
+            raise ConfigError(f"{where}: calls[{i}].arguments must be a JSON object")
+        calls.append(ScriptCall(name=c["name"], arguments=args, id=c.get("id")))
+    error = None
+    if raw.get("error") is not None:
+        e = raw["error"]
+        if not isinstance(e, dict) or not isinstance(e.get("status"), int):
+            raise ConfigError(f'{where}: error needs an integer "status"')
+        error = ScriptError(
+            status=e["status"],
+            message=str(e.get("message") or f"scripted error {e['status']}"),
+            type=e.get("type"),
+            param=e.get("param"),
+            code=e.get("code"),
+            retry_after=e.get("retry_after"),
+        )
+    details = raw.get("reasoning_details")
+    if details is not None and not isinstance(details, list):
+        raise ConfigError(f"{where}: reasoning_details must be a list")
+    blocks = raw.get("blocks") or []
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) and "type" in b for b in blocks):
+        raise ConfigError(f'{where}: blocks must be a list of objects with a "type"')
+    return ScriptItem(
+        text=str(raw.get("text") or ""),
+        thinking=str(raw.get("thinking") or ""),
+        calls=tuple(calls),
+        reasoning_details=None if details is None else tuple(details),
+        blocks=tuple(blocks),
+        error=error,
+        cut=bool(raw.get("cut")),
+        empty_output=bool(raw.get("empty_output")),
+        raw=raw,
+    )
+
+
+def load_script(path: Path) -> list[ScriptItem]:
+    """Read a JSONL script; a bad line is named by its number."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read script {path}: {exc.strerror}") from None
+    items = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{n}: not JSON ({exc}); one JSON object per line") from None
+        items.append(parse_item(raw, f"{path}:{n}"))
+    return items
+
+
+class Script:
+    """The replies still to give, consumed in order by concurrent requests."""
+
+    def __init__(self, items: Iterable[ScriptItem | Mapping[str, Any]]) -> None:
+        self._items = [i if isinstance(i, ScriptItem) else parse_item(i) for i in items]
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def next(self) -> ScriptItem | None:
+        with self._lock:
+            if self._used >= len(self._items):
+                return None
+            item = self._items[self._used]
+            self._used += 1
+            return item
+
+    @property
+    def total(self) -> int:
+        return len(self._items)
+
+    @property
+    def remaining(self) -> list[ScriptItem]:
+        with self._lock:
+            return self._items[self._used :]

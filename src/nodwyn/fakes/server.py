@@ -1,0 +1,176 @@
+"""Run a fake API as a real HTTP server on 127.0.0.1 (stdlib ThreadingHTTPServer, ADR 0061).
+
+Each reply is streamed as written: the status line, the headers, then each chunk (an SSE event
+or an NDJSON line) flushed on its own, the connection closed at the end (HTTP/1.0 framing), so
+a client sees a stream cut short exactly as a real one would.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+from nodwyn.fakes import anthropic, ollama, openai_chat, responses
+from nodwyn.fakes.base import Handler, ReceivedRequest, Reply, State
+from nodwyn.fakes.cache import REPLICAS, CacheKind, Lookup, make_cache
+from nodwyn.fakes.script import Script, ScriptItem
+
+FakeApi = Literal["ollama", "openai-chat", "responses", "anthropic"]
+HANDLERS: dict[str, Handler] = {
+    "ollama": ollama.handle,
+    "openai-chat": openai_chat.handle,
+    "responses": responses.handle,
+    "anthropic": anthropic.handle,
+}
+DEFAULT_CACHE: dict[str, CacheKind] = {
+    "ollama": "single",
+    "openai-chat": "blocks",
+    "responses": "blocks",
+    "anthropic": "breakpoints",
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read fake.requests
+        return
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        path = self.path.split("?", 1)[0]
+        received = ReceivedRequest(
+            method=self.command,
+            path=path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            raw=raw,
+        )
+        state = self.server.state
+        with state.lock:
+            state.requests.append(received)
+            reply = self.server.handler(state, received)
+        self._write(reply)
+
+    def _write(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.send_header("connection", "close")
+        self.end_headers()
+        try:
+            for chunk in reply.chunks:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    do_GET = _serve
+    do_POST = _serve
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: State
+    handler: Handler
+
+
+class FakeServer:
+    """A fake provider on 127.0.0.1: ``with FakeServer(api="openai-chat", script=[...]) as fake``.
+
+    ``fake.url`` is the server's base URL, ``fake.requests`` what it received, ``fake.remaining``
+    the script items it has not used, ``fake.lookups`` what its cache model found per request.
+    """
+
+    def __init__(
+        self,
+        *,
+        api: FakeApi,
+        script: Iterable[ScriptItem | Mapping[str, Any]] = (),
+        cache: CacheKind | None = None,
+        family: str | None = None,
+        replicas: int = REPLICAS,
+        seed: int = 0,
+        api_key: str | None = None,
+        models: tuple[str, ...] = ("fake-model",),
+        port: int = 0,
+    ) -> None:
+        if api not in HANDLERS:
+            raise ValueError(f"unknown fake api {api!r}; use {', '.join(HANDLERS)}")
+        self.api = api
+        self._script = Script(script)
+        self._cache = make_cache(cache or DEFAULT_CACHE[api], replicas=replicas, seed=seed)
+        self._family = family
+        self._api_key = api_key
+        self._models = models
+        self._port = port
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeServer:
+        server = _Server(("127.0.0.1", self._port), _Handler)
+        server.state = State(
+            api=self.api,
+            family=self._family,
+            cache=self._cache,
+            script=self._script,
+            api_key=self._api_key,
+            models=self._models,
+            name=f"fake-{self.api}-{server.server_address[1]}",
+        )
+        server.handler = HANDLERS[self.api]
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name=f"fake-{self.api}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def _state(self) -> State:
+        if self._server is None:
+            raise RuntimeError("the fake server is not started; use it as a context manager")
+        return self._server.state
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the fake server is not started; use it as a context manager")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        with self._state.lock:
+            return list(self._state.requests)
+
+    @property
+    def lookups(self) -> list[Lookup]:
+        with self._state.lock:
+            return list(self._state.lookups)
+
+    @property
+    def remaining(self) -> list[ScriptItem]:
+        return self._script.remaining
