@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "stats": ("nodwyn.cli.stats", "stats", "A session's totals (token cache rate, cost) and requests."),
     "cache": ("nodwyn.cli.stats", "cache", "Why each request of a session hit or missed the cache."),
     "console": ("nodwyn.cli.console", "console", "Serve the read-only web console on 127.0.0.1."),
-    "fake": ("nodwyn.cli.fake", "fake", "Run a fake provider (ollama, openai-chat, responses, anthropic) on 127.0.0.1."),
+    "fake": ("nodwyn.cli.fake", "fake", "Run a fake provider on 127.0.0.1 for offline tests."),
 }
 
 
