@@ -146,8 +146,12 @@ def _has_digit(s: str) -> bool:
     return any(c.isdigit() for c in s)
 
 
+def _class(c: str) -> int:
+    return 0 if c in _UPPER else 1 if c in _LOWER else 2 if c in _DIGITS else 3
+
+
 def _looks_random(token: str) -> bool:
-    """Upper case, lower case and digits mixed, and close to the highest entropy its length allows."""
+    """Upper case, lower case and digits mixed often (not words in CamelCase), at high entropy."""
     sample = token[:_ENTROPY_SAMPLE]
     counts = Counter(sample)
     chars = counts.keys()
@@ -155,7 +159,11 @@ def _looks_random(token: str) -> bool:
         return False
     n = len(sample)
     entropy = -sum(c / n * math.log2(c / n) for c in counts.values())
-    return entropy >= 0.85 * math.log2(min(n, 64))
+    if entropy < 0.75 * math.log2(min(n, 64)):
+        return False
+    classes = [_class(c) for c in sample]
+    changes = sum(a != b for a, b in zip(classes, classes[1:], strict=False))
+    return changes >= 0.45 * (n - 1)
 
 
 class _Walk:

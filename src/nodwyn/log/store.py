@@ -316,10 +316,10 @@ class SessionLog:
             while j + 1 < len(ends) and ends[j + 1] - ends[i] <= _READ_BYTES:
                 j += 1
             base = ends[i]
-            buf = memoryview(os.pread(self._fd, ends[j] - base, base))
+            buf = memoryview(os.pread(self._fd, max(ends[j] - base, 0), base))
             for k in range(i, j):
                 s, e = ends[k] - base, ends[k + 1] - base
-                if e > len(buf) or buf[e - 1] != 0x0A:
+                if not 0 <= s < e <= len(buf) or buf[e - 1] != 0x0A:
                     raise CorruptLogError(
                         f"session {self.id}: seq {seq} should end at byte {ends[k + 1]}, "
                         "but no line ends there"
