@@ -96,7 +96,7 @@ def _fields(value: Any, body_text: str) -> tuple[str, str | None, str | None, st
             message = detail if isinstance(detail, str) else None
         if message is None:
             return _one_line(body_text) or "(empty body)", None, None, None, None
-        typ = src.get("type") if isinstance(src.get("type"), str) else None
+        typ = src.get("type") if isinstance(src.get("type"), str) and src.get("type") != "error" else None
         param = src.get("param") if isinstance(src.get("param"), str) else None
         code = src.get("code")
         code_s = code if isinstance(code, str) else None
@@ -204,7 +204,7 @@ def provider_error(
     cls = _class(status, typ, code, error_type, message)
     where = f"HTTP {status}" if status is not None else "mid-stream"
     kind = f" ({typ or error_type or code})" if (typ or error_type or code) else ""
-    text = f"{provider} {where}{kind}: {message}"
+    text = f"{provider} {where}{kind}: {message.rstrip('.') or '(no message)'}"
     if field:
         text += f" [field: {field}]"
     hint = _hint(cls, field, message)
