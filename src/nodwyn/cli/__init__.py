@@ -22,6 +22,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "cache": ("nodwyn.cli.stats", "cache", "Why each request of a session hit or missed the cache."),
     "console": ("nodwyn.cli.console", "console", "Serve the read-only web console on 127.0.0.1."),
     "fake": ("nodwyn.cli.fake", "fake", "Run a fake provider on 127.0.0.1 for offline tests."),
+    "run": ("nodwyn.cli.run", "run", "Run one task; end with the session id and its cache figures."),
+    "chat": ("nodwyn.cli.run", "chat", "Interactive session: /plan, /compact, /model NAME, /quit."),
+    "resume": ("nodwyn.cli.run", "resume", "Continue a session from its log."),
+    "models": ("nodwyn.cli.models", "models", "List, add, set and test model entries."),
+    "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
 }
 
 
