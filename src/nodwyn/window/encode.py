@@ -1,0 +1,58 @@
+"""The request's canonical bytes, assembled from the messages' cached pieces.
+
+JCS orders the request's keys ``max_output``, ``messages``, ``system``, ``tools``; each message's
+piece is its own canonical form, so joining them gives exactly
+``canonical_bytes(request_to_json(request))`` without walking the whole request again (a test holds
+the two equal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import orjson
+
+from nodwyn.values.canonical import canonical_bytes
+from nodwyn.values.codec import tool_to_json
+from nodwyn.values.request import ToolSpec
+
+_OPEN = b'{"max_output":'
+_MESSAGES = b',"messages":['
+_SYSTEM = b'],"system":'
+_TOOLS = b',"tools":'
+_CLOSE = b"}"
+
+
+def tools_bytes(tools: Sequence[ToolSpec]) -> bytes:
+    return canonical_bytes([tool_to_json(t) for t in tools])
+
+
+def system_bytes(system: str) -> bytes:
+    return orjson.dumps(system)
+
+
+def max_output_bytes(max_output: int | None) -> bytes:
+    return b"null" if max_output is None else str(max_output).encode()
+
+
+def overhead(system: bytes, tools: bytes, max_output: bytes) -> int:
+    """Bytes of the request besides its messages and the commas between them."""
+    return (
+        len(_OPEN)
+        + len(max_output)
+        + len(_MESSAGES)
+        + len(_SYSTEM)
+        + len(system)
+        + len(_TOOLS)
+        + len(tools)
+        + len(_CLOSE)
+    )
+
+
+def assemble(system: bytes, tools: bytes, max_output: bytes, pieces: Sequence[bytes]) -> bytes:
+    return b"".join((_OPEN, max_output, _MESSAGES, b",".join(pieces), _SYSTEM, system, _TOOLS, tools, _CLOSE))
+
+
+def digest_of(canonical: bytes) -> str:
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()

@@ -1,0 +1,485 @@
+"""The window: a pure, incremental fold of a session's events into requests and their records.
+
+``Window.feed`` takes every event of the session in seq order (all contexts); ``Window.build``
+decides the next request of a context and the ``llm.req`` fields that record the decision. The
+build is a deterministic function of the events fed and its arguments, so replay, feeding the
+events before a request and building with what that request recorded, gets the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodwyn.errors import CorruptLogError, NotFoundError
+from nodwyn.values.codec import origin_from_json, recipe_from_json
+from nodwyn.values.content import Origin
+from nodwyn.values.events import KINDS, MAIN_CTX, Event
+from nodwyn.values.recipe import Flag, Recipe
+from nodwyn.values.request import Request, ToolSpec
+from nodwyn.window import encode
+from nodwyn.window.contexts import Context, Contexts, replies_between
+from nodwyn.window.entries import Entry, entry_of
+from nodwyn.window.estimate import estimate
+from nodwyn.window.render import Item, Params, RenderCache, assistant_message, marker, piece, render
+from nodwyn.window.start import Start, start_of
+from nodwyn.window.summaries import Summary, accepted, summary_of
+from nodwyn.window.trim import choose
+
+_NO_WITHHELD: Mapping[str, str] = {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnOptions:
+    """How one model turn is asked: without tools (v7), with a subset (v7), past high water (v10)."""
+
+    no_tools: bool = False
+    offered_tools: tuple[str, ...] | None = None
+    headroom: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Build:
+    request: Request
+    record: dict[str, Any] = field(hash=False)
+    canonical: bytes  # canonical_bytes(request_to_json(request))
+    digest: str  # digest(request_to_json(request))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """What the last request of a context was: its parts, to tell an extension from a move."""
+
+    params: Params
+    system: bytes
+    tools: bytes
+    max_output: bytes
+    pieces: tuple[bytes, ...]
+
+
+class Window:
+    def __init__(self) -> None:
+        self._contexts = Contexts()
+        self._recipe: Recipe | None = None
+        self._recipe_seqs: list[int] = []
+        self._elided: frozenset[int] = frozenset()
+        self._stale: frozenset[int] = frozenset()
+        self._folds: dict[int, str] = {}
+        self._fold_version = 0
+        self._summaries: dict[int, Summary] = {}
+        self._revoked: set[int] = set()
+        self._entries: dict[int, Entry] = {}
+        self._events: dict[int, Event] = {}  # conversation events, for summaries' source digests
+        self._first_seq = 0
+        self._last_seq = 0
+        self._tools: dict[tuple[str, ...] | None, tuple[tuple[ToolSpec, ...], bytes]] = {}
+
+    # -- feeding -----------------------------------------------------------------------------
+
+    @property
+    def recipe(self) -> Recipe | None:
+        return self._recipe
+
+    @property
+    def last_seq(self) -> int:
+        return self._last_seq
+
+    @property
+    def start(self) -> Start:
+        """Where the window now starts (see ``window.start``)."""
+        return start_of(
+            self._contexts,
+            first_seq=self._first_seq,
+            next_seq=self._last_seq + 1,
+            recipe_seqs=self._recipe_seqs,
+            whole=bool(self._summaries),
+        )
+
+    def feed(self, event: Event) -> None:
+        if event.seq <= self._last_seq:
+            raise CorruptLogError(
+                f"event seq {event.seq} ({event.kind}) follows seq {self._last_seq}; feed events in seq order"
+            )
+        if event.kind not in KINDS:
+            raise CorruptLogError(f"event seq {event.seq} has unknown kind {event.kind!r}")
+        if self._first_seq == 0:
+            self._first_seq = event.seq
+        entry = entry_of(event)
+        if entry is not None:
+            self._contexts.add(entry, event.kind)
+            self._entries[entry.seq] = entry
+            self._events[entry.seq] = event
+        else:
+            handler = _HANDLERS.get(event.kind)
+            if handler is not None:
+                handler(self, event)
+        self._last_seq = event.seq
+
+    def feed_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.feed(event)
+
+    def _recipe_event(self, event: Event) -> None:
+        self._recipe = recipe_from_json(event.data.get("recipe"), f"{event.kind} at seq {event.seq}: recipe")
+        self._recipe_seqs.append(event.seq)
+        self._tools = {}
+
+    def _open(self, event: Event) -> None:
+        self._contexts.open(event)
+
+    def _close(self, event: Event) -> None:
+        entry = self._contexts.close(event)
+        if entry is not None:
+            self._entries[entry.seq] = entry
+
+    def _widen(self, event: Event) -> None:
+        self._contexts.widen(event)
+
+    def _fold(self, event: Event) -> None:
+        target, text = event.data.get("target"), event.data.get("text")
+        entry = self._entries.get(target) if isinstance(target, int) else None
+        if (
+            entry is None
+            or entry.kind != "result"
+            or not isinstance(text, str)
+            or not isinstance(target, int)
+        ):
+            raise CorruptLogError(
+                f"result.fold at seq {event.seq}: target {target!r} is not an earlier tool.result "
+                "(or text is not a string)"
+            )
+        self._folds[target] = text
+        self._fold_version += 1
+        self._mark_stale(self._contexts.view_of(entry.ctx), target, event.seq)
+
+    def _summary_add(self, event: Event) -> None:
+        first, last = event.data.get("first"), event.data.get("last")
+        source = (
+            [e for s, e in self._events.items() if first <= s <= last]
+            if isinstance(first, int) and isinstance(last, int)
+            else []
+        )
+        self._summaries[event.seq] = summary_of(event, sorted(source, key=lambda e: e.seq))
+        self._elided = frozenset()
+
+    def _summary_revoke(self, event: Event) -> None:
+        target = event.data.get("summary")
+        if not isinstance(target, int) or target not in self._summaries:
+            raise CorruptLogError(f"summary.revoke at seq {event.seq}: {target!r} is not a summary.add seq")
+        self._revoked.add(target)
+        self._elided = frozenset()
+
+    def _req(self, event: Event) -> None:
+        data = event.data
+        raw = data.get("elided", [])
+        if not isinstance(raw, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in raw):
+            raise CorruptLogError(f"llm.req at seq {event.seq}: elided must be a list of seqs")
+        new = set(raw) - self._elided
+        if new:
+            self._elided = self._elided | new
+            lowest: dict[str, int] = {}
+            for s in new:
+                view = self._view_of_seq(s)
+                if view is not None:
+                    lowest[view.id] = min(s, lowest.get(view.id, s))
+            for vid, low in lowest.items():
+                self._mark_stale(self._contexts.by_id[vid], low, event.seq)
+        self._snapshot_req(event)
+
+    def _view_of_seq(self, seq: int) -> Context | None:
+        entry = self._entries.get(seq)
+        if entry is not None:
+            return self._contexts.view_of(entry.ctx)
+        summary = self._summaries.get(seq)
+        if summary is not None:
+            return self._contexts.view_of(summary.ctx)
+        return None
+
+    def _mark_stale(self, view: Context, low: int, high: int) -> None:
+        marked = replies_between(view, low, high)
+        if marked and not self._stale.issuperset(marked):
+            self._stale = self._stale | frozenset(marked)
+
+    def _snapshot_req(self, event: Event) -> None:
+        """Remember the request an ``llm.req`` recorded, to tell the next one's extension from a move."""
+        c = self._contexts.by_id.get(event.ctx)
+        if self._recipe is None or c is None or c.state != "open" or c.narrowed_by is not None:
+            return
+        data = event.data
+        try:
+            origin = origin_from_json(data.get("origin"), f"llm.req at seq {event.seq}: origin")
+        except CorruptLogError:
+            c.last_req = None
+            return
+        held = data.get("withheld_images", [])
+        withheld = {
+            w["digest"]: w["reason"]
+            for w in held
+            if isinstance(w, dict) and isinstance(w.get("digest"), str) and isinstance(w.get("reason"), str)
+        }
+        offered = data.get("offered_tools")
+        turn = TurnOptions(
+            no_tools=data.get("no_tools") is True,
+            offered_tools=tuple(offered) if isinstance(offered, list) else None,
+        )
+        try:
+            parts = self._parts(c, origin, turn, withheld, self._elided, self._stale)
+        except NotFoundError:
+            c.last_req = None
+            return
+        c.last_req = parts[0]
+
+    # -- building ----------------------------------------------------------------------------
+
+    def _params(
+        self,
+        view: Context,
+        recipe: Recipe,
+        origin: Origin,
+        withheld: Mapping[str, str],
+        elided: frozenset[int],
+        stale: frozenset[int],
+    ) -> Params:
+        policy = recipe.policy
+        held: tuple[tuple[str, str], ...] = ()
+        if Flag.IMAGES in policy and withheld:
+            held = tuple(sorted((d, r) for d, r in withheld.items() if d in view.images))
+        summaries: tuple[Summary, ...] = ()
+        if Flag.SUMMARIES in policy and self._summaries:
+            mine = [s for s in self._summaries.values() if self._contexts.view_of(s.ctx) is view]
+            if mine:
+                summaries = accepted(mine, self._revoked, view.entries)
+        return Params(
+            recipe=recipe,
+            policy=policy,
+            origin=origin if Flag.BLOCKS in policy else None,
+            withheld=held,
+            elided=elided,
+            stale=stale,
+            folds=self._fold_version if Flag.FOLDS in policy else 0,
+            summaries=summaries,
+            version=view.version,
+        )
+
+    def _offered(
+        self, c: Context, recipe: Recipe, turn: TurnOptions
+    ) -> tuple[tuple[ToolSpec, ...], bytes, list[str] | None]:
+        names: tuple[str, ...] | None = None
+        if Flag.TOOL_SUBSETS in recipe.policy:
+            names = (
+                () if turn.no_tools else turn.offered_tools if turn.offered_tools is not None else c.offered
+            )
+        key = None if names is None else tuple(sorted(set(names)))
+        cached = self._tools.get(key)
+        if cached is None:
+            if key is None:
+                subset = recipe.tools
+            else:
+                catalog = {t.name for t in recipe.tools}
+                unknown = [n for n in key if n not in catalog]
+                if unknown:
+                    raise NotFoundError(
+                        f"offered tool {unknown[0]!r} is not in the session's frozen catalog "
+                        f"({', '.join(sorted(catalog)) or 'empty'}); offer catalog tools only"
+                    )
+                subset = tuple(t for t in recipe.tools if t.name in set(key))
+            cached = (subset, encode.tools_bytes(subset))
+        self._tools[key] = cached
+        subset, raw = cached
+        return subset, raw, None if key is None or turn.no_tools else [t.name for t in subset]
+
+    def _parts(
+        self,
+        c: Context,
+        origin: Origin,
+        turn: TurnOptions,
+        withheld: Mapping[str, str],
+        elided: frozenset[int],
+        stale: frozenset[int],
+    ) -> tuple[Snapshot, RenderCache, list[Item]]:
+        recipe = self._recipe
+        assert recipe is not None
+        params = self._params(c, recipe, origin, withheld, elided, stale)
+        cache = render(c, params, self._folds, withheld)
+        items = cache.messages()
+        _, tools, _ = self._offered(c, recipe, turn)
+        limits_out = recipe.limits.output_reserve if Flag.OUTPUT_CAP in recipe.policy else None
+        snap = Snapshot(
+            params=params,
+            system=encode.system_bytes(cache.system(c)),
+            tools=tools,
+            max_output=encode.max_output_bytes(limits_out),
+            pieces=tuple(i.piece for i in items),
+        )
+        return snap, cache, items
+
+    def _estimate(self, snap: Snapshot, full_tools: bytes, cache: RenderCache, items: list[Item]) -> int:
+        body = cache.body + (len(cache.pending_plan.piece) if cache.pending_plan is not None else 0)
+        total = encode.overhead(snap.system, full_tools, snap.max_output) + body + max(len(items) - 1, 0)
+        return estimate(total, cache.image_bytes, cache.image_tokens)
+
+    def build(
+        self,
+        ctx: str = MAIN_CTX,
+        *,
+        origin: Origin,
+        turn: TurnOptions = TurnOptions(),
+        withheld: Mapping[str, str] = _NO_WITHHELD,
+    ) -> Build:
+        """The next request of context ``ctx`` to the model at ``origin``, and its ``llm.req`` fields."""
+        recipe = self._recipe
+        if recipe is None:
+            raise CorruptLogError(
+                f"no session.start or session.resume with a recipe among the {self._last_seq} events fed; "
+                "a window needs the recipe first"
+            )
+        policy = recipe.policy
+        c = self._contexts.buildable(ctx)
+        limits = recipe.limits
+        headroom = Flag.HEADROOM in policy and turn.headroom
+        line = limits.ceiling if headroom else limits.high_water
+        subset, _, offered_names = self._offered(c, recipe, turn)
+        _, full_tools, _ = self._offered(c, recipe, TurnOptions())
+        snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
+        est = self._estimate(snap, full_tools, cache, items)
+        new = {s for s in cache.omitted if s not in self._elided}
+        trimmed = est > line
+        if trimmed:
+            new |= choose(
+                items,
+                overhead=encode.overhead(snap.system, full_tools, snap.max_output),
+                image_bytes=cache.image_bytes,
+                image_tokens=cache.image_tokens,
+                low_water=limits.low_water,
+                pairs=Flag.PAIRS in policy,
+                cut=min(new) if new else None,
+                marker_len=lambda item: len(_marker_piece(item)),
+                unblocked_len=lambda item: len(piece(self._unblocked(item, cache.params))),
+            )
+        if new:
+            stale = self._stale
+            marked = replies_between(c, min(new), self._last_seq + 1)
+            if marked:
+                stale = stale | frozenset(marked)
+            snap, cache, items = self._parts(c, origin, turn, withheld, self._elided | new, stale)
+            est = self._estimate(snap, full_tools, cache, items)
+        request = Request(
+            system=cache.system(c),
+            tools=subset,
+            messages=tuple(i.message for i in items),
+            max_output=limits.output_reserve if Flag.OUTPUT_CAP in policy else None,
+        )
+        canonical = encode.assemble(snap.system, snap.tools, snap.max_output, snap.pieces)
+        record: dict[str, Any] = {"elided": sorted(new), "estimate": est, "trim": bool(new)}
+        if trimmed or headroom:
+            record["high_water"] = line
+        if trimmed and est > limits.low_water:
+            record["below_low_blocked"] = True
+        if Flag.TOOL_SUBSETS in policy:
+            if turn.no_tools:
+                record["no_tools"] = True
+            elif offered_names is not None:
+                record["offered_tools"] = offered_names
+        if Flag.IMAGES in policy:
+            held = _withheld(items)
+            if held:
+                record["withheld_images"] = held
+        if Flag.OUTPUT_CAP in policy:
+            record["max_output"] = limits.output_reserve
+        if headroom:
+            record["headroom"] = True
+        moved = _moved(c.last_req, snap, bool(new))
+        if moved:
+            record["moved"] = moved
+        return Build(request=request, record=record, canonical=canonical, digest=encode.digest_of(canonical))
+
+    def _unblocked(self, item: Item, params: Params) -> Any:
+        entry = self._entries[item.seq]
+        return assistant_message(entry, params, blocks=False)
+
+
+def _marker_piece(item: Item) -> bytes:
+    from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
+
+    text = marker(item.seq)
+    if item.kind == "result":
+        m = item.message
+        assert isinstance(m, ToolMessage)
+        return piece(ToolMessage(call_id=m.call_id, name=m.name, text=text, error=m.error))
+    if item.kind == "image":
+        return piece(UserMessage(parts=(TextPart(text=text),)))
+    return piece(AssistantMessage(text=text))
+
+
+def _withheld(items: list[Item]) -> list[dict[str, str]]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        for digest, reason in item.withheld:
+            if digest not in seen:
+                seen.add(digest)
+                out.append({"digest": digest, "reason": reason})
+    return out
+
+
+def _moved(prev: Snapshot | None, now: Snapshot, trimmed: bool) -> list[str]:
+    """Why this request is not its predecessor's with messages appended ([] when it is)."""
+    if prev is None:
+        return ["first"]
+    n = len(prev.pieces)
+    if (
+        prev.system == now.system
+        and prev.tools == now.tools
+        and prev.max_output == now.max_output
+        and len(now.pieces) >= n
+        and all(a is b or a == b for a, b in zip(prev.pieces, now.pieces, strict=False))
+    ):
+        return []
+    reasons = ["trim"] if trimmed else []
+    a, b = prev.params, now.params
+    for name, label in (
+        ("recipe", "recipe"),
+        ("origin", "origin"),
+        ("withheld", "images"),
+        ("stale", "blocks"),
+        ("folds", "fold"),
+        ("summaries", "summary"),
+        ("version", "context"),
+    ):
+        if getattr(a, name) != getattr(b, name):
+            reasons.append(label)
+    if not trimmed and a.elided != b.elided:
+        reasons.append("elided")
+    if prev.system != now.system:
+        reasons.append("system")
+    if prev.tools != now.tools:
+        reasons.append("tools")
+    return reasons or ["messages"]
+
+
+_HANDLERS = {
+    "session.start": Window._recipe_event,
+    "session.resume": Window._recipe_event,
+    "ctx.open": Window._open,
+    "ctx.close": Window._close,
+    "ctx.widen": Window._widen,
+    "result.fold": Window._fold,
+    "summary.add": Window._summary_add,
+    "summary.revoke": Window._summary_revoke,
+    "llm.req": Window._req,
+}
+
+
+def build_window(
+    events: Iterable[Event],
+    ctx: str = MAIN_CTX,
+    *,
+    origin: Origin,
+    turn: TurnOptions = TurnOptions(),
+    withheld: Mapping[str, str] = _NO_WITHHELD,
+) -> Build:
+    """Feed every event, then build: the same as ``Window`` fed and built by hand."""
+    w = Window()
+    w.feed_all(events)
+    return w.build(ctx, origin=origin, turn=turn, withheld=withheld)

@@ -1,0 +1,256 @@
+"""Rendering a context's view into messages, incrementally.
+
+A render is a function of the view's entries and :class:`Params` (recipe, origin, withheld images,
+sticky elided set, stale replies, folds, accepted summaries). The cache keeps the last render of
+each view: when the next build's params are equal it only renders the entries appended since, so a
+request costs what was appended, not the log. Each message is encoded once to its canonical bytes
+(its *piece*); the request's canonical bytes are the pieces joined (``request.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import orjson
+
+from nodwyn.values.codec import message_to_json, part_to_json
+from nodwyn.values.content import (
+    AssistantMessage,
+    Message,
+    Origin,
+    TextPart,
+    ThinkingBlock,
+    ToolMessage,
+    UserMessage,
+)
+from nodwyn.values.recipe import Flag, Policy, Recipe
+from nodwyn.window.caps import cap_for, cap_text, is_fs_read
+from nodwyn.window.contexts import Context
+from nodwyn.window.entries import Entry
+from nodwyn.window.headers import plan_header, system_with_task, task_header, under
+from nodwyn.window.images import image_message
+from nodwyn.window.summaries import Summary, summary_text
+
+
+def piece(message: Message) -> bytes:
+    """The canonical (JCS) bytes of one message: its keys are ASCII, so sorted keys suffice."""
+    return orjson.dumps(message_to_json(message), option=orjson.OPT_SORT_KEYS)
+
+
+def marker(seq: int) -> str:
+    return f"[elided seq={seq}]"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    recipe: Recipe
+    policy: Policy
+    origin: Origin | None  # None when the recipe gives no blocks back
+    withheld: tuple[tuple[str, str], ...]
+    elided: frozenset[int]
+    stale: frozenset[int]
+    folds: int  # fold version
+    summaries: tuple[Summary, ...]
+    version: int  # the view's version
+
+
+@dataclass(slots=True, kw_only=True)
+class Item:
+    seq: int
+    kind: str  # user | image | plan | assistant | result | summary | closed
+    message: Message
+    piece: bytes
+    image_bytes: int = 0
+    image_tokens: int = 0
+    elided: bool = False
+    calls: tuple[str, ...] = ()
+    results: list[int] = field(default_factory=list)  # assistant: item indexes of its results
+    batch: int = -1  # result: item index of its calling batch
+    has_blocks: bool = False
+    withheld: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def elidable(self) -> bool:
+        return self.kind not in ("user", "plan")
+
+
+def _item(seq: int, kind: str, message: Message, **kw: object) -> Item:
+    return Item(seq=seq, kind=kind, message=message, piece=piece(message), **kw)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True, kw_only=True)
+class RenderCache:
+    params: Params
+    items: list[Item] = field(default_factory=list)
+    upto: int = 0
+    pending_plan: Item | None = None
+    call_batch: dict[str, int] = field(default_factory=dict)
+    omitted: list[int] = field(default_factory=list)  # results left out with their elided batch
+    task: str | None = None
+    plan: str | None = None
+    body: int = 0  # sum of piece lengths of items (pending plan excluded)
+    image_bytes: int = 0
+    image_tokens: int = 0
+
+    def messages(self) -> list[Item]:
+        if self.pending_plan is None:
+            return self.items
+        return [*self.items, self.pending_plan]
+
+    def _push(self, item: Item) -> int:
+        self.items.append(item)
+        self.body += len(item.piece)
+        self.image_bytes += item.image_bytes
+        self.image_tokens += item.image_tokens
+        return len(self.items) - 1
+
+    def _flush_plan(self) -> None:
+        if self.pending_plan is not None:
+            self._push(self.pending_plan)
+            self.pending_plan = None
+
+    def system(self, view: Context) -> str:
+        p = self.params
+        if view.system is not None:
+            return view.system
+        if Flag.IN_CONVERSATION in p.policy:
+            return p.recipe.system
+        task = (task_header(p.recipe, p.policy), self.task) if self.task is not None else None
+        plan = (plan_header(p.recipe, p.policy), self.plan) if self.plan is not None else None
+        return system_with_task(p.recipe.system, task, plan)
+
+    def extend(
+        self, view: Context, folds: Mapping[int, str], withheld: Mapping[str, str], *, in_view: int = 0
+    ) -> None:
+        p = self.params
+        spans = p.summaries
+        entries = view.entries
+        for index in range(self.upto, len(entries)):
+            e = entries[index]
+            covering = next((s for s in spans if s.first <= e.seq <= s.last), None)
+            if covering is not None:
+                if index == 0 or not (covering.first <= entries[index - 1].seq <= covering.last):
+                    self._flush_plan()
+                    self._summary(covering)
+                continue
+            self._entry(e, folds, withheld)
+        self.upto = len(entries)
+
+    def _summary(self, s: Summary) -> None:
+        if s.seq in self.params.elided:
+            self._push(_item(s.seq, "summary", AssistantMessage(text=marker(s.seq)), elided=True))
+        else:
+            self._push(_item(s.seq, "summary", AssistantMessage(text=summary_text(s))))
+
+    def _entry(self, e: Entry, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
+        p = self.params
+        policy = p.policy
+        if e.kind == "plan":
+            if Flag.IN_CONVERSATION in policy:
+                text = under(plan_header(p.recipe, policy), e.text)
+                self.pending_plan = _item(e.seq, "plan", UserMessage(parts=(TextPart(text=text),)))
+            else:
+                self.plan = e.text
+            return
+        if e.kind == "result":
+            self._result(e, folds)
+            return
+        self._flush_plan()
+        if e.kind == "user":
+            if Flag.IN_CONVERSATION in policy:
+                text = under(task_header(p.recipe, policy), e.text)
+            else:
+                text = e.text
+                self.task, self.plan = e.text, None
+            self._push(_item(e.seq, "user", UserMessage(parts=(TextPart(text=text),))))
+            if e.images and Flag.IMAGES in policy:
+                self._images(e, withheld)
+        elif e.kind == "assistant":
+            self._assistant(e)
+        else:  # closed narrowing's result
+            elided = e.seq in p.elided
+            text = marker(e.seq) if elided else e.text
+            self._push(_item(e.seq, "closed", AssistantMessage(text=text), elided=elided))
+
+    def _images(self, e: Entry, withheld: Mapping[str, str]) -> None:
+        if e.seq in self.params.elided:
+            msg = UserMessage(parts=(TextPart(text=marker(e.seq)),))
+            self._push(_item(e.seq, "image", msg, elided=True))
+            return
+        r = image_message(e.images, withheld)
+        ib = sum(len(orjson.dumps(part_to_json(part), option=orjson.OPT_SORT_KEYS)) for part in r.parts)
+        self._push(
+            _item(e.seq, "image", r.message, image_bytes=ib, image_tokens=r.tokens, withheld=r.withheld)
+        )
+
+    def _assistant(self, e: Entry) -> None:
+        p = self.params
+        reply = e.reply
+        calls = tuple(c.id for c in reply.calls)
+        if e.seq in p.elided:
+            index = self._push(_item(e.seq, "assistant", AssistantMessage(text=marker(e.seq)), elided=True))
+        else:
+            msg = assistant_message(e, p, blocks=self.blocks_allowed(e.seq))
+            index = self._push(_item(e.seq, "assistant", msg, calls=calls, has_blocks=bool(msg.blocks)))
+        for call in calls:
+            self.call_batch[call] = index
+        if e.seq in p.elided:
+            self.items[index].calls = calls
+
+    def blocks_allowed(self, seq: int) -> bool:
+        p = self.params
+        if p.origin is None or seq in p.stale:
+            return False
+        return not any(s.first < seq < s.seq for s in p.summaries)
+
+    def _result(self, e: Entry, folds: Mapping[int, str]) -> None:
+        p = self.params
+        policy = p.policy
+        batch = self.call_batch.get(e.call_id, -1)
+        if Flag.PAIRS in policy and batch >= 0 and self.items[batch].elided:
+            self.omitted.append(e.seq)
+            return
+        if e.seq in p.elided:
+            msg = ToolMessage(call_id=e.call_id, name=e.name, text=marker(e.seq), error=e.error)
+            index = self._push(_item(e.seq, "result", msg, elided=True, batch=batch))
+        else:
+            msg = ToolMessage(call_id=e.call_id, name=e.name, text=result_text(e, p, folds), error=e.error)
+            index = self._push(_item(e.seq, "result", msg, batch=batch))
+        if batch >= 0:
+            self.items[batch].results.append(index)
+
+
+def assistant_message(e: Entry, p: Params, *, blocks: bool) -> AssistantMessage:
+    reply = e.reply
+    kept: tuple[ThinkingBlock, ...] = ()
+    if blocks and p.origin is not None:
+        kept = tuple(b for b in reply.blocks if b.origin == p.origin)
+    return AssistantMessage(
+        text=reply.text,
+        thinking=reply.thinking if Flag.THINKING in p.policy else "",
+        calls=reply.calls,
+        blocks=kept,
+    )
+
+
+def result_text(e: Entry, p: Params, folds: Mapping[int, str]) -> str:
+    text = e.text
+    if Flag.FOLDS in p.policy and e.seq in folds:
+        text = folds[e.seq]
+    fs_read = is_fs_read(e.name, e.has_range)
+    cap = cap_for(p.recipe.limits.max_result_tokens, fs_read=fs_read, wide_reads=Flag.WIDE_READS in p.policy)
+    return cap_text(text, cap, named=Flag.NAMED_CUTS in p.policy, fs_read=fs_read, range_start=e.range_start)
+
+
+def render(
+    view: Context, params: Params, folds: Mapping[int, str], withheld: Mapping[str, str]
+) -> RenderCache:
+    """The view rendered under ``params``, reusing (and replacing) the view's cache."""
+    cache = view.cache
+    if not isinstance(cache, RenderCache) or cache.params != params:
+        cache = RenderCache(params=params)
+    if cache.upto < len(view.entries):
+        cache.extend(view, folds, withheld)
+    view.cache = cache
+    return cache

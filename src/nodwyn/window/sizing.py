@@ -1,0 +1,79 @@
+"""Sizing the window's water marks and result cap from a model's context (recorded in the recipe).
+
+The agent calls :func:`size_limits` once when it records a recipe; replay reads the recorded sizes
+and never calls it. Rules (issue 3, seed amendments of 2026-09-27 and 2026-10-05):
+
+* water marks left unset grow with the context: high water is the larger of the seed's 60Ki and
+  five eighths of the context (60Ki at a 96Ki context, 640Ki at a 1Mi one), low water half of it;
+* marks set or not shrink to fit a context too small for them: high water at most the context less
+  the reply cap, low water below high water;
+* the result cap, unless set, grows to a 48th of high water, at most 16,384 tokens and never below
+  the seed's 3,072; a window of configured size (high water set) keeps 3,072;
+* the ceiling a headroom request may reach is the context less the reply cap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodwyn.errors import ConfigError
+from nodwyn.values.recipe import WindowLimits
+
+DEFAULT_HIGH_WATER = 60 * 1024
+DEFAULT_LOW_WATER = 30 * 1024
+DEFAULT_RESULT_CAP = 3 * 1024
+MAX_RESULT_CAP = 16 * 1024
+RESULT_CAP_DIVISOR = 48
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfiguredLimits:
+    """What config.toml's ``[window]`` sets; None is unset."""
+
+    high_water: int | None = None
+    low_water: int | None = None
+    max_result_tokens: int | None = None
+
+
+def size_limits(
+    context_size: int, output_reserve: int, configured: ConfiguredLimits = ConfiguredLimits()
+) -> WindowLimits:
+    """The limits for a model of ``context_size`` tokens whose reply is capped at ``output_reserve``."""
+    if context_size <= 0 or output_reserve < 0:
+        raise ConfigError(
+            f"context size {context_size} / output reserve {output_reserve} is not usable; "
+            "set the model's context_size to a positive number of tokens"
+        )
+    ceiling = context_size - output_reserve
+    if ceiling < 1024:
+        raise ConfigError(
+            f"a {context_size}-token context less a {output_reserve}-token reply cap leaves {ceiling} "
+            "tokens for the prompt; lower [window] output_reserve or pick a larger model"
+        )
+    for name in ("high_water", "low_water", "max_result_tokens"):
+        value = getattr(configured, name)
+        if value is not None and value <= 0:
+            raise ConfigError(f"[window] {name} = {value} must be a positive number of tokens")
+    fixed = configured.high_water is not None
+    if configured.high_water is not None:
+        high = configured.high_water
+    else:
+        high = max(DEFAULT_HIGH_WATER, context_size * 5 // 8)
+    high = min(high, ceiling)
+    low = configured.low_water if configured.low_water is not None else high // 2
+    if low >= high:
+        low = high // 2
+    if configured.max_result_tokens is not None:
+        cap = configured.max_result_tokens
+    elif fixed:
+        cap = DEFAULT_RESULT_CAP
+    else:
+        cap = min(MAX_RESULT_CAP, max(DEFAULT_RESULT_CAP, high // RESULT_CAP_DIVISOR))
+    cap = min(cap, max(1, low // 2))
+    return WindowLimits(
+        high_water=high,
+        low_water=low,
+        max_result_tokens=cap,
+        output_reserve=output_reserve,
+        ceiling=ceiling,
+    )

@@ -1,0 +1,60 @@
+"""The start tracker: where a window built from the events from its start equals one built from all.
+
+Nothing before the point where the conversation was last cut reaches a later window. A context
+that may still be built (open, and not hidden forever behind a lasting narrowing) draws on its
+events from where it opened (the main context: from the session's first event). The start is the
+earliest of those. A window built from the events at and after ``seq``, preceded by the few
+earlier events in ``keep`` (the recipe in force, the ``ctx.open`` of every context still open),
+is the window built from every event: ``tests/window/test_start.py`` compares the two at every
+point of random sessions. A log with a summary is held whole, since a summary may replace a span
+the tracker knows nothing of. The tracker is kept as events are fed; asking costs the number of
+open contexts, not the log.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from nodwyn.values.events import Event
+from nodwyn.window.contexts import Context, Contexts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Start:
+    seq: int  # the first event a window needs, in order, from here on
+    keep: tuple[int, ...]  # earlier events it also needs (recipe, ctx.open of open contexts)
+
+    def select(self, events: Iterable[Event]) -> Iterator[Event]:
+        """The events a window from this start is fed, out of the whole log's."""
+        keep = set(self.keep)
+        for e in events:
+            if e.seq >= self.seq or e.seq in keep:
+                yield e
+
+
+def _hidden_forever(contexts: Contexts, c: Context) -> bool:
+    return c.narrowed_by is not None and contexts.lasting_below(contexts.by_id[c.narrowed_by])
+
+
+def start_of(
+    contexts: Contexts, *, first_seq: int, next_seq: int, recipe_seqs: list[int], whole: bool
+) -> Start:
+    if whole:
+        return Start(seq=first_seq, keep=())
+    starts = []
+    for cid in contexts.open_ids:
+        c = contexts.by_id[cid]
+        if not _hidden_forever(contexts, c):
+            starts.append(first_seq if c.kind == "main" else c.opened)
+    start = min(starts) if starts else next_seq
+    keep: list[int] = []
+    i = bisect_left(recipe_seqs, start)
+    if i > 0:
+        keep.append(recipe_seqs[i - 1])
+    for cid in contexts.open_ids:
+        c = contexts.by_id[cid]
+        if c.kind != "main" and c.opened < start:
+            keep.append(c.opened)
+    return Start(seq=start, keep=tuple(sorted(keep)))
