@@ -80,6 +80,11 @@ class WithheldImage(TypedDict):
     reason: str
 
 
+class ReqStart(TypedDict):
+    seq: int  # window.Start.seq: the first event, read in order from there
+    keep: list[int]  # window.Start.keep: earlier events it needs (recipe, open contexts)
+
+
 class LlmReq(TypedDict):
     model: str  # the model entry's name
     origin: dict[str, Any]  # values.codec.origin_to_json of the target: which blocks it may get back
@@ -94,6 +99,7 @@ class LlmReq(TypedDict):
     withheld_images: NotRequired[list[WithheldImage]]
     max_output: NotRequired[int]
     headroom: NotRequired[bool]
+    start: NotRequired[ReqStart]  # where a window rebuilding it may start (replay's seek hint)
 
 
 class LlmResp(TypedDict):
