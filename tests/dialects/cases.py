@@ -84,9 +84,10 @@ def check_golden(path: Path, actual: dict[str, Any]) -> None:
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(json.dumps(actual, indent=2, ensure_ascii=False) + "\n")
     expected = orjson.loads(path.read_bytes())
-    assert orjson.dumps(actual, option=orjson.OPT_INDENT_2).decode() == orjson.dumps(
-        expected, option=orjson.OPT_INDENT_2
-    ).decode(), f"{path.name} differs from the encoder's output"
+    assert (
+        orjson.dumps(actual, option=orjson.OPT_INDENT_2).decode()
+        == orjson.dumps(expected, option=orjson.OPT_INDENT_2).decode()
+    ), f"{path.name} differs from the encoder's output"
 
 
 def events(raw: bytes, *, ndjson: bool, chunk: int | None = None) -> list[StreamEvent]:

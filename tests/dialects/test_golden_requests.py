@@ -43,7 +43,9 @@ def _openrouter_details(s: ModelSettings) -> Request:
                 blocks=(ThinkingBlock(type="reasoning_details", origin=o, data=DETAILS_1),),
             ),
             ToolMessage(call_id="call_1", name="fs_read", text="hello"),
-            AssistantMessage(text="Done.", blocks=(ThinkingBlock(type="reasoning_details", origin=o, data="[]"),)),
+            AssistantMessage(
+                text="Done.", blocks=(ThinkingBlock(type="reasoning_details", origin=o, data="[]"),)
+            ),
             user("Thanks."),
         ),
         max_output=1024,
@@ -66,7 +68,11 @@ def _anthropic_blocks(s: ModelSettings) -> Request:
     return two_calls(
         (
             ThinkingBlock(
-                type="thinking", origin=o, data="EqQBCkYIBxgCKkA1", text="Need to read a.py first.", position=0
+                type="thinking",
+                origin=o,
+                data="EqQBCkYIBxgCKkA1",
+                text="Need to read a.py first.",
+                position=0,
             ),
             ThinkingBlock(type="redacted_thinking", origin=o, data="EmwKAhgBEgy3va3pzix", position=1),
         ),
@@ -78,7 +84,13 @@ Case = tuple[str, dict[str, Any], Callable[[ModelSettings], Request], dict[str, 
 CASES: list[Case] = [
     (
         "ollama/tools_images",
-        {"api": "ollama", "model": "qwen3:8b", "context_size": 32768, "keep_alive": "30m", "takes_images": True},
+        {
+            "api": "ollama",
+            "model": "qwen3:8b",
+            "context_size": 32768,
+            "keep_alive": "30m",
+            "takes_images": True,
+        },
         lambda s: tools_images(),
         {"session_key": KEY},
     ),

@@ -41,7 +41,7 @@ _FIELD_PATTERNS = (
     re.compile(r"The (\w+) in the thinking mode must be passed back"),
     re.compile(r"^(\w+)=\S+ is not supported"),
 )
-_PATH_PREFIX = re.compile(r"^([\w\[\].]+):\s")
+_PATH_PREFIX = re.compile(r"([\w\[\].]+):\s")  # used with match(), anchored at pos
 
 
 def _one_line(text: str) -> str:
@@ -142,12 +142,10 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 def _hint(cls: type[ProviderError], field: str | None, message: str) -> str:
     f = field or ""
-    if f.endswith("reasoning_content") or "reasoning_content' is unsupported" in message:
-        return (
-            "this server refuses reasoning_content: set the model's family (cerebras and vllm send reasoning)"
-        )
     if "reasoning_content in the thinking mode must be passed back" in message:
         return 'DeepSeek needs reasoning_content back on tool-call turns: set family = "deepseek"'
+    if f.endswith("reasoning_content") or "reasoning_content' is unsupported" in message:
+        return "this server refuses reasoning_content: set the model's family (cerebras, vllm send reasoning)"
     if "prompt_cache_key" in f:
         return 'this server refuses prompt_cache_key: set cache_key = "header" or "off" in the model entry'
     if "cache_control" in f:
