@@ -104,8 +104,9 @@ CASES: list[tuple[str, dict[str, Any], int, bytes, dict[str, str], str, str | No
         j(
             {
                 "error": {
-                    "message": "Item with id 'rs_68a1' not found. Items are not persisted when `store` is set to "
-                    "false. Try again with `store` set to true, or remove this item from your input.",
+                    "message": "Item with id 'rs_68a1' not found. Items are not persisted when "
+                    "`store` is set to false. Try again with `store` set to true, "
+                    "or remove this item from your input.",
                     "type": "invalid_request_error",
                     "param": "input",
                     "code": None,
@@ -149,8 +150,8 @@ CASES: list[tuple[str, dict[str, Any], int, bytes, dict[str, str], str, str | No
                 "type": "error",
                 "error": {
                     "type": "invalid_request_error",
-                    "message": "messages.3.content.0: Invalid `signature` in `thinking` block. The block is bound "
-                    "to a different conversation. Remove the block, or set "
+                    "message": "messages.3.content.0: Invalid `signature` in `thinking` block. "
+                    "The block is bound to a different conversation. Remove the block, or set "
                     '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block".',
                 },
                 "request_id": "req_011",
@@ -197,7 +198,8 @@ CASES: list[tuple[str, dict[str, Any], int, bytes, dict[str, str], str, str | No
         {"retry-after": "12"},
         "ProviderUnavailable",
         None,
-        "anthropic HTTP 529 (overloaded_error): Overloaded; the server is unavailable or overloaded: try again later",
+        "anthropic HTTP 529 (overloaded_error): Overloaded; "
+        "the server is unavailable or overloaded: try again later",
     ),
     (
         "anthropic-rate-limit",
