@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "resume": ("nodwyn.cli.run", "resume", "Continue a session from its log."),
     "models": ("nodwyn.cli.models", "models", "List, add, set and test model entries."),
     "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
+    "replay": ("nodwyn.cli.replay", "replay", "Transcript of a session; --window SEQ proves one request."),
+    "summary": ("nodwyn.cli.summary", "summary", "Add, revoke and list reviewed summaries of a session."),
 }
 
 
