@@ -1,0 +1,166 @@
+"""``nodwyn replay SESSION``: the transcript; ``--window SEQ``: one request, proven; ``--all``: every one."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+import orjson
+
+from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.log import SessionLog, Store, data_root
+from nodwyn.replay.exact import Verdict, replay_request, verify_all
+from nodwyn.replay.transcript import transcript, transcript_json
+from nodwyn.values import codec
+
+ROOT = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
+)
+
+
+def store_for(root: Path | None) -> Store:
+    return Store(root if root is not None else data_root(os.environ))
+
+
+def session_id(store: Store, session: str) -> str:
+    """An id, a unique prefix of one, or ``latest``."""
+    if session == "latest":
+        ids = store.ids()
+        if not ids:
+            raise NotFoundError(f"no sessions under {store.sessions}")
+        return ids[-1]
+    return store.resolve(session)
+
+
+def _short(d: str) -> str:
+    return d[:19] + "…" if len(d) > 20 else d
+
+
+def _verdict_line(v: Verdict) -> str:
+    head = f"seq {v.seq:<7} {v.ctx:<10}"
+    if v.error is None:
+        assert v.replayed is not None
+        return f"{head} ok        {_short(v.replayed.digest)}  window-v{v.replayed.recipe_version}"
+    label = type(v.error).__name__.removesuffix("Error").lower()
+    return f"{head} refused   {label}: {v.error}"
+
+
+def _verdict_json(v: Verdict) -> bytes:
+    obj: dict[str, object] = {"seq": v.seq, "ctx": v.ctx, "ok": v.error is None}
+    if v.replayed is not None:
+        obj["digest"] = v.replayed.digest
+        obj["recipe"] = f"window-v{v.replayed.recipe_version}"
+    if v.error is not None:
+        obj["error"] = type(v.error).__name__
+        obj["message"] = str(v.error)
+        obj["exit_code"] = v.error.exit_code
+    return orjson.dumps(obj)
+
+
+def _all(log: SessionLog, as_json: bool) -> int:
+    total = verified = 0
+    first_error: NodwynError | None = None
+    for v in verify_all(log):
+        total += 1
+        if v.error is None:
+            verified += 1
+        elif first_error is None:
+            first_error = v.error
+        click.echo(_verdict_json(v) if as_json else _verdict_line(v))
+    refused = total - verified
+    if as_json:
+        click.echo(orjson.dumps({"total": total, "verified": verified, "refused": refused}))
+    else:
+        click.echo(f"{total} requests: {verified} verified, {refused} refused")
+    return 0 if first_error is None else first_error.exit_code
+
+
+def _transcript(log: SessionLog, as_json: bool) -> None:
+    try:
+        if as_json:
+            for ev in log.read():
+                click.echo(orjson.dumps(transcript_json(ev)))
+        else:
+            for line in transcript(log.read()):
+                click.echo(line)
+    except BrokenPipeError:  # `nodwyn replay ... | head`
+        sys.stderr.close()
+        return
+    torn = log.torn_bytes
+    if torn:
+        click.echo(
+            f"nodwyn: session {log.id}: {torn} bytes after the last whole event (seq {log.last_seq}) "
+            "are not an event: a torn write, or one in progress",
+            err=True,
+        )
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--window", "seq", type=click.IntRange(min=1), default=None, help="rebuild request SEQ and prove it"
+)
+@click.option("--all", "every", is_flag=True, help="verify every request: one line each, then a total")
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON output (with --window: the request and its digest)"
+)
+@click.option(
+    "--expect",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="with --window: canonical bytes captured when it was sent, to locate a mismatch exactly",
+)
+@ROOT
+@click.pass_context
+def replay(
+    ctx: click.Context,
+    session: str,
+    seq: int | None,
+    every: bool,
+    as_json: bool,
+    expect: Path | None,
+    root: Path | None,
+) -> None:
+    """Replay SESSION from its log alone.
+
+    Without options: the conversation as a person reads it, for any log. With --window SEQ: rebuild
+    the request at SEQ from the events before it and the recipe recorded before it, and write its
+    canonical bytes to stdout (no newline, so `| sha256sum` shows its digest) only if they hash to
+    the digest recorded when it was sent. --all verifies every request. Replay never reads the
+    current configuration or extension files and never runs a model or a tool.
+    """
+    if seq is not None and every:
+        raise click.UsageError("--window and --all exclude each other")
+    if expect is not None and seq is None:
+        raise click.UsageError("--expect goes with --window SEQ")
+    store = store_for(root)
+    sid = session_id(store, session)
+    with store.open(sid) as log:
+        if every:
+            ctx.exit(_all(log, as_json))
+        if seq is None:
+            _transcript(log, as_json)
+            return
+        r = replay_request(log, seq, expect=expect.read_bytes() if expect is not None else None)
+        if as_json:
+            click.echo(
+                orjson.dumps(
+                    {
+                        "seq": r.seq,
+                        "ctx": r.ctx,
+                        "digest": r.digest,
+                        "recipe": f"window-v{r.recipe_version}",
+                        "verified": True,
+                        "request": codec.request_to_json(r.request),
+                    }
+                )
+            )
+            return
+        sys.stdout.flush()
+        sys.stdout.buffer.write(r.canonical)
+        sys.stdout.buffer.flush()

@@ -1,0 +1,359 @@
+"""Exact replay: rebuild request SEQ from the log alone and prove it by its recorded digest.
+
+``replay_request(log, seq)`` reads the ``llm.req`` at ``seq``, feeds a fresh window the events it
+needs (from the start point the request recorded: the recipe in force, the open contexts, and the
+events since the conversation was last cut; the whole prefix for a request that recorded none),
+builds the request with the options the ``llm.req`` recorded (context, target origin, tool-less or
+partial turn, headroom, withheld images) and returns it only if the digest of its canonical bytes
+is the recorded one. Every event is validated before the window sees it (``validate.py``).
+
+Refusals (``nodwyn.errors``): ``DigestMismatchError`` (both digests and the first differing
+byte, see ADR 0036), ``LegacyRequestError`` (no recipe or no digest), ``UnknownRecipeError``,
+``CorruptLogError`` (naming the seq and byte offset), ``NotFoundError`` (no request at SEQ).
+
+Replay reads only the log: never the configuration or extension files; it runs no model or tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from nodwyn.errors import (
+    CanonicalError,
+    CorruptLogError,
+    DigestMismatchError,
+    LegacyRequestError,
+    NodwynError,
+    NotFoundError,
+    ReplayError,
+)
+from nodwyn.log import SessionLog
+from nodwyn.log.index import INDEX_NAME, IndexFile
+from nodwyn.log.jsonl import seq_prefix
+from nodwyn.replay.diff import describe
+from nodwyn.replay.validate import check_event, place
+from nodwyn.values import codec
+from nodwyn.values.canonical import canonical_bytes
+from nodwyn.values.events import Event
+from nodwyn.values.recipe import parse_version, policy_for
+from nodwyn.values.request import Request
+from nodwyn.window import TurnOptions, Window
+
+RECIPE_KINDS = frozenset({"session.start", "session.resume"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replayed:
+    seq: int
+    ctx: str
+    request: Request
+    canonical: bytes  # JCS bytes of codec.request_to_json(request)
+    digest: str  # "sha256:" + hex of ``canonical``; equal to the recorded one
+    recipe_version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """One request of ``verify_all``: verified (``replayed``) or refused (``error``)."""
+
+    seq: int
+    ctx: str
+    recorded: str | None
+    replayed: Replayed | None = None
+    error: NodwynError | None = None
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def offset_of(log: SessionLog, seq: int) -> int | None:
+    """Byte offset of ``seq``'s line, from the log's index, if the index confirms it (for messages)."""
+    try:
+        idx = IndexFile.open(log.path / INDEX_NAME, writable=False)
+    except OSError:
+        return None
+    if idx is None:
+        return None
+    try:
+        if seq < 1 or seq > idx.count():
+            return None
+        off = idx.end(seq - 1)
+        with open(log.path / "log.jsonl", "rb") as fh:
+            fh.seek(off)
+            head = fh.read(len(seq_prefix(seq)))
+        return off if head == seq_prefix(seq) else None
+    except (OSError, IndexError):
+        return None
+    finally:
+        idx.close()
+
+
+def _sha(canonical: bytes) -> str:
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+
+
+def turn_of(data: dict[str, Any]) -> TurnOptions:
+    offered = data.get("offered_tools")
+    return TurnOptions(
+        no_tools=bool(data.get("no_tools", False)),
+        offered_tools=tuple(offered) if isinstance(offered, list) else None,
+        headroom=bool(data.get("headroom", False)),
+    )
+
+
+def withheld_of(data: dict[str, Any]) -> dict[str, str]:
+    return {w["digest"]: w["reason"] for w in data.get("withheld_images", [])}
+
+
+class _Replayer:
+    """A window fed validated events, and the recipe in force, for one pass over a log."""
+
+    def __init__(self, log: SessionLog) -> None:
+        self.log = log
+        self.window = Window()
+        self.recipe_version: int | None = None  # None: no recipe event yet
+        self.legacy_recipe_seq: int | None = None  # a session event without a recipe
+        self.next_seq: int | None = None
+
+    def corrupt(self, seq: int, why: str) -> CorruptLogError:
+        return CorruptLogError(f"{place(self.log.id, seq, offset_of(self.log, seq))}: {why}")
+
+    def feed(self, ev: Event, *, contiguous: bool = True) -> None:
+        expected = self.next_seq if contiguous else None
+        try:
+            check_event(ev, expected, self.log.id)
+        except CorruptLogError:  # again, now naming the byte offset (looked up only on failure)
+            check_event(ev, expected, self.log.id, offset_of(self.log, ev.seq))
+            raise
+        if ev.kind in RECIPE_KINDS:
+            if "recipe" in ev.data:
+                self.recipe_version = parse_version(ev.data["recipe"]["version"])
+                policy_for(self.recipe_version)
+                self.legacy_recipe_seq = None
+            else:
+                self.recipe_version = None
+                self.legacy_recipe_seq = ev.seq
+        try:
+            self.window.feed(ev)
+        except (CorruptLogError, NotFoundError) as exc:
+            raise self.corrupt(ev.seq, f"the window refuses this event: {exc}") from None
+        except CanonicalError as exc:
+            raise self.corrupt(ev.seq, f"the event has no canonical form: {exc}") from None
+        self.next_seq = ev.seq + 1
+
+    def build(self, req: Event) -> Replayed:
+        """Rebuild the request ``req`` records; the window holds the events before it."""
+        data = req.data
+        where = f"session {self.log.id} request seq {req.seq}"
+        if "digest" not in data:
+            raise LegacyRequestError(
+                f"{where} records no digest (a legacy request); exact replay cannot prove it; "
+                "`nodwyn replay SESSION` shows the transcript"
+            )
+        if self.recipe_version is None:
+            why = (
+                f"its session event seq {self.legacy_recipe_seq} records no recipe"
+                if self.legacy_recipe_seq is not None
+                else "no session.start or session.resume before it records a recipe"
+            )
+            raise LegacyRequestError(
+                f"{where}: {why} (a legacy session); exact replay cannot rebuild it; "
+                "`nodwyn replay SESSION` shows the transcript"
+            )
+        try:
+            b = self.window.build(
+                ctx=req.ctx,
+                origin=codec.origin_from_json(data["origin"]),
+                turn=turn_of(data),
+                withheld=withheld_of(data),
+            )
+            canonical = canonical_bytes(codec.request_to_json(b.request))
+        except ReplayError:
+            raise
+        except (CorruptLogError, NotFoundError) as exc:
+            raise self.corrupt(req.seq, f"the window cannot build this request: {exc}") from None
+        except CanonicalError as exc:
+            raise self.corrupt(req.seq, f"the rebuilt request has no canonical form: {exc}") from None
+        rebuilt = _sha(canonical)
+        if rebuilt != data["digest"]:
+            raise DigestMismatchError(f"{where}: rebuilt {rebuilt} but the log recorded {data['digest']}")
+        return Replayed(
+            seq=req.seq,
+            ctx=req.ctx,
+            request=b.request,
+            canonical=canonical,
+            digest=rebuilt,
+            recipe_version=self.recipe_version,
+        )
+
+
+def _read(log: SessionLog, first: int, last: int | None = None) -> Iterator[Event]:
+    return log.read(first, last)
+
+
+def _target(log: SessionLog, seq: int) -> Event:
+    found = next(iter(_read(log, seq, seq)), None)
+    if found is None:
+        raise NotFoundError(
+            f"session {log.id} has no seq {seq} (its last seq is {log.last_seq}); "
+            "`nodwyn replay SESSION --all` lists its requests"
+        )
+    if found.seq != seq:
+        raise CorruptLogError(f"{place(log.id, seq, offset_of(log, seq))}: the line holds seq {found.seq}")
+    if found.kind != "llm.req":
+        raise NotFoundError(
+            f"session {log.id} seq {seq} is a {found.kind}, not an llm.req; "
+            "`nodwyn replay SESSION --all` lists its requests"
+        )
+    check_event(found, None, log.id, offset_of(log, seq))
+    return found
+
+
+def _start_hint(req: Event) -> tuple[int, tuple[int, ...]] | None:
+    """The start point the request recorded (``llm.req.start``), if it is well formed."""
+    start = req.data.get("start")
+    if not isinstance(start, dict):
+        return None
+    s, keep = start.get("seq"), start.get("keep")
+    if not isinstance(s, int) or isinstance(s, bool) or not 1 <= s <= req.seq:
+        return None
+    if not isinstance(keep, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in keep):
+        return None
+    if any(not 1 <= k < s for k in keep) or keep != sorted(set(keep)):
+        return None
+    return s, tuple(keep)
+
+
+def _events_from(
+    log: SessionLog, start: int, keep: Iterable[int], before: int
+) -> Iterator[tuple[Event, bool]]:
+    """(event, contiguous) pairs: the kept events, then ``start..before-1`` in order."""
+    for k in keep:
+        ev = next(iter(_read(log, k, k)), None)
+        if ev is None:
+            raise CorruptLogError(f"session {log.id}: seq {k}, recorded as needed by a request, is missing")
+        yield ev, False
+    first = True
+    for ev in _read(log, start, before - 1):
+        yield ev, not first
+        first = False
+
+
+def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...]) -> Replayed:
+    r = _Replayer(log)
+    expected = start
+    for ev, contiguous in _events_from(log, start, keep, req.seq):
+        if contiguous or ev.seq >= start:
+            if ev.seq != expected:
+                raise r.corrupt(expected, f"expected seq {expected}, the log gave seq {ev.seq}")
+            expected += 1
+            r.next_seq = ev.seq
+        r.feed(ev, contiguous=contiguous or ev.seq >= start)
+    if expected != req.seq:
+        raise r.corrupt(expected, f"the events before request seq {req.seq} end at seq {expected - 1}")
+    r.next_seq = req.seq
+    return r.build(req)
+
+
+def replay_request(log: SessionLog, seq: int, *, expect: bytes | None = None) -> Replayed:
+    """The verified request recorded at ``seq``, or a refusal (see the module docstring).
+
+    ``expect``: the canonical bytes captured when the request was sent, if the caller has them;
+    a mismatch is then located against them instead of against the nearest verified request.
+    """
+    req = _target(log, seq)
+    hint = _start_hint(req)
+    try:
+        if hint is not None and hint[0] > 1:
+            try:
+                return _replay_from(log, req, hint[0], hint[1])
+            except (ReplayError, CorruptLogError):
+                pass  # a damaged hint (or a real fault): the whole prefix decides which
+        return _replay_from(log, req, 1, ())
+    except DigestMismatchError as exc:
+        raise DigestMismatchError(f"{exc}; {_locate(log, req, expect)}") from None
+
+
+def _locate(log: SessionLog, req: Event, expect: bytes | None) -> str:
+    """Where the rebuilt bytes first differ, and from what (ADR 0036)."""
+    rebuilt = _rebuilt_bytes(log, req)
+    if rebuilt is None:
+        return "the rebuilt request could not be located against anything"
+    if expect is not None:
+        if _sha(expect) != req.data["digest"]:
+            return f"the --expect bytes hash to {_sha(expect)}, not to the recorded digest either"
+        return f"first difference from the bytes that were sent (--expect): {describe(rebuilt, expect)}"
+    prev = _previous_verified(log, req)
+    if prev is None:
+        return (
+            "the log holds only the digest of what was sent, and no earlier request of this context "
+            "verifies, so no byte can be located; give the sent bytes with --expect"
+        )
+    return (
+        f"the log holds only the digest of what was sent; first difference from the last verified "
+        f"request of context {req.ctx} (seq {prev.seq}): {describe(rebuilt, prev.canonical)}"
+    )
+
+
+def _rebuilt_bytes(log: SessionLog, req: Event) -> bytes | None:
+    """The rebuilt canonical bytes from the whole prefix, without the digest check."""
+    r = _Replayer(log)
+    try:
+        for ev in _read(log, 1, req.seq - 1):
+            r.feed(ev)
+        b = r.window.build(
+            ctx=req.ctx,
+            origin=codec.origin_from_json(req.data["origin"]),
+            turn=turn_of(req.data),
+            withheld=withheld_of(req.data),
+        )
+        return canonical_bytes(codec.request_to_json(b.request))
+    except NodwynError:
+        return None
+
+
+def _previous_verified(log: SessionLog, req: Event) -> Replayed | None:
+    prev: Event | None = None
+    for ev in _read(log, 1, req.seq - 1):
+        if ev.kind == "llm.req" and ev.ctx == req.ctx:
+            prev = ev
+    if prev is None:
+        return None
+    try:
+        return _replay_from(log, prev, 1, ())
+    except NodwynError:
+        return None
+
+
+def verify_all(log: SessionLog) -> Iterator[Verdict]:
+    """Every request of the log, in one pass: each verified or refused.
+
+    A refusal of one request does not stop the pass (a legacy request, a mismatch); damage to the
+    log does, since nothing after it can be trusted: the last verdict then carries the
+    ``CorruptLogError`` (with the seq of the request it stopped before, or 0).
+    """
+    r = _Replayer(log)
+    r.next_seq = 1
+    try:
+        for ev in _read(log, 1):
+            if ev.kind == "llm.req":
+                check_event(ev, r.next_seq, log.id, None)
+                recorded = ev.data.get("digest")
+                try:
+                    yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, replayed=r.build(ev))
+                except (ReplayError, CorruptLogError) as exc:
+                    yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, error=exc)
+                    if isinstance(exc, CorruptLogError):
+                        return
+            r.feed(ev)
+        torn = log.torn_bytes
+        if torn:
+            raise CorruptLogError(
+                f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
+                "(a partial log); exact replay refuses it"
+            )
+    except (CorruptLogError, ReplayError) as exc:
+        yield Verdict(seq=r.next_seq or 0, ctx="-", recorded=None, error=exc)
