@@ -188,3 +188,21 @@ def test_a_new_task_moves_the_prefix_only_before_v15(version: int, moves: bool) 
     expected = [("new task", task), ("plan", plan)] if moves else []
     assert [(c.kind, c.seq) for c in row.causes] == expected
     assert row.drop is not moves
+
+
+def test_the_windows_recorded_move_reasons_become_causes_not_repeated() -> None:
+    s = Session()
+    s.user()
+    s.call(prompt_tokens=1000, cached_tokens=0)
+    fold = s.add("result.fold", {"target": 3, "text": "folded"})
+    moved = s.req(moved=["fold", "blocks"])
+    s.resp(moved, prompt_tokens=900, cached_tokens=0)
+    odd = s.req(moved=["messages"])
+    s.resp(odd, prompt_tokens=950, cached_tokens=0)
+    agg = Aggregator()
+    agg.feed_all(s.events)
+    row = agg.row(moved)
+    assert row is not None
+    assert [(c.kind, c.seq) for c in row.causes] == [("fold", fold), ("blocks", moved)]
+    other = agg.row(odd)
+    assert other is not None and [(c.kind, c.seq) for c in other.causes] == [("messages", odd)]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from nodwyn.errors import NodwynError
+from nodwyn.log import SessionLog
+from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.stats.diagnosis import Diagnosis, Rebuilt, diagnose, diagnose_all
 from nodwyn.stats.prefix import chunks
 from nodwyn.stats.totals import RequestRow
-from nodwyn.values.canonical import digest
-from nodwyn.values.codec import request_to_json
 from nodwyn.values.request import Request
 
 
@@ -29,25 +28,17 @@ class Replayed:
         return chunks(self.request) if self.request is not None else (self.error or "not rebuilt")
 
 
-def _request_of(result: Any) -> Request:
-    if isinstance(result, Request):
-        return result
-    if isinstance(result, tuple):
-        return _request_of(result[0])
-    return _request_of(result.request)
-
-
-def replay(log: Any, seq: int) -> Replayed:
-    from nodwyn.replay import replay_request
-
+def replay(log: SessionLog, seq: int) -> Replayed:
     try:
-        request = _request_of(replay_request(log, seq))
+        result = replay_request(log, seq)
     except NodwynError as exc:
         return Replayed(seq=seq, request=None, digest=None, error=str(exc))
-    return Replayed(seq=seq, request=request, digest=digest(request_to_json(request)), error=None)
+    return Replayed(seq=seq, request=result.request, digest=result.digest, error=None)
 
 
-def diagnose_request(log: Any, row: RequestRow, rows: Sequence[RequestRow]) -> tuple[Replayed, Diagnosis]:
+def diagnose_request(
+    log: SessionLog, row: RequestRow, rows: Sequence[RequestRow]
+) -> tuple[Replayed, Diagnosis]:
     """Replay ``row``'s request and its predecessor and diagnose it. Older requests are matched on
     their reported prompt tokens only (replaying them all would read the log once each)."""
     mine = replay(log, row.seq)
@@ -59,7 +50,16 @@ def diagnose_request(log: Any, row: RequestRow, rows: Sequence[RequestRow]) -> t
     return mine, diagnose(row, by_seq, rebuilt, older)
 
 
-def diagnose_session(log: Any, rows: Sequence[RequestRow]) -> list[Diagnosis]:
-    """Replay every request of the session and diagnose each."""
-    rebuilt = {row.seq: replay(log, row.seq).rebuilt for row in rows}
+def diagnose_session(log: SessionLog, rows: Sequence[RequestRow]) -> list[Diagnosis]:
+    """Replay every request of the session in one pass (``verify_all``) and diagnose each."""
+    rebuilt: dict[int, Rebuilt] = {}
+    for verdict in verify_all(log):
+        if verdict.replayed is not None:
+            rebuilt[verdict.seq] = chunks(verdict.replayed.request)
+        elif verdict.error is not None:
+            if verdict.ctx == "-":  # damage stopped the pass: nothing after it is rebuilt
+                for row in rows:
+                    rebuilt.setdefault(row.seq, str(verdict.error))
+            else:
+                rebuilt[verdict.seq] = str(verdict.error)
     return diagnose_all(rows, rebuilt)

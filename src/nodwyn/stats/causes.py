@@ -25,6 +25,9 @@ CauseKind = Literal[
     "narrowing",
     "tools",
     "images",
+    "blocks",
+    "system",
+    "messages",
 ]
 
 # Kinds that affect every context, whatever ctx they were logged in.
@@ -37,6 +40,21 @@ _LOCAL: Final = {
     "ctx.open": "narrowing",
     "ctx.close": "narrowing",
     "ctx.widen": "narrowing",
+}
+# The window's own record of why a request moved (llm.req "moved"), as cause kinds.
+_RECORDED: Final = {
+    "trim": "trim",
+    "elided": "trim",
+    "recipe": "resume",
+    "origin": "model switch",
+    "images": "images",
+    "blocks": "blocks",
+    "fold": "fold",
+    "summary": "summary",
+    "context": "narrowing",
+    "system": "system",
+    "tools": "tools",
+    "messages": "messages",
 }
 # Before recipe v15 the task and the plan were part of the system prompt.
 _HEADER: Final = {"user.msg": "new task", "gate.plan": "plan"}
@@ -63,12 +81,27 @@ def event_cause(event: Event, ctx: str, *, headers_in_system: bool) -> Cause | N
     return None if kind is None else Cause(kind=kind, seq=event.seq)  # type: ignore[arg-type]
 
 
-def request_causes(seq: int, record: dict[str, Any], previous: dict[str, Any] | None) -> list[Cause]:
-    """Causes an llm.req record states itself, compared with its predecessor's record."""
+def request_causes(
+    seq: int, record: dict[str, Any], previous: dict[str, Any] | None, known: list[Cause]
+) -> list[Cause]:
+    """Causes an llm.req record states itself, compared with its predecessor's record; ``known``
+    (the causes events gave) are not repeated. The window's ``moved`` list names what changed;
+    each reason not already explained by an event is a cause at this request's seq."""
     causes: list[Cause] = []
     if record.get("trim") is True:
         causes.append(Cause(kind="trim", seq=seq))
     if previous is None:
+        return causes
+    moved = record.get("moved")
+    if isinstance(moved, list):
+        have: set[str] = {c.kind for c in known} | {c.kind for c in causes}
+        if "system" in moved and have & {"new task", "plan"}:
+            have.add("system")  # before v15 the task and plan were the system prompt
+        for reason in moved:
+            kind = _RECORDED.get(reason) if isinstance(reason, str) else None
+            if kind is not None and kind not in have:
+                causes.append(Cause(kind=kind, seq=seq))  # type: ignore[arg-type]
+                have.add(kind)
         return causes
     if record.get("model") != previous.get("model") or record.get("origin") != previous.get("origin"):
         causes.append(Cause(kind="model switch", seq=seq))

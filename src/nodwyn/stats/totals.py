@@ -209,7 +209,8 @@ class Aggregator:
         ctx = event.ctx
         previous = self._last_req.get(ctx)
         prev_record = self._records.get(previous) if previous is not None else None
-        causes = [*self._pending.get(ctx, []), *request_causes(event.seq, data, prev_record)]
+        pending = self._pending.get(ctx, [])
+        causes = [*pending, *request_causes(event.seq, data, prev_record, pending)]
         model = data.get("model")
         estimate = data.get("estimate")
         row = RequestRow(
