@@ -38,7 +38,7 @@ END = "<end_of_turn>"
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
 
-Delta = Callable[[str], None]
+Delta = Callable[[str, str], None]  # (kind: "text" | "thinking", fragment), as the HTTP backend
 
 
 # -- rendering (pure) ---------------------------------------------------------------------------
@@ -218,6 +218,12 @@ class LocalBackend:
     def __init__(self, model_path: Path | None = None) -> None:
         self._path = model_path
 
+    def forget(self) -> None:
+        """Drop the KV cache, so the next request is a cold prefill (for benchmarks)."""
+        with _LOCK:
+            if _INSTANCE is not None:
+                _INSTANCE.llm.reset()
+
     def send(
         self,
         request: Request,
@@ -250,7 +256,11 @@ class LocalBackend:
         else:
             reuse = 0
             llm.reset()
-        stops = {llm.token_eos(), *llm.tokenize(END.encode(), add_bos=False, special=True)}
+        stops = {
+            llm.token_eos(),
+            *llm.tokenize(END.encode(), add_bos=False, special=True),
+            *llm.tokenize(START.encode(), add_bos=False, special=True),
+        }
         out: list[int] = []
         text_so_far = b""
         started = time.perf_counter()
@@ -267,7 +277,7 @@ class LocalBackend:
                 new = llm.detokenize(out)
                 piece = new[len(text_so_far) :].decode("utf-8", errors="ignore")
                 if piece and not new.endswith(b"\xef\xbf\xbd"):
-                    on_delta(piece)
+                    on_delta("text", piece)
                     text_so_far = new
             if len(out) >= max_out:
                 break

@@ -1,0 +1,70 @@
+"""Attaching an image: its bytes go to the session's attachment store, the log gets its digest,
+type, size and the host the person confirmed sending it to."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+from nodwyn.errors import ConfigError, NotFoundError
+
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+
+
+def image_size(data: bytes) -> tuple[str, int, int]:
+    """(media type, width, height) of a PNG, JPEG, GIF or WebP, read from its header."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        w, h = struct.unpack(">II", data[16:24])
+        return "image/png", w, h
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        w, h = struct.unpack("<HH", data[6:10])
+        return "image/gif", w, h
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP" and len(data) >= 30:
+        chunk = data[12:16]
+        if chunk == b"VP8X":
+            w = 1 + int.from_bytes(data[24:27], "little")
+            h = 1 + int.from_bytes(data[27:30], "little")
+            return "image/webp", w, h
+        if chunk == b"VP8 ":
+            w, h = struct.unpack("<HH", data[26:30])
+            return "image/webp", w & 0x3FFF, h & 0x3FFF
+        if chunk == b"VP8L":
+            bits = int.from_bytes(data[21:25], "little")
+            return "image/webp", (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if data[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 < len(data):
+            if data[i] != 0xFF:
+                i += 1
+                continue
+            marker = data[i + 1]
+            if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF):
+                h, w = struct.unpack(">HH", data[i + 5 : i + 9])
+                return "image/jpeg", w, h
+            length = struct.unpack(">H", data[i + 2 : i + 4])[0]
+            i += 2 + length
+    raise ConfigError("not a PNG, JPEG, GIF or WebP image (could not read its size)")
+
+
+def image_ref(attachments: Any, path: Path, host: str) -> dict[str, Any]:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise NotFoundError(f"--image {path}: no such file") from None
+    if size > MAX_IMAGE_BYTES:
+        raise ConfigError(f"--image {path}: {size} bytes is more than {MAX_IMAGE_BYTES}; resize it first")
+    data = path.read_bytes()
+    try:
+        media_type, width, height = image_size(data)
+    except ConfigError as exc:
+        raise ConfigError(f"--image {path}: {exc}") from None
+    digest = attachments.put(data)
+    return {
+        "digest": digest,
+        "media_type": media_type,
+        "width": width,
+        "height": height,
+        "name": path.name,
+        "host": host,
+    }

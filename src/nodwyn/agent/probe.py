@@ -1,0 +1,92 @@
+"""``nodwyn models test NAME``: two requests as a task sends them (the cache ask and the session key
+included), the second extending the first, and what the provider said about each."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from nodwyn.agent.loop import Backend
+from nodwyn.agent.setup import BASE_SYSTEM
+from nodwyn.agent.tools import builtin_tools, catalog
+from nodwyn.errors import ProviderError
+from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeResult:
+    request: int
+    ok: bool
+    response: Response | None = None
+    error: str | None = None
+    field: str | None = None
+
+
+def settings_sent(settings: ModelSettings) -> list[str]:
+    sent = [f"api={settings.api}", f"cache_key={settings.cache_key}"]
+    if settings.api == "openai-chat":
+        sent.append(f"family={settings.family}")
+    if settings.cache_control:
+        sent.append(f"cache_control={settings.cache_control}")
+    if settings.keep_reasoning:
+        sent.append("keep_reasoning=true")
+    if settings.keep_alive:
+        sent.append(f"keep_alive={settings.keep_alive}")
+    if settings.reasoning_effort:
+        sent.append(f"reasoning_effort={settings.reasoning_effort}")
+    return sent
+
+
+def probe(backend: Backend, settings: ModelSettings, max_output: int = 32) -> list[ProbeResult]:
+    key = hashlib.sha256(f"nodwyn models test {settings.name}".encode()).hexdigest()
+    tools = catalog(builtin_tools().values())
+    first = Request(
+        system=BASE_SYSTEM,
+        tools=tools,
+        messages=(UserMessage(parts=(TextPart(text="Reply with the word OK."),)),),
+        max_output=max_output,
+    )
+    results: list[ProbeResult] = []
+    request = first
+    for n in (1, 2):
+        try:
+            response = backend.send(request, settings, session_key=key)
+        except ProviderError as exc:
+            results.append(ProbeResult(request=n, ok=False, error=str(exc), field=exc.field))
+            break
+        results.append(ProbeResult(request=n, ok=True, response=response))
+        request = Request(
+            system=first.system,
+            tools=tools,
+            messages=(
+                *first.messages,
+                AssistantMessage(text=response.text, calls=()),
+                UserMessage(parts=(TextPart(text="Once more: reply with the word OK."),)),
+            ),
+            max_output=max_output,
+        )
+    return results
+
+
+def report(settings: ModelSettings, results: list[ProbeResult]) -> list[str]:
+    lines = [f"model {settings.name} ({settings.model}); sent: {', '.join(settings_sent(settings))}"]
+    for r in results:
+        if not r.ok:
+            where = f" (field {r.field})" if r.field else ""
+            lines.append(f"request {r.request}: refused{where}: {r.error}")
+            continue
+        assert r.response is not None
+        u = r.response.usage
+
+        def n(v: int | None) -> str:
+            return "not reported" if v is None else f"{v:,}"
+
+        ms = r.response.timings.prefill_ms
+        timing = "" if ms is None else f", prefill {ms:,.0f} ms"
+        lines.append(
+            f"request {r.request}: accepted; prompt {n(u.prompt_tokens)}, "
+            f"cache write {n(u.cache_write_tokens)}, cache read {n(u.cached_tokens)}{timing}"
+        )
+    return lines

@@ -1,0 +1,154 @@
+"""Opening a session: configuration, extension files, the frozen catalog and the recipe, once,
+before the first message. The CLI calls ``open_agent``; tests call it with their own env."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodwyn.agent.config import Config, load_config
+from nodwyn.agent.extensions import Extensions, load_extensions
+from nodwyn.agent.limits import session_limits
+from nodwyn.agent.loop import Agent, Backend, Display
+from nodwyn.agent.session import resume_session, start_session
+from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
+from nodwyn.errors import ConfigError
+from nodwyn.log import Store, data_root
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.recipe import CURRENT_VERSION, Recipe
+from nodwyn.window import Window
+
+BASE_SYSTEM = (
+    "You are nodwyn, a coding agent working in the person's workspace. Use the tools to read, search, "
+    "edit and run things there; paths are relative to the workspace. Record a plan with plan-write for "
+    "work of several steps. When the task is done, answer in plain text without calling tools. An "
+    "entry shown as [elided seq=N], or lines a cut left out, can be brought back with recall."
+)
+
+
+def backends(env: Mapping[str, str], config: Config) -> Callable[[ModelSettings], Backend]:
+    """One backend per kind, made on first use: the in-process local model, or HTTP."""
+    made: dict[str, Backend] = {}
+
+    def backend_for(settings: ModelSettings) -> Backend:
+        kind = "local" if settings.api == "local" else "http"
+        if kind not in made:
+            if kind == "local":
+                from nodwyn.transport.local import LocalBackend
+
+                made[kind] = LocalBackend()
+            else:
+                from nodwyn.transport.credentials import Credentials, origin_of
+                from nodwyn.transport.http import HttpBackend
+
+                bindings: dict[str, list[str]] = {}
+                for m in config.models.values():
+                    if m.credential and m.base_url:
+                        bindings.setdefault(m.credential, []).append(origin_of(m.base_url))
+                made[kind] = HttpBackend(Credentials.from_env(env, bindings))
+        return made[kind]
+
+    return backend_for
+
+
+def approver(config: Config, yes: bool, ask: Callable[[str], bool] | None) -> Approver:
+    """Writes and shell commands run if --yes, if [tools] approve lists them, or if the person says
+    so; with no one to ask (no terminal), they are declined with a message saying how to allow them."""
+
+    def approve(tool: str, what: str) -> bool:
+        if yes or tool in config.approve:
+            return True
+        if ask is not None and sys.stdin.isatty():
+            return ask(f"{tool}: {what}")
+        return False
+
+    return approve
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Opened:
+    agent: Agent
+    config: Config
+    extensions: Extensions
+
+
+def make_recipe(config: Config, model: ModelSettings, ext: Extensions, tools: Mapping[str, Tool]) -> Recipe:
+    return Recipe(
+        version=CURRENT_VERSION,
+        system=ext.system or BASE_SYSTEM,
+        tools=catalog(tools.values()),
+        limits=session_limits(config.window, model, config.path),
+        context_size=model.context_size,
+        keep_alive=model.keep_alive,
+        task_header=ext.task_header,
+        plan_header=ext.plan_header,
+    )
+
+
+def open_agent(
+    *,
+    env: Mapping[str, str],
+    workspace: Path,
+    model_name: str | None = None,
+    resume: str | None = None,
+    yes: bool = False,
+    ask: Callable[[str], bool] | None = None,
+    display: Display | None = None,
+    backend_for: Callable[[ModelSettings], Backend] | None = None,
+    config: Config | None = None,
+) -> Opened:
+    config = config or load_config(env)
+    if not workspace.is_dir():
+        raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
+    workspace = workspace.resolve()
+    store = Store(data_root(env))
+    if resume is not None:
+        session_id = store.resolve(resume)
+        with store.open(session_id) as reader:
+            first = next(iter(reader.read(1, 1)))
+        workspace = Path(first.data.get("workspace", workspace))
+        last_model = _last_model(store, session_id)
+        model_name = model_name or last_model
+    model = config.model(model_name)
+    ext = load_extensions(workspace, env)
+    tools = {**builtin_tools()}
+    for name, tool in ext.tools.items():
+        if name in tools:
+            raise ConfigError(f"extension tool {name!r} has the name of a built-in tool; rename it")
+        tools[name] = tool
+    recipe = make_recipe(config, model, ext, tools)
+    if resume is not None:
+        log = resume_session(store, session_id, recipe, model.name)
+    else:
+        log = start_session(store, recipe, model.name, str(workspace))
+    window = Window()
+    for event in log.read(1):
+        window.feed(event)
+    agent = Agent(
+        log=log,
+        window=window,
+        recipe=recipe,
+        tools=tools,
+        models=config.models,
+        model=model.name,
+        backend_for=backend_for or backends(env, config),
+        workspace=workspace,
+        approve=approver(config, yes, ask),
+        shell_timeout=config.shell_timeout,
+        display=display,
+    )
+    for message in ext.messages:
+        if display is not None:
+            display.notice(message)
+    return Opened(agent=agent, config=config, extensions=ext)
+
+
+def _last_model(store: Store, session_id: str) -> str | None:
+    model = None
+    with store.open(session_id) as reader:
+        for event in reader.read(1):
+            if event.kind in ("session.start", "session.resume", "model.switch"):
+                model = event.data.get("model", model)
+    return model

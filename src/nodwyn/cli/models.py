@@ -1,0 +1,78 @@
+"""``nodwyn models list|add|set|test`` and ``nodwyn trust DIR``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from nodwyn.agent.config import config_path, edit_model, load_config
+from nodwyn.agent.extensions import trust as trust_dir
+from nodwyn.agent.probe import probe, report
+from nodwyn.agent.setup import backends
+from nodwyn.errors import ConfigError
+
+
+@click.group()
+def models() -> None:
+    """List, add, change and test the [models.NAME] entries of config.toml."""
+
+
+@models.command("list")
+def list_models() -> None:
+    """The configured models; * marks the [control] model."""
+    config = load_config(os.environ)
+    for name in sorted(config.models):
+        m = config.models[name]
+        mark = "*" if name == config.control else " "
+        where = m.base_url or m.server or "in-process"
+        click.echo(f"{mark} {name:<16} {m.api:<12} {m.model:<28} ctx {m.context_size:<8} {where}")
+
+
+def _pairs(pairs: tuple[str, ...]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{pair!r} is not KEY=VALUE (e.g. context_size=32768)")
+        values[key.strip()] = value.strip()
+    return values
+
+
+@models.command("add")
+@click.argument("name")
+@click.argument("pairs", nargs=-1)
+def add(name: str, pairs: tuple[str, ...]) -> None:
+    """Add [models.NAME] from KEY=VALUE pairs (api=, model=, base_url=, context_size=, ...)."""
+    path = config_path(os.environ)
+    m = edit_model(path, name, _pairs(pairs), create=True)
+    click.echo(f"added [models.{name}] ({m.api} {m.model}) to {path}")
+
+
+@models.command("set")
+@click.argument("name")
+@click.argument("pairs", nargs=-1, required=True)
+def set_(name: str, pairs: tuple[str, ...]) -> None:
+    """Change keys of [models.NAME]: KEY=VALUE ... (prices.input=0.5 for a price)."""
+    path = config_path(os.environ)
+    edit_model(path, name, _pairs(pairs), create=False)
+    click.echo(f"updated [models.{name}] in {path}")
+
+
+@models.command("test")
+@click.argument("name")
+def test(name: str) -> None:
+    """Send two requests as a task would; report what the provider accepted and its cache figures."""
+    config = load_config(os.environ)
+    settings = config.model(name)
+    for line in report(settings, probe(backends(os.environ, config)(settings), settings)):
+        click.echo(line)
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
+def trust(directory: Path) -> None:
+    """Trust DIRECTORY: its .nodwyn/*.py extension files load at session start."""
+    real = trust_dir(directory, os.environ)
+    click.echo(f"trusted {real}: its .nodwyn/*.py extension files will load at session start")
