@@ -1,0 +1,89 @@
+"""A neutral conversation driven through HttpBackend against a fake: build each Request by
+appending the reply, its tool results and the next user message, as the window does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nodwyn.transport.credentials import Credential, Credentials, origin_of
+from nodwyn.transport.http import HttpBackend
+from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response, ToolSpec
+
+SYSTEM = "You are a careful coding agent. Read before you write; run the tests after. " * 60
+TOOLS = (
+    ToolSpec(
+        name="fs-read",
+        description="Read a file of the workspace.",
+        parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    ),
+)
+SECRET = "sk-fake-0123456789abcdef"
+
+
+def script(turns: int) -> list[dict[str, Any]]:
+    """Replies alternating a tool call (with thinking) and a plain answer."""
+    out: list[dict[str, Any]] = []
+    for n in range(turns):
+        if n % 2 == 0:
+            out.append(
+                {
+                    "thinking": f"I should read file {n}",
+                    "text": f"Reading {n}.",
+                    "calls": [{"name": "fs-read", "arguments": {"path": f"src/{n}.py"}}],
+                }
+            )
+        else:
+            out.append(
+                {"thinking": "That answers it.", "text": f"Answer {n}: " + "the file does this. " * 10}
+            )
+    return out
+
+
+def settings_for(url: str, api: str, **extra: Any) -> ModelSettings:
+    fields: dict[str, Any] = {"credential": "KEY", **extra}
+    return ModelSettings(
+        name="fake", api=api, model="fake-model", context_size=200_000, base_url=url, **fields
+    )
+
+
+def backend_for(url: str, **kw: Any) -> HttpBackend:
+    cred = Credential(name="KEY", value=SECRET, origins=frozenset({origin_of(url)}), **kw)
+    return HttpBackend(Credentials.of([cred]))
+
+
+def user(text: str) -> UserMessage:
+    return UserMessage(parts=(TextPart(text=text),))
+
+
+def converse(
+    backend: HttpBackend,
+    settings: ModelSettings,
+    requests: int,
+    *,
+    session_key: str | None = "k" * 64,
+    on_delta: Callable[[str, str], None] | None = None,
+) -> list[Response]:
+    messages: list[Message] = [user("Please look at the repository and explain it. " * 10)]
+    replies = []
+    for _ in range(requests):
+        request = Request(system=SYSTEM, tools=TOOLS, messages=tuple(messages), max_output=2000)
+        reply = backend.send(request, settings, session_key=session_key, on_delta=on_delta)
+        replies.append(reply)
+        messages.append(
+            AssistantMessage(text=reply.text, thinking=reply.thinking, calls=reply.calls, blocks=reply.blocks)
+        )
+        for call in reply.calls:
+            messages.append(
+                ToolMessage(call_id=call.id, name=call.name, text=f"contents of {call.arguments} " * 40)
+            )
+        if not reply.calls:
+            messages.append(user("Thanks. Next question: " + "what about tests? " * 8))
+    return replies
+
+
+def share(replies: list[Response]) -> float:
+    prompt = sum(r.usage.prompt_tokens or 0 for r in replies)
+    return sum(r.usage.cached_tokens or 0 for r in replies) / prompt
