@@ -117,7 +117,8 @@ def test_an_empty_reply_ends_the_turn_with_a_message(tmp_path: Path, workspace: 
         result = agent.user_turn("Hello?")
         assert result.stopped == "empty reply" and result.text == ""
         assert notes.notices == [
-            "the model (chat) answered with no text and no tool calls; the turn ends here (its reply is in the log)"
+            "the model (chat) answered with no text and no tool calls; "
+            "the turn ends here (its reply is in the log)"
         ]
         assert agent.user_turn("Still there?").text == "Back."
         agent.log.close()
