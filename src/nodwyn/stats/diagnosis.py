@@ -9,7 +9,8 @@ exactly (by replay, by the caller: this module does no I/O), compare their prefi
   p's prompt.
 - ``moved``: we changed the prefix: a trim, fold, summary, model switch, new task or plan,
   resume, narrowing, or a change of offered tools or withheld images, named with its seq
-  (``causes``). A prefix that moved with no cause recorded is reported as such: it breaks the
+  (``causes``). A model switch moves the cache even when the bytes held: providers cache per
+  model. A prefix that moved with no cause recorded is reported as such: it breaks the
   prefix-extension invariant.
 - ``server miss``: our prefix held, but the provider reported less cached than the common prefix
   by more than the tolerance; ``shortfall`` says how much. A partial hit that matches an older
@@ -33,6 +34,9 @@ from nodwyn.stats.totals import RequestRow
 
 Kind = Literal["first", "appended", "moved", "server miss", "unverified"]
 
+# OpenAI and Anthropic cache no prompt shorter than this; a shorter prefix read from no cache is
+# not a miss (docs/adr/0091).
+MIN_CACHEABLE = 1024
 # How many earlier requests of the context a partial hit is matched against.
 MATCH_WINDOW = 500
 
@@ -100,8 +104,12 @@ def diagnose(
     else:
         expected = None
     shortfall = None
+    short = False
     if expected is not None and cached is not None and cached < expected - tolerance(expected):
-        shortfall = expected - cached
+        if expected < MIN_CACHEABLE and cached == 0:
+            short = True  # below what a provider caches at all
+        else:
+            shortfall = expected - cached
     matched = None
     if shortfall is not None and cached:
         matched = _match(row, cached, mine, rows, rebuilt, older)
@@ -114,26 +122,30 @@ def diagnose(
         shortfall=shortfall,
         matched=matched,
     )
-    if common.extends:
+    switched = any(c.kind == "model switch" for c in row.causes)
+    if common.extends and switched:
+        # the bytes held, but a provider caches per model: the new model's cache starts cold
+        d = replace(d, first_difference="model", expected=0, shortfall=None, matched=None)
+    if common.extends and not switched:
         added = len(mine.parts) - len(theirs.parts)
         head = f"request {row.predecessor} + {added} message{'s' if added != 1 else ''}"
         if shortfall is None:
-            return replace(
-                d,
-                kind="appended",
-                appended=added,
-                detail=f"appended: {head}{_read(cached, prompt, expected)}",
-            )
+            text = f"appended: {head}{_read(cached, prompt, expected)}"
+            if short:
+                text += f"; a prefix under {MIN_CACHEABLE:,} tokens is not cached by most providers"
+            return replace(d, kind="appended", appended=added, detail=text)
         text = f"server miss: our prefix held ({head}) but {_short(cached, expected, shortfall)}"
         if matched is not None:
             text += f"; the hit matched request {matched}'s prompt (a replica that served it)"
         return replace(d, kind="server miss", appended=added, detail=text)
     why = ", ".join(str(c) for c in row.causes) if row.causes else "no cause recorded (a window bug)"
-    text = f"moved by us: {why}; first difference at {common.first_difference}"
-    if expected is not None:
+    text = f"moved by us: {why}; first difference at {d.first_difference}"
+    if switched and common.extends:
+        text += " (the prompt held, but each model has its own cache)"
+    elif expected is not None:
         text += f"; ~{expected:,} tokens in common"
-    if shortfall is not None:
-        text += f"; and {_short(cached, expected, shortfall)}"
+    if d.shortfall is not None:
+        text += f"; and {_short(cached, expected, d.shortfall)}"
     return replace(d, kind="moved", detail=text)
 
 
