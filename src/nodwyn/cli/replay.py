@@ -142,7 +142,10 @@ def replay(
     sid = session_id(store, session)
     with store.open(sid) as log:
         if every:
-            ctx.exit(_all(log, as_json))
+            code = _all(log, as_json)
+            if code:
+                sys.exit(code)
+            return
         if seq is None:
             _transcript(log, as_json)
             return

@@ -32,6 +32,7 @@ from nodwyn.errors import (
 )
 from nodwyn.log import SessionLog
 from nodwyn.log.index import INDEX_NAME, IndexFile
+from nodwyn.log.store import LOG_NAME
 from nodwyn.log.jsonl import seq_prefix
 from nodwyn.replay.diff import describe
 from nodwyn.replay.validate import check_event, place
@@ -70,25 +71,44 @@ class Verdict:
 
 
 def offset_of(log: SessionLog, seq: int) -> int | None:
-    """Byte offset of ``seq``'s line, from the log's index, if the index confirms it (for messages)."""
+    """Byte offset of ``seq``'s line, for messages: from the log's index when it confirms it, else
+    by counting lines (only ever on the way to a refusal). None if no line starts with that seq."""
+    prefix = seq_prefix(seq)
+    path = log.path / LOG_NAME
     try:
         idx = IndexFile.open(log.path / INDEX_NAME, writable=False)
-    except OSError:
-        return None
-    if idx is None:
-        return None
-    try:
-        if seq < 1 or seq > idx.count():
-            return None
-        off = idx.end(seq - 1)
-        with open(log.path / "log.jsonl", "rb") as fh:
-            fh.seek(off)
-            head = fh.read(len(seq_prefix(seq)))
-        return off if head == seq_prefix(seq) else None
+        if idx is not None:
+            try:
+                off = idx.end(seq - 1) if 1 <= seq <= idx.count() else None
+            finally:
+                idx.close()
+            if off is not None:
+                with open(path, "rb") as fh:
+                    fh.seek(off)
+                    if fh.read(len(prefix)) == prefix:
+                        return off
+        with open(path, "rb") as fh:
+            pos, line = 0, 1
+            while line < seq:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    return None
+                i = 0
+                while line < seq:
+                    j = chunk.find(b"\n", i)
+                    if j < 0:
+                        break
+                    line += 1
+                    i = j + 1
+                pos += i if line == seq else len(chunk)
+                if line < seq:
+                    continue
+                fh.seek(pos)
+                return pos if fh.read(len(prefix)) == prefix else None
+            fh.seek(0)
+            return 0 if fh.read(len(prefix)) == prefix else None
     except (OSError, IndexError):
         return None
-    finally:
-        idx.close()
 
 
 def _sha(canonical: bytes) -> str:
@@ -133,9 +153,11 @@ class _Replayer:
                 self.recipe_version = parse_version(ev.data["recipe"]["version"])
                 policy_for(self.recipe_version)
                 self.legacy_recipe_seq = None
-            else:
+            else:  # a legacy session event: the window cannot take it; requests after it are refused
                 self.recipe_version = None
                 self.legacy_recipe_seq = ev.seq
+                self.next_seq = ev.seq + 1
+                return
         try:
             self.window.feed(ev)
         except (CorruptLogError, NotFoundError) as exc:
@@ -279,14 +301,13 @@ def replay_request(log: SessionLog, seq: int, *, expect: bytes | None = None) ->
 
 def _locate(log: SessionLog, req: Event, expect: bytes | None) -> str:
     """Where the rebuilt bytes first differ, and from what (ADR 0036)."""
-    rebuilt = _rebuilt_bytes(log, req)
+    rebuilt, prev = _rebuild_and_last_verified(log, req)
     if rebuilt is None:
         return "the rebuilt request could not be located against anything"
     if expect is not None:
         if _sha(expect) != req.data["digest"]:
             return f"the --expect bytes hash to {_sha(expect)}, not to the recorded digest either"
         return f"first difference from the bytes that were sent (--expect): {describe(rebuilt, expect)}"
-    prev = _previous_verified(log, req)
     if prev is None:
         return (
             "the log holds only the digest of what was sent, and no earlier request of this context "
@@ -298,34 +319,28 @@ def _locate(log: SessionLog, req: Event, expect: bytes | None) -> str:
     )
 
 
-def _rebuilt_bytes(log: SessionLog, req: Event) -> bytes | None:
-    """The rebuilt canonical bytes from the whole prefix, without the digest check."""
+def _rebuild_and_last_verified(log: SessionLog, req: Event) -> tuple[bytes | None, Replayed | None]:
+    """One pass over the whole prefix: the target rebuilt without its digest check, and the last
+    earlier request of its context that does verify."""
     r = _Replayer(log)
+    last: Replayed | None = None
     try:
         for ev in _read(log, 1, req.seq - 1):
+            if ev.kind == "llm.req" and ev.ctx == req.ctx and "digest" in ev.data:
+                try:
+                    last = r.build(ev)
+                except ReplayError:
+                    pass
             r.feed(ev)
         b = r.window.build(
-            ctx=req.ctx,
+            req.ctx,
             origin=codec.origin_from_json(req.data["origin"]),
             turn=turn_of(req.data),
             withheld=withheld_of(req.data),
         )
-        return canonical_bytes(codec.request_to_json(b.request))
+        return canonical_bytes(codec.request_to_json(b.request)), last
     except NodwynError:
-        return None
-
-
-def _previous_verified(log: SessionLog, req: Event) -> Replayed | None:
-    prev: Event | None = None
-    for ev in _read(log, 1, req.seq - 1):
-        if ev.kind == "llm.req" and ev.ctx == req.ctx:
-            prev = ev
-    if prev is None:
-        return None
-    try:
-        return _replay_from(log, prev, 1, ())
-    except NodwynError:
-        return None
+        return None, last
 
 
 def verify_all(log: SessionLog) -> Iterator[Verdict]:

@@ -1,0 +1,233 @@
+"""Exact replay refuses, in one line with its own exit code: a digest mismatch, a legacy request,
+an unknown recipe version, a partial or malformed log. It proves the requests it prints."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+import pytest
+
+from nodwyn.cli import main
+from nodwyn.errors import (
+    CorruptLogError,
+    DigestMismatchError,
+    LegacyRequestError,
+    NotFoundError,
+    UnknownRecipeError,
+)
+from nodwyn.log import Store
+from nodwyn.replay.exact import replay_request, verify_all
+
+from .logfile import Line, log_path, read_lines, rewrite, seq_of, write_raw
+from .scripted import Script, recipe
+
+
+def _recorded(store: Store) -> Script:
+    s = Script(store, recipe())
+    s.turn("read a", [[("fs-read", '{"path":"a"}', "alpha\n")]], "a is alpha")
+    s.turn("read b", [[("fs-read", '{"path":"b"}', "beta\n")]], "b is beta")
+    s.close()
+    return s
+
+
+def run(store: Store, capfdbinary: pytest.CaptureFixture[bytes], *args: str) -> tuple[int, bytes, str]:
+    try:
+        main(
+            [*args, "--root", str(store.root)] if args[0] != "summary" else [*args, "--root", str(store.root)]
+        )
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capfdbinary.readouterr()
+    return code, out, err.decode()
+
+
+def test_window_prints_exactly_the_bytes_sent(
+    store: Store, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    s = _recorded(store)
+    seq = max(s.sent)
+    code, out, err = run(store, capfdbinary, "replay", s.id, "--window", str(seq))
+    assert (code, err) == (0, "")
+    assert out == s.sent[seq]
+    with store.open(s.id) as log:
+        recorded = next(log.read(seq, seq)).data["digest"]
+    assert "sha256:" + hashlib.sha256(out).hexdigest() == recorded
+
+
+def test_all_prints_a_line_per_request_and_a_total(
+    store: Store, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    s = _recorded(store)
+    code, out, _ = run(store, capfdbinary, "replay", s.id, "--all")
+    lines = out.decode().splitlines()
+    assert code == 0
+    assert len(lines) == len(s.sent) + 1
+    assert all(" ok " in line for line in lines[:-1])
+    assert lines[-1] == f"{len(s.sent)} requests: {len(s.sent)} verified, 0 refused"
+
+
+def _edit_text(lines: list[Line], seq: int, text: str) -> list[Line]:
+    for line in lines:
+        if line["seq"] == seq:
+            line["data"]["text"] = text
+    return lines
+
+
+def test_digest_mismatch_names_both_digests_and_the_first_byte(
+    store: Store, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    s = _recorded(store)
+    lines = read_lines(store, s.id)
+    second_user = seq_of(lines, "user.msg", 1)
+    rewrite(store, s.id, lambda ls: _edit_text(ls, second_user, "read c"))
+    last = max(s.sent)
+    with store.open(s.id) as log, pytest.raises(DigestMismatchError) as exc:
+        replay_request(log, last)
+    msg = str(exc.value)
+    rebuilt = hashlib.sha256(s.sent[last].replace(b"read b", b"read c")).hexdigest()
+    assert f"rebuilt sha256:{rebuilt}" in msg
+    assert f"recorded sha256:{hashlib.sha256(s.sent[last]).hexdigest()}" in msg
+    assert "first difference from the last verified request of context main" in msg and "byte " in msg
+    # with the bytes that were sent, the position is exact
+    sent_file = store.root / "sent.json"
+    sent_file.write_bytes(s.sent[last])
+    code, out, err = run(
+        store, capfdbinary, "replay", s.id, "--window", str(last), "--expect", str(sent_file)
+    )
+    pos = next(
+        i for i, (a, b) in enumerate(zip(s.sent[last], s.sent[last].replace(b"read b", b"read c"))) if a != b
+    )
+    assert code == 6 and out == b""
+    assert len(err.strip().splitlines()) == 1 and f"(--expect): byte {pos} ($.messages[" in err
+
+
+def test_legacy_request_without_digest(store: Store, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    s = _recorded(store)
+    last = max(s.sent)
+
+    def drop(lines: list[Line]) -> list[Line]:
+        for line in lines:
+            if line["seq"] == last:
+                del line["data"]["digest"]
+        return lines
+
+    rewrite(store, s.id, drop)
+    code, out, err = run(store, capfdbinary, "replay", s.id, "--window", str(last))
+    assert code == 7 and out == b"" and "legacy" in err and len(err.strip().splitlines()) == 1
+    # the other requests still verify; --all reports the legacy one and exits with its code
+    code, out, _ = run(store, capfdbinary, "replay", s.id, "--all")
+    assert code == 7 and out.decode().splitlines()[-1].endswith("verified, 1 refused")
+
+
+def test_legacy_session_without_recipe(store: Store) -> None:
+    s = _recorded(store)
+
+    def drop(lines: list[Line]) -> list[Line]:
+        del lines[0]["data"]["recipe"]
+        return lines
+
+    rewrite(store, s.id, drop)
+    with store.open(s.id) as log, pytest.raises(LegacyRequestError, match="records no recipe"):
+        replay_request(log, min(s.sent))
+
+
+def test_unknown_recipe_version(store: Store, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    s = _recorded(store)
+
+    def v13(lines: list[Line]) -> list[Line]:
+        lines[0]["data"]["recipe"]["version"] = "window-v13"
+        return lines
+
+    rewrite(store, s.id, v13)
+    with store.open(s.id) as log, pytest.raises(UnknownRecipeError, match="window-v13"):
+        replay_request(log, min(s.sent))
+    code, _, err = run(store, capfdbinary, "replay", s.id, "--window", str(min(s.sent)))
+    assert code == 8 and len(err.strip().splitlines()) == 1
+
+
+def test_malformed_line_names_seq_and_offset(store: Store, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    s = _recorded(store)
+    raw = log_path(store, s.id).read_bytes()
+    lines = raw.splitlines(keepends=True)
+    offset = sum(len(line) for line in lines[:3])
+    lines[3] = lines[3][:-2] + b"\n"  # the closing brace gone: not JSON
+    write_raw(store, s.id, b"".join(lines))
+    code, out, err = run(store, capfdbinary, "replay", s.id, "--window", str(max(s.sent)))
+    assert code == 5 and out == b""
+    assert f"byte {offset}" in err and "seq 4" in err and len(err.strip().splitlines()) == 1
+
+
+def test_payload_of_the_wrong_shape_is_refused_with_its_place(store: Store) -> None:
+    s = _recorded(store)
+    lines = read_lines(store, s.id)
+    res = seq_of(lines, "tool.result")
+
+    def bad(ls: list[Line]) -> list[Line]:
+        for line in ls:
+            if line["seq"] == res:
+                line["data"]["error"] = "no"
+        return ls
+
+    rewrite(store, s.id, bad)
+    raw = log_path(store, s.id).read_bytes()
+    offset = sum(len(line) for line in raw.splitlines(keepends=True)[: res - 1])
+    with store.open(s.id) as log, pytest.raises(CorruptLogError) as exc:
+        replay_request(log, max(s.sent))
+    assert f"seq {res} (byte offset {offset})" in str(exc.value) and "error" in str(exc.value)
+
+
+def test_partial_log_is_refused_by_all(store: Store, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    s = _recorded(store)
+    with open(log_path(store, s.id), "ab") as fh:
+        fh.write(b'{"seq":99,"t":"2026')
+    code, out, _ = run(store, capfdbinary, "replay", s.id, "--all")
+    assert code == 5 and "partial log" in out.decode()
+
+
+def test_not_a_request(store: Store, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    s = _recorded(store)
+    with store.open(s.id) as log, pytest.raises(NotFoundError, match="is a user.msg, not an llm.req"):
+        replay_request(log, 2)
+    code, _, _ = run(store, capfdbinary, "replay", s.id, "--window", "999")
+    assert code == 3
+
+
+def test_replay_reads_only_from_the_start_point(store: Store) -> None:
+    """Damage before a compaction's start is not read by a late request's replay, but --all sees it."""
+    s = Script(store, recipe())
+    for i in range(3):
+        s.turn(f"early {i}", [[("shell", f'{{"cmd":"e{i}"}}', f"early output {i}")]])
+    s.event("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Continue."})
+    s.user("handover", ctx="c1")
+    s.turn("late", [[("shell", '{"cmd":"late"}', "late output")]], ctx="c1")
+    s.close()
+    last = max(s.sent)
+    lines = read_lines(store, s.id)
+    early = seq_of(lines, "tool.result")
+
+    def bad(ls: list[Line]) -> list[Line]:
+        ls[early - 1]["data"]["error"] = "no"
+        return ls
+
+    rewrite(store, s.id, bad)
+    with store.open(s.id) as log:
+        assert replay_request(log, last).canonical == s.sent[last]
+        verdicts = list(verify_all(log))
+    assert isinstance(verdicts[-1].error, CorruptLogError) and f"seq {early}" in str(verdicts[-1].error)
+
+
+def test_mismatch_of_every_request_is_reported_by_all(store: Store) -> None:
+    s = _recorded(store)
+    first_user = seq_of(read_lines(store, s.id), "user.msg")
+    rewrite(store, s.id, lambda ls: _edit_text(ls, first_user, "read z"))
+    with store.open(s.id) as log:
+        verdicts = list(verify_all(log))
+    assert [v.seq for v in verdicts] == sorted(s.sent)
+    assert all(isinstance(v.error, DigestMismatchError) for v in verdicts)
+
+
+def test_a_session_fixture_request_equals_sent(session: Callable[..., Script]) -> None:
+    s = session(recipe(8))
+    s.turn("old recipe v8", [[("shell", '{"cmd":"true"}', "")]], "ok")
