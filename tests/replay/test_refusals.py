@@ -97,7 +97,11 @@ def test_digest_mismatch_names_both_digests_and_the_first_byte(
         store, capfdbinary, "replay", s.id, "--window", str(last), "--expect", str(sent_file)
     )
     pos = next(
-        i for i, (a, b) in enumerate(zip(s.sent[last], s.sent[last].replace(b"read b", b"read c"))) if a != b
+        i
+        for i, (a, b) in enumerate(
+            zip(s.sent[last], s.sent[last].replace(b"read b", b"read c"), strict=False)
+        )
+        if a != b
     )
     assert code == 6 and out == b""
     assert len(err.strip().splitlines()) == 1 and f"(--expect): byte {pos} ($.messages[" in err

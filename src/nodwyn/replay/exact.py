@@ -16,6 +16,7 @@ Replay reads only the log: never the configuration or extension files; it runs n
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -32,8 +33,8 @@ from nodwyn.errors import (
 )
 from nodwyn.log import SessionLog
 from nodwyn.log.index import INDEX_NAME, IndexFile
-from nodwyn.log.store import LOG_NAME
 from nodwyn.log.jsonl import seq_prefix
+from nodwyn.log.store import LOG_NAME
 from nodwyn.replay.diff import describe
 from nodwyn.replay.validate import check_event, place
 from nodwyn.values import codec
@@ -327,10 +328,8 @@ def _rebuild_and_last_verified(log: SessionLog, req: Event) -> tuple[bytes | Non
     try:
         for ev in _read(log, 1, req.seq - 1):
             if ev.kind == "llm.req" and ev.ctx == req.ctx and "digest" in ev.data:
-                try:
+                with contextlib.suppress(ReplayError):
                     last = r.build(ev)
-                except ReplayError:
-                    pass
             r.feed(ev)
         b = r.window.build(
             req.ctx,
