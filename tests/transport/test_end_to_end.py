@@ -4,10 +4,10 @@ model predicts, usage as each API reports it, and the wire as the fakes received
 from __future__ import annotations
 
 import pytest
-from transport.convo import SECRET, backend_for, converse, script, settings_for, share
 
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.cache import BLOCK, MIN_CACHED
+from transport.convo import SECRET, backend_for, converse, script, settings_for, share
 
 TURNS = 6
 
@@ -154,17 +154,14 @@ def test_model_list_never_carries_the_session_key(api: str) -> None:
     assert got.method == "GET" and not any("session" in h for h in got.headers)
 
 
-def test_on_delta_shows_the_reply_as_it_streams() -> None:
-    for api in ("ollama", "openai-chat", "responses", "anthropic"):
-        seen: list[tuple[str, str]] = []
-        with FakeServer(api=api, script=script(2)) as fake:
-            with backend_for(fake.url) as backend:
-                settings = settings_for(fake.url, api, credential=None if api == "ollama" else "KEY")
-                replies = converse(backend, settings, 2, on_delta=lambda k, t: seen.append((k, t)))
-        text = "".join(t for k, t in seen if k == "text")
-        thinking = "".join(t for k, t in seen if k == "thinking")
-        assert len(seen) > 4, api
-        assert text == replies[0].text + replies[1].text, api
-        assert thinking.replace("\n", "") == (replies[0].thinking + replies[1].thinking).replace("\n", ""), (
-            api
-        )
+@pytest.mark.parametrize("api", ["ollama", "openai-chat", "responses", "anthropic"])
+def test_on_delta_shows_the_reply_as_it_streams(api: str) -> None:
+    seen: list[tuple[str, str]] = []
+    with FakeServer(api=api, script=script(2)) as fake, backend_for(fake.url) as backend:
+        settings = settings_for(fake.url, api, credential=None if api == "ollama" else "KEY")
+        replies = converse(backend, settings, 2, on_delta=lambda k, t: seen.append((k, t)))
+    text = "".join(t for k, t in seen if k == "text")
+    thinking = "".join(t for k, t in seen if k == "thinking")
+    assert len(seen) > 4, api
+    assert text == replies[0].text + replies[1].text, api
+    assert thinking.replace("\n", "") == (replies[0].thinking + replies[1].thinking).replace("\n", ""), api
