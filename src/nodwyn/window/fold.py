@@ -45,6 +45,7 @@ class Build:
     record: dict[str, Any] = field(hash=False)
     canonical: bytes  # canonical_bytes(request_to_json(request))
     digest: str  # digest(request_to_json(request))
+    seqs: tuple[int, ...] = ()  # the seq each message came from (user.msg, llm.resp, tool.result, ...)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -319,6 +320,29 @@ class Window:
         total = encode.overhead(snap.system, full_tools, snap.max_output) + body + max(len(items) - 1, 0)
         return estimate(total, cache.image_bytes, cache.image_tokens)
 
+    def measure(
+        self,
+        ctx: str = MAIN_CTX,
+        *,
+        origin: Origin,
+        turn: TurnOptions = TurnOptions(),
+        withheld: Mapping[str, str] = _NO_WITHHELD,
+    ) -> int:
+        """The estimate of the next request before any trim (how full the window is)."""
+        recipe = self._need_recipe()
+        c = self._contexts.buildable(ctx)
+        _, full_tools, _ = self._offered(c, recipe, TurnOptions())
+        snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
+        return self._estimate(snap, full_tools, cache, items)
+
+    def _need_recipe(self) -> Recipe:
+        if self._recipe is None:
+            raise CorruptLogError(
+                f"no session.start or session.resume with a recipe among the {self._last_seq} events fed; "
+                "a window needs the recipe first"
+            )
+        return self._recipe
+
     def build(
         self,
         ctx: str = MAIN_CTX,
@@ -328,12 +352,7 @@ class Window:
         withheld: Mapping[str, str] = _NO_WITHHELD,
     ) -> Build:
         """The next request of context ``ctx`` to the model at ``origin``, and its ``llm.req`` fields."""
-        recipe = self._recipe
-        if recipe is None:
-            raise CorruptLogError(
-                f"no session.start or session.resume with a recipe among the {self._last_seq} events fed; "
-                "a window needs the recipe first"
-            )
+        recipe = self._need_recipe()
         policy = recipe.policy
         c = self._contexts.buildable(ctx)
         limits = recipe.limits
@@ -392,7 +411,13 @@ class Window:
         moved = _moved(c.last_req, snap, bool(new))
         if moved:
             record["moved"] = moved
-        return Build(request=request, record=record, canonical=canonical, digest=encode.digest_of(canonical))
+        return Build(
+            request=request,
+            record=record,
+            canonical=canonical,
+            digest=encode.digest_of(canonical),
+            seqs=tuple(i.seq for i in items),
+        )
 
     def _unblocked(self, item: Item, params: Params) -> Any:
         entry = self._entries[item.seq]

@@ -83,7 +83,8 @@ def choose(
                     alive[r] = False
                     body -= cur[r]
                     count -= 1
-                    new.add(items[r].seq)
+                    if not items[r].elided:
+                        new.add(items[r].seq)
 
     for phase in (("result", "image"), ("assistant", "summary", "closed")):
         for i in range(n):

@@ -1,0 +1,181 @@
+"""Properties of every request of random sessions (issue 3, must-show 1).
+
+(a) prefix extension, (b) sticky elision, (c) hysteresis, (d) pairs, (e) built from its start,
+and replay: each request rebuilt from the events before it has the recorded digest and record.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+
+from nodwyn.values.canonical import canonical_bytes
+from nodwyn.values.codec import request_to_json
+from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
+from nodwyn.values.recipe import Flag, policy_for
+from nodwyn.values.request import Request
+from nodwyn.window import build_window
+from .sessions import LIMITS, Built, Sim, sessions
+
+PROPS = settings(max_examples=int(__import__("os").environ.get("WINDOW_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MARKER = re.compile(r"^\[elided seq=(\d+)\]$")
+
+# events that may move a context's prefix other than a trim (the record then says why)
+MOVERS = {"result.fold", "summary.add", "summary.revoke", "session.resume", "ctx.widen", "ctx.close"}
+
+
+def _previous(sim: Sim, index: int) -> Built | None:
+    b = sim.builds[index]
+    return next((p for p in reversed(sim.builds[:index]) if p.ctx == b.ctx), None)
+
+
+def _version_at(sim: Sim, seq: int) -> int:
+    w = sim.events[seq - 1]
+    del w
+    from nodwyn.values.codec import recipe_from_json
+
+    r = [e for e in sim.events[: seq - 1] if e.kind in ("session.start", "session.resume")][-1]
+    return recipe_from_json(r.data["recipe"]).version
+
+
+def _markers(request: Request) -> set[int]:
+    found = set()
+    for m in request.messages:
+        texts = []
+        if isinstance(m, ToolMessage | AssistantMessage):
+            texts.append(m.text)
+        elif isinstance(m, UserMessage):
+            texts.extend(p.text for p in m.parts if isinstance(p, TextPart))
+        for t in texts:
+            hit = MARKER.match(t)
+            if hit:
+                found.add(int(hit.group(1)))
+    return found
+
+
+def _legit_move(sim: Sim, prev: Built, b: Built) -> bool:
+    if b.build.record["elided"]:
+        return True
+    if prev.origin != b.origin or prev.turn != b.turn or prev.withheld != b.withheld:
+        return True
+    version = _version_at(sim, b.seq)
+    between = sim.events[prev.seq : b.seq - 1]
+    for e in between:
+        if e.kind in MOVERS:
+            return True
+        if e.kind == "llm.req" and e.data.get("elided"):
+            return True  # another context's trim may elide entries a widening brings in
+        if Flag.IN_CONVERSATION not in policy_for(version) and e.kind in ("user.msg", "gate.plan"):
+            return True  # before v15 the task and plan are in the system prompt
+    return False
+
+
+@PROPS
+@given(sessions())
+def test_a_requests_extend_their_predecessor_unless_recorded(sim: Sim) -> None:
+    for i, b in enumerate(sim.builds):
+        prev = _previous(sim, i)
+        moved = b.build.record.get("moved")
+        if prev is None:
+            assert moved == ["first"]
+            continue
+        old, new = prev.build.request, b.build.request
+        if moved is None:
+            k = len(old.messages)
+            assert new.messages[:k] == old.messages
+            appended = Request(
+                system=old.system,
+                tools=old.tools,
+                messages=old.messages + new.messages[k:],
+                max_output=old.max_output,
+            )
+            assert b.build.canonical == canonical_bytes(request_to_json(appended))
+        else:
+            assert _legit_move(sim, prev, b), (moved, b.seq)
+        if not _legit_move(sim, prev, b):
+            assert moved is None, (moved, b.seq)
+
+
+@PROPS
+@given(sessions())
+def test_b_elided_set_only_grows(sim: Sim) -> None:
+    sticky: set[int] = set()
+    by_seq = {b.seq: b for b in sim.builds}
+    for e in sim.events:
+        if e.kind in ("summary.add", "summary.revoke"):
+            sticky = set()  # a summary lifecycle change resets the derived elision state
+        b = by_seq.get(e.seq)
+        if b is None:
+            continue
+        new = set(b.build.record["elided"])
+        assert not (new & sticky), "a seq was newly elided twice"
+        # an entry elided by an earlier request is never shown again: a marker, or left out
+        last = dict(zip(b.build.seqs, b.build.request.messages, strict=True))  # a user.msg's images come last
+        for seq, m in last.items():
+            if seq in sticky | new:
+                assert _markers(Request(system="", tools=(), messages=(m,))) == {seq}, seq
+        sticky |= new
+
+
+@PROPS
+@given(sessions())
+def test_c_hysteresis(sim: Sim) -> None:
+    for b in sim.builds:
+        rec = b.build.record
+        version = _version_at(sim, b.seq)
+        limits_line = LIMITS.ceiling if rec.get("headroom") else LIMITS.high_water
+        if b.measure <= limits_line:
+            # below the line nothing is newly elided but the results of batches already elided
+            assert "high_water" not in rec or rec.get("headroom")
+            assert "below_low_blocked" not in rec
+        else:
+            assert rec["high_water"] == limits_line
+            assert rec["estimate"] <= LIMITS.low_water or rec.get("below_low_blocked") is True
+        if rec.get("below_low_blocked"):
+            assert rec["estimate"] > LIMITS.low_water
+        assert rec["trim"] == bool(rec["elided"])
+        del version
+
+
+@PROPS
+@given(sessions(versions=(16, 17, 18, 19)))
+def test_d_no_orphan_results_or_unanswered_calls(sim: Sim) -> None:
+    for b in sim.builds:
+        if Flag.PAIRS not in policy_for(_version_at(sim, b.seq)):
+            continue
+        messages = b.build.request.messages
+        batch: AssistantMessage | None = None
+        answered: set[str] = set()
+        for i, m in enumerate(messages):
+            if isinstance(m, AssistantMessage):
+                if batch is not None:
+                    assert {c.id for c in batch.calls} <= answered, f"unanswered calls before message {i}"
+                batch, answered = m, set()
+            elif isinstance(m, ToolMessage):
+                assert batch is not None and m.call_id in {c.id for c in batch.calls}, f"orphan result {i}"
+                answered.add(m.call_id)
+        # the last batch may be in flight only in a context other than the one built (none here)
+        if batch is not None:
+            assert {c.id for c in batch.calls} <= answered
+
+
+@PROPS
+@given(sessions())
+def test_e_built_from_its_start_equals_built_from_all(sim: Sim) -> None:
+    for b in sim.builds:
+        before = sim.before(b.seq)
+        from_start = list(b.start.select(before))
+        rebuilt = build_window(from_start, b.ctx, origin=b.origin, turn=b.turn, withheld=b.withheld)
+        assert rebuilt.canonical == b.build.canonical
+        assert rebuilt.record == b.build.record
+
+
+@PROPS
+@given(sessions())
+def test_replay_rebuilds_every_request_and_its_record(sim: Sim) -> None:
+    for b in sim.builds:
+        rebuilt = build_window(sim.before(b.seq), b.ctx, origin=b.origin, turn=b.turn, withheld=b.withheld)
+        assert rebuilt.digest == b.build.digest
+        assert rebuilt.record == b.build.record
+        assert rebuilt.canonical == canonical_bytes(request_to_json(rebuilt.request))
