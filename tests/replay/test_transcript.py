@@ -1,0 +1,108 @@
+"""nodwyn replay SESSION: the conversation as a person reads it, for any log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+import pytest
+
+from nodwyn.cli import main
+from nodwyn.log import Store
+from nodwyn.replay.transcript import render_event, transcript
+from nodwyn.values.content import ThinkingBlock
+from nodwyn.values.events import Event
+
+from .logfile import Line, rewrite
+from .scripted import ORIGIN, Script, recipe
+
+Make = Callable[..., Script]
+
+
+def run(store: Store, capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main([*args, "--root", str(store.root)])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def test_a_session_reads_as_a_conversation(
+    session: Make, store: Store, capfd: pytest.CaptureFixture[str]
+) -> None:
+    s = session()
+    s.user("Fix the bug in parse.py")
+    req = s.request()
+    block = ThinkingBlock(type="thinking", origin=ORIGIN, data="sig", text="hmm", position=0)
+    _, calls = s.reply(
+        req,
+        "Let me look.",
+        thinking="The bug is probably\nin the loop.",
+        calls=[("fs-read", '{"path":"parse.py"}')],
+        blocks=[block],
+    )
+    res = s.result(calls[0], "def parse():\n    pass\n", rng={"start": 1, "end": 2, "total": 2})
+    s.event("gate.plan", {"text": "1. read\n2. fix"})
+    s.event("result.fold", {"target": res.seq, "text": "[parse.py read]"})
+    s.reply(s.request(), "Fixed.")
+    s.close()
+    code, out, err = run(store, capfd, "replay", s.id)
+    assert code == 0 and err == ""
+    expected_bits = [
+        "#1 session started with model test",
+        "recipe window-v19",
+        "#2 person:",
+        "    Fix the bug in parse.py",
+        f"#{req.seq} request to test",
+        "thinking: The bug is probably",
+        "              in the loop.",
+        "reasoning blocks: thinking",
+        "text: Let me look.",
+        'call fs-read [call_1]: {"path":"parse.py"}',
+        f"#{res.seq} result of fs-read [call_1] lines 1-2 of 2",
+        "plan:",
+        f"fold of result #{res.seq}:",
+        "text: Fixed.",
+    ]
+    for bit in expected_bits:
+        assert bit in out, bit
+    assert out.index("#2 person:") < out.index("plan:") < out.index("text: Fixed.")
+    code, out, _ = run(store, capfd, "replay", s.id, "--json")
+    rows = [orjson.loads(line) for line in out.splitlines()]
+    assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+    assert rows[1]["text"].startswith("#2 person:")
+
+
+def test_logs_exact_replay_refuses_still_read(store: Store, capfd: pytest.CaptureFixture[str]) -> None:
+    s = Script(store, recipe())  # not the fixture: this log is damaged on purpose
+    s.turn("hello", [], "hi")
+    s.close()
+
+    def legacy(lines: list[Line]) -> list[Line]:
+        lines[0]["data"]["recipe"]["version"] = "window-v13"
+        for line in lines:
+            line["data"].pop("digest", None)
+        return lines
+
+    rewrite(store, s.id, legacy)
+    code, out, _ = run(store, capfd, "replay", s.id)
+    assert code == 0
+    assert "window-v13" in out and "no digest recorded (legacy request" in out and "hello" in out
+    code, _, _ = run(store, capfd, "replay", s.id, "--all")
+    assert code == 8
+
+
+def test_damaged_payloads_render_without_crashing() -> None:
+    odd = [
+        Event(seq=1, t="t", kind="session.start", ctx="main", data={"model": 3}),
+        Event(seq=2, t="t", kind="user.msg", ctx="main", data={"text": None, "images": "x"}),
+        Event(seq=3, t="t", kind="llm.resp", ctx="side", data={"response": [1, 2]}),
+        Event(seq=4, t="t", kind="llm.req", ctx="main", data={"elided": 5, "trim": True}),
+        Event(seq=5, t="t", kind="what.is.this", ctx="main", data={"a": 1}),
+    ]
+    lines = list(transcript(odd))
+    assert "? no recipe recorded" in "\n".join(lines)
+    assert lines[-1].startswith("#5 ? unknown event kind 'what.is.this'")
+    assert render_event(odd[2])[0] == "#3 [side] reply to #"
