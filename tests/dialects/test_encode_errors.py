@@ -114,3 +114,10 @@ def test_corrupt_block_data_is_refused() -> None:
 def test_local_api_has_no_dialect() -> None:
     with pytest.raises(ConfigError, match="api 'local' has no wire dialect"):
         dialect_for(entry(api="local"))
+
+
+@pytest.mark.parametrize(("effort", "think"), [("high", "high"), ("none", False), ("true", True), ("max", "max")])
+def test_ollama_think_from_reasoning_effort(effort: str, think: object) -> None:
+    s = entry(api="ollama", reasoning_effort=effort)
+    w = dialect_for(s).encode(Request(system="", tools=(), messages=(user("q"),)), s, session_key=None)
+    assert w.body is not None and w.body["think"] == think

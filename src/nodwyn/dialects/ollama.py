@@ -34,6 +34,8 @@ from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Timings, Usage
 
 _NO_IMAGES: Mapping[str, bytes] = {}
+# ``think`` is a bool or a level ("low" ... "max"); these effort words mean the bool.
+_THINK: dict[str, bool] = {"none": False, "off": False, "false": False, "on": True, "true": True}
 
 
 class OllamaDialect(DialectBase):
@@ -101,7 +103,7 @@ class OllamaDialect(DialectBase):
             ]
         body["stream"] = stream
         if settings.reasoning_effort is not None:
-            body["think"] = settings.reasoning_effort
+            body["think"] = _THINK.get(settings.reasoning_effort, settings.reasoning_effort)
         options: dict[str, Any] = {"num_ctx": settings.context_size}
         if request.max_output is not None:
             options["num_predict"] = request.max_output
