@@ -80,13 +80,13 @@ SHAPES: Final[tuple[_Shape, ...]] = (
         ("PRIVATE KEY-----",),
         r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?(?:-----END \1-----|\Z)",
     ),
-    _shape("anthropic-key", ("sk-ant-",), "sk-ant-" + _left("sk-ant-") + _SK_BODY, needs_digit=True),
-    _shape("openrouter-key", ("sk-or-v1-",), "sk-or-v1-" + _left("sk-or-v1-") + _SK_BODY, needs_digit=True),
+    _shape("anthropic-key", ("sk-",), "sk-ant-" + _left("sk-ant-") + _SK_BODY, needs_digit=True),
+    _shape("openrouter-key", ("sk-",), "sk-or-v1-" + _left("sk-or-v1-") + _SK_BODY, needs_digit=True),
     # after the two above, so their keys are already markers; sk-proj-/sk-svcacct- are in the body
     _shape("openai-key", ("sk-",), "sk-" + _left("sk-") + _SK_BODY, needs_digit=True),
     _shape(
         "github-token",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        ("gh",),
         "gh(?<![" + _KEYCHARS + "]gh)[pousr]_[A-Za-z0-9]{36,251}+" + _NOT_AFTER,
     ),
     _shape(
@@ -188,9 +188,15 @@ class _Walk:
         return s
 
     def _shapes(self, s: str, shapes: tuple[_Shape, ...]) -> str:
+        # a needle's presence is looked up once per string (markers contain no needle, so a
+        # replacement cannot make a needle appear)
+        seen: dict[str, bool] = {}
         for shape in shapes:
             for needle in shape.needles:
-                if needle in s:
+                hit = seen.get(needle)
+                if hit is None:
+                    hit = seen[needle] = needle in s
+                if hit:
                     s = shape.regex.sub(self._replacer(shape), s)
                     break
         return s

@@ -44,7 +44,8 @@ def format_time(moment: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in UTC."""
     if moment.tzinfo is None:
         raise ValueError("event time must be timezone-aware")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = moment.astimezone(UTC).replace(tzinfo=None)
+    return utc.isoformat(timespec="microseconds") + "Z"
 
 
 def _utc_now() -> datetime:
