@@ -15,6 +15,7 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from nodwyn.log import Store
@@ -60,22 +61,24 @@ def main() -> None:
     )
     parser.add_argument("--events", type=int, default=2000, help="events per run with fsync (x10 without)")
     parser.add_argument("--size", type=int, default=500, help="bytes of text per event")
-    parser.add_argument("--runs", type=int, default=3, help="runs of each case; the median is reported")
+    parser.add_argument("--runs", type=int, default=5, help="runs of each case; the median is reported")
     parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary directory")
     parser.add_argument("--out", type=Path, default=None, help="append the table to this markdown file")
     args = parser.parse_args()
 
-    rows: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="nodwyn-bench-") as tmp:
         root = Path(tmp)
-        cases = [
+        cases: list[tuple[str, Callable[[], float]]] = [
             ("bare write + fdatasync (baseline)", lambda: bench_syscalls(root, args.events, args.size, True)),
             ("append, fsync on (default)", lambda: bench_append(root, args.events, args.size, True)),
             ("bare write, no fdatasync", lambda: bench_syscalls(root, args.events * 10, args.size, False)),
             ("append, fsync off", lambda: bench_append(root, args.events * 10, args.size, False)),
         ]
-        for name, run in cases:
-            rows.append((name, statistics.median(run() for _ in range(args.runs))))
+        samples: dict[str, list[float]] = {name: [] for name, _ in cases}
+        for _ in range(args.runs):  # interleaved, so a burst of load hits every case alike
+            for name, run in cases:
+                samples[name].append(run())
+        rows = [(name, statistics.median(samples[name])) for name, _ in cases]
     base = rows[0][1]
     on = rows[1][1]
     lines = [
