@@ -101,7 +101,7 @@ def write_session(log: SessionLog, target_bytes: int) -> int:
     return requests
 
 
-def serve(root: Path) -> tuple[str, Any, threading.Thread]:
+def serve(root: Path, prices: Any = None) -> tuple[str, Any, threading.Thread]:
     import uvicorn
 
     from nodwyn.console.app import make_app
@@ -109,7 +109,7 @@ def serve(root: Path) -> tuple[str, Any, threading.Thread]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make_app(root), log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(make_app(root, prices), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:

@@ -169,7 +169,7 @@ def test_rows_name_what_moved_the_prefix_and_flag_unexplained_drops() -> None:
     assert rows[c].drop and rows[c].causes == ()
     assert [(x.kind, x.seq) for x in rows[d].causes] == [("fold", fold)] and not rows[d].drop
     assert [(x.kind, x.seq) for x in rows[e].causes] == [("trim", e)]
-    assert [(x.kind, x.seq) for x in rows[f].causes] == [("model switch", switch), ("model switch", f)]
+    assert [(x.kind, x.seq) for x in rows[f].causes] == [("model switch", switch)]  # named once
     assert rows[sub].predecessor is None and rows[sub].ctx == "sub-1"
 
 

@@ -103,7 +103,9 @@ def request_causes(
                 causes.append(Cause(kind=kind, seq=seq))  # type: ignore[arg-type]
                 have.add(kind)
         return causes
-    if record.get("model") != previous.get("model") or record.get("origin") != previous.get("origin"):
+    have = {c.kind for c in known} | {c.kind for c in causes}
+    switched = record.get("model") != previous.get("model") or record.get("origin") != previous.get("origin")
+    if switched and "model switch" not in have:
         causes.append(Cause(kind="model switch", seq=seq))
     tools = (record.get("no_tools", False), record.get("offered_tools"))
     if tools != (previous.get("no_tools", False), previous.get("offered_tools")):

@@ -78,7 +78,7 @@
     const gap = bar > 6 ? 2 : 1;
     const H = 200, top = 16, left = 4;
     const max = Math.max(1, ...list.map((r) => (r.usage && r.usage.prompt_tokens) || 0));
-    const W = left + list.length * (bar + gap) + 4;
+    const W = Math.max(left + list.length * (bar + gap) + 4, 160);
     const root = svg("svg", { width: W, height: H + top + 4, role: "img", "aria-label": "cached and uncached prompt tokens per request" });
     list.forEach((r, i) => {
       const x = left + i * (bar + gap);
@@ -111,6 +111,7 @@
       g.addEventListener("click", () => openWindow(r.seq));
       root.append(g);
     });
+    $("chart-scale").textContent = list.length ? `bar height: prompt tokens (tallest ${num(max)})` : "no requests yet";
     $("chart").replaceChildren(root);
     $("chart").dataset.bars = String(list.length);
   }
@@ -138,9 +139,11 @@
     $("window-diagnosis").dataset.kind = w.diagnosis.kind;
     if (!w.request) return;
     const body = $("window-body");
-    const sys = el("div", "msg system");
-    sys.append(el("div", "role", "system"), el("pre", null, w.request.system.text + more(w.request.system)));
-    body.append(sys, el("div", "msg tools", "tools: " + (w.request.tools.join(", ") || "none")));
+    const sys = el("details", "msg system");
+    const chars = w.request.system.text.length + (w.request.system.more || 0);
+    sys.append(el("summary", "role", `system prompt (${num(chars)} characters)`),
+      el("pre", null, w.request.system.text + more(w.request.system)));
+    body.append(sys, el("div", "msg tools role", "tools: " + (w.request.tools.join(", ") || "none")));
     w.request.messages.forEach((m, i) => body.append(message(m, i)));
     section.scrollIntoView({ block: "start" });
   }
