@@ -314,7 +314,7 @@ class Driver:
         if c.kind != "narrow" or c.lasting:
             return
         self.stack.pop()
-        if rnd.random() < 0.5:
+        if rnd.random() < 0.7:
             self.sim.widen(c.id, self.ctx.id)
             self.ctx.results.extend(c.results)
         else:
@@ -351,8 +351,13 @@ class Driver:
         if self.summaries and rnd.random() < 0.3:
             self.sim.revoke(self.summaries.pop(rnd.randrange(len(self.summaries))))
             return
-        first = rnd.randrange(2, len(self.sim.events) - 4)
-        last = rnd.randrange(first, len(self.sim.events))
+        users = [e.seq for e in self.sim.events if e.kind == "user.msg" and e.ctx == "main"]
+        if len(users) >= 2 and rnd.random() < 0.8:  # whole turns: a span that can be used
+            i = rnd.randrange(len(users) - 1)
+            first, last = users[i], users[i + 1] - 1
+        else:
+            first = rnd.randrange(2, len(self.sim.events) - 4)
+            last = rnd.randrange(first, len(self.sim.events))
         stale = rnd.random() < 0.1
         ev = self.sim.summary(
             first, last, "They read files. " * rnd.randrange(1, 5), digest="bad" if stale else None
@@ -397,4 +402,39 @@ def sessions(draw: st.DrawFn, versions: tuple[int, ...] = KNOWN_VERSIONS, summar
     sim = d.run(script)
     # end with a request in the innermost context, so every session has one
     sim.request(d.ctx.id, d.origin, TurnOptions(), d.withheld)
+    return sim
+
+
+def batch(
+    sim: Sim,
+    results: list[tuple[str, str]] | None = None,
+    *,
+    ctx: str = "main",
+    origin: Origin = ORIGIN_A,
+    text: str = "",
+    thinking: str = "",
+    blocks: tuple[ThinkingBlock, ...] = (),
+    name: str = "shell",
+    order: list[int] | None = None,
+    errors: tuple[int, ...] = (),
+    turn: TurnOptions = PLAIN,
+) -> tuple[Build, int, list[int]]:
+    """A request, then a reply calling one tool per (call id, result text), then the results.
+
+    Returns the build, the reply's seq and the results' seqs (in call order).
+    """
+    results = results or []
+    b = sim.request(ctx, origin, turn)
+    calls = tuple(ToolCall(id=cid, name=name, arguments="{}") for cid, _ in results)
+    reply = sim.reply(ctx, text=text, thinking=thinking, calls=calls, blocks=blocks)
+    seqs = [0] * len(results)
+    for k in order if order is not None else range(len(results)):
+        cid, out = results[k]
+        seqs[k] = sim.result(cid, out, ctx, name, error=k in errors).seq
+    return b, reply.seq, seqs
+
+
+def started(version: int = 19, **kw: Any) -> Sim:
+    sim = Sim()
+    sim.start(recipe(version, **kw))
     return sim
