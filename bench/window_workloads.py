@@ -156,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             "\ntargets at 32 Ki (cached >= 0.95, uncached <= 1.3x, none over, visible >= 0.65): "
             + ("all met" if not missed else "missed: " + "; ".join(missed))
         )
-        print(f"engine trim points at 32 Ki: {trims[('all', TARGET_BUDGET)]}")
+        print(
+            f"engine at 32 Ki: {trims[('all', TARGET_BUDGET)]} trim points; requests that broke the prefix "
+            f"sent {f.refill_share:.0%} of the uncached bytes; on average {f.hidden_by_caps:.1%} of the "
+            f"conversation was hidden by result caps and {1 - f.visible - f.hidden_by_caps:.1%} by elision"
+        )
     print(f"\nreplayed in {elapsed:.1f} s with {args.jobs} worker(s)")
     return 0
 

@@ -9,16 +9,15 @@ k-th reply. The events live in memory; no log is written.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from bench.workloads.measure import Measured, content_size, request_bytes, shared_prefix
+from bench.workloads.measure import Measured, content_size, shared_prefix
 from bench.workloads.prepared import Prepared
 from bench.workloads.run import WorkloadError
 
 from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
-from nodwyn.values.content import AssistantMessage, Origin, TextPart, ToolMessage, UserMessage
+from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import MAIN_CTX, Event
 from nodwyn.values.recipe import CURRENT_VERSION, Recipe, WindowLimits
 from nodwyn.values.request import Response
@@ -80,7 +79,7 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
         return seq
 
     feed("session.start", {"recipe": recipe_to_json(sizing.recipe(p, budget)), "model": MODEL})
-    seq_of: list[int] = []
+    index_of: dict[int, int] = {}  # seq -> index of the conversation message it logged
     elided: set[int] = set()
     out: list[Measured] = []
     estimates: list[int] = []
@@ -93,64 +92,66 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
             tools = p.parts.tools(req.tools)
             msgs = [p.parts.message(x) for x in req.messages]
             system = p.parts.text(req.system)
-            canonical = request_bytes(system, tools, msgs, req.max_output)
             record = dict(b.record)
             elided.update(record.get("elided", ()))
             trims += bool(record.get("trim"))
             estimates.append(int(record.get("estimate", 0)))
             cur = [system, *tools, *msgs]
+            cached = shared_prefix(prev, cur) if prev else 0
+            shown, shortened = visible(p, i, index_of, elided, req.messages, b.seqs)
             out.append(
                 Measured(
                     stream=sum(len(x) for x in cur),
-                    cached=shared_prefix(prev, cur) if prev else 0,
-                    size=len(canonical),
-                    visible=visible(p, i, seq_of, elided, req.messages),
+                    cached=cached,
+                    size=len(b.canonical),
+                    visible=shown,
                     conversation=p.content[i],
+                    shortened=shortened,
+                    broken=bool(prev) and cached < sum(len(x) for x in prev),
                 )
             )
             prev = cur
-            digest = "sha256:" + hashlib.sha256(canonical).hexdigest()
             req_seq = feed(
-                "llm.req", {"model": MODEL, "origin": origin_to_json(ORIGIN), "digest": digest, **record}
+                "llm.req", {"model": MODEL, "origin": origin_to_json(ORIGIN), "digest": b.digest, **record}
             )
             reply = Response(text=m.text, thinking=m.thinking, calls=m.calls, blocks=m.blocks, model=MODEL)
-            seq_of.append(feed("llm.resp", {"req": req_seq, "response": response_to_json(reply)}))
+            index_of[feed("llm.resp", {"req": req_seq, "response": response_to_json(reply)})] = i
         elif isinstance(m, ToolMessage):
             data = {"call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
-            seq_of.append(feed("tool.result", data))
+            index_of[feed("tool.result", data)] = i
         else:
             assert isinstance(m, UserMessage)
             text = "".join(x.text for x in m.parts if isinstance(x, TextPart))
-            seq_of.append(feed("user.msg", {"text": text}))
+            index_of[feed("user.msg", {"text": text})] = i
     return EngineResult(requests=out, estimates=estimates, trims=trims)
 
 
-def visible(p: Prepared, end: int, seq_of: list[int], elided: set[int], shown: tuple[Any, ...]) -> int:
-    """Content bytes of ``messages[:end]`` that the request still shows.
+def visible(
+    p: Prepared,
+    end: int,
+    index_of: dict[int, int],
+    elided: set[int],
+    shown: tuple[Message, ...],
+    seqs: tuple[int, ...],
+) -> tuple[int, int]:
+    """Content bytes of ``messages[:end]`` that the request still shows, and those it cut from
+    messages it shows (result caps).
 
-    The request's messages are the conversation's, in order, each shown whole, shortened (a capped
-    result) or elided in place, or left out (the results of an elided batch). A conversation
-    message whose seq is elided shows nothing; another shows the smaller of its content and what
-    the request shows for it (a task header adds to a message, a cap takes from it)."""
-    run = p.run
-    j = 0
-    total = 0
-    for i in range(end):
-        m = run.messages[i]
-        r = shown[j] if j < len(shown) else None
-        if isinstance(m, ToolMessage):
-            if not (isinstance(r, ToolMessage) and r.call_id == m.call_id):
-                continue  # left out with its batch
-        elif r is None or r.role != m.role:
+    ``seqs`` names the event each of the request's messages came from. A message whose seq is
+    elided shows nothing (its marker is not conversation); another shows the smaller of its
+    content and what the request shows for it (a task header adds to a message, a cap takes from
+    it). Messages the request leaves out (the results of an elided batch) show nothing."""
+    if len(seqs) != len(shown):
+        raise WorkloadError(f"{p.run.name}: the build names {len(seqs)} seqs for {len(shown)} messages")
+    total = cut = 0
+    for s, r in zip(seqs, shown, strict=True):
+        i = index_of.get(s)
+        if i is None or i >= end:
             raise WorkloadError(
-                f"{run.name}: request before message {end} shows a {getattr(r, 'role', 'nothing')} message "
-                f"where the conversation has message {i} ({m.role}); the alignment in engine.visible is wrong"
+                f"{p.run.name}: request before message {end} shows seq {s}, not a message before it"
             )
-        j += 1
-        if seq_of[i] not in elided:
-            total += min(content_size(m), content_size(r))
-    if j != len(shown):
-        raise WorkloadError(
-            f"{run.name}: request before message {end} has {len(shown) - j} unaligned messages"
-        )
-    return total
+        if s not in elided:
+            whole = content_size(p.run.messages[i])
+            total += min(whole, content_size(r))
+            cut += max(0, whole - content_size(r))
+    return total, cut

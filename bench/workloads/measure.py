@@ -133,6 +133,8 @@ class Measured:
     size: int  # bytes of the canonical request (the budget's measure)
     visible: int  # content bytes of the conversation this request still shows
     conversation: int  # content bytes of the whole conversation before this reply
+    shortened: int = 0  # content bytes of shown messages the request cut (result caps)
+    broken: bool = False  # the request does not begin with the whole previous request
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,12 +151,15 @@ class Figures:
     visible: float  # mean of visible / conversation
     uncached_tokens: int
     minimum_tokens: int
+    refill_share: float = 0.0  # share of uncached bytes sent by requests that broke the prefix
+    hidden_by_caps: float = 0.0  # mean share of the conversation hidden by shortening, not elision
 
 
 def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figures:
     """``runs``: each run's requests, in order, and its append-only minimum (bytes)."""
     stream = cached = minimum = fulls = over = n = 0
-    occupancy = visible = 0.0
+    occupancy = visible = capped = 0.0
+    refill = 0
     for reqs, run_minimum in runs:
         minimum += run_minimum
         previous = None
@@ -167,6 +172,8 @@ def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figu
             over += tokens(r.size) > budget
             occupancy += r.size / BYTES_PER_TOKEN / budget
             visible += r.visible / r.conversation if r.conversation else 1.0
+            capped += r.shortened / r.conversation if r.conversation else 0.0
+            refill += (r.stream - r.cached) if r.broken else 0
     return Figures(
         runs=len(runs),
         requests=n,
@@ -178,6 +185,8 @@ def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figu
         visible=visible / n if n else 1.0,
         uncached_tokens=(stream - cached) // BYTES_PER_TOKEN,
         minimum_tokens=minimum // BYTES_PER_TOKEN,
+        refill_share=refill / (stream - cached) if stream > cached else 0.0,
+        hidden_by_caps=capped / n if n else 0.0,
     )
 
 

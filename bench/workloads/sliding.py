@@ -44,10 +44,12 @@ def replay(p: Prepared, budget: int) -> list[Measured]:
                 lo = mid + 1
         cut = usable[lo]
         cur = [p.system, *p.tools, *pinned, *msgs[cut:end]]
+        cached = shared_prefix(prev, cur) if prev else 0
         out.append(
             Measured(
                 stream=sum(len(b) for b in cur),
-                cached=shared_prefix(prev, cur) if prev else 0,
+                cached=cached,
+                broken=bool(prev) and cached < sum(len(b) for b in prev),
                 size=size(cut),
                 visible=p.content[first] + p.content[end] - p.content[cut],
                 conversation=p.content[end],
