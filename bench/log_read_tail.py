@@ -19,6 +19,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,24 +40,37 @@ KINDS = [
 
 
 def write_log(root: Path, target: int, seed: int) -> str:
-    """A session of about ``target`` bytes, written as the log writes it (lines + index entries)."""
-    rng = random.Random(seed)
+    """A session of about ``target`` bytes, written as the log writes it (lines + index entries).
+
+    The last 100 events are the same in every log (same kinds, sizes and text), so a tail read
+    does the same work whatever the log's size.
+    """
     sid = new_session_id(datetime(2026, 11, 29, tzinfo=UTC), token=f"{seed:08x}")
     folder = root / "sessions" / sid
     folder.mkdir(parents=True)
-    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz     \n{}()=.,") for _ in range(70000))
+    text = "".join(random.Random(0).choice("abcdefghijklmnopqrstuvwxyz     \n{}()=.,") for _ in range(70000))
+    t = format_time(datetime(2026, 11, 29, 12, tzinfo=UTC))
+    tail_rng = random.Random(0)
+    tail = [tail_rng.choice(KINDS) + (tail_rng.randrange(0, 1000),) for _ in range(100)]
+    tail_bytes = sum(n for _, n, _ in tail) + 100 * 120
     ends: list[int] = []
     size, seq = 0, 0
-    t = format_time(datetime(2026, 11, 29, 12, tzinfo=UTC))
+    rng = random.Random(seed)
+
+    def event(kind: str, n: int, start: int) -> bytes:
+        nonlocal seq, size
+        seq += 1
+        line = encode_line(seq, t, kind, "main", {"text": text[start : start + n], "n": seq % 1000})
+        size += len(line)
+        ends.append(size)
+        return line
+
     with open(folder / LOG_NAME, "wb", buffering=8 * MB) as fh:
-        while size < target:
-            seq += 1
+        while size < target - tail_bytes:
             kind, n = rng.choice(KINDS)
-            start = rng.randrange(0, len(text) - n)
-            line = encode_line(seq, t, kind, "main", {"text": text[start : start + n], "n": seq})
-            fh.write(line)
-            size += len(line)
-            ends.append(size)
+            fh.write(event(kind, n, rng.randrange(0, len(text) - n)))
+        for kind, n, start in tail:
+            fh.write(event(kind, n, start))
     IndexFile.write_new(folder / INDEX_NAME, ends).close()
     return sid
 
@@ -77,8 +91,8 @@ def time_scan(store: Store, sid: str) -> float:
     started = time.perf_counter()
     path = store.sessions / sid / LOG_NAME
     with open(path, "rb") as fh:
-        lines = fh.readlines()
-    tail = [parse_line(line, session=sid, offset=0) for line in lines[-100:]]
+        lines = deque(fh, maxlen=100)
+    tail = [parse_line(line, session=sid, offset=0) for line in lines]
     assert len(tail) == 100
     return time.perf_counter() - started
 
