@@ -177,6 +177,22 @@ def make_app(
         }
         return JSONResponse(body)
 
+    def diagnosis(request: Request) -> Response:
+        """Every request of the session diagnosed (one replay pass; kept until the session grows)."""
+        sid = request.path_params["sid"]
+        state = registry.get(sid)
+        found = state.diagnoses()
+        counts: dict[str, int] = {}
+        for d in found:
+            counts[d.kind] = counts.get(d.kind, 0) + 1
+        return JSONResponse(
+            {
+                "last_seq": state.diagnosed[0] if state.diagnosed else 0,
+                "counts": counts,
+                "requests": [diagnosis_json(d) for d in found],
+            }
+        )
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=404)
 
@@ -192,6 +208,7 @@ def make_app(
             Route("/api/s/{sid}/poll", poll),
             Route("/api/s/{sid}/events", events),
             Route("/api/s/{sid}/window/{seq:int}", window),
+            Route("/api/s/{sid}/diagnosis", diagnosis),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts), Middleware(_Headers)],

@@ -58,6 +58,11 @@ class Source:
         with lock:
             return use(log)
 
+    def private(self, session: str) -> SessionLog:
+        """A reader of the session's own, for long passes (replaying every request) that should
+        not hold up the shared reader; close it when done."""
+        return self._store.open(session, write=False)
+
     def last_seq(self, session: str) -> int:
         return self.with_log(session, lambda log: log.last_seq)
 

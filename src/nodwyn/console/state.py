@@ -5,8 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
+from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.log import SessionLog
+from nodwyn.stats.diagnosis import Diagnosis
 from nodwyn.stats.totals import Aggregator
 from nodwyn.values.events import Event
 from nodwyn.values.model import Prices
@@ -23,7 +25,9 @@ class SessionState:
         self.started: str | None = None
         self.model: str | None = None
         self.reads = 0  # how many times new events were read from the log
+        self.diagnosed: tuple[int, list[Diagnosis]] | None = None  # (last_seq, diagnoses)
         self._lock = threading.Lock()
+        self._diagnosing = threading.Lock()
 
     def refresh(self) -> None:
         with self._lock:
@@ -36,6 +40,20 @@ class SessionState:
         for event in log.read(self.agg.last_seq + 1, None):
             self._note(event)
             self.agg.feed(event)
+
+    def diagnoses(self) -> list[Diagnosis]:
+        """Every request diagnosed by one replay pass, kept until the session grows."""
+        self.refresh()
+        with self._diagnosing:  # one pass at a time; polls go on meanwhile
+            with self._lock:
+                last, rows = self.agg.last_seq, self.agg.rows
+            done = self.diagnosed
+            if done is not None and done[0] == last:
+                return done[1]
+            with self.source.private(self.id) as log:
+                found = diagnose_session(log, rows)
+            self.diagnosed = (last, found)
+            return found
 
     def _note(self, event: Event) -> None:
         if self.started is None:

@@ -164,6 +164,38 @@
     return det;
   }
 
+  // -- diagnosis of every request ---------------------------------------------------------
+  const AUTO_DIAGNOSE = 300; // sessions up to this many requests are diagnosed on open
+  const KIND_LABEL = { "moved": "moved by us", "server miss": "server miss", "unverified": "unverified" };
+  async function diagnoseAll() {
+    $("diagnose").disabled = true;
+    $("diagnosis-summary").textContent = "replaying every request…";
+    let d;
+    try {
+      d = await getJSON(`${api}/diagnosis`);
+    } catch (e) {
+      $("diagnosis-summary").textContent = "error: " + e.message;
+      $("diagnose").disabled = false;
+      return;
+    }
+    const order = ["first", "appended", "moved", "server miss", "unverified"];
+    $("diagnosis-summary").textContent = order.filter((k) => d.counts[k])
+      .map((k) => `${d.counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + ` (as of seq ${d.last_seq})`;
+    const list = $("diagnosis");
+    list.replaceChildren();
+    for (const x of d.requests) {
+      if (x.kind === "first" || x.kind === "appended") continue;
+      const li = el("li", "diag " + x.kind.replace(" ", "-"));
+      li.dataset.seq = x.seq;
+      li.append(el("span", "seq", `request ${x.seq}`), document.createTextNode(" "), el("span", null, x.detail));
+      li.addEventListener("click", () => openWindow(x.seq));
+      list.append(li);
+    }
+    if (!list.childElementCount) list.append(el("li", "muted", "every request extended its predecessor and was served from the cache"));
+    $("diagnose").disabled = false;
+    document.body.dataset.diagnosed = String(d.last_seq);
+  }
+
   // -- transcript --------------------------------------------------------------------------
   function entry(e) {
     const d = el("div", "ev " + e.kind.replace(".", "-"));
@@ -229,10 +261,12 @@
   }
 
   $("older").addEventListener("click", loadOlder);
+  $("diagnose").addEventListener("click", diagnoseAll);
   (async () => {
     try {
       await Promise.all([poll(), loadTail()]);
       document.body.dataset.ready = "1";
+      if (rows.size && rows.size <= AUTO_DIAGNOSE) diagnoseAll();
     } catch (e) {
       $("live").textContent = "error: " + e.message;
       document.body.dataset.ready = "error";

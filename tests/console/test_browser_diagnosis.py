@@ -1,0 +1,56 @@
+"""The console explains each miss: a session driven against an OpenRouter-like fake whose
+replicas keep caches of their own, with a fold, diagnosed in the page by exact replay."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodwyn.fakes import FakeServer
+from nodwyn.log import Store
+
+from .conftest import Served
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.stats.drive import Driver, reading_script, settings  # noqa: E402
+from tests.stats.test_diagnosis_fakes import ROOMY  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_page_lists_server_misses_and_what_we_moved(root: Path, console: Served, page: Any) -> None:
+    store = Store(root, fsync=False)
+    with FakeServer(
+        api="openai-chat", family="openrouter", cache="replicas", replicas=4, seed=7, script=reading_script(8)
+    ) as fake:
+        models = {"r": settings(fake.url, "r", "fake-model", family="openrouter", cache_key="off")}
+        d = Driver(store, ROOMY, models, "r", session_key=None)
+        d.user("Review the repository module by module.")
+        reqs = [d.request()[0] for _ in range(5)]
+        fold = d.fold(d.results[0])
+        reqs += [d.request()[0] for _ in range(3)]
+        lookups = fake.lookups
+    page.goto(f"{console.url}/s/{d.log.id}")
+    page.wait_for_selector("body[data-diagnosed]", timeout=20000)  # small sessions are diagnosed on open
+
+    moved = page.locator("#diagnosis li.diag.moved")
+    assert moved.count() == 1 and f"fold at seq {fold}" in moved.inner_text()
+    misses = page.locator("#diagnosis li.diag.server-miss")
+    assert misses.count() >= 1
+    replica = {seq: lk.replica for seq, lk in zip(reqs, lookups, strict=True)}
+    for seq in [int(s) for s in misses.evaluate_all("els => els.map(e => e.dataset.seq)")]:
+        before = reqs[reqs.index(seq) - 1]
+        assert replica[seq] != replica[before]  # the fake served it from another replica
+    summary = page.locator("#diagnosis-summary").inner_text()
+    assert f"{misses.count()} server miss" in summary and "1 moved by us" in summary
+
+    misses.first.click()
+    page.wait_for_function("document.querySelector('#window-verify').className === 'ok'")
+    assert page.locator("#window-verify").inner_text().startswith("verified")
+    assert page.locator("#window-diagnosis").get_attribute("data-kind") == "server miss"
