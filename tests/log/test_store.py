@@ -358,3 +358,18 @@ def test_attachments_are_content_addressed_and_verified(store: Store) -> None:
         stored.write_bytes(data[:-1] + b"!")
         with pytest.raises(CorruptLogError, match=f"attachment .*{digest}"):
             log.attachments.get(digest)
+
+
+def test_a_reader_follows_an_index_the_writer_rewrote(store: Store) -> None:
+    with store.create() as log:
+        written = _fill(log, 10)
+        sid, path = log.id, log.path
+    with store.open(sid) as reader:
+        assert reader.last_seq == 10
+        (path / "index.bin").write_bytes(b"broken")  # damaged under the reader
+        with store.open(sid, write=True) as writer:  # rewrites index.bin (atomic rename)
+            written += _fill(writer, 100)
+        old_inode = os.fstat(reader._idx.fd).st_ino if reader._idx else None
+        assert list(reader.read()) == written
+        assert reader._idx is not None and reader._idx.fd >= 0
+        assert os.fstat(reader._idx.fd).st_ino == os.stat(path / "index.bin").st_ino != old_inode

@@ -81,7 +81,7 @@ class IndexFile:
         return index
 
     def count(self) -> int:
-        return (os.fstat(self.fd).st_size - HEADER) // ENTRY
+        return max(0, (os.fstat(self.fd).st_size - HEADER) // ENTRY)
 
     def end(self, seq: int) -> int:
         """End offset of ``seq``'s line (``end(0) == 0``)."""

@@ -36,6 +36,7 @@ LOG_NAME: Final = "log.jsonl"
 REDACTION_KEY: Final = "_redaction"
 _KIND: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*")
 _CTX: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+_LAG_REOPEN: Final = 64  # a reader re-checks index.bin when this many lines lack an entry
 _READ_BATCH: Final = 4096  # index entries fetched at once
 _READ_BYTES: Final = 4 << 20  # log bytes read at once (a longer line is read alone)
 
@@ -157,6 +158,8 @@ class SessionLog:
                 start = self._idx.end(count)
                 scan = scan_lines(self._fd, start, size, count + 1)
                 if scan.bad_seq is None:
+                    if len(scan.ends) > _LAG_REOPEN and not self.writable and self._reopen_index():
+                        return self._view()  # the writer replaced index.bin: use the new one
                     return _View(
                         count=count + len(scan.ends),
                         whole_end=scan.whole_end,
@@ -166,6 +169,20 @@ class SessionLog:
                         tail=scan.ends,
                     )
         return self._mem_view()
+
+    def _reopen_index(self) -> bool:
+        """A reader's index file lags far behind: if a writer replaced it, open the new one."""
+        assert self._idx is not None
+        try:
+            replaced = os.stat(self._idx.path).st_ino != os.fstat(self._idx.fd).st_ino
+        except FileNotFoundError:
+            return False
+        fresh = IndexFile.open(self._idx.path, writable=False) if replaced else None
+        if fresh is None:
+            return False
+        self._idx.close()
+        self._idx = fresh
+        return True
 
     def _mem_view(self) -> _View:
         size = os.fstat(self._fd).st_size
