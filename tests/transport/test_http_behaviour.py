@@ -219,3 +219,39 @@ def test_join_url_does_not_double_v1() -> None:
         == "https://openrouter.ai/api/v1/chat/completions"
     )
     assert join_url("http://127.0.0.1:9/", "/api/chat") == "http://127.0.0.1:9/api/chat"
+
+
+@pytest.mark.parametrize(
+    ("api", "family"),
+    [
+        ("openai-chat", None),
+        ("openai-chat", "openrouter"),
+        ("responses", None),
+        ("anthropic", None),
+    ],
+)
+def test_a_mid_stream_overload_is_retried_only_before_anything_was_shown(
+    api: str, family: str | None
+) -> None:
+    """(Ollama's mid-stream error is a bare string with no type, so the dialect does not retry it.)"""
+    overload = {"status": 529, "message": "Overloaded", "type": "overloaded_error", "mid_stream": True}
+    items = [{"error": overload}, {"text": "fine"}, {"text": "half a reply", "error": overload}]
+    delays: list[float] = []
+    shown: list[str] = []
+    fields = {"family": family} if family else {}
+    with FakeServer(api=api, family=family, script=items) as fake:
+        cred = Credential(name="KEY", value=SECRET, origins=frozenset({origin_of(fake.url)}))
+        settings = settings_for(fake.url, api, credential=None if api == "ollama" else "KEY", **fields)
+        with HttpBackend(Credentials.of([cred]), sleep=delays.append) as backend:
+            assert (
+                backend.send(
+                    _request(), settings, session_key=None, on_delta=lambda k, t: shown.append(t)
+                ).text
+                == "fine"
+            )
+            with pytest.raises(ProviderError) as err:
+                backend.send(_request(), settings, session_key=None, on_delta=lambda k, t: shown.append(t))
+        statuses = len(fake.requests)
+    assert delays == [1.0] and statuses == 3  # the second failure had shown text: not asked again
+    assert "".join(shown) == "fine" + "half a reply"
+    assert "Overloaded" in str(err.value) and "\n" not in str(err.value)

@@ -15,7 +15,17 @@ from typing import Any
 
 import orjson
 
-from nodwyn.fakes.base import ApiError, ReceivedRequest, Reply, State, json_reply, out_tokens, split_text, sse
+from nodwyn.fakes.base import (
+    ApiError,
+    ReceivedRequest,
+    Reply,
+    State,
+    error_kind,
+    json_reply,
+    out_tokens,
+    split_text,
+    sse,
+)
 from nodwyn.fakes.cache import Lookup, Prompt, unit
 from nodwyn.fakes.script import ScriptItem
 
@@ -282,6 +292,15 @@ def stream(
             emit("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": frag})
         emit("content_block_stop", index=index)
         index += 1
+    if item.error is not None:
+        emit(
+            "error",
+            error={
+                "type": item.error.type or error_kind(item.error.status, "anthropic"),
+                "message": item.error.message,
+            },
+        )
+        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
     if item.cut:
         return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
     output = out_tokens(item.text, *texts, *args_texts)

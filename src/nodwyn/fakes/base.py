@@ -121,9 +121,22 @@ class State:
                 "add replies to the script",
                 type="invalid_request_error",
             )
-        if item.error is not None:
+        if item.error is not None and not item.error.mid_stream:
             raise ApiError.scripted(item.error)
         return item
+
+
+def error_kind(status: int, api: str) -> str:
+    """The error ``type`` a provider gives a status when the script names none."""
+    if status == 429:
+        return "rate_limit_error"
+    if status == 529:
+        return "overloaded_error"
+    if status >= 500:
+        return "api_error" if api == "anthropic" else "server_error"
+    if status in (401, 403):
+        return "authentication_error"
+    return "invalid_request_error"
 
 
 def dumps(value: Any) -> bytes:

@@ -144,6 +144,8 @@ def reply(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) 
     chunks += [line({"content": frag}) for frag in split_text(item.text)]
     if calls:
         chunks.append(line({"tool_calls": calls}))
-    if not item.cut:
+    if item.error is not None:  # mid-stream: Ollama sends an error line with the status already 200
+        chunks.append(dumps({"error": item.error.message}) + b"\n")
+    elif not item.cut:
         chunks.append(line({}, done))
     return Reply(headers={"content-type": "application/x-ndjson"}, chunks=chunks)

@@ -19,9 +19,19 @@ from typing import Any
 
 import orjson
 
-from nodwyn.fakes.base import ApiError, ReceivedRequest, Reply, State, json_reply, out_tokens, split_text, sse
+from nodwyn.fakes.base import (
+    ApiError,
+    ReceivedRequest,
+    Reply,
+    State,
+    error_kind,
+    json_reply,
+    out_tokens,
+    split_text,
+    sse,
+)
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
-from nodwyn.fakes.script import ScriptItem
+from nodwyn.fakes.script import ScriptError, ScriptItem
 
 _CREATED = 1767225600
 _UNANSWERED = (
@@ -297,6 +307,9 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         chunks.append(chunk({"tool_calls": [head]}))
         for frag in split_text(args, 2):
             chunks.append(chunk({"tool_calls": [{"index": j, "function": {"arguments": frag}}]}))
+    if item.error is not None:
+        chunks.append(sse(stream_error(family, base, item.error)))
+        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
     if item.cut:
         return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
     finish = "tool_calls" if item.calls else "stop"
@@ -321,6 +334,17 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         )
     chunks.append(sse(b"[DONE]"))
     return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+
+
+def stream_error(family: str, base: dict[str, Any], e: ScriptError) -> dict[str, Any]:
+    """An error inside a stream whose status was already 200, in the family's shape."""
+    kind = e.type or error_kind(e.status, "openai-chat")
+    if family == "openrouter":
+        choice = {"index": 0, "delta": {"content": ""}, "finish_reason": "error"}
+        err = {"code": e.status, "message": e.message, "metadata": {"error_type": e.code or kind}}
+        return {**base, "error": err, "choices": [choice]}
+    fields = {"message": e.message, "type": kind, "param": e.param, "code": e.code}
+    return fields if family == "cerebras" else {"error": fields}
 
 
 def detail_fragments(state: State, details: tuple[Any, ...]) -> list[dict[str, Any]]:

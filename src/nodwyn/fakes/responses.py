@@ -15,7 +15,17 @@ from typing import Any
 
 import orjson
 
-from nodwyn.fakes.base import ApiError, ReceivedRequest, Reply, State, json_reply, out_tokens, split_text, sse
+from nodwyn.fakes.base import (
+    ApiError,
+    ReceivedRequest,
+    Reply,
+    State,
+    error_kind,
+    json_reply,
+    out_tokens,
+    split_text,
+    sse,
+)
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
 from nodwyn.fakes.openai_chat import check_auth
 from nodwyn.fakes.script import ScriptItem
@@ -256,6 +266,15 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         done = {**head, "status": "completed", "arguments": args}
         emit("response.output_item.done", output_index=index, item=done)
         output.append(done)
+    if item.error is not None:
+        e = item.error
+        emit(
+            "error",
+            code=e.code or e.type or error_kind(e.status, "responses"),
+            message=e.message,
+            param=e.param,
+        )
+        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
     if item.cut:
         return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
     reasoning_tokens = out_tokens(*(str(b.get("thinking", "")) for b in blocks))

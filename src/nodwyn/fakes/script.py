@@ -7,7 +7,8 @@ A script item (one JSON object per line in a ``.jsonl`` file)::
      "reasoning_details": [...],          # OpenRouter: sent back as streamed, merged by the client
      "blocks": [{"type": "thinking", "thinking": "...", "position": 0},
                 {"type": "redacted_thinking", "position": 1}],   # Anthropic / Responses reasoning
-     "error": {"status": 429, "message": "...", "retry_after": 2, "type": "...", "param": "..."},
+     "error": {"status": 429, "message": "...", "retry_after": 2, "type": "...", "param": "...",
+               "mid_stream": false},      # true: HTTP 200, the reply's text, then an error event
      "cut": true,                          # end the stream before its terminal event
      "empty_output": true}                 # Responses: a terminal event whose output is []
 
@@ -43,6 +44,7 @@ class ScriptError:
     param: str | None = None
     code: str | None = None
     retry_after: float | None = None
+    mid_stream: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +86,7 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
             param=e.get("param"),
             code=e.get("code"),
             retry_after=e.get("retry_after"),
+            mid_stream=bool(e.get("mid_stream")),
         )
     details = raw.get("reasoning_details")
     if details is not None and not isinstance(details, list):
