@@ -281,14 +281,17 @@ def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...])
     return r.build(req)
 
 
-def replay_request(log: SessionLog, seq: int, *, expect: bytes | None = None) -> Replayed:
+def replay_request(
+    log: SessionLog, seq: int, *, expect: bytes | None = None, whole: bool = False
+) -> Replayed:
     """The verified request recorded at ``seq``, or a refusal (see the module docstring).
 
     ``expect``: the canonical bytes captured when the request was sent, if the caller has them;
     a mismatch is then located against them instead of against the nearest verified request.
+    ``whole``: ignore the recorded start point and feed every event from seq 1.
     """
     req = _target(log, seq)
-    hint = _start_hint(req)
+    hint = None if whole else _start_hint(req)
     try:
         if hint is not None and hint[0] > 1:
             try:
