@@ -400,6 +400,17 @@ CASES: list[tuple[str, dict[str, Any], int, bytes, dict[str, str], str, str | No
         'ollama HTTP 404: model "qwen3:8b" not found, try pulling it first',
     ),
     (
+        "ollama-busy",
+        OLLAMA,
+        503,
+        j({"error": "server busy, please try again.  maximum pending requests exceeded"}),
+        {"Retry-After": "2"},
+        "ProviderUnavailable",
+        None,
+        "ollama HTTP 503: server busy, please try again. maximum pending requests exceeded; "
+        "the server is unavailable or overloaded: try again later",
+    ),
+    (
         "llamacpp-expected-content",
         LLAMACPP,
         400,
@@ -443,6 +454,7 @@ RETRY = {
     "anthropic-rate-limit": 30.0,
     "openrouter-rate-limit": 5.0,
     "empty-503-http-date": 30.0,
+    "ollama-busy": 2.0,
 }
 
 

@@ -182,6 +182,9 @@ def _class(
         return ContextLengthError
     if status == 429 or kinds & {"rate_limit_error", "rate_limit_exceeded"}:
         return RateLimitError
+    # Ollama's errors carry no type: its overload and busy messages say what they are.
+    if "overloaded" in low or "server busy" in low:
+        return ProviderUnavailable
     if (status is not None and status >= 500) or kinds & {
         "overloaded_error",
         "provider_overloaded",
