@@ -100,7 +100,7 @@ def test_an_incomplete_batch_is_not_newly_elided() -> None:
     sim.request()
     from nodwyn.values.content import ToolCall
 
-    calls = (ToolCall(id="done", name="shell", arguments="{}"), ToolCall(id="lost", name="shell", arguments="{}"))
+    calls = tuple(ToolCall(id=i, name="shell", arguments="{}") for i in ("done", "lost"))
     lonely = sim.reply(text=BIG, calls=calls).seq
     sim.result("done", "ok")
     _fill(sim, [[(f"x{i}", "ok")] for i in range(6)])

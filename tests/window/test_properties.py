@@ -6,6 +6,7 @@ and replay: each request rebuilt from the events before it has the recorded dige
 
 from __future__ import annotations
 
+import os
 import re
 
 from hypothesis import HealthCheck, given, settings
@@ -16,9 +17,15 @@ from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserM
 from nodwyn.values.recipe import Flag, policy_for
 from nodwyn.values.request import Request
 from nodwyn.window import build_window
+
 from .sessions import LIMITS, Built, Sim, sessions
 
-PROPS = settings(max_examples=int(__import__("os").environ.get("WINDOW_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# WINDOW_EXAMPLES=500 for a longer hunt; the default keeps the suite near a minute on 2 cores
+PROPS = settings(
+    max_examples=int(os.environ.get("WINDOW_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 MARKER = re.compile(r"^\[elided seq=(\d+)\]$")
 
 # events that may move a context's prefix other than a trim (the record then says why)

@@ -50,6 +50,17 @@ def overhead(system: bytes, tools: bytes, max_output: bytes) -> int:
     )
 
 
+def head(max_output: bytes) -> bytes:
+    """The request's bytes before its first message."""
+    return _OPEN + max_output + _MESSAGES
+
+
+def tail(plan: bytes | None, first: bool, system: bytes, tools: bytes) -> bytes:
+    """The request's bytes after the last pushed message: a trailing plan, then system and tools."""
+    lead = b"" if plan is None else plan if first else b"," + plan
+    return b"".join((lead, _SYSTEM, system, _TOOLS, tools, _CLOSE))
+
+
 def assemble(system: bytes, tools: bytes, max_output: bytes, pieces: Sequence[bytes]) -> bytes:
     return b"".join((_OPEN, max_output, _MESSAGES, b",".join(pieces), _SYSTEM, system, _TOOLS, tools, _CLOSE))
 

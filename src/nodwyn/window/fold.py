@@ -56,7 +56,10 @@ class Snapshot:
     system: bytes
     tools: bytes
     max_output: bytes
-    pieces: tuple[bytes, ...]
+    stream: bytearray  # the render's stream (append-only while its cache lives)
+    length: int  # how much of it this request had
+    head: int
+    plan: bytes | None  # the trailing plan's piece, if any
 
 
 class Window:
@@ -311,7 +314,10 @@ class Window:
             system=encode.system_bytes(cache.system(c)),
             tools=tools,
             max_output=encode.max_output_bytes(limits_out),
-            pieces=tuple(i.piece for i in items),
+            stream=cache.stream,
+            length=len(cache.stream),
+            head=cache.head,
+            plan=cache.pending_plan.piece if cache.pending_plan is not None else None,
         )
         return snap, cache, items
 
@@ -383,13 +389,18 @@ class Window:
                 stale = stale | frozenset(marked)
             snap, cache, items = self._parts(c, origin, turn, withheld, self._elided | new, stale)
             est = self._estimate(snap, full_tools, cache, items)
+        plan = cache.pending_plan
+        messages = tuple(cache.msgs) if plan is None else (*cache.msgs, plan.message)
         request = Request(
             system=cache.system(c),
             tools=subset,
-            messages=tuple(i.message for i in items),
+            messages=messages,
             max_output=limits.output_reserve if Flag.OUTPUT_CAP in policy else None,
         )
-        canonical = encode.assemble(snap.system, snap.tools, snap.max_output, snap.pieces)
+        end = encode.tail(snap.plan, not cache.items, snap.system, snap.tools)
+        hasher = cache.hasher.copy()
+        hasher.update(end)
+        canonical = b"".join((cache.stream, end))
         record: dict[str, Any] = {"elided": sorted(new), "estimate": est, "trim": bool(new)}
         if trimmed or headroom:
             record["high_water"] = line
@@ -415,8 +426,8 @@ class Window:
             request=request,
             record=record,
             canonical=canonical,
-            digest=encode.digest_of(canonical),
-            seqs=tuple(i.seq for i in items),
+            digest="sha256:" + hasher.hexdigest(),
+            seqs=tuple(cache.seqs) if plan is None else (*cache.seqs, plan.seq),
         )
 
     def _unblocked(self, item: Item, params: Params) -> Any:
@@ -448,18 +459,34 @@ def _withheld(items: list[Item]) -> list[dict[str, str]]:
     return out
 
 
+def _trailer(snap: Snapshot) -> bytes:
+    if snap.plan is None:
+        return b""
+    return (b"," if snap.length > snap.head else b"") + snap.plan
+
+
+def _extends(prev: Snapshot, now: Snapshot) -> bool:
+    """Whether ``now``'s messages are ``prev``'s with messages appended (``max_output`` is in the head)."""
+    n = prev.length
+    if now.length < n:
+        return False
+    if now.stream is not prev.stream and memoryview(now.stream)[:n] != memoryview(prev.stream)[:n]:
+        return False
+    rest = _trailer(prev)
+    want = len(rest) + 1
+    after = bytes(now.stream[n : n + want])
+    if len(after) < want:
+        after += _trailer(now)[: want - len(after)]
+    return after[: len(rest)] == rest and (
+        len(after) == len(rest) or after[len(rest) : len(rest) + 1] == b","
+    )
+
+
 def _moved(prev: Snapshot | None, now: Snapshot, trimmed: bool) -> list[str]:
     """Why this request is not its predecessor's with messages appended ([] when it is)."""
     if prev is None:
         return ["first"]
-    n = len(prev.pieces)
-    if (
-        prev.system == now.system
-        and prev.tools == now.tools
-        and prev.max_output == now.max_output
-        and len(now.pieces) >= n
-        and all(a is b or a == b for a, b in zip(prev.pieces, now.pieces, strict=False))
-    ):
+    if prev.system == now.system and prev.tools == now.tools and _extends(prev, now):
         return []
     reasons = ["trim"] if trimmed else []
     a, b = prev.params, now.params

@@ -9,8 +9,10 @@ request costs what was appended, not the log. Each message is encoded once to it
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -25,6 +27,7 @@ from nodwyn.values.content import (
     UserMessage,
 )
 from nodwyn.values.recipe import Flag, Policy, Recipe
+from nodwyn.window import encode
 from nodwyn.window.caps import cap_for, cap_text, is_fs_read
 from nodwyn.window.contexts import Context
 from nodwyn.window.entries import Entry
@@ -92,6 +95,22 @@ class RenderCache:
     body: int = 0  # sum of piece lengths of items (pending plan excluded)
     image_bytes: int = 0
     image_tokens: int = 0
+    # the request's canonical bytes up to the last item (``{"max_output":N,"messages":[p1,...,pk``),
+    # kept as items are pushed, with a SHA-256 over them: a build copies the hash and adds the tail
+    stream: bytearray = field(default_factory=bytearray)
+    hasher: Any = None
+    head: int = 0
+    msgs: list[Message] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        limits_out = (
+            self.params.recipe.limits.output_reserve if Flag.OUTPUT_CAP in self.params.policy else None
+        )
+        head = encode.head(encode.max_output_bytes(limits_out))
+        self.stream += head
+        self.head = len(head)
+        self.hasher = hashlib.sha256(head)
 
     def messages(self) -> list[Item]:
         if self.pending_plan is None:
@@ -99,6 +118,13 @@ class RenderCache:
         return [*self.items, self.pending_plan]
 
     def _push(self, item: Item) -> int:
+        if self.items:
+            self.stream += b","
+            self.hasher.update(b",")
+        self.stream += item.piece
+        self.hasher.update(item.piece)
+        self.msgs.append(item.message)
+        self.seqs.append(item.seq)
         self.items.append(item)
         self.body += len(item.piece)
         self.image_bytes += item.image_bytes

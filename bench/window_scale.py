@@ -1,0 +1,125 @@
+"""Window build cost against history size (issue 3, must-show 4).
+
+A synthetic session grows by tool turns (a request, a reply with one call, a ~2 KB result) to
+10k, 100k and 1M tokens of history, with water marks above that so nothing is trimmed. At each
+size it times, per request, what the agent does for every model turn: ``Window.build`` (which
+renders, encodes the canonical request and digests it) on a window that has been fed the events
+appended since the previous request. It reports the median per-request time and its ratio to the
+10k case, and, as the contrast, the time to build the same request from the whole log at once
+(``build_window``), which grows with the log.
+
+    .venv/bin/python bench/window_scale.py [--requests 30] [--sizes 10000,100000,1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
+from nodwyn.values.content import Origin, ToolCall
+from nodwyn.values.events import Event
+from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.request import Response, ToolSpec
+from nodwyn.window import Window, build_window
+
+ORIGIN = Origin(model="bench-model", server="bench")
+TOOLS = tuple(
+    ToolSpec(name=n, description=f"The {n} tool.", parameters={"type": "object", "properties": {}})
+    for n in ("fs-read", "shell", "edit", "search")
+)
+
+
+class Session:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.window = Window()
+        limits = WindowLimits(
+            high_water=4_000_000,
+            low_water=2_000_000,
+            max_result_tokens=16_384,
+            output_reserve=8192,
+            ceiling=4_100_000,
+        )
+        recipe = Recipe(
+            version=19,
+            system="You are a coding agent. " * 40,
+            tools=TOOLS,
+            limits=limits,
+            context_size=4_200_000,
+        )
+        self.add("session.start", {"recipe": recipe_to_json(recipe), "model": "bench"})
+        self.add("user.msg", {"text": "Fix the failing test in the parser module, then run the suite."})
+        self.turns = 0
+
+    def add(self, kind: str, data: dict[str, object]) -> Event:
+        e = Event(seq=len(self.events) + 1, t="2026-11-29T00:00:00Z", kind=kind, ctx="main", data=data)
+        self.events.append(e)
+        self.window.feed(e)
+        return e
+
+    def request(self) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        b = self.window.build(origin=ORIGIN)
+        elapsed = time.perf_counter() - t0
+        self.add(
+            "llm.req", {"model": "bench", "origin": origin_to_json(ORIGIN), "digest": b.digest, **b.record}
+        )
+        return elapsed, b.record["estimate"]
+
+    def answer(self) -> None:
+        n = self.turns
+        self.turns += 1
+        call = ToolCall(id=f"call_{n}", name="fs-read", arguments=f'{{"path": "src/mod{n % 50}.py"}}')
+        text = f"Reading module {n % 50} to check how the parser handles this case. " * 2
+        self.add(
+            "llm.resp",
+            {"req": len(self.events), "response": response_to_json(Response(text=text, calls=(call,)))},
+        )
+        body = "".join(f"{i:5d}  def function_{n}_{i}(value):  return value * {i}\n" for i in range(40))
+        self.add("tool.result", {"call_id": call.id, "name": "fs-read", "text": body, "error": False})
+
+
+def grow_to(session: Session, tokens: int) -> None:
+    estimate = 0
+    while estimate < tokens:
+        _, estimate = session.request()
+        session.answer()
+
+
+def measure(session: Session, requests: int) -> list[float]:
+    times = []
+    for _ in range(requests):
+        elapsed, _ = session.request()
+        times.append(elapsed)
+        session.answer()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=30, help="requests timed at each size")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="history sizes in tokens")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    session = Session()
+    rows = []
+    for size in sizes:
+        grow_to(session, size)
+        times = measure(session, args.requests)
+        t0 = time.perf_counter()
+        build_window(session.events, origin=ORIGIN)
+        scratch = time.perf_counter() - t0
+        _, est = session.window.build(origin=ORIGIN).record["estimate"], session.window.build(origin=ORIGIN)
+        del est
+        rows.append((size, len(session.events), statistics.median(times), max(times), scratch))
+    base = rows[0][2]
+    print(f"{'history':>10} {'events':>8} {'median ms':>10} {'max ms':>8} {'x 10k':>7} {'from log ms':>12}")
+    for size, events, median, worst, scratch in rows:
+        ms = f"{median * 1000:>10.2f} {worst * 1000:>8.2f} {median / base:>7.2f} {scratch * 1000:>12.1f}"
+        print(f"{size:>10,} {events:>8,} {ms}")
+
+
+if __name__ == "__main__":
+    main()
