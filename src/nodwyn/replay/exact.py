@@ -348,9 +348,9 @@ def _rebuild_and_last_verified(log: SessionLog, req: Event) -> tuple[bytes | Non
 def verify_all(log: SessionLog) -> Iterator[Verdict]:
     """Every request of the log, in one pass: each verified or refused.
 
-    A refusal of one request does not stop the pass (a legacy request, a mismatch); damage to the
-    log does, since nothing after it can be trusted: the last verdict then carries the
-    ``CorruptLogError`` (with the seq of the request it stopped before, or 0).
+    A refusal of one request does not stop the pass (a legacy request, a mismatch, a request the
+    window cannot build); damage to the log does, since nothing after it can be trusted: the last
+    verdict then has ``ctx == "-"`` and carries the error, with the seq the pass stopped at.
     """
     r = _Replayer(log)
     r.next_seq = 1
@@ -361,10 +361,8 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
                 recorded = ev.data.get("digest")
                 try:
                     yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, replayed=r.build(ev))
-                except (ReplayError, CorruptLogError) as exc:
+                except (ReplayError, CorruptLogError) as exc:  # this request only; the pass goes on
                     yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, error=exc)
-                    if isinstance(exc, CorruptLogError):
-                        return
             r.feed(ev)
         torn = log.torn_bytes
         if torn:
