@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="warm page loads to time (default 5)")
     ap.add_argument("--out", type=Path, help="write the results as markdown here")
     args = ap.parse_args(argv)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp), fsync=False)
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 bars = page.locator("#chart g.bar").count()
                 t1 = time.perf_counter()
                 page.locator("#older").click()
-                page.wait_for_function(f"document.querySelectorAll('#transcript .ev').length > {shown}")
+                expect(page.locator("#transcript .ev")).to_have_count(shown + 100)
                 older = time.perf_counter() - t1
                 browser.close()
         finally:

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "console.png")
     ap.add_argument("--verbose", action="store_true", help="print the session's diagnosis")
     args = ap.parse_args(argv)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     answer1 = "The request is rebuilt from the log by the window, then encoded by the dialect and sent."
     answer2 = "Trimming elides the oldest tool results first, down to the low water mark."
@@ -112,9 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 page.locator("#breakdowns summary").click()
                 miss = page.locator("#chart g.bar:has(path.miss)").first
                 (miss if miss.count() else page.locator("#chart g.bar").nth(3)).click()
-                page.wait_for_function(
-                    "!document.querySelector('#window-verify').textContent.includes('replaying')"
-                )
+                expect(page.locator("#window-verify")).not_to_have_text("replaying…")
                 page.mouse.move(1200, 10)
                 page.evaluate("window.scrollTo(0, 0)")
                 page.screenshot(path=str(args.out), full_page=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from nodwyn.log import Store
 
@@ -68,10 +69,7 @@ def test_a_live_reply_appears_and_totals_follow(store: Store, console: Served, p
         output_tokens=9,
     )
     page.get_by_text("a reply written while the page was open").wait_for(timeout=10000)
-    page.wait_for_function(
-        "document.querySelector('#totals tr[data-row=\"rate\"] td.value').textContent === '50%'",
-        timeout=10000,
-    )
+    expect(page.locator('#totals tr[data-row="rate"] td.value')).to_have_text("50%", timeout=10000)
     assert page.locator("#chart g.bar").count() == 2
     assert "SIGNATURE-XYZ" not in page.content()
 

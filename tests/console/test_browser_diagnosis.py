@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -51,6 +52,6 @@ def test_the_page_lists_server_misses_and_what_we_moved(root: Path, console: Ser
     assert f"{misses.count()} server miss" in summary and "1 moved by us" in summary
 
     misses.first.click()
-    page.wait_for_function("document.querySelector('#window-verify').className === 'ok'")
+    expect(page.locator("#window-verify")).to_have_class("ok", timeout=10000)
     assert page.locator("#window-verify").inner_text().startswith("verified")
     assert page.locator("#window-diagnosis").get_attribute("data-kind") == "server miss"

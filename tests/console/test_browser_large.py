@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from nodwyn.log import Store
 
@@ -45,5 +46,5 @@ def test_a_100_mb_log_opens_a_page_at_a_time(store: Store, console: Served, page
     assert sum(received) < 5_000_000  # the page took a few MB of JSON, not the 100 MB log
 
     page.locator("#older").click()
-    page.wait_for_function("document.querySelectorAll('#transcript .ev').length === 200")
+    expect(page.locator("#transcript .ev")).to_have_count(200)
     assert page.locator("#transcript .ev").first.get_attribute("data-seq") == str(last - 199)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from nodwyn.log import Store
 
@@ -21,7 +22,7 @@ def test_a_request_window_shows_its_verification(store: Store, console: Served, 
     _open(page, f"{console.url}/s/{w.id}")
     page.locator("#chart g.bar").first.click()
     verify = page.locator("#window-verify")
-    page.wait_for_function("!document.querySelector('#window-verify').textContent.includes('replaying')")
+    expect(verify).not_to_have_text("replaying…", timeout=10000)
     # this hand-written llm.req records a placeholder digest, so exact replay must refuse it
     assert verify.inner_text().startswith("not verified")
     assert page.locator("#window-diagnosis").get_attribute("data-kind") == "unverified"
