@@ -3,10 +3,15 @@ model predicts, usage as each API reports it, and the wire as the fakes received
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.cache import BLOCK, MIN_CACHED
+from nodwyn.values.content import ImagePart, TextPart, UserMessage
+from nodwyn.values.request import Request
 from transport.convo import SECRET, backend_for, converse, script, settings_for, share
 
 TURNS = 6
@@ -165,3 +170,30 @@ def test_on_delta_shows_the_reply_as_it_streams(api: str) -> None:
     assert len(seen) > 4, api
     assert text == replies[0].text + replies[1].text, api
     assert thinking.replace("\n", "") == (replies[0].thinking + replies[1].thinking).replace("\n", ""), api
+
+
+@pytest.mark.parametrize("api", ["ollama", "openai-chat", "responses", "anthropic"])
+def test_an_image_goes_as_the_bytes_the_sender_read(api: str) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    digest = hashlib.sha256(png).hexdigest()
+    message = UserMessage(
+        parts=(
+            TextPart(text="what is this?"),
+            ImagePart(digest=digest, media_type="image/png", width=8, height=8),
+        )
+    )
+    with FakeServer(api=api, script=[{"text": "a picture"}]) as fake, backend_for(fake.url) as backend:
+        settings = settings_for(
+            fake.url, api, takes_images=True, credential=None if api == "ollama" else "KEY"
+        )
+        reply = backend.send(
+            Request(system="s", tools=(), messages=(message,), max_output=50),
+            settings,
+            session_key=None,
+            images={digest: png},
+        )
+        (got,) = fake.requests
+    assert reply.text == "a picture"
+    encoded = base64.b64encode(png).decode()
+    assert encoded in got.raw.decode()
+    assert digest not in got.raw.decode()  # the digest names the image in the log, never on the wire
