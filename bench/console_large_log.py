@@ -13,6 +13,7 @@ against it. ``--out`` writes the table to a markdown file.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import sys
@@ -171,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         (f"{size / 1e6:.0f} MB session, reopened (median of {args.repeat})", warm_med, warm_med / base),
         ("100 older transcript events on the 100 MB session", older, older / base),
     ]
+    load = os.getloadavg()[0]
     lines = [
+        f"machine load average (1 min) at the end of the run: {load:.1f} on {os.cpu_count()} cores",
+        "",
         f"log: {size:,} bytes, {requests:,} requests, written in {write_s:.1f} s; "
         f"page shows {shown} transcript events and {bars} chart bars",
         "",

@@ -41,9 +41,9 @@ def reading_script(n: int) -> list[dict[str, Any]]:
     ]
 
 
-def settings(url: str, name: str, model: str, **extra: Any) -> ModelSettings:
+def settings(url: str, name: str, model: str, api: Any = "openai-chat", **extra: Any) -> ModelSettings:
     return ModelSettings(
-        name=name, api="openai-chat", model=model, context_size=64000, base_url=url, credential="KEY", **extra
+        name=name, api=api, model=model, context_size=64000, base_url=url, credential="KEY", **extra
     )
 
 

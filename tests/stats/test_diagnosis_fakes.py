@@ -123,3 +123,28 @@ def test_replica_misses_are_the_servers_and_partial_hits_name_the_request_served
         assert older is not None and older < seq
         assert replica[older] == replica[seq]  # the replica that served that older request
         assert f"request {older}'s prompt" in out[seq].detail
+
+
+def test_anthropics_reads_and_writes_count_as_prompt_tokens(store: Store) -> None:
+    with FakeServer(api="anthropic", script=reading_script(4), models=("claude-fake",)) as fake:
+        models = {"c": settings(fake.url, "c", "claude-fake", api="anthropic", cache_control="ephemeral")}
+        d = Driver(store, ROOMY, models, "c")
+        d.user("Read the modules.")
+        reqs = [d.request()[0] for _ in range(4)]
+        lookups = fake.lookups
+    agg = Aggregator()
+    agg.feed_all(d.log.read())
+    rows = {r.seq: r for r in agg.rows}
+    for seq, lk in zip(reqs, lookups, strict=True):
+        u = rows[seq].usage
+        assert u is not None
+        # the wire said input_tokens = what followed the breakpoint; the log holds the whole prompt
+        assert u.prompt_tokens == lk.prompt_tokens
+        assert (u.cached_tokens, u.cache_write_tokens) == (lk.cached_tokens, lk.cache_write_tokens)
+    t = agg.totals().all
+    assert t.cache_write_tokens == sum(lk.cache_write_tokens for lk in lookups) > 0
+    assert t.cache_rate == pytest.approx(
+        sum(lk.cached_tokens for lk in lookups) / sum(lk.prompt_tokens for lk in lookups)
+    )
+    out = diagnose(d)
+    assert [out[s].kind for s in reqs] == ["first", "appended", "appended", "appended"]

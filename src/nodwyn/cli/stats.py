@@ -3,6 +3,7 @@ request read what it read from the provider's cache)."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,8 @@ def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]
 
 
 def pct(rate: float | None) -> str:
-    return "unknown" if rate is None else f"{round(rate * 100)}%"
+    # half up, as the console rounds (Math.round), not Python's half to even
+    return "unknown" if rate is None else f"{math.floor(rate * 100 + 0.5)}%"
 
 
 def n(value: int | None) -> str:
