@@ -373,3 +373,16 @@ def test_a_reader_follows_an_index_the_writer_rewrote(store: Store) -> None:
         assert list(reader.read()) == written
         assert reader._idx is not None and reader._idx.fd >= 0
         assert os.fstat(reader._idx.fd).st_ino == os.stat(path / "index.bin").st_ino != old_inode
+
+
+def test_reads_cross_index_batches_and_huge_lines(tmp_path: Path) -> None:
+    store = Store(tmp_path, fsync=False)
+    with store.create() as log:
+        written = [log.append("note", {"i": i}) for i in range(5000)]
+        written.append(log.append("tool.result", {"text": "h" * (5 << 20)}))  # one line over 4 MB
+        written += [log.append("note", {"i": i}) for i in range(3)]
+        sid = log.id
+    with store.open(sid) as reader:
+        assert list(reader.read()) == written
+        assert list(reader.read(4090, 4200)) == written[4089:4200]
+        assert list(reader.read(5000, 5002)) == written[4999:5002]
