@@ -1,0 +1,81 @@
+"""Attached images (v12): framing line + image by digest, tile estimate, withheld, trimming."""
+
+from __future__ import annotations
+
+from nodwyn.values.canonical import canonical_bytes
+from nodwyn.values.codec import part_to_json
+from nodwyn.values.content import ImagePart, TextPart, UserMessage
+from nodwyn.values.recipe import WindowLimits
+from nodwyn.window import build_window
+from nodwyn.window.estimate import image_tokens, scaled_size
+
+from .sessions import ORIGIN_A, batch, started
+
+IMG = {
+    "digest": "sha256:" + "ab" * 32,
+    "media_type": "image/png",
+    "width": 1024,
+    "height": 1024,
+    "name": "shot.png",
+}
+
+
+def test_the_tile_rule_after_chat_completions_scaling() -> None:
+    assert scaled_size(1024, 1024) == (768, 768)
+    assert image_tokens(1024, 1024) == 85 + 170 * 4
+    assert scaled_size(4096, 2048) == (1536, 768) and image_tokens(4096, 2048) == 85 + 170 * 6
+    assert image_tokens(200, 100) == 85 + 170
+
+
+def test_an_image_is_a_user_message_of_a_framing_line_and_the_image_by_digest() -> None:
+    sim = started(12)
+    sim.user("what is wrong here?", images=[IMG])
+    b = sim.request()
+    text, image = b.request.messages
+    assert isinstance(image, UserMessage) and len(image.parts) == 2
+    line, part = image.parts
+    assert isinstance(line, TextPart) and "shot.png" in line.text and "not instructions" in line.text
+    assert part == ImagePart(digest=IMG["digest"], media_type="image/png", width=1024, height=1024)
+    assert b.seqs == (2, 2)
+    assert b"ab" * 32 in b.canonical  # the hash covers the digest, never the bytes
+    part_bytes = len(canonical_bytes(part_to_json(part)))
+    assert b.record["estimate"] == -(-(len(b.canonical) - part_bytes) // 3) + image_tokens(1024, 1024)
+
+
+def test_an_image_that_cannot_be_sent_is_replaced_by_a_line_and_recorded() -> None:
+    sim = started(12)
+    sim.user("look", images=[IMG])
+    reason = "the model takes no images"
+    b = sim.request(withheld={IMG["digest"]: reason, "sha256:other": "unrelated"})
+    image = b.request.messages[1]
+    assert isinstance(image, UserMessage) and image.parts == (
+        TextPart(text=f"[attached image shot.png was not sent: {reason}]"),
+    )
+    assert b.record["withheld_images"] == [{"digest": IMG["digest"], "reason": reason}]
+    again = build_window(sim.before(sim.builds[-1].seq), origin=ORIGIN_A, withheld={IMG["digest"]: reason})
+    assert again.digest == b.digest  # replay applies the recorded reasons without reading a file
+
+
+def test_images_are_trimmed_with_their_line_oldest_attachment_first_the_text_stays() -> None:
+    lim = WindowLimits(
+        high_water=1600, low_water=1000, max_result_tokens=2000, output_reserve=50, ceiling=3000
+    )
+    sim = started(12, limits=lim)
+    first = sim.user("first", images=[IMG])
+    second = sim.user("second", images=[IMG | {"digest": "sha256:" + "cd" * 32}])
+    for i in range(3):
+        batch(sim, [(f"c{i}", "ok")])
+    b = sim.request()
+    trimmed = [x for x in sim.builds if x.build.record["trim"]]
+    assert trimmed and trimmed[0].build.record["elided"][0] == first.seq
+    req = trimmed[0].build
+    assert req.request.messages[1] == UserMessage(parts=(TextPart(text=f"[elided seq={first.seq}]"),))
+    assert "first" in req.request.messages[0].parts[0].text  # type: ignore[union-attr]
+    assert second.seq in b.seqs
+
+
+def test_before_v12_images_are_not_in_the_window() -> None:
+    sim = started(10)
+    sim.user("look", images=[IMG])
+    b = sim.request()
+    assert len(b.request.messages) == 1 and "withheld_images" not in b.record

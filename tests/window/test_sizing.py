@@ -1,0 +1,53 @@
+"""Water marks and result cap sized from a model's context (issue 3; seed 2026-09-27, 2026-10-05)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodwyn.errors import ConfigError
+from nodwyn.window import ConfiguredLimits, size_limits
+
+
+def test_the_seed_defaults_at_a_96ki_context() -> None:
+    lim = size_limits(98_304, 8_192)
+    assert (lim.high_water, lim.low_water, lim.max_result_tokens) == (61_440, 30_720, 3_072)
+    assert lim.ceiling == 90_112 and lim.output_reserve == 8_192
+
+
+def test_marks_and_cap_grow_with_the_context() -> None:
+    lim = size_limits(1_048_576, 32_768)
+    assert lim.high_water == 655_360 and lim.low_water == 327_680
+    assert lim.max_result_tokens == 655_360 // 48  # a 48th of high water
+    big = size_limits(2_000_000, 32_768)
+    assert big.max_result_tokens == 16_384  # at most 16,384
+
+
+def test_a_fixed_window_keeps_its_marks_and_the_3072_cap() -> None:
+    lim = size_limits(1_048_576, 8_192, ConfiguredLimits(high_water=200_000, low_water=100_000))
+    assert (lim.high_water, lim.low_water, lim.max_result_tokens) == (200_000, 100_000, 3_072)
+
+
+def test_a_set_cap_is_kept() -> None:
+    assert size_limits(1_048_576, 8_192, ConfiguredLimits(max_result_tokens=5_000)).max_result_tokens == 5_000
+
+
+def test_marks_shrink_to_fit_a_small_context_less_the_reply_cap() -> None:
+    lim = size_limits(32_768, 4_096, ConfiguredLimits(high_water=61_440, low_water=30_720))
+    assert lim.high_water == 32_768 - 4_096 and lim.low_water < lim.high_water
+    unset = size_limits(16_384, 2_048)
+    assert unset.high_water <= unset.ceiling == 14_336 and unset.low_water == unset.high_water // 2
+
+
+@pytest.mark.parametrize(
+    ("context", "reserve", "configured"),
+    [
+        (0, 0, ConfiguredLimits()),
+        (2_000, 1_500, ConfiguredLimits()),
+        (98_304, 8_192, ConfiguredLimits(low_water=-1)),
+    ],
+)
+def test_unusable_sizes_are_refused_with_a_fix(
+    context: int, reserve: int, configured: ConfiguredLimits
+) -> None:
+    with pytest.raises(ConfigError):
+        size_limits(context, reserve, configured)
