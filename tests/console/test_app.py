@@ -86,3 +86,18 @@ def test_console_refuses_non_loopback_hosts_unless_allowed(root: Path) -> None:
     check_host("0.0.0.0", allow_remote=True)
     result = CliRunner().invoke(cli, ["console", "--host", "0.0.0.0", "--root", str(root)])
     assert isinstance(result.exception, ConfigError)
+
+
+def test_a_damaged_log_is_reported_not_guessed(store: Store, console: Served) -> None:
+    w = _session(store)
+    path = w.log.path / "log.jsonl"
+    w.log.close()
+    data = bytearray(path.read_bytes())
+    start = data.index(b'"kind":"tool.result"')
+    data[start : start + 6] = b"@@@@@@"  # a line in the middle is no longer JSON
+    path.write_bytes(bytes(data))
+    with httpx.Client(base_url=console.url) as c:
+        r = c.get(f"/api/s/{w.id}/poll")
+        assert r.status_code == 500
+        assert "seq" in r.json()["error"]
+        assert c.get("/api/sessions").status_code == 200  # the list still answers

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from nodwyn.log import Store
 
-from .conftest import Served, Writer
+from .conftest import Served, Writer, recipe
 
 pytestmark = pytest.mark.browser
 
@@ -92,3 +92,23 @@ def test_reopening_a_session_reuses_its_aggregate(store: Store, console: Served,
     again = page.evaluate(f"fetch('/api/s/{w.id}/poll?after=0').then(r => r.json())")
     assert again["totals"]["fed"] == state["totals"]["fed"] == w.log.last_seq  # not fed twice
     assert again["reads"] == state["reads"] == 1  # the log was read once
+
+
+def test_a_resumed_session_keeps_its_history_in_the_totals(store: Store, console: Served, page: Any) -> None:
+    w = Writer(store.create())
+    w.user("before the break")
+    w.turn(1000, 0)
+    w.turn(2000, 1000)
+    sid = w.id
+    w.log.close()  # the agent exits
+    _open(page, f"{console.url}/s/{sid}")
+    assert _rate_cell(page) == "33%"
+    with store.open(sid, write=True) as log:  # `nodwyn resume`
+        log.append("session.resume", {"recipe": recipe(), "model": "glm"})
+        again = Writer.__new__(Writer)
+        again.log, again.model, again.calls = log, "glm", 0
+        again.user("after the break")
+        again.turn(3000, 2000, text="resumed and answered")
+        page.get_by_text("resumed and answered", exact=True).wait_for(timeout=10000)
+    expect(page.locator('#totals tr[data-row="rate"] td.value')).to_have_text("50%")  # 3000 of 6000
+    assert page.locator('#totals tr[data-row="requests"] td.muted').inner_text() == "2 turns"

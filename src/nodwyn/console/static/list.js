@@ -9,7 +9,7 @@
     const a = document.createElement("a");
     a.href = "/s/" + encodeURIComponent(s.id);
     a.textContent = s.id;
-    const cells = [a, s.error ? "unreadable: " + s.error : (s.title || ""), s.last_seq ?? "",
+    const cells = [a, s.error ? "unreadable: " + s.error : (s.title || ""), s.events ?? "",
       s.rate === null || s.rate === undefined ? "" : Math.round(s.rate * 100) + "%"];
     for (const c of cells) {
       const td = document.createElement("td");
