@@ -142,7 +142,7 @@ def _chat_loop(agent: Agent, first_images: tuple[Path, ...]) -> None:
     click.secho("chat: type a message; /plan TASK, /compact, /model NAME, /quit", dim=True)
     while True:
         try:
-            line = click.prompt("you", prompt_suffix="> ", default="", show_default=False)
+            line = click.prompt("you", prompt_suffix="> ", default="", show_default=False, err=True)
         except (EOFError, click.exceptions.Abort):
             break
         text = line.strip()

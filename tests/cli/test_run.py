@@ -1,0 +1,183 @@
+"""``nodwyn run``, ``chat``, ``resume``, ``models`` and ``trust`` as a person runs them: the real
+command in a subprocess, against fake providers on 127.0.0.1 (and, marked slow, the local model)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodwyn.fakes import FakeServer
+from nodwyn.log import Store
+
+NODWYN = [str(Path(sys.executable).parent / "nodwyn")]
+FIGURES = re.compile(
+    r"^session (\S+): (\d+) requests, cached (\d+)% of prompt tokens \(([\d,]+) of ([\d,]+)\)"
+)
+
+
+def call(name: str, cid: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "id": cid, "arguments": arguments}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "NODWYN_HOME": str(tmp_path / "home"),
+        "NODWYN_CONFIG": str(tmp_path / "config.toml"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "WS": str(ws),
+    }
+
+
+def nodwyn(
+    env: dict[str, str], *args: str, stdin: str = "", timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*NODWYN, *args], env=env, input=stdin, capture_output=True, text=True, timeout=timeout, cwd=env["WS"]
+    )
+
+
+def configure(env: dict[str, str], url: str) -> None:
+    Path(env["NODWYN_CONFIG"]).write_text(
+        f"""[control]
+model = "chat"  # the model that runs sessions
+
+[models.chat]
+api = "openai-chat"
+model = "fake-model"
+base_url = "{url}"
+context_size = 32000
+"""
+    )
+
+
+def test_run_streams_tools_and_ends_with_the_session_and_its_cache_figures(env: dict[str, str]) -> None:
+    script = [
+        {"text": "Looking.", "calls": [call("fs-read", "r1", path="calc.py")]},
+        {"calls": [call("fs-edit", "r2", path="calc.py", old="a - b", new="a + b")]},
+        {"text": "Fixed: add now adds."},
+    ]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        done = nodwyn(env, "run", "Fix calc.py.", "--yes")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert '→ fs-read {"path":"calc.py"}' in out
+    assert any(line.startswith("  ✓ ") for line in out)
+    assert "Fixed: add now adds." in done.stdout
+    m = FIGURES.match(out[-1])
+    assert m, out[-1]
+    sid, requests, share, cached, prompt = m.groups()
+    assert requests == "3" and int(cached.replace(",", "")) > 0
+    assert round(100 * int(cached.replace(",", "")) / int(prompt.replace(",", ""))) == int(share)
+    assert Path(env["WS"], "calc.py").read_text().endswith("a + b\n")
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        assert [e.kind for e in log.read(1)].count("llm.resp") == 3
+
+
+def test_chat_commands_and_resume(env: dict[str, str]) -> None:
+    script = [
+        {"text": "Hi."},
+        {"text": "1. read\n2. answer"},  # /plan: the planner turn (no tools)
+        {"text": "Done with the plan."},
+        {"text": "NOTE: greeted, planned."},  # /compact: the note
+        {"text": "Resumed."},
+    ]
+    Path(env["NODWYN_CONFIG"]).parent.mkdir(exist_ok=True)
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        chat = nodwyn(env, "chat", stdin="hello\n/model nope\n/plan answer\n/compact\n/quit\n")
+        assert chat.returncode == 0, chat.stderr
+        assert "model 'nope' is not configured" in chat.stderr
+        assert "[compacted; the note is 23 characters]" in chat.stdout
+        assert FIGURES.match(chat.stdout.splitlines()[-1]), chat.stdout[-600:]
+        sid = FIGURES.match(chat.stdout.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        resumed = nodwyn(env, "resume", sid[:17], "Anything else?")
+        assert resumed.returncode == 0, resumed.stderr
+        assert "Resumed." in resumed.stdout
+        assert FIGURES.match(resumed.stdout.splitlines()[-1]).group(1) == sid  # type: ignore[union-attr]
+        bodies = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
+    assert "tools" not in bodies[1] or not bodies[1]["tools"]
+    assert bodies[4]["messages"][0]["content"].startswith("# Handover note")
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        kinds = [e.kind for e in log.read(1)]
+    assert kinds.count("gate.plan") == 1 and "session.resume" in kinds and "ctx.open" in kinds
+
+
+def test_malformed_config_is_one_line_and_exit_code_2(env: dict[str, str]) -> None:
+    Path(env["NODWYN_CONFIG"]).write_text("[window]\nhigh_water = 'lots'\n")
+    done = nodwyn(env, "run", "anything")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("nodwyn: ")
+    assert "high_water must be an integer" in done.stderr
+    assert not Path(env["NODWYN_HOME"]).exists()
+
+
+def test_models_add_set_list_and_test(env: dict[str, str]) -> None:
+    Path(env["NODWYN_CONFIG"]).write_text('# mine\n[control]\nmodel = "local"\n')
+    with FakeServer(api="anthropic", script=[{"text": "OK"}, {"text": "OK"}]) as fake:
+        added = nodwyn(
+            env,
+            "models",
+            "add",
+            "claude",
+            "api=anthropic",
+            "model=fake-model",
+            f"base_url={fake.url}",
+            "context_size=200000",
+        )
+        assert added.returncode == 0, added.stderr
+        assert nodwyn(env, "models", "set", "claude", "cache_control=ephemeral").returncode == 0
+        listed = nodwyn(env, "models", "list")
+        assert "* local" in listed.stdout and "claude" in listed.stdout
+        tested = nodwyn(env, "models", "test", "claude")
+        assert tested.returncode == 0, tested.stderr
+        bodies = [r.body for r in fake.requests if r.path.endswith("/messages")]
+    lines = tested.stdout.splitlines()
+    assert "cache_control=ephemeral" in lines[0]
+    assert lines[1].startswith("request 1: accepted; prompt ") and "cache write" in lines[1]
+    assert lines[2].startswith("request 2: accepted;") and "cache read" in lines[2]
+    assert len(bodies) == 2 and bodies[0].get("cache_control") == {"type": "ephemeral"}
+    text = Path(env["NODWYN_CONFIG"]).read_text()
+    assert text.startswith('# mine\n[control]\nmodel = "local"\n')
+    bad = nodwyn(env, "models", "set", "claude", "cache_key=sometimes")
+    assert bad.returncode == 2 and "cache_key must be one of" in bad.stderr
+    assert Path(env["NODWYN_CONFIG"]).read_text() == text
+
+
+def test_trust_lets_workspace_extensions_load(env: dict[str, str]) -> None:
+    ext = Path(env["WS"], ".nodwyn")
+    ext.mkdir()
+    (ext / "hello.py").write_text('nodwyn.task_header = "# Job"\n')
+    with FakeServer(api="openai-chat", script=[{"text": "a"}, {"text": "b"}]) as fake:
+        configure(env, fake.url)
+        first = nodwyn(env, "run", "x")
+        assert "not trusted" in first.stderr and "nodwyn trust" in first.stderr
+        trusted = nodwyn(env, "trust", env["WS"])
+        assert trusted.returncode == 0 and "trusted" in trusted.stdout
+        second = nodwyn(env, "run", "y")
+        assert "not trusted" not in second.stderr
+        bodies = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
+    assert bodies[1]["messages"][-1]["content"].startswith("# Job")
+
+
+@pytest.mark.slow
+def test_the_readme_command_on_the_local_model(env: dict[str, str]) -> None:
+    pytest.importorskip("llama_cpp")
+    env = {k: v for k, v in env.items() if k != "NODWYN_CONFIG"}  # a fresh machine: no config at all
+    done = nodwyn(env, "run", "Say what calc.py does.", timeout=600)
+    assert done.returncode == 0, done.stderr
+    m = FIGURES.match(done.stdout.splitlines()[-1])
+    assert m and m.group(2) == "1", done.stdout[-500:]
+    assert "prefill" in done.stdout.splitlines()[-1]
