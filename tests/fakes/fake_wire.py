@@ -14,8 +14,11 @@ import httpx
 SYSTEM = "You are a careful coding agent. Read before you write; run the tests after. " * 60  # ~1,500 tokens
 
 
+_CLIENT = httpx.Client(timeout=10)
+
+
 def post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.post(url, json=body, headers=headers or {}, timeout=10)
+    return _CLIENT.post(url, json=body, headers=headers or {})
 
 
 def sse_events(text: str) -> list[tuple[str | None, str]]:

@@ -128,7 +128,9 @@ class FakeServer:
         )
         server.handler = HANDLERS[self.api]
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name=f"fake-{self.api}", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fake-{self.api}", daemon=True
+        )
         self._thread.start()
         return self
 
