@@ -288,9 +288,14 @@ class SessionLog:
             os.ftruncate(self._fd, start)  # leave no partial line behind
             raise
         end = start + len(line)
-        assert self._idx is not None
-        self._idx.append(seq, end)
-        self._count, self._end = seq, end
+        self._count, self._end = seq, end  # durable now: the index below is derived data
+        if self._idx is not None:
+            try:
+                self._idx.append(seq, end)
+            except OSError:
+                # the next read or open rebuilds it from the log; the event stands
+                self._idx.close()
+                self._idx = None
         return parse_line(line, session=self.id, offset=start, seq=seq)
 
     # -- reading -----------------------------------------------------------------------------
