@@ -189,3 +189,34 @@ def test_decode_body_anthropic_with_input_transformations() -> None:
         dialect_for(s).decode_body(
             b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', s.origin
         )
+
+
+def test_responses_reasoning_text_stands_in_for_an_empty_summary() -> None:
+    s = entry(api="responses")
+    body = orjson.dumps(
+        {
+            "id": "r",
+            "object": "response",
+            "status": "completed",
+            "model": "gpt-oss-120b",
+            "output": [
+                {
+                    "id": "rs",
+                    "type": "reasoning",
+                    "summary": [],
+                    "content": [
+                        {"type": "reasoning_text", "text": "raw one"},
+                        {"type": "reasoning_text", "text": "raw two"},
+                    ],
+                },
+                {
+                    "id": "m",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "ok"}],
+                },
+            ],
+        }
+    )
+    r = dialect_for(s).decode_body(body, s.origin)
+    assert (r.thinking, r.text, r.usage) == ("raw one\n\nraw two", "ok", Usage())

@@ -233,6 +233,14 @@ class ResponsesDecoder:
                 summary = join_text(
                     [str(s.get("text", "")) for s in item.get("summary") or [] if isinstance(s, dict)]
                 )
+                if not summary:  # servers that return the reasoning itself rather than a summary
+                    summary = join_text(
+                        [
+                            str(c.get("text", ""))
+                            for c in item.get("content") or []
+                            if isinstance(c, dict) and c.get("type") == "reasoning_text"
+                        ]
+                    )
                 thoughts.append(summary)
                 if self.keep:
                     blocks.append(
