@@ -151,3 +151,40 @@ def test_two_readers_see_only_whole_events_while_one_writes(tmp_path: Path) -> N
         f"a partial last line seen (and not parsed) {stats['partial_tail_seen']} times"
     )
     assert stats["reads"] > 10
+
+
+FULL = textwrap.dedent(
+    """
+    import os, resource, signal, sys
+    from pathlib import Path
+    from nodwyn.log import Store
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+    log = Store(Path(sys.argv[1])).open(sys.argv[2], write=True)
+    limit = os.path.getsize(log.path / "log.jsonl") + 5000
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    try:
+        for i in range(1000):
+            print(log.append("note", {"i": i, "pad": "q" * 700}).seq, flush=True)
+    except OSError as exc:
+        print("error", exc.errno, flush=True)
+    """
+)
+
+
+def test_a_write_that_fails_part_way_leaves_no_partial_line(tmp_path: Path) -> None:
+    """The file size limit (RLIMIT_FSIZE) makes a write stop part way, as a full disk does."""
+    store = Store(tmp_path)
+    with store.create() as log:
+        log.append("note", {"text": "first"})
+        sid = log.id
+    proc = subprocess.run(
+        [sys.executable, "-c", FULL, str(tmp_path), sid], capture_output=True, text=True, timeout=60
+    )
+    lines = proc.stdout.split()
+    assert lines[-2] == "error", proc.stdout + proc.stderr
+    acked = [int(x) for x in lines[:-2]]
+    assert acked == list(range(2, 2 + len(acked))) and len(acked) >= 3
+    with store.open(sid) as reader:
+        assert reader.torn_bytes == 0
+        assert reader.last_seq == acked[-1]
+        assert [e.data["i"] for e in reader.read(2)] == list(range(len(acked)))
