@@ -91,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--max-result-tokens", type=int, default=None, help="result cap (default: the window's rule)"
     )
+    ap.add_argument(
+        "--low-water-above-prefix",
+        action="store_true",
+        help="low water that share of the way from the fixed prefix (system, tools, task) to the budget",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--limit", type=int, default=None, help="replay only the first N runs")
     ap.add_argument("--baseline-only", action="store_true", help="replay only the sliding window")
@@ -105,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     sizing = (
         None
         if args.baseline_only
-        else engine.Sizing(low_water=args.low_water, max_result_tokens=args.max_result_tokens)
+        else engine.Sizing(
+            low_water=args.low_water,
+            max_result_tokens=args.max_result_tokens,
+            above_prefix=args.low_water_above_prefix,
+        )
     )
     try:
         runs = find(args.folder)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.workloads.measure import Measured, content_size, shared_prefix
+from bench.workloads.measure import Measured, content_size, request_size, shared_prefix, tokens
 from bench.workloads.prepared import Prepared
 from bench.workloads.run import WorkloadError
 
@@ -35,20 +35,27 @@ class Sizing:
     max_result_tokens: int | None = None  # None: the window's sizing rule (3,072 for a fixed window)
     output_reserve: int = 4096
     version: int = CURRENT_VERSION
+    above_prefix: bool = False  # low water = fixed prefix + the share of what the budget leaves
 
-    def limits(self, budget: int) -> WindowLimits:
-        """The window's own sizing rule, for a model whose context is the budget plus the reply cap."""
+    def limits(self, budget: int, fixed: int = 0) -> WindowLimits:
+        """The window's own sizing rule, for a model whose context is the budget plus the reply cap.
+
+        ``fixed``: tokens the window can never trim (system prompt, catalog, task), used only when
+        ``above_prefix`` places low water above them."""
         from nodwyn.window.sizing import ConfiguredLimits, size_limits
 
+        low = int(budget * self.low_water)
+        if self.above_prefix and fixed < budget:
+            low = fixed + int((budget - fixed) * self.low_water)
         configured = ConfiguredLimits(
-            high_water=budget,
-            low_water=int(budget * self.low_water),
-            max_result_tokens=self.max_result_tokens,
+            high_water=budget, low_water=low, max_result_tokens=self.max_result_tokens
         )
         return size_limits(budget + self.output_reserve, self.output_reserve, configured)
 
     def recipe(self, p: Prepared, budget: int) -> Recipe:
-        limits = self.limits(budget)
+        first = p.replies[0] if p.replies else len(p.messages)
+        fixed = tokens(request_size(p.system, p.tools, p.messages[:first], None))
+        limits = self.limits(budget, fixed)
         return Recipe(
             version=self.version,
             system=p.run.system,
