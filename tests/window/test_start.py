@@ -1,0 +1,61 @@
+"""The start tracker (seed amendment 2026-10-15)."""
+
+from __future__ import annotations
+
+from nodwyn.values.events import Event
+from nodwyn.window import Start, build_window
+
+from .sessions import ORIGIN_A, Sim, batch, started
+
+
+def _same_from_start(sim: Sim, ctx: str) -> Start:
+    start = sim.window.start
+    full = build_window(sim.events, ctx, origin=ORIGIN_A)
+    part = build_window(start.select(sim.events), ctx, origin=ORIGIN_A)
+    assert part.canonical == full.canonical and part.record == full.record
+    return start
+
+
+def test_the_start_cuts_at_a_lasting_narrowing() -> None:
+    sim = started(19)
+    sim.user("ask")
+    batch(sim, [("a", "x" * 500)])
+    sim.open("n1", "narrow", system="Compacted.")  # does not last: no cut
+    sim.user("aside", "n1")
+    assert _same_from_start(sim, "n1").seq == 1
+    lasting = sim.open("n2", "narrow", "n1", system="Compacted again.", lasting=True)
+    sim.user("go on", "n2")
+    batch(sim, [("b", "y")], ctx="n2")
+    start = _same_from_start(sim, "n2")
+    assert start.seq == lasting.seq
+    assert start.keep == (
+        1,
+        sim.events[[e.kind for e in sim.events].index("ctx.open")].seq,
+    )  # recipe, n1's open
+
+
+def test_cutting_at_a_narrowing_that_does_not_last_would_be_wrong() -> None:
+    sim = started(19)
+    sim.user("ask")
+    opened = sim.open("n1", "narrow", system="aside")
+    sim.user("aside", "n1")
+    sim.widen("n1", "main")
+    assert sim.window.start.seq == 1
+    wrong = Start(seq=opened.seq, keep=(1,))
+    full = build_window(sim.events, origin=ORIGIN_A)
+    assert build_window(wrong.select(sim.events), origin=ORIGIN_A).canonical != full.canonical
+
+
+def test_a_session_with_a_summary_is_held_whole() -> None:
+    sim = started(19)
+    sim.user("ask")
+    sim.open("n1", "narrow", lasting=True)
+    sim.user("go on", "n1")
+    assert sim.window.start.seq > 1
+    sim.summary(2, 2, "s")
+    assert sim.window.start == Start(seq=1, keep=())
+
+
+def test_start_select_keeps_order_and_only_what_is_needed() -> None:
+    events = [Event(seq=i, t="t", kind="note", ctx="main", data={"text": ""}) for i in range(1, 10)]
+    assert [e.seq for e in Start(seq=6, keep=(2, 4)).select(events)] == [2, 4, 6, 7, 8, 9]

@@ -1,0 +1,128 @@
+"""Revocable summaries (window-v2, seed 2026-09-22)."""
+
+from __future__ import annotations
+
+from nodwyn.values.content import AssistantMessage, ToolCall
+from nodwyn.values.recipe import WindowLimits
+from nodwyn.window import build_window
+
+from .sessions import ORIGIN_A, Sim, batch, started
+
+
+def _turns(sim: Sim, n: int, start: int = 0) -> list[int]:
+    """n person's turns, each with one tool batch and a closing reply; returns the user.msg seqs."""
+    users = []
+    for i in range(start, start + n):
+        users.append(sim.user(f"ask {i}").seq)
+        batch(sim, [(f"c{i}", f"result {i}")])
+        sim.request()
+        sim.reply(text=f"answer {i}")
+    return users
+
+
+def _summaries(sim: Sim) -> list[str]:
+    b = sim.request()
+    return [
+        m.text
+        for m in b.request.messages
+        if isinstance(m, AssistantMessage) and m.text.startswith("[summary")
+    ]
+
+
+def test_a_summary_replaces_its_span_with_an_assistant_message() -> None:
+    sim = started(2)
+    u = _turns(sim, 3)
+    s = sim.summary(u[0], u[1] - 1, "They fixed the parser.")
+    b = sim.request()
+    assert b.seqs[0] == s.seq
+    first = b.request.messages[0]
+    assert first == AssistantMessage(text=f"[summary of seq {u[0]}-{u[1] - 1}]\n\nThey fixed the parser.")
+    assert not set(range(u[0], u[1])) & set(b.seqs)
+    assert "summary" in b.record["moved"]
+
+
+def test_the_latest_two_user_turns_stay_outside_replacement() -> None:
+    sim = started(2)
+    u = _turns(sim, 2)
+    sim.summary(u[0], u[1] - 1, "too recent")
+    assert _summaries(sim) == []  # the span is one of the latest two turns
+    sim.reply(text="ok")
+    _turns(sim, 1, start=5)
+    assert len(_summaries(sim)) == 1  # now two newer turns follow it
+
+
+def test_a_newer_overlapping_summary_supersedes_an_older_one() -> None:
+    sim = started(2)
+    u = _turns(sim, 5)
+    sim.summary(u[0], u[1] - 1, "older")
+    sim.summary(u[0], u[2] - 1, "newer")
+    texts = _summaries(sim)
+    assert len(texts) == 1 and texts[0].endswith("newer")
+    sim.reply(text="ok")
+    sim.summary(u[2], u[3] - 1, "disjoint")
+    assert [t.split("\n\n")[1] for t in _summaries(sim)] == ["newer", "disjoint"]
+
+
+def test_a_revoked_or_stale_summary_exposes_its_source() -> None:
+    sim = started(2)
+    u = _turns(sim, 3)
+    s = sim.summary(u[0], u[1] - 1, "gone soon")
+    assert len(_summaries(sim)) == 1
+    sim.reply(text="ok")
+    sim.revoke(s.seq)
+    b = sim.request()
+    assert _summaries(sim) == [] and u[0] in b.seqs
+    sim.reply(text="ok")
+    sim.summary(u[0], u[1] - 1, "stale", digest="sha256:not-the-source")
+    assert _summaries(sim) == []
+
+
+def test_a_span_that_splits_a_call_from_its_result_is_not_used() -> None:
+    sim = started(16)
+    sim.user("ask")
+    sim.request()
+    reply = sim.reply(calls=(ToolCall(id="x", name="shell", arguments="{}"),))
+    result = sim.result("x", "out")
+    sim.request()
+    sim.reply(text="done")
+    _turns(sim, 2, start=1)
+    sim.summary(2, reply.seq, "cuts the pair")
+    assert _summaries(sim) == []
+    assert result.seq > reply.seq
+
+
+def test_a_lifecycle_change_resets_the_sticky_elided_set() -> None:
+    lim = WindowLimits(high_water=900, low_water=400, max_result_tokens=2000, output_reserve=50, ceiling=1200)
+    sim = started(16, limits=lim)
+    u = _turns(sim, 2)
+    for i in range(6):
+        batch(sim, [(f"big{i}", "r" * 300)])
+    sim.reply(text="ok")
+    u += _turns(sim, 2, start=2)
+    elided = {s for x in sim.builds for s in x.build.record["elided"]}
+    assert elided
+    sim.reply(text="ok")
+    sim.summary(u[0], u[1] - 1, "the first turn, short")
+    b = sim.request()
+    # the window is rebuilt with no inherited elisions: it trims again, from its own decision
+    again = set(b.record["elided"]) & elided
+    assert again and b.record["trim"] is True
+    assert all(s >= u[1] for s in again)
+
+
+def test_later_edits_never_change_an_earlier_request() -> None:
+    sim = started(2)
+    u = _turns(sim, 3)
+    before = sim.request()
+    seq = sim.builds[-1].seq
+    sim.reply(text="ok")
+    s = sim.summary(u[0], u[1] - 1, "later edit")
+    sim.revoke(s.seq)
+    assert build_window(sim.events[: seq - 1], origin=ORIGIN_A).digest == before.digest
+
+
+def test_window_v1_ignores_summaries() -> None:
+    sim = started(1)
+    u = _turns(sim, 3)
+    sim.summary(u[0], u[1] - 1, "ignored")
+    assert _summaries(sim) == []
