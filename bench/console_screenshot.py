@@ -53,6 +53,8 @@ def script(n: int, final: str) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="take the console screenshot")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "console.png")
+    ap.add_argument("--full", action="store_true", help="the whole page, not the first screen")
+    ap.add_argument("--section", help="only this section of the page (an element id)")
     ap.add_argument("--verbose", action="store_true", help="print the session's diagnosis")
     args = ap.parse_args(argv)
     from playwright.sync_api import expect, sync_playwright
@@ -115,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
                 expect(page.locator("#window-verify")).not_to_have_text("replaying…")
                 page.mouse.move(1200, 10)
                 page.evaluate("window.scrollTo(0, 0)")
-                page.screenshot(path=str(args.out), full_page=False)
+                if args.section:
+                    page.locator(f"#{args.section}").screenshot(path=str(args.out))
+                else:
+                    page.screenshot(path=str(args.out), full_page=args.full)
                 browser.close()
         finally:
             server.should_exit = True
