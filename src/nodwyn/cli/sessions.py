@@ -112,8 +112,8 @@ def log(session: str, first: int, last: int | None, as_json: bool, root: Path | 
                     click.echo(encode_event(event), nl=False)
                 else:
                     click.echo(_event_text(event))
-        except BrokenPipeError:  # `nodwyn log ... | head`
-            sys.stderr.close()
+        except BrokenPipeError:  # `nodwyn log ... | head`: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return
         torn = session_log.torn_bytes
         if torn:
