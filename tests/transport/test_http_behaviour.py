@@ -5,6 +5,8 @@ without its terminal event asked again once, and errors that name status, messag
 from __future__ import annotations
 
 import dataclasses
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -255,3 +257,32 @@ def test_a_mid_stream_overload_is_retried_only_before_anything_was_shown(
     assert delays == [1.0] and statuses == 3  # the second failure had shown text: not asked again
     assert "".join(shown) == "fine" + "half a reply"
     assert "Overloaded" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_redirect_is_not_followed_with_the_credential() -> None:
+    seen: list[dict[str, str]] = []
+    with FakeServer(api="openai-chat", script=[{"text": "x"}]) as target:
+
+        class Redirect(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                seen.append(dict(self.headers))
+                self.send_response(307)
+                self.send_header("location", target.url + "/v1/chat/completions")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            with backend_for(url) as backend, pytest.raises(ProviderError, match="HTTP 307") as err:
+                backend.send(_request(), settings_for(url, "openai-chat"), session_key=None)
+        finally:
+            server.shutdown()
+            server.server_close()
+        assert target.requests == []  # the key never followed the redirect
+    assert len(seen) == 1 and target.url in str(err.value) and SECRET not in str(err.value)

@@ -201,6 +201,8 @@ class HttpBackend:
             raise _unreachable(settings, url, exc) from None
         if resp.status_code >= 400:
             raise dialect.parse_error(resp.status_code, resp.content, dict(resp.headers))
+        if resp.status_code >= 300:
+            raise _unexpected(settings, url, resp)
         try:
             return orjson.loads(resp.content)
         except orjson.JSONDecodeError:
@@ -234,6 +236,8 @@ class HttpBackend:
             with self.client.stream(method, url, headers=headers, content=body) as resp:
                 if resp.status_code >= 400:
                     raise dialect.parse_error(resp.status_code, resp.read(), dict(resp.headers))
+                if resp.status_code >= 300 or resp.status_code == 204:
+                    raise _unexpected(settings, url, resp)
                 for chunk in resp.iter_bytes():
                     feed(parser.feed(chunk))
                 feed(parser.close())
@@ -249,6 +253,18 @@ def _unreachable(settings: ModelSettings, url: str, exc: httpx.HTTPError) -> Pro
     return ProviderUnavailable(
         f"{settings.name}: the connection to {origin_of(url)} {kind} ({type(exc).__name__}); "
         "check that the server is running and base_url is right",
+        provider=settings.server or settings.api,
+    )
+
+
+def _unexpected(settings: ModelSettings, url: str, resp: httpx.Response) -> ProviderError:
+    """A redirect is never followed: the credential is bound to this origin, not to where it points."""
+    where = resp.headers.get("location", "")
+    to = f" to {where.split('?', 1)[0]}" if where else ""
+    return ProviderError(
+        f"{settings.name}: {origin_of(url)} answered HTTP {resp.status_code}{to}; nodwyn does not follow "
+        "redirects with a credential: set base_url to the server's real address",
+        status=resp.status_code,
         provider=settings.server or settings.api,
     )
 
