@@ -228,3 +228,21 @@ def test_compaction_moves_the_start(session: Make, store: Store) -> None:
     with store.open(s.id) as log:
         start = next(log.read(last, last)).data["start"]
     assert start["seq"] > 10, start
+
+
+def test_summaries_apply_from_a_window_v2_recipe(session: Make, store: Store) -> None:
+    """A v1 session's summary shows only once the session is resumed under v2 or later."""
+    s = session(recipe(1))
+    s.turn("first task", [[("fs-read", '{"path":"a.py"}', "print('a')\n")]], "a prints a")
+    s.turn("second task", [], "second done")
+    s.turn("third task", [], "third done")
+    s.close()
+    with store.open(s.id, write=True) as log:
+        users = [e.seq for e in log.read() if e.kind == "user.msg"]
+        add_summary(log, users[0], users[1] - 1, "V2-SUMMARY")
+    s.resume(recipe(1))
+    s.turn("fourth task", [], "ok")
+    assert b"V2-SUMMARY" not in s.sent[max(s.sent)]
+    s.resume(recipe(2))
+    s.turn("fifth task", [], "ok")
+    assert b"V2-SUMMARY" in s.sent[max(s.sent)] and b"print('a')" not in s.sent[max(s.sent)]
