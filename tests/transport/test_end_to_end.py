@@ -197,3 +197,32 @@ def test_an_image_goes_as_the_bytes_the_sender_read(api: str) -> None:
     encoded = base64.b64encode(png).decode()
     assert encoded in got.raw.decode()
     assert digest not in got.raw.decode()  # the digest names the image in the log, never on the wire
+
+
+def test_llamacpp_single_slot_reads_the_common_prefix_and_loses_it_to_another_conversation() -> None:
+    fake = FakeServer(api="openai-chat", family="llamacpp", cache="single", script=script(TURNS + 1))
+    with fake, backend_for(fake.url) as backend:
+        settings = settings_for(fake.url, "openai-chat", family="llamacpp")
+        replies = converse(backend, settings, TURNS)
+        other = backend.send(
+            Request(
+                system="Another agent entirely.", tools=(), messages=(user_message("hi"),), max_output=10
+            ),
+            settings,
+            session_key=None,
+        )
+    for prev, cur in zip(replies, replies[1:], strict=False):
+        assert prev.usage.prompt_tokens is not None and cur.usage.cached_tokens is not None
+        assert prev.usage.prompt_tokens - 1 <= cur.usage.cached_tokens <= prev.usage.prompt_tokens
+        assert cur.timings.prefill_ms is not None and cur.usage.prompt_tokens is not None
+        assert (
+            cur.timings.prefill_ms == cur.usage.prompt_tokens - cur.usage.cached_tokens
+        )  # timings.prompt_n, in ms
+    assert (
+        other.usage.cached_tokens is not None and other.usage.cached_tokens < 20
+    )  # the slot held another prompt
+    print(f"llamacpp single slot: cached share {share(replies):.1%} over {TURNS} requests")
+
+
+def user_message(text: str) -> UserMessage:
+    return UserMessage(parts=(TextPart(text=text),))
