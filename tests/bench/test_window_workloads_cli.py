@@ -1,0 +1,51 @@
+"""The benchmark command: a table per budget for both policies, the 32 Ki target line, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.workloads.engine import Sizing
+
+from bench import window_workloads
+
+
+def smallest_run(workloads: Path) -> Path:
+    return min((workloads / "minisweagent-gemini3pro").glob("*.traj.json"), key=lambda p: p.stat().st_size)
+
+
+def test_one_run_prints_both_policies_at_each_budget(
+    workloads: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = window_workloads.main([str(smallest_run(workloads)), "--budgets", "16,32", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    for row in ("engine @ 16 Ki", "sliding @ 16 Ki", "engine @ 32 Ki", "sliding @ 32 Ki"):
+        assert row in out
+    assert "targets at 32 Ki" in out and "trim points" in out
+
+
+def test_the_baseline_alone_needs_no_engine(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = window_workloads.main([str(smallest_run(workloads)), "--budgets", "64", "--baseline-only"])
+    out = capsys.readouterr().out
+    assert code == 0 and "sliding @ 64 Ki" in out and "engine @" not in out
+
+
+def test_a_missing_folder_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = window_workloads.main([str(tmp_path / "nowhere")])
+    assert code == 2
+    assert "nowhere: no such file or folder" in capsys.readouterr().err
+
+
+def test_bad_budgets_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        window_workloads.main([str(tmp_path), "--budgets", "16,lots"])
+
+
+def test_low_water_above_the_fixed_prefix() -> None:
+    plain = Sizing().limits(32 * 1024, fixed=12_000)
+    above = Sizing(above_prefix=True).limits(32 * 1024, fixed=12_000)
+    assert plain.low_water == 16 * 1024
+    assert above.low_water == 12_000 + (32 * 1024 - 12_000) // 2
+    assert above.high_water == plain.high_water == above.ceiling == 32 * 1024
+    assert above.max_result_tokens == plain.max_result_tokens == 3072
