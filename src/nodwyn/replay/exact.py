@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +137,7 @@ class _Replayer:
         self.window = Window()
         self.recipe_version: int | None = None  # None: no recipe event yet
         self.legacy_recipe_seq: int | None = None  # a session event without a recipe
-        self.next_seq: int | None = None
+        self.next_seq = 1  # the seq the next contiguous event must have
 
     def corrupt(self, seq: int, why: str) -> CorruptLogError:
         return CorruptLogError(f"{place(self.log.id, seq, offset_of(self.log, seq))}: {why}")
@@ -194,8 +194,6 @@ class _Replayer:
                 withheld=withheld_of(data),
             )
             canonical = canonical_bytes(codec.request_to_json(b.request))
-        except ReplayError:
-            raise
         except (CorruptLogError, NotFoundError) as exc:
             raise self.corrupt(req.seq, f"the window cannot build this request: {exc}") from None
         except CanonicalError as exc:
@@ -250,34 +248,19 @@ def _start_hint(req: Event) -> tuple[int, tuple[int, ...]] | None:
     return s, tuple(keep)
 
 
-def _events_from(
-    log: SessionLog, start: int, keep: Iterable[int], before: int
-) -> Iterator[tuple[Event, bool]]:
-    """(event, contiguous) pairs: the kept events, then ``start..before-1`` in order."""
+def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...]) -> Replayed:
+    """Feed the kept events, then ``start..req.seq-1`` with no gap, and rebuild ``req``."""
+    r = _Replayer(log)
     for k in keep:
         ev = next(iter(_read(log, k, k)), None)
         if ev is None:
-            raise CorruptLogError(f"session {log.id}: seq {k}, recorded as needed by a request, is missing")
-        yield ev, False
-    first = True
-    for ev in _read(log, start, before - 1):
-        yield ev, not first
-        first = False
-
-
-def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...]) -> Replayed:
-    r = _Replayer(log)
-    expected = start
-    for ev, contiguous in _events_from(log, start, keep, req.seq):
-        if contiguous or ev.seq >= start:
-            if ev.seq != expected:
-                raise r.corrupt(expected, f"expected seq {expected}, the log gave seq {ev.seq}")
-            expected += 1
-            r.next_seq = ev.seq
-        r.feed(ev, contiguous=contiguous or ev.seq >= start)
-    if expected != req.seq:
-        raise r.corrupt(expected, f"the events before request seq {req.seq} end at seq {expected - 1}")
-    r.next_seq = req.seq
+            raise r.corrupt(k, f"the event request seq {req.seq} recorded as needed is missing")
+        r.feed(ev, contiguous=False)
+    r.next_seq = start
+    for ev in _read(log, start, req.seq - 1):
+        r.feed(ev)
+    if r.next_seq != req.seq:
+        raise r.corrupt(r.next_seq, f"the events before request seq {req.seq} end at seq {r.next_seq - 1}")
     return r.build(req)
 
 
@@ -353,7 +336,6 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
     verdict then has ``ctx == "-"`` and carries the error, with the seq the pass stopped at.
     """
     r = _Replayer(log)
-    r.next_seq = 1
     try:
         for ev in _read(log, 1):
             if ev.kind == "llm.req":
@@ -371,4 +353,4 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
                 "(a partial log); exact replay refuses it"
             )
     except (CorruptLogError, ReplayError) as exc:
-        yield Verdict(seq=r.next_seq or 0, ctx="-", recorded=None, error=exc)
+        yield Verdict(seq=r.next_seq, ctx="-", recorded=None, error=exc)
