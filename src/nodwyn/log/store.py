@@ -12,6 +12,7 @@ lock and sees only whole events, even while a writer appends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from array import array
@@ -362,6 +363,11 @@ class SessionLog:
             self._idx = None
         if self._lock is not None:
             self._lock.release()
+
+    def __del__(self) -> None:
+        # descriptors are plain ints: a log dropped without close() must not leak them (or the lock)
+        with contextlib.suppress(Exception):
+            self.close()
 
     def __enter__(self) -> SessionLog:
         return self
