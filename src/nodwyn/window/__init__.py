@@ -2,10 +2,14 @@
 request and the record of what the build decided. No I/O, no clock, no configuration.
 
     w = Window(); w.feed(event) ...; b = w.build("main", origin=..., turn=TurnOptions(...))
-    b.request, b.record, b.canonical, b.digest
+    b.request, b.record, b.canonical, b.digest, b.seqs
+
+Replay rebuilds the request an ``llm.req`` at SEQ recorded by feeding the events before SEQ and
+building with ``ctx=event.ctx``, ``origin=origin_from_json(data["origin"])``,
+``turn=recorded_turn(data)`` and ``withheld=recorded_withheld(data)``. Decisions: docs/adr/0010-0022.
 """
 
-from nodwyn.window.fold import Build, TurnOptions, Window, build_window
+from nodwyn.window.fold import Build, TurnOptions, Window, build_window, recorded_turn, recorded_withheld
 from nodwyn.window.sizing import ConfiguredLimits, size_limits
 from nodwyn.window.start import Start
 from nodwyn.window.summaries import source_digest
@@ -17,6 +21,8 @@ __all__ = [
     "TurnOptions",
     "Window",
     "build_window",
+    "recorded_turn",
+    "recorded_withheld",
     "size_limits",
     "source_digest",
 ]

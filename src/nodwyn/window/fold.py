@@ -216,19 +216,10 @@ class Window:
         except CorruptLogError:
             c.last_req = None
             return
-        held = data.get("withheld_images", [])
-        withheld = {
-            w["digest"]: w["reason"]
-            for w in held
-            if isinstance(w, dict) and isinstance(w.get("digest"), str) and isinstance(w.get("reason"), str)
-        }
-        offered = data.get("offered_tools")
-        turn = TurnOptions(
-            no_tools=data.get("no_tools") is True,
-            offered_tools=tuple(offered) if isinstance(offered, list) else None,
-        )
         try:
-            parts = self._parts(c, origin, turn, withheld, self._elided, self._stale)
+            parts = self._parts(
+                c, origin, recorded_turn(data), recorded_withheld(data), self._elided, self._stale
+            )
         except NotFoundError:
             c.last_req = None
             return
@@ -521,6 +512,28 @@ _HANDLERS = {
     "summary.revoke": Window._summary_revoke,
     "llm.req": Window._req,
 }
+
+
+def recorded_turn(data: Mapping[str, Any]) -> TurnOptions:
+    """The turn options an ``llm.req`` payload recorded: what replay passes to ``build``."""
+    offered = data.get("offered_tools")
+    return TurnOptions(
+        no_tools=data.get("no_tools") is True,
+        offered_tools=tuple(str(t) for t in offered) if isinstance(offered, list) else None,
+        headroom=data.get("headroom") is True,
+    )
+
+
+def recorded_withheld(data: Mapping[str, Any]) -> dict[str, str]:
+    """The withheld images an ``llm.req`` payload recorded (digest -> reason)."""
+    held = data.get("withheld_images", [])
+    if not isinstance(held, list):
+        return {}
+    return {
+        w["digest"]: w["reason"]
+        for w in held
+        if isinstance(w, dict) and isinstance(w.get("digest"), str) and isinstance(w.get("reason"), str)
+    }
 
 
 def build_window(
