@@ -386,3 +386,17 @@ def test_reads_cross_index_batches_and_huge_lines(tmp_path: Path) -> None:
         assert list(reader.read()) == written
         assert list(reader.read(4090, 4200)) == written[4089:4200]
         assert list(reader.read(5000, 5002)) == written[4999:5002]
+
+
+def test_a_log_dropped_without_close_leaks_no_descriptor(store: Store) -> None:
+    with store.create() as log:
+        log.append("note", {})
+        sid = log.id
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(300):
+        assert len(list(store.open(sid).read())) == 1
+    assert len(os.listdir("/proc/self/fd")) <= before + 2
+    writer = store.open(sid, write=True)
+    del writer  # the lock goes with it
+    with store.open(sid, write=True) as again:
+        assert again.last_seq == 1
