@@ -321,3 +321,29 @@ def test_cli_fake_serve_prints_its_url_and_serves_the_script(tmp_path: Path) -> 
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_responses_reasoning_by_id_needs_a_stored_response_or_its_encrypted_content() -> None:
+    script = [
+        {"thinking": "plan", "text": "a"},
+        {"thinking": "plan", "text": "b"},
+        {"text": "c"},
+        {"text": "d"},
+    ]
+    with FakeServer(api="responses", script=script) as fake:
+
+        def reasoning_of(store: bool) -> dict[str, Any]:
+            r = post(
+                fake.url + "/v1/responses", {"model": "m", "input": "go", "stream": True, "store": store}
+            )
+            done = [json.loads(d)["item"] for e, d in sse_events(r.text) if e == "response.output_item.done"]
+            return next(i for i in done if i["type"] == "reasoning")
+
+        kept, unkept = reasoning_of(True), reasoning_of(False)
+        assert "encrypted_content" not in kept and "encrypted_content" not in unkept
+        tail = [{"role": "assistant", "content": "a"}, {"role": "user", "content": "next"}]
+        by_id = post(fake.url + "/v1/responses", {"model": "m", "input": [kept, *tail], "stream": True})
+        lost = post(fake.url + "/v1/responses", {"model": "m", "input": [unkept, *tail], "stream": True})
+    assert by_id.status_code == 200
+    assert lost.status_code == 404
+    assert lost.json()["error"]["message"].startswith(f"Item with id '{unkept['id']}' not found.")

@@ -6,7 +6,8 @@ short, as the SDK warns, so a client must take the item from ``output_item.done`
 ``function_call`` carries an ``fc_`` id bound to the reasoning item before it. Usage comes only
 in the terminal event. The fake refuses what the API refuses: a function_call_output without its
 call, an ``fc_`` id sent without its reasoning item, a reasoning item without encrypted content
-(``store`` false) or with content it did not encrypt, and a reasoning item with nothing after it.
+unless both its response and this request were stored (``store`` defaults to true), one with
+content it did not encrypt, and a reasoning item with nothing after it.
 """
 
 from __future__ import annotations
@@ -91,14 +92,17 @@ def validate(state: State, body: Any) -> dict[str, Any]:
             rid = it.get("id")
             if not isinstance(rid, str):
                 raise ApiError(400, f"Missing required parameter: 'input[{i}].id'.", param=f"input[{i}].id")
-            if "encrypted_content" not in it:
+            stored = body.get("store", True) is not False and rid in state.extra.get(
+                "stored_reasoning", set()
+            )
+            if "encrypted_content" not in it and not stored:
                 raise ApiError(
                     404,
                     f"Item with id '{rid}' not found. Items are not persisted when `store` is set to false. "
                     "Try again with `store` set to true, or remove this item from your input.",
                     param="input",
                 )
-            if not state.knows(it["encrypted_content"]):
+            if "encrypted_content" in it and not state.knows(it["encrypted_content"]):
                 raise ApiError(
                     400, f"The encrypted content for item {rid} could not be verified.", param="input"
                 )
@@ -210,6 +214,8 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         emit("response.output_item.done", output_index=index, item=full)
         output.append(full)
         last_reasoning = rid
+        if body.get("store", True) is not False:  # the API keeps stored responses' items by id
+            state.extra.setdefault("stored_reasoning", set()).add(rid)
 
     def at(position: int) -> None:
         for b in blocks:
