@@ -77,3 +77,9 @@ def test_a_cr_at_a_chunk_end_does_not_eat_a_blank_line_at_close() -> None:
     p = SseParser()
     assert p.feed(b"data: x\r") == []
     assert p.close() == [StreamEvent(event=None, data="x")]
+
+
+def test_empty_chunks_keep_the_split_crlf_state() -> None:
+    p = SseParser()
+    out = p.feed(b"data: a\r") + p.feed(b"") + p.feed(b"\n") + p.feed(b"data: b\n") + p.feed(b"\n")
+    assert out == [StreamEvent(event=None, data="a\nb")]

@@ -7,46 +7,36 @@ across chunks, and a multi-byte character may be split too (lines are decoded wh
 
 from __future__ import annotations
 
+import re
+
 from nodwyn.dialects.base import StreamEvent
 from nodwyn.errors import DecodeError
+
+_EOL = re.compile(rb"\r\n|\r|\n")
 
 
 class _Lines:
     """Splits bytes into lines on LF, CRLF or CR, holding back an unfinished line."""
 
     def __init__(self) -> None:
-        self._buf = bytearray()
+        self._buf = b""
         self._cr = False  # the last chunk ended in CR: an LF starting the next one belongs to it
 
     def feed(self, chunk: bytes) -> list[bytes]:
         if self._cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
-        self._cr = False
-        self._buf += chunk
-        lines: list[bytes] = []
-        start = 0
-        buf = self._buf
-        i = 0
-        n = len(buf)
-        while i < n:
-            c = buf[i]
-            if c == 0x0A:
-                lines.append(bytes(buf[start:i]))
-                start = i + 1
-            elif c == 0x0D:
-                lines.append(bytes(buf[start:i]))
-                if i + 1 < n and buf[i + 1] == 0x0A:
-                    i += 1
-                elif i + 1 == n:
-                    self._cr = True
-                start = i + 1
-            i += 1
-        del buf[:start]
+            self._cr = False
+        if not chunk:
+            return []
+        data = self._buf + chunk if self._buf else chunk
+        lines = _EOL.split(data)
+        self._buf = lines.pop()
+        self._cr = data.endswith(b"\r")
         return lines
 
     def rest(self) -> bytes:
-        rest = bytes(self._buf)
-        self._buf.clear()
+        rest = self._buf
+        self._buf = b""
         self._cr = False
         return rest
 
