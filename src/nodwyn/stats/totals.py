@@ -64,12 +64,8 @@ class Sums:
         return cache_rate(self.rate_cached, self.rate_prompt)
 
 
-def with_request(s: Sums) -> Sums:
-    return replace(s, requests=s.requests + 1)
-
-
-def with_reply(s: Sums, usage: Usage, cost: Cost | None) -> Sums:
-    """``s`` with one more reply added."""
+def reply_sums(usage: Usage, cost: Cost | None) -> dict[str, Any]:
+    """What one reply adds to each field of ``Sums``."""
     u = usage
     add: dict[str, Any] = {"replies": 1}
     if contributes(u):
@@ -90,7 +86,25 @@ def with_reply(s: Sums, usage: Usage, cost: Cost | None) -> Sums:
         add["cost_unknown"] = 1
     if cost is not None:
         add["cost_usd"] = cost.usd
-    return replace(s, **{k: getattr(s, k) + v for k, v in add.items()})
+    return add
+
+
+class _Acc:
+    """Running sums (mutable, so a reply costs a few additions); ``freeze`` gives the ``Sums``."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = dict.fromkeys(Sums.__dataclass_fields__, 0)
+        self.values["cost_usd"] = 0.0
+
+    def add(self, add: dict[str, Any]) -> None:
+        values = self.values
+        for key, value in add.items():
+            values[key] += value
+
+    def freeze(self) -> Sums:
+        return Sums(**self.values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,6 +155,9 @@ class Totals:
     problems: tuple[str, ...] = field(default=())
 
 
+_ONE_REQUEST: dict[str, Any] = {"requests": 1}
+
+
 class Aggregator:
     """Totals and per-request rows kept up to date one event at a time (events in seq order).
 
@@ -150,9 +167,9 @@ class Aggregator:
 
     def __init__(self, prices: Mapping[str, Prices] | None = None) -> None:
         self._prices = dict(prices or {})
-        self._all = Sums()
-        self._by_turn: dict[int, Sums] = {}
-        self._by_model: dict[str, Sums] = {}
+        self._all = _Acc()
+        self._by_turn: dict[int, _Acc] = {}
+        self._by_model: dict[str, _Acc] = {}
         self._rows: list[RequestRow] = []
         self._row_index: dict[int, int] = {}  # llm.req seq -> index in _rows
         self._last_req: dict[str, int] = {}  # ctx -> latest llm.req seq
@@ -230,9 +247,8 @@ class Aggregator:
         self._pending[ctx] = []
         self._row_index[event.seq] = len(self._rows)
         self._rows.append(row)
-        self._all = with_request(self._all)
-        self._by_turn[row.turn] = with_request(self._by_turn.get(row.turn, Sums()))
-        self._by_model[row.model] = with_request(self._by_model.get(row.model, Sums()))
+        for acc in (self._all, self._acc(self._by_turn, row.turn), self._acc(self._by_model, row.model)):
+            acc.add(_ONE_REQUEST)
 
     def _reply(self, event: Event) -> None:
         req = event.data.get("req")
@@ -252,11 +268,18 @@ class Aggregator:
         cost = reply_cost(usage, prices) if prices is not None else None
         row = replace(row, resp=event.seq, usage=usage, cost=cost, drop=self._drop(row, usage))
         self._rows[index] = row
-        self._all = with_reply(self._all, usage, cost)
-        self._by_turn[row.turn] = with_reply(self._by_turn[row.turn], usage, cost)
-        self._by_model[row.model] = with_reply(self._by_model[row.model], usage, cost)
+        add = reply_sums(usage, cost)
+        for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):
+            acc.add(add)
         self._last_reply = event.seq
         self._last_rate = row.rate
+
+    @staticmethod
+    def _acc(table: dict[Any, _Acc], key: Any) -> _Acc:
+        acc = table.get(key)
+        if acc is None:
+            acc = table[key] = _Acc()
+        return acc
 
     def _drop(self, row: RequestRow, usage: Usage) -> bool:
         if row.causes or row.predecessor is None or usage.cached_tokens is None:
@@ -271,11 +294,11 @@ class Aggregator:
     def totals(self) -> Totals:
         if self._snapshot is None:
             self._snapshot = Totals(
-                all=self._all,
+                all=self._all.freeze(),
                 last_rate=self._last_rate,
                 last_reply=self._last_reply,
-                by_turn=tuple(sorted(self._by_turn.items())),
-                by_model=tuple(sorted(self._by_model.items())),
+                by_turn=tuple((t, a.freeze()) for t, a in sorted(self._by_turn.items())),
+                by_model=tuple((m, a.freeze()) for m, a in sorted(self._by_model.items())),
                 turns=self._turn,
                 last_seq=self.last_seq,
                 fed=self.fed,
