@@ -14,7 +14,6 @@ from nodwyn.dialects.sse import NdjsonParser
 from nodwyn.values.content import (
     AssistantMessage,
     ImagePart,
-    Origin,
     TextPart,
     ThinkingBlock,
     ToolCall,
@@ -99,10 +98,6 @@ def events(raw: bytes, *, ndjson: bool, chunk: int | None = None) -> list[Stream
         out.extend(parser.feed(raw[i : i + step]))
     out.extend(parser.close())
     return out
-
-
-def origin_of(settings: ModelSettings) -> Origin:
-    return settings.origin
 
 
 def small(thinking: str = "t", calls: bool = True) -> Request:

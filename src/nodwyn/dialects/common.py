@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodwyn.dialects.base import Decoder, StreamEvent, WireRequest, loads
+from nodwyn.dialects.base import Decoder, WireRequest, loads
 from nodwyn.dialects.errors import parse_error
 from nodwyn.errors import ProviderError
 from nodwyn.values.content import Origin
@@ -45,12 +45,6 @@ class DialectBase:
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
         raise NotImplementedError
-
-    def _decode_events(self, events: list[StreamEvent], origin: Origin) -> Response:
-        dec = self.decoder(origin)
-        for ev in events:
-            dec.feed(ev)
-        return dec.finish()
 
     def _load_body(self, body: bytes) -> object:
         return loads(body, "the reply body", self.provider)
