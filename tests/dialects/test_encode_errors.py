@@ -116,7 +116,9 @@ def test_local_api_has_no_dialect() -> None:
         dialect_for(entry(api="local"))
 
 
-@pytest.mark.parametrize(("effort", "think"), [("high", "high"), ("none", False), ("true", True), ("max", "max")])
+@pytest.mark.parametrize(
+    ("effort", "think"), [("high", "high"), ("none", False), ("true", True), ("max", "max")]
+)
 def test_ollama_think_from_reasoning_effort(effort: str, think: object) -> None:
     s = entry(api="ollama", reasoning_effort=effort)
     w = dialect_for(s).encode(Request(system="", tools=(), messages=(user("q"),)), s, session_key=None)
