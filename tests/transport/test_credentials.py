@@ -10,6 +10,7 @@ import pytest
 
 from nodwyn.errors import ConfigError, NotFoundError, OriginError
 from nodwyn.transport.credentials import PLAN_SCOPE, Credential, Credentials, origin_of, write_keychain
+from nodwyn.values.model import ModelSettings
 
 SECRET = "sk-test-4f9a1c0e7b2d"
 
@@ -83,3 +84,31 @@ def test_a_broken_keychain_is_named_without_its_contents(tmp_path: Path) -> None
     path.write_text(json.dumps({"credentials": {"a": {"value": SECRET}}}))
     with pytest.raises(ConfigError, match="names no origin"):
         Credentials.from_keychain(path)
+
+
+def test_env_credentials_bind_to_the_addresses_of_the_models_that_name_them() -> None:
+    models = [
+        ModelSettings(
+            name="a",
+            api="responses",
+            model="m",
+            context_size=1000,
+            base_url="https://api.openai.com/v1",
+            credential="OPENAI_API_KEY",
+        ),
+        ModelSettings(
+            name="b",
+            api="openai-chat",
+            model="m",
+            context_size=1000,
+            base_url="https://openrouter.ai/api",
+            credential="OPENROUTER_API_KEY",
+        ),
+        ModelSettings(
+            name="c", api="ollama", model="m", context_size=1000, base_url="http://127.0.0.1:11434"
+        ),
+    ]
+    creds = Credentials.from_env_for_models({"OPENAI_API_KEY": SECRET, "OPENROUTER_API_KEY": "or-x"}, models)
+    assert creds.get("OPENAI_API_KEY").origins == frozenset({"https://api.openai.com:443"})
+    with pytest.raises(OriginError):
+        creds.get("OPENAI_API_KEY").check("https://openrouter.ai/api/v1/chat/completions")

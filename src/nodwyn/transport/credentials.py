@@ -29,6 +29,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from nodwyn.errors import ConfigError, NotFoundError, OriginError
+from nodwyn.values.model import ModelSettings
 
 PLAN_SCOPE = "chatgpt.tokens.use.direct"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -158,6 +159,19 @@ class Credentials:
                 )
             )
         return cls.of(found)
+
+    @classmethod
+    def from_env_for_models(cls, env: Mapping[str, str], models: Iterable[ModelSettings]) -> Credentials:
+        """Environment credentials, each bound to the origins of the model entries that name it.
+
+        The person's config.toml says which address each model is at and which credential it
+        uses; that is the binding. A model entry without a ``base_url`` binds nothing.
+        """
+        bindings: dict[str, set[str]] = {}
+        for m in models:
+            if m.credential is not None and m.base_url:
+                bindings.setdefault(m.credential, set()).add(m.base_url)
+        return cls.from_env(env, {name: sorted(urls) for name, urls in bindings.items()})
 
     @classmethod
     def from_keychain(cls, path: Path) -> Credentials:
