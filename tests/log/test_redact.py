@@ -68,6 +68,7 @@ CONTEXTS = [
     "https://api.example.com/v1/models?key={}&alt=json",
     "key:\t{}.",
     "('{}',)",
+    "double-encoded: line one\\n{}\\nline three",
 ]
 
 # secrets that are part of a larger shape: (shape, text with {}, secret)

@@ -27,8 +27,11 @@ _NOT_AFTER: Final = f"(?![{_KEYCHARS}])"
 
 
 def _left(literal: str) -> str:
-    """A negative lookbehind placed *after* a literal, so the regex keeps its literal prefix."""
-    return f"(?<![{_KEYCHARS}]{re.escape(literal)})"
+    """The left boundary, as lookbehinds placed *after* a literal so the regex keeps its literal
+    prefix: not glued to an alphabet character, unless that is the ``n``/``r``/``t`` of a JSON
+    escape (a key at the start of a line of double-encoded text, ``...\\nsk-...``)."""
+    lit = re.escape(literal)
+    return f"(?:(?<![{_KEYCHARS}]{lit})|(?<=\\\\[nrt]{lit}))"
 
 
 def marker(shape: str) -> str:
@@ -87,7 +90,7 @@ SHAPES: Final[tuple[_Shape, ...]] = (
     _shape(
         "github-token",
         ("gh",),
-        "gh(?<![" + _KEYCHARS + "]gh)[pousr]_[A-Za-z0-9]{36,251}+" + _NOT_AFTER,
+        "gh" + _left("gh") + "[pousr]_[A-Za-z0-9]{36,251}+" + _NOT_AFTER,
     ),
     _shape(
         "github-token",
@@ -97,7 +100,7 @@ SHAPES: Final[tuple[_Shape, ...]] = (
     _shape(
         "aws-access-key",
         ("AKIA", "ASIA", "ABIA", "ACCA"),
-        "A(?<![" + _KEYCHARS + "]A)(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}" + _NOT_AFTER,
+        "A" + _left("A") + "(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}" + _NOT_AFTER,
     ),
     _shape(
         "aws-secret-key",
