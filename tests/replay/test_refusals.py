@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -235,3 +236,20 @@ def test_mismatch_of_every_request_is_reported_by_all(store: Store) -> None:
 def test_a_session_fixture_request_equals_sent(session: Callable[..., Script]) -> None:
     s = session(recipe(8))
     s.turn("old recipe v8", [[("shell", '{"cmd":"true"}', "")]], "ok")
+
+
+def test_replay_reads_no_configuration(
+    store: Store, capfdbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A broken config.toml and an untrusted extension folder change nothing: replay reads the log."""
+    s = _recorded(store)
+    bad = tmp_path / "config.toml"
+    bad.write_text("this is [not toml\n")
+    monkeypatch.setenv("NODWYN_CONFIG", str(bad))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    (tmp_path / ".nodwyn").mkdir()
+    (tmp_path / ".nodwyn" / "init.py").write_text("raise SystemExit('extension files must not run')\n")
+    monkeypatch.chdir(tmp_path)
+    seq = max(s.sent)
+    code, out, err = run(store, capfdbinary, "replay", s.id, "--window", str(seq))
+    assert (code, out, err) == (0, s.sent[seq], "")
