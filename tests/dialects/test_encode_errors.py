@@ -123,3 +123,14 @@ def test_ollama_think_from_reasoning_effort(effort: str, think: object) -> None:
     s = entry(api="ollama", reasoning_effort=effort)
     w = dialect_for(s).encode(Request(system="", tools=(), messages=(user("q"),)), s, session_key=None)
     assert w.body is not None and w.body["think"] == think
+
+
+@pytest.mark.parametrize(("api", "kind"), [("openai-chat", "reasoning_details"), ("responses", "reasoning")])
+def test_block_data_that_is_not_json_is_an_encode_error(api: str, kind: str) -> None:
+    s = entry(api=api)
+    b = ThinkingBlock(type=kind, origin=s.origin, data="{truncated")  # type: ignore[arg-type]
+    r = Request(
+        system="", tools=(), messages=(user("q"), AssistantMessage(text="a", blocks=(b,))), max_output=9
+    )
+    with pytest.raises(EncodeError, match=r"messages\[1\].*not JSON"):
+        _encode(s, r)

@@ -107,6 +107,14 @@ def loads(data: str | bytes, where: str, provider: str) -> Any:
         ) from exc
 
 
+def block_json(data: str, where: str) -> Any:
+    """A kept block's data parsed back, or an EncodeError: the log holds what is not its JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise EncodeError(f"{where}: the block's data is not JSON ({exc}); the log entry is damaged") from exc
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text, keys in their given order (the form blocks and arguments are kept in)."""
     return orjson.dumps(value).decode()

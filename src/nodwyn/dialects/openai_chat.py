@@ -28,6 +28,7 @@ from nodwyn.dialects.base import (
     Decoder,
     StreamEvent,
     WireRequest,
+    block_json,
     check_blocks,
     dumps,
     finish_reason,
@@ -94,7 +95,7 @@ def _details(blocks: tuple[ThinkingBlock, ...], where: str) -> list[Any] | None:
     for j, b in enumerate(blocks):
         if b.type != "reasoning_details":
             continue
-        value = loads(b.data, f"{where}.blocks[{j}].data", "log")
+        value = block_json(b.data, f"{where}.blocks[{j}]")
         if not isinstance(value, list):
             raise EncodeError(f"{where}.blocks[{j}]: reasoning_details data is not a JSON array")
         out = value if out is None else out + value

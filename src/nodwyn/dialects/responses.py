@@ -24,6 +24,7 @@ from nodwyn.dialects.base import (
     StreamEvent,
     WireRequest,
     arrange,
+    block_json,
     check_blocks,
     dumps,
     finish_reason,
@@ -142,7 +143,7 @@ class ResponsesDialect(DialectBase):
 
     @staticmethod
     def _item(b: ThinkingBlock, where: str) -> dict[str, Any]:
-        value = loads(b.data, f"{where} reasoning block data", "log")
+        value = block_json(b.data, f"{where} reasoning block")
         if not isinstance(value, dict) or value.get("type") != "reasoning":
             raise EncodeError(f"{where}: a reasoning block's data is not a reasoning item")
         return value
