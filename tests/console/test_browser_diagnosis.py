@@ -48,6 +48,7 @@ def test_the_page_lists_server_misses_and_what_we_moved(root: Path, console: Ser
     for seq in [int(s) for s in misses.evaluate_all("els => els.map(e => e.dataset.seq)")]:
         before = reqs[reqs.index(seq) - 1]
         assert replica[seq] != replica[before]  # the fake served it from another replica
+    assert page.locator("#chart path.miss").count() == misses.count()  # the chart marks the verdicts
     summary = page.locator("#diagnosis-summary").inner_text()
     assert f"{misses.count()} server miss" in summary and "1 moved by us" in summary
 

@@ -6,6 +6,7 @@
   const api = "/api/s/" + encodeURIComponent(sid);
   const POLL_MS = 1000;
   const rows = new Map(); // llm.req seq -> row
+  const verdicts = new Map(); // llm.req seq -> diagnosis (once every request was replayed)
   let lastSeq = 0;
   let firstShown = null; // lowest seq in the transcript
 
@@ -86,12 +87,15 @@
       const u = r.usage || {};
       const prompt = u.prompt_tokens || 0;
       const h = Math.round((prompt / max) * H);
+      const v = verdicts.get(r.seq);
+      const miss = v ? v.kind === "server miss" : r.drop;
+      const moved = v ? v.kind === "moved" && !r.trim : r.causes.length && !r.trim;
       const title = svg("title");
       title.textContent = `request ${r.seq} (${r.ctx}, ${r.model}): ` +
         (u.prompt_tokens === null || u.prompt_tokens === undefined ? "no usage" :
           `${num(u.cached_tokens)} cached of ${num(u.prompt_tokens)} prompt tokens (${pct(r.rate)})`) +
         (r.trim ? "; trim point" : "") + (r.causes.length ? "; moved: " + r.causes.map((c) => `${c.kind} at ${c.seq}`).join(", ") : "") +
-        (r.drop ? "; suspected server miss" : "");
+        (v ? "\n" + v.detail : r.drop ? "; suspected server miss" : "");
       g.append(title);
       g.append(svg("rect", { x, y: top, width: bar, height: H, class: "hit" }));
       if (u.cached_tokens === null || u.cached_tokens === undefined) {
@@ -102,12 +106,12 @@
         g.append(svg("rect", { x, y: top + H - c, width: bar, height: c, class: "cached" }));
       }
       if (r.trim) g.append(svg("line", { x1: x - gap / 2, x2: x - gap / 2, y1: top - 12, y2: top + H, class: "trim" }));
-      else if (r.causes.length) {
+      else if (moved) {
         const m = svg("text", { x: x + bar / 2, y: top - 3, class: "moved" });
         m.textContent = "◆";
         g.append(m);
       }
-      if (r.drop) g.append(svg("path", { d: `M${x} ${top - 12} h${Math.max(bar, 6)} l-${Math.max(bar, 6) / 2} 9 z`, class: "miss" }));
+      if (miss) g.append(svg("path", { d: `M${x} ${top - 12} h${Math.max(bar, 6)} l-${Math.max(bar, 6) / 2} 9 z`, class: "miss" }));
       g.addEventListener("click", () => openWindow(r.seq));
       root.append(g);
     });
@@ -181,6 +185,8 @@
     const order = ["first", "appended", "moved", "server miss", "unverified"];
     $("diagnosis-summary").textContent = order.filter((k) => d.counts[k])
       .map((k) => `${d.counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + ` (as of seq ${d.last_seq})`;
+    for (const x of d.requests) verdicts.set(x.seq, x);
+    renderChart();
     const list = $("diagnosis");
     list.replaceChildren();
     for (const x of d.requests) {
