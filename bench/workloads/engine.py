@@ -158,7 +158,8 @@ def visible(
                 f"{p.run.name}: request before message {end} shows seq {s}, not a message before it"
             )
         if s not in elided:
-            whole = content_size(p.run.messages[i])
-            total += min(whole, content_size(r))
-            cut += max(0, whole - content_size(r))
+            whole = p.content[i + 1] - p.content[i]
+            seen = content_size(r)
+            total += min(whole, seen)
+            cut += max(0, whole - seen)
     return total, cut
