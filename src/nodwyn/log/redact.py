@@ -139,18 +139,18 @@ _BLOB: Final = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
 _BLOB_MIN: Final = 1024
 
 _TOKEN: Final = re.compile(r"[A-Za-z0-9+/_-]{24,}")
-_ENTROPY_SAMPLE: Final = 256
+_ENTROPY_SAMPLE: Final = 128
 _UPPER: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LOWER: Final = frozenset("abcdefghijklmnopqrstuvwxyz")
 _DIGITS: Final = frozenset("0123456789")
+_CLASSES: Final = str.maketrans(
+    {**dict.fromkeys(_UPPER, "U"), **dict.fromkeys(_LOWER, "l"), **dict.fromkeys(_DIGITS, "d")}
+)
+_RUNS: Final = re.compile(r"U+|l+|d+|[^Uld]+")
 
 
 def _has_digit(s: str) -> bool:
     return any(c.isdigit() for c in s)
-
-
-def _class(c: str) -> int:
-    return 0 if c in _UPPER else 1 if c in _LOWER else 2 if c in _DIGITS else 3
 
 
 def _looks_random(token: str) -> bool:
@@ -164,9 +164,8 @@ def _looks_random(token: str) -> bool:
     entropy = -sum(c / n * math.log2(c / n) for c in counts.values())
     if entropy < 0.75 * math.log2(min(n, 64)):
         return False
-    classes = [_class(c) for c in sample]
-    changes = sum(a != b for a, b in zip(classes, classes[1:], strict=False))
-    return changes >= 0.45 * (n - 1)
+    runs = len(_RUNS.findall(sample.translate(_CLASSES)))  # runs of one character class
+    return runs - 1 >= 0.45 * (n - 1)
 
 
 class _Walk:
