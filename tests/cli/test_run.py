@@ -159,8 +159,11 @@ def test_models_add_set_list_and_test(env: dict[str, str]) -> None:
 def test_trust_lets_workspace_extensions_load(env: dict[str, str]) -> None:
     ext = Path(env["WS"], ".nodwyn")
     ext.mkdir()
-    (ext / "hello.py").write_text('nodwyn.task_header = "# Job"\n')
-    with FakeServer(api="openai-chat", script=[{"text": "a"}, {"text": "b"}]) as fake:
+    (ext / "hello.py").write_text(
+        'nodwyn.task_header = "# Job"\n'
+        'nodwyn.strategy("hello", lambda agent: agent.user_turn("hi from hello"))\n'
+    )
+    with FakeServer(api="openai-chat", script=[{"text": "a"}, {"text": "b"}, {"text": "c"}]) as fake:
         configure(env, fake.url)
         first = nodwyn(env, "run", "x")
         assert "not trusted" in first.stderr and "nodwyn trust" in first.stderr
@@ -168,8 +171,11 @@ def test_trust_lets_workspace_extensions_load(env: dict[str, str]) -> None:
         assert trusted.returncode == 0 and "trusted" in trusted.stdout
         second = nodwyn(env, "run", "y")
         assert "not trusted" not in second.stderr
+        chat = nodwyn(env, "chat", stdin="/hello\n/quit\n")
+        assert "/hello" in chat.stdout and chat.returncode == 0
         bodies = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
     assert bodies[1]["messages"][-1]["content"].startswith("# Job")
+    assert bodies[2]["messages"][-1]["content"] == "# Job\n\nhi from hello"
 
 
 @pytest.mark.slow

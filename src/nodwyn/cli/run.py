@@ -10,7 +10,7 @@ import click
 
 from nodwyn.agent.figures import cache_figures, describe
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.setup import open_agent
+from nodwyn.agent.setup import Opened, open_agent
 from nodwyn.agent.tools import Outcome
 from nodwyn.errors import NodwynError
 from nodwyn.values.content import ToolCall
@@ -105,7 +105,7 @@ def _options(f: click.decorators.FC) -> click.decorators.FC:
     return f
 
 
-def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | None = None) -> Agent:
+def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | None = None) -> Opened:
     opened = open_agent(
         env=os.environ,
         workspace=workspace or Path.cwd(),
@@ -119,7 +119,7 @@ def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | No
     click.secho(
         f"[session {agent.session_id} · model {agent.model.name} · workspace {agent.workspace}]", dim=True
     )
-    return agent
+    return opened
 
 
 @click.command()
@@ -127,7 +127,7 @@ def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | No
 @_options
 def run(task: str, model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...]) -> None:
     """Run one task (one turn) and print the session id and its cache figures."""
-    agent = _open(model, workspace, yes)
+    agent = _open(model, workspace, yes).agent
     try:
         result = agent.user_turn(task, images)
         if result.stopped:
@@ -137,9 +137,12 @@ def run(task: str, model: str | None, workspace: Path | None, yes: bool, images:
         agent.log.close()
 
 
-def _chat_loop(agent: Agent, first_images: tuple[Path, ...]) -> None:
+def _chat_loop(opened: Opened, first_images: tuple[Path, ...]) -> None:
+    agent = opened.agent
+    strategies = opened.extensions.strategies
     images = first_images
-    click.secho("chat: type a message; /plan TASK, /compact, /model NAME, /quit", dim=True)
+    extra = "".join(f", /{name}" for name in sorted(strategies))
+    click.secho(f"chat: type a message; /plan TASK, /compact, /model NAME{extra}, /quit", dim=True)
     while True:
         try:
             line = click.prompt("you", prompt_suffix="> ", default="", show_default=False, err=True)
@@ -167,8 +170,10 @@ def _chat_loop(agent: Agent, first_images: tuple[Path, ...]) -> None:
                     continue
                 agent.user_turn(task, images, plan_first=True)
                 images = ()
+            elif text.startswith("/") and text[1:].split()[0] in strategies:
+                strategies[text[1:].split()[0]](agent)  # an extension file's strategy
             elif text.startswith("/"):
-                click.echo("commands: /plan TASK, /compact, /model NAME, /quit")
+                click.echo(f"commands: /plan TASK, /compact, /model NAME{extra}, /quit")
             else:
                 agent.user_turn(text, images)
                 images = ()
@@ -182,9 +187,10 @@ def _chat_loop(agent: Agent, first_images: tuple[Path, ...]) -> None:
 @_options
 def chat(model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...]) -> None:
     """Interactive turns: /plan TASK, /compact, /model NAME, /quit."""
-    agent = _open(model, workspace, yes)
+    opened = _open(model, workspace, yes)
+    agent = opened.agent
     try:
-        _chat_loop(agent, images)
+        _chat_loop(opened, images)
     finally:
         _finish(agent)
         agent.log.close()
@@ -197,12 +203,13 @@ def chat(model: str | None, workspace: Path | None, yes: bool, images: tuple[Pat
 @click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")
 def resume(session: str, task: str | None, model: str | None, yes: bool) -> None:
     """Continue SESSION: run TASK as its next turn, or chat if no TASK is given."""
-    agent = _open(model, None, yes, resume=session)
+    opened = _open(model, None, yes, resume=session)
+    agent = opened.agent
     try:
         if task is not None:
             agent.user_turn(task)
         elif sys.stdin.isatty():
-            _chat_loop(agent, ())
+            _chat_loop(opened, ())
         else:
             click.echo("nodwyn: no TASK given and no terminal to chat in; pass TASK", err=True)
     finally:
