@@ -12,7 +12,9 @@ One ``Llama`` instance per process (per GGUF and context size), created on first
 
 from __future__ import annotations
 
+import ctypes
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -202,6 +204,7 @@ def _load(path: Path, n_ctx: int) -> Any:
         return params
 
     low_level.llama_model_default_params = _portable_params
+    _quiet_logs(low_level)
     try:
         # swa_full: Gemma 3 uses sliding-window attention; a full-size cache lets us cut it back to
         # any shared prefix instead of starting over.
@@ -210,6 +213,24 @@ def _load(path: Path, n_ctx: int) -> Any:
         low_level.llama_model_default_params = default_params
     _INSTANCE = _Loaded(key=key, llm=llm)
     return llm
+
+
+_LOG_ERROR = 3
+_log_callback: Any = None  # kept alive: llama.cpp holds a pointer to it
+
+
+def _quiet_logs(low_level: Any) -> None:
+    """Let through only llama.cpp's errors (its notes about caches would fill the person's terminal)."""
+    global _log_callback
+    if _log_callback is not None:
+        return
+
+    def forward(level: int, text: bytes, user_data: Any) -> None:
+        if level == _LOG_ERROR:
+            sys.stderr.write(text.decode("utf-8", errors="replace"))
+
+    _log_callback = low_level.llama_log_callback(forward)
+    low_level.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
 class LocalBackend:
