@@ -100,7 +100,9 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_two_readers_see_only_whole_events_while_one_writes(tmp_path: Path) -> None:
+def test_two_readers_see_only_whole_events_while_one_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = Store(tmp_path, fsync=False)
     with store.create() as log:
         sid = log.id
@@ -146,10 +148,12 @@ def test_two_readers_see_only_whole_events_while_one_writes(tmp_path: Path) -> N
         final = list(log.read())
         assert [e.data["i"] for e in final] == list(range(total))
         assert log.torn_bytes == 0
-    print(
-        f"\nconcurrent read: {stats['reads']} reads by 2 readers, {stats['events']} events checked whole, "
-        f"a partial last line seen (and not parsed) {stats['partial_tail_seen']} times"
-    )
+    with capsys.disabled():  # the figure belongs in the test output
+        print(
+            f"\nconcurrent read: {stats['reads']} reads by 2 readers, "
+            f"{stats['events']} events checked whole, "
+            f"a partial last line seen (and not parsed) {stats['partial_tail_seen']} times"
+        )
     assert stats["reads"] > 10
 
 
