@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 page = browser.new_page()
+                time_ready(page, f"{url}/")  # warm the browser up: its first page costs it alone
                 base_cold = time_ready(page, f"{url}/s/{small_id}")
                 base = statistics.median(time_ready(page, f"{url}/s/{small_id}") for _ in range(args.repeat))
                 cold = time_ready(page, f"{url}/s/{big_id}")

@@ -123,9 +123,11 @@ def diagnose(
         matched=matched,
     )
     switched = any(c.kind == "model switch" for c in row.causes)
-    if common.extends and switched:
-        # the bytes held, but a provider caches per model: the new model's cache starts cold
-        d = replace(d, first_difference="model", expected=0, shortfall=None, matched=None)
+    if switched:
+        # a provider caches per model: what the new model's cache holds is not ours to expect
+        d = replace(d, shortfall=None, matched=None)
+        if common.extends:
+            d = replace(d, first_difference="model", expected=0)
     if common.extends and not switched:
         added = len(mine.parts) - len(theirs.parts)
         head = f"request {row.predecessor} + {added} message{'s' if added != 1 else ''}"
