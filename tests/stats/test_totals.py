@@ -206,3 +206,22 @@ def test_the_windows_recorded_move_reasons_become_causes_not_repeated() -> None:
     assert [(c.kind, c.seq) for c in row.causes] == [("fold", fold), ("blocks", moved)]
     other = agg.row(odd)
     assert other is not None and [(c.kind, c.seq) for c in other.causes] == [("messages", odd)]
+
+
+def test_summaries_resumes_and_narrowings_are_named_with_their_seqs() -> None:
+    s = Session()
+    s.user()
+    s.call(prompt_tokens=1000, cached_tokens=0)
+    summary = s.add(
+        "summary.add", {"first": 2, "last": 4, "text": "s", "source_digest": "sha256:" + "1" * 64}
+    )
+    a = s.call(prompt_tokens=900, cached_tokens=0)
+    resume = s.add("session.resume", {"recipe": s.events[0].data["recipe"], "model": "m1"})
+    b = s.call(prompt_tokens=950, cached_tokens=0)
+    s.call(ctx="narrow-1", prompt_tokens=300, cached_tokens=0)
+    opened = s.add("ctx.open", {"id": "narrow-1", "kind": "narrow"}, ctx="narrow-1")
+    c = s.call(ctx="narrow-1", prompt_tokens=310, cached_tokens=0)
+    agg = Aggregator()
+    agg.feed_all(s.events)
+    named = {seq: [(x.kind, x.seq) for x in agg.row(seq).causes] for seq in (a, b, c)}  # type: ignore[union-attr]
+    assert named == {a: [("summary", summary)], b: [("resume", resume)], c: [("narrowing", opened)]}
