@@ -4,7 +4,8 @@
 
 For each run (mini-swe-agent v1/v2, SWE-agent, OpenHands; see bench/workloads/), request k is
 built from the conversation before the model's k-th reply, by nodwyn's window (``engine``) and by
-a window that drops the oldest messages to fit (``sliding``). Per budget (Ki tokens; a token is
+a window that drops the oldest messages to fit (``sliding``); ``whole`` sends every request whole
+(no window: the minimum's policy, for reference). Per budget (Ki tokens; a token is
 three bytes of the canonical request) it prints: the share of prompt bytes a single-slot prefix
 cache serves, uncached bytes as a multiple of the append-only minimum, full prefills, requests over
 the budget, mean occupancy and the share of the conversation still visible. Definitions:
@@ -28,6 +29,7 @@ from bench.workloads.measure import Figures, Measured, figures
 from bench.workloads.prepared import prepare
 
 KI = 1024
+POLICIES = ("engine", "sliding", "whole")
 TARGET_BUDGET = 32 * KI
 TARGETS = {"cached_share": 0.95, "uncached_ratio": 1.3, "over_budget": 0, "visible": 0.65}
 
@@ -45,8 +47,10 @@ def replay_one(
     """Every policy at every budget for one run (runs in a worker process)."""
     p = prepare(load(found))
     out: dict[str, object] = {"minimum": p.minimum, "notes": p.run.notes}
+    whole = sliding.append_only(p)  # no window: every request whole (the minimum's policy)
     for b in budgets:
         out[f"sliding/{b}"] = sliding.replay(p, b)
+        out[f"whole/{b}"] = whole
         if sizing is not None:
             res = engine.replay(p, b, sizing)
             out[f"engine/{b}"] = res.requests
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(minimum, int)
         src = source_of(by_name[name])
         for b in budgets:
-            for policy in ("engine", "sliding"):
+            for policy in POLICIES:
                 reqs = out.get(f"{policy}/{b}")
                 if isinstance(reqs, list):
                     for key in (("all", policy, b), (src, policy, b)):
@@ -155,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n== {src}" if src != "all" else f"== {len(runs)} runs from {args.folder}")
         print(HEADER)
         for b in budgets:
-            for policy in ("engine", "sliding"):
+            for policy in POLICIES:
                 if results[(src, policy, b)]:
                     print(row(f"{policy} @ {b // KI} Ki", figures(results[(src, policy, b)], b)))
     if TARGET_BUDGET in budgets and results[("all", "engine", TARGET_BUDGET)]:

@@ -20,7 +20,7 @@ def test_one_run_prints_both_policies_at_each_budget(
     code = window_workloads.main([str(smallest_run(workloads)), "--budgets", "16,32", "--jobs", "1"])
     out = capsys.readouterr().out
     assert code == 0
-    for row in ("engine @ 16 Ki", "sliding @ 16 Ki", "engine @ 32 Ki", "sliding @ 32 Ki"):
+    for row in ("engine @ 16 Ki", "sliding @ 16 Ki", "whole @ 16 Ki", "engine @ 32 Ki", "sliding @ 32 Ki"):
         assert row in out
     assert "targets at 32 Ki" in out and "trim points" in out
 
