@@ -53,8 +53,11 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
     span breaks and how to choose better bounds.
     """
     where = f"session {session}" if session else "the session"
+    pre = f"session {session}: " if session else ""
     if first < 1 or last < first:
-        raise ConfigError(f"summary bounds --from {first} --to {last} are not a range; give 1 <= FROM <= TO")
+        raise ConfigError(
+            f"{pre}summary bounds --from {first} --to {last} are not a range; give 1 <= FROM <= TO"
+        )
     by_seq = {e.seq: i for i, e in enumerate(events)}
     if first not in by_seq:
         raise NotFoundError(f"--from {first}: {where} has no event with that seq")
@@ -64,7 +67,7 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
     start = span[0]
     if start.kind != "user.msg":
         raise ConfigError(
-            f"--from {first} is a {start.kind}, not a person's message; a summary covers whole turns, "
+            f"{pre}--from {first} is a {start.kind}, not a person's message; a summary covers whole turns, "
             "so start it at a user.msg"
         )
     ctx = start.ctx
@@ -72,7 +75,9 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
     closed: set[str] = set()
     for e in span:
         if e.kind in _NOT_IN_SPAN:
-            raise ConfigError(f"seq {e.seq} in {first}..{last} is a {e.kind}; a summary's span holds none")
+            raise ConfigError(
+                f"{pre}seq {e.seq} in {first}..{last} is a {e.kind}; a summary's span holds none"
+            )
         if e.kind == "ctx.open" and isinstance(e.data.get("id"), str):
             opened.add(e.data["id"])
         if e.kind == "ctx.close" and isinstance(e.data.get("id"), str):
@@ -80,7 +85,7 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
     for e in span:
         if e.ctx != ctx and not (e.ctx in opened and e.ctx in closed):
             raise ConfigError(
-                f"seq {e.seq} is in context {e.ctx!r}, not {ctx!r}: a summary stays inside one context "
+                f"{pre}seq {e.seq} is in context {e.ctx!r}, not {ctx!r}: a summary stays inside one context "
                 "(a sub-context it covers must open and close inside the span)"
             )
     open_reqs = {e.seq for e in span if e.kind == "llm.req"}
@@ -95,19 +100,20 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
     if open_reqs:
         s = min(open_reqs)
         raise ConfigError(
-            f"request seq {s} has no reply inside {first}..{last}; end the span after its reply"
+            f"{pre}request seq {s} has no reply inside {first}..{last}; end the span after its reply"
         )
     if open_calls:
-        (c_ctx, cid), s = min(open_calls.items(), key=lambda kv: kv[1])
+        (_, cid), s = min(open_calls.items(), key=lambda kv: kv[1])
         raise ConfigError(
-            f"call {cid} of reply seq {s} has no result inside {first}..{last}; end the span after its result"
+            f"{pre}call {cid} of reply seq {s} has no result inside {first}..{last}; "
+            "end the span after its result"
         )
     for e in events[by_seq[last] + 1 :]:
         if e.ctx != ctx or e.kind not in _CONVERSATION:
             continue
         if e.kind != "user.msg":
             raise ConfigError(
-                f"--to {last} ends inside a turn (seq {e.seq}, a {e.kind}, continues it); "
+                f"{pre}--to {last} ends inside a turn (seq {e.seq}, a {e.kind}, continues it); "
                 "end the span just before the next user.msg of the context"
             )
         break
