@@ -13,9 +13,11 @@ import httpx
 import pytest
 
 from fakes.fake_wire import post, sse_events, sse_json
+from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.errors import ConfigError
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.script import load_script
+from nodwyn.values.model import ModelSettings
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "fs-read", "arguments": "{}"}}
 
@@ -193,7 +195,7 @@ def test_anthropic_refuses_a_thinking_block_it_did_not_sign_unless_drop_block() 
     with FakeServer(api="anthropic", script=script) as fake:
         r = post(
             fake.url + "/v1/messages",
-            {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "x"}]},
+            {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "x"}], "stream": True},
             headers,
         )
         events = [json.loads(d) for _, d in sse_events(r.text)]
@@ -221,7 +223,7 @@ def test_anthropic_refuses_a_thinking_block_it_did_not_sign_unless_drop_block() 
         )
         dropped = post(
             fake.url + "/v1/messages",
-            {"model": "m", "max_tokens": 50, "messages": messages, "thinking": binding},
+            {"model": "m", "max_tokens": 50, "messages": messages, "thinking": binding, "stream": True},
             {**headers, "anthropic-beta": "thinking-binding-controls-2026-08-01"},
         )
     assert good.status_code == 200
@@ -347,3 +349,65 @@ def test_responses_reasoning_by_id_needs_a_stored_response_or_its_encrypted_cont
     assert by_id.status_code == 200
     assert lost.status_code == 404
     assert lost.json()["error"]["message"].startswith(f"Item with id '{unkept['id']}' not found.")
+
+
+@pytest.mark.parametrize(
+    ("api", "family"),
+    [
+        ("openai-chat", "compatible"),
+        ("openai-chat", "openrouter"),
+        ("responses", "compatible"),
+        ("anthropic", "compatible"),
+        ("ollama", "compatible"),
+    ],
+)
+def test_a_reply_not_streamed_is_the_same_reply(api: str, family: str) -> None:
+    """Asked with stream false, each fake answers one JSON object that reads as the streamed reply."""
+    details = [{"type": "reasoning.text", "text": "first I read", "signature": None, "format": "x"}]
+    item = {
+        "thinking": "I will read it",
+        "text": "Reading.",
+        "calls": [{"name": "fs-read", "arguments": {"p": 1}}],
+        "reasoning_details": details if family == "openrouter" else None,
+    }
+    path = {
+        "ollama": "/api/chat",
+        "openai-chat": "/v1/chat/completions",
+        "responses": "/v1/responses",
+        "anthropic": "/v1/messages",
+    }[api]
+    base: dict[str, Any] = {"model": "fake-model", "max_tokens": 50}
+    if api == "responses":
+        base["input"] = "x"
+    else:
+        base["messages"] = [{"role": "user", "content": "x"}]
+    headers = {"anthropic-version": "2023-06-01"}
+    replies = []
+    for stream in (True, False):
+        with FakeServer(api=api, family=None if family == "compatible" else family, script=[item]) as fake:
+            settings = ModelSettings(
+                name="f",
+                api=api,
+                model="fake-model",
+                context_size=1000,
+                family=family,  # type: ignore[arg-type]
+                base_url=fake.url,
+            )
+            dialect = dialect_for(settings)
+            extra = {"stream_options": {"include_usage": True}} if stream and api == "openai-chat" else {}
+            r = post(fake.url + path, {**base, "stream": stream, **extra}, headers)
+            assert r.status_code == 200, r.text
+            if stream:
+                decoder = dialect.decoder(settings.origin)
+                parser = parser_for(settings)
+                for ev in parser.feed(r.content) + parser.close():
+                    decoder.feed(ev)
+                replies.append(decoder.finish())
+            else:
+                assert r.headers["content-type"] == "application/json"
+                replies.append(dialect.decode_body(r.content, settings.origin))
+    streamed, whole = replies
+    assert (whole.text, whole.thinking, whole.finish) == (streamed.text, streamed.thinking, streamed.finish)
+    assert [(c.name, c.arguments) for c in whole.calls] == [(c.name, c.arguments) for c in streamed.calls]
+    assert whole.usage.prompt_tokens == streamed.usage.prompt_tokens
+    assert [b.type for b in whole.blocks] == [b.type for b in streamed.blocks]

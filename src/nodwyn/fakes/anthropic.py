@@ -241,15 +241,14 @@ def stream(
         blocks = [{"type": "thinking", "thinking": item.thinking, "position": 0}]
     index = 0
     texts: list[str] = []
+    content: list[dict[str, Any]] = []  # the same blocks, whole, for a reply that is not streamed
 
     def block(b: Any) -> None:
         nonlocal index
         if b.get("type") == "redacted_thinking":
-            emit(
-                "content_block_start",
-                index=index,
-                content_block={"type": "redacted_thinking", "data": state.mint("redacted")},
-            )
+            redacted = {"type": "redacted_thinking", "data": state.mint("redacted")}
+            content.append(redacted)
+            emit("content_block_start", index=index, content_block=redacted)
         else:
             text = str(b.get("thinking", ""))
             texts.append(text)
@@ -262,6 +261,7 @@ def stream(
                 emit("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": frag})
             signature = state.mint("signature", text)
             signatures[signature] = text
+            content.append({"type": "thinking", "thinking": text, "signature": signature})
             emit(
                 "content_block_delta", index=index, delta={"type": "signature_delta", "signature": signature}
             )
@@ -275,6 +275,7 @@ def stream(
 
     at(0)
     if item.text:
+        content.append({"type": "text", "text": item.text})
         emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
         for frag in split_text(item.text):
             emit("content_block_delta", index=index, delta={"type": "text_delta", "text": frag})
@@ -287,6 +288,7 @@ def stream(
         args = orjson.dumps(call.arguments).decode()
         args_texts.append(args)
         head = {"type": "tool_use", "id": call.id or state.next_id("toolu_"), "name": call.name, "input": {}}
+        content.append({**head, "input": call.arguments})
         emit("content_block_start", index=index, content_block=head)
         for frag in split_text(args, 2):
             emit("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": frag})
@@ -306,6 +308,14 @@ def stream(
     output = out_tokens(item.text, *texts, *args_texts)
     final_usage = {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output}
     stop = "tool_use" if item.calls else "end_turn"
+    if body.get("stream") is not True:  # the whole message as one JSON object
+        whole = {
+            **message,
+            "content": content,
+            "stop_reason": stop,
+            "usage": {**usage, "output_tokens": output},
+        }
+        return json_reply(200, whole, {"request-id": "req_fake"})
     emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=final_usage)
     emit("message_stop")
     return Reply(headers={"content-type": "text/event-stream", "request-id": "req_fake"}, chunks=chunks)

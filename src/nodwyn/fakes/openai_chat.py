@@ -285,19 +285,22 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     field = _REASONING_FIELD.get(family, "reasoning_content")
     for frag in split_text(item.thinking):
         chunks.append(chunk({field: frag}))
+    details: list[dict[str, Any]] = []
     if family == "openrouter" and item.reasoning_details is not None:
-        chunks.extend(
-            chunk({"reasoning_details": [frag]}) for frag in detail_fragments(state, item.reasoning_details)
-        )
+        frags = detail_fragments(state, item.reasoning_details)
+        details = merged_details(frags)
+        chunks.extend(chunk({"reasoning_details": [frag]}) for frag in frags)
         if not item.reasoning_details:
             chunks.append(chunk({"reasoning_details": []}))
     for frag in split_text(item.text):
         chunks.append(chunk({"content": frag}))
     arg_texts = []
+    calls: list[dict[str, Any]] = []
     for j, call in enumerate(item.calls):
         call_id = call.id or state.next_id("call_")
         args = orjson.dumps(call.arguments).decode()
         arg_texts.append(args)
+        calls.append({"id": call_id, "type": "function", "function": {"name": call.name, "arguments": args}})
         head = {
             "index": j,
             "id": call_id,
@@ -326,6 +329,23 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         }
         last = sse(value)
     chunks.append(last)
+    if body.get("stream") is not True:  # the whole reply as one chat.completion object
+        message: dict[str, Any] = {"role": "assistant", "content": item.text or None}
+        if item.thinking:
+            message[field] = item.thinking
+        if family == "openrouter" and item.reasoning_details is not None:
+            message["reasoning_details"] = details
+        if calls:
+            message["tool_calls"] = calls
+        whole = {
+            **base,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage(family, lookup, completion, out_tokens(item.thinking)),
+        }
+        if family == "llamacpp":
+            whole["timings"] = orjson.loads(last[len(b"data: ") :])["timings"]
+        return json_reply(200, whole)
     if include_usage:
         chunks.append(
             sse(
@@ -345,6 +365,24 @@ def stream_error(family: str, base: dict[str, Any], e: ScriptError) -> dict[str,
         return {**base, "error": err, "choices": [choice]}
     fields = {"message": e.message, "type": kind, "param": e.param, "code": e.code}
     return fields if family == "cerebras" else {"error": fields}
+
+
+def merged_details(fragments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The array a client builds from the fragments, as OpenRouter's own client merges them."""
+    out: list[dict[str, Any]] = []
+    for f in fragments:
+        if (
+            out
+            and f.get("type") == "reasoning.text" == out[-1].get("type")
+            and f.get("index") == out[-1].get("index")
+        ):
+            out[-1]["text"] = out[-1].get("text", "") + f.get("text", "")
+            for k, v in f.items():
+                if k != "text" and out[-1].get(k) is None:
+                    out[-1][k] = v
+        else:
+            out.append(dict(f))
+    return out
 
 
 def detail_fragments(state: State, details: tuple[Any, ...]) -> list[dict[str, Any]]:

@@ -293,5 +293,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         "total_tokens": lookup.prompt_tokens + completion,
     }
     final = {**resp, "status": "completed", "output": [] if item.empty_output else output, "usage": usage}
+    if body.get("stream") is not True:
+        return json_reply(200, final)
     emit("response.completed", response=final)
     return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
