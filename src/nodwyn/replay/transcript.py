@@ -101,6 +101,9 @@ def _request(ev: Event) -> list[str]:
     if "max_output" in d:
         facts.append(f"max output {_s(d.get('max_output'))}")
     lines = ["request " + ", ".join(facts)]
+    moved = [_s(m) for m in _list(d.get("moved")) if m != "first"]
+    if moved:
+        lines.append(f"{_INDENT}prefix moved: " + ", ".join(moved))
     elided = _list(d.get("elided"))
     if elided:
         lines.append(f"{_INDENT}elided " + ", ".join(f"#{_s(s)}" for s in elided))
