@@ -84,8 +84,10 @@ def write_session(log: SessionLog, target_bytes: int) -> int:
             },
         )
         requests += 1
-        cached = 0 if trim or i % 53 == 7 else prompt - 1000 - (prompt % 128)
+        previous = prompt
         prompt = 30000 if trim else prompt + 1000
+        # the cache serves the predecessor's prompt in 128-token blocks, but misses now and then
+        cached = 0 if trim or i % 53 == 7 else previous // 128 * 128
         call = ToolCall(id=f"c{i}", name="fs-read", arguments=f'{{"path": "src/handler_{i}.py"}}')
         response = Response(
             text="" if i % 5 else f"Reading handler_{i} next.",

@@ -58,6 +58,10 @@ def n(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
 def _totals_text(sid: str, agg: Aggregator) -> list[str]:
     t = agg.totals()
     a = t.all
@@ -73,7 +77,7 @@ def _totals_text(sid: str, agg: Aggregator) -> list[str]:
             else ""
         ),
         f"  Last request cache rate {pct(t.last_rate)}",
-        f"  Requests / replies      {a.requests:,} / {a.replies:,}  ({t.turns} turns)",
+        f"  Requests / replies      {a.requests:,} / {a.replies:,}  ({t.turns} turn{_s(t.turns)})",
         f"  Prompt tokens           {a.prompt_tokens:,}"
         + (f"  ({a.no_usage} replies reported none)" if a.no_usage else ""),
         f"  Cached tokens           {a.cached_tokens:,}",

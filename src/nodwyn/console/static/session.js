@@ -43,7 +43,7 @@
       a.rate === null ? "no reply reported a cache read with a positive prompt" :
         `${num(a.rate_cached)} of ${num(a.rate_prompt)} prompt tokens over ${a.rate_replies} replies`);
     add("last-rate", "Last request cache rate", pct(t.last_rate), t.last_reply ? `reply at seq ${t.last_reply}` : "");
-    add("requests", "Requests / replies", `${num(a.requests)} / ${num(a.replies)}`, `${t.turns} turns`);
+    add("requests", "Requests / replies", `${num(a.requests)} / ${num(a.replies)}`, `${t.turns} turn${t.turns === 1 ? "" : "s"}`);
     add("prompt", "Prompt tokens", num(a.prompt_tokens), a.no_usage ? `${a.no_usage} replies reported no usage` : "");
     add("cached", "Cached tokens", num(a.cached_tokens), "");
     add("uncached", "Uncached prefill tokens", num(a.uncached_tokens), "prompt − cached, where both are reported");
