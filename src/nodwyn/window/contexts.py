@@ -46,7 +46,7 @@ class Context:
     children: list[str] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)  # the view: own + widened, in seq order
     block_replies: list[int] = field(default_factory=list)  # seqs of replies in the view with blocks
-    images: set[str] = field(default_factory=set)  # digests of the images in the view
+    images: dict[str, list[int]] = field(default_factory=dict)  # image digest -> its user.msg seqs
     version: int = 0  # bumped when the view changes other than by appending
     cache: Any = None  # render.RenderCache of the last render of this view
     last_req: Any = None  # render.Snapshot of the last request built in this context
@@ -80,7 +80,7 @@ class Contexts:
         if entry.kind == "assistant" and entry.reply.blocks:
             c.block_replies.append(entry.seq)
         for image in entry.images:
-            c.images.add(image.digest)
+            c.images.setdefault(image.digest, []).append(entry.seq)
         return c
 
     def open(self, event: Event) -> None:
@@ -181,7 +181,8 @@ class Contexts:
         parent.entries = list(merge(parent.entries, c.entries, key=lambda e: e.seq))
         for seq in c.block_replies:
             insort(parent.block_replies, seq)
-        parent.images |= c.images
+        for digest, seqs in c.images.items():
+            parent.images.setdefault(digest, []).extend(seqs)
         c.entries, c.block_replies = [], []
         if not appended:
             parent.version += 1

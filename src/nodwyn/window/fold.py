@@ -56,9 +56,8 @@ class Snapshot:
     system: bytes
     tools: bytes
     max_output: bytes
-    stream: bytearray  # the render's stream (append-only while its cache lives)
-    length: int  # how much of it this request had
-    head: int
+    pieces: list[bytes]  # the render's pieces (append-only while its cache lives)
+    length: int  # how many of them this request had
     plan: bytes | None  # the trailing plan's piece, if any
 
 
@@ -239,7 +238,14 @@ class Window:
         policy = recipe.policy
         held: tuple[tuple[str, str], ...] = ()
         if Flag.IMAGES in policy and withheld:
-            held = tuple(sorted((d, r) for d, r in withheld.items() if d in view.images))
+            # only what the request can show: an image of the view not elided
+            held = tuple(
+                sorted(
+                    (d, r)
+                    for d, r in withheld.items()
+                    if any(seq not in elided for seq in view.images.get(d, ()))
+                )
+            )
         summaries: tuple[Summary, ...] = ()
         if Flag.SUMMARIES in policy and self._summaries:
             mine = [s for s in self._summaries.values() if self._contexts.view_of(s.ctx) is view]
@@ -305,9 +311,8 @@ class Window:
             system=encode.system_bytes(cache.system(c)),
             tools=tools,
             max_output=encode.max_output_bytes(limits_out),
-            stream=cache.stream,
-            length=len(cache.stream),
-            head=cache.head,
+            pieces=cache.pieces,
+            length=len(cache.pieces),
             plan=cache.pending_plan.piece if cache.pending_plan is not None else None,
         )
         return snap, cache, items
@@ -391,7 +396,7 @@ class Window:
         end = encode.tail(snap.plan, not cache.items, snap.system, snap.tools)
         hasher = cache.hasher.copy()
         hasher.update(end)
-        canonical = b"".join((cache.stream, end))
+        canonical = cache.canonical(end)
         record: dict[str, Any] = {"elided": sorted(new), "estimate": est, "trim": bool(new)}
         if trimmed or headroom:
             record["high_water"] = line
@@ -450,34 +455,26 @@ def _withheld(items: list[Item]) -> list[dict[str, str]]:
     return out
 
 
-def _trailer(snap: Snapshot) -> bytes:
-    if snap.plan is None:
-        return b""
-    return (b"," if snap.length > snap.head else b"") + snap.plan
-
-
 def _extends(prev: Snapshot, now: Snapshot) -> bool:
-    """Whether ``now``'s messages are ``prev``'s with messages appended (``max_output`` is in the head)."""
+    """Whether ``now``'s messages are ``prev``'s with messages appended."""
     n = prev.length
     if now.length < n:
         return False
-    if now.stream is not prev.stream and memoryview(now.stream)[:n] != memoryview(prev.stream)[:n]:
+    if now.pieces is not prev.pieces and now.pieces[:n] != prev.pieces[:n]:
         return False
-    rest = _trailer(prev)
-    want = len(rest) + 1
-    after = bytes(now.stream[n : n + want])
-    if len(after) < want:
-        after += _trailer(now)[: want - len(after)]
-    return after[: len(rest)] == rest and (
-        len(after) == len(rest) or after[len(rest) : len(rest) + 1] == b","
-    )
+    if prev.plan is None:
+        return True
+    if now.length > n:  # the trailing plan must be the next message
+        return now.pieces[n] == prev.plan
+    return now.plan == prev.plan
 
 
 def _moved(prev: Snapshot | None, now: Snapshot, trimmed: bool) -> list[str]:
     """Why this request is not its predecessor's with messages appended ([] when it is)."""
     if prev is None:
         return ["first"]
-    if prev.system == now.system and prev.tools == now.tools and _extends(prev, now):
+    same_frame = prev.system == now.system and prev.tools == now.tools and prev.max_output == now.max_output
+    if same_frame and _extends(prev, now):
         return []
     reasons = ["trim"] if trimmed else []
     a, b = prev.params, now.params

@@ -95,11 +95,11 @@ class RenderCache:
     body: int = 0  # sum of piece lengths of items (pending plan excluded)
     image_bytes: int = 0
     image_tokens: int = 0
-    # the request's canonical bytes up to the last item (``{"max_output":N,"messages":[p1,...,pk``),
-    # kept as items are pushed, with a SHA-256 over them: a build copies the hash and adds the tail
-    stream: bytearray = field(default_factory=bytearray)
+    # the request's canonical bytes up to the last item are ``head`` and the pieces joined by
+    # commas; a SHA-256 over them is kept as items are pushed: a build copies it and adds the tail
+    head: bytes = b""
+    pieces: list[bytes] = field(default_factory=list)
     hasher: Any = None
-    head: int = 0
     msgs: list[Message] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
 
@@ -107,10 +107,8 @@ class RenderCache:
         limits_out = (
             self.params.recipe.limits.output_reserve if Flag.OUTPUT_CAP in self.params.policy else None
         )
-        head = encode.head(encode.max_output_bytes(limits_out))
-        self.stream += head
-        self.head = len(head)
-        self.hasher = hashlib.sha256(head)
+        self.head = encode.head(encode.max_output_bytes(limits_out))
+        self.hasher = hashlib.sha256(self.head)
 
     def messages(self) -> list[Item]:
         if self.pending_plan is None:
@@ -118,11 +116,10 @@ class RenderCache:
         return [*self.items, self.pending_plan]
 
     def _push(self, item: Item) -> int:
-        if self.items:
-            self.stream += b","
+        if self.pieces:
             self.hasher.update(b",")
-        self.stream += item.piece
         self.hasher.update(item.piece)
+        self.pieces.append(item.piece)
         self.msgs.append(item.message)
         self.seqs.append(item.seq)
         self.items.append(item)
@@ -130,6 +127,18 @@ class RenderCache:
         self.image_bytes += item.image_bytes
         self.image_tokens += item.image_tokens
         return len(self.items) - 1
+
+    def canonical(self, end: bytes) -> bytes:
+        """The request's canonical bytes: the head, the pieces so far, then ``end`` (one copy)."""
+        p = self.pieces
+        if not p:
+            return self.head + end
+        if len(p) == 1:
+            return self.head + p[0] + end
+        parts = p[:]
+        parts[0] = self.head + p[0]
+        parts[-1] = p[-1] + end
+        return b",".join(parts)
 
     def _flush_plan(self) -> None:
         if self.pending_plan is not None:
