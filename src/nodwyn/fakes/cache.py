@@ -112,6 +112,11 @@ class SingleSlot:
         self.slot = data
         return Lookup(prompt_tokens=tokens(len(data)), cached_tokens=cached, reloaded=reloaded)
 
+    def unload(self) -> None:
+        """The model leaves memory: the next request loads it again, with an empty slot."""
+        self.slot = b""
+        self.loaded = "\x00unloaded"
+
 
 class Blocks:
     """OpenAI's cache. With ``ttl``, an entry is evicted once ``ttl`` more requests reached the

@@ -5,7 +5,8 @@ One KV slot, exact prefix (``single``): ``prompt_eval_count`` is the whole promp
 cached count. A change of model or ``options.num_ctx`` reloads the model: the slot is emptied
 and ``load_duration`` is reported. Metrics are omitted when zero, as Go's ``omitempty`` does.
 It refuses string tool-call arguments, bad base64 images, an unknown model, and (with
-``truncate: false``) a prompt longer than ``num_ctx``.
+``truncate: false``) a prompt longer than ``num_ctx``. ``keep_alive: 0`` unloads the model after the
+reply, so the next request starts cold.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from nodwyn.fakes.base import (
     out_tokens,
     split_text,
 )
-from nodwyn.fakes.cache import Lookup, Prompt, units_of
+from nodwyn.fakes.cache import Lookup, Prompt, SingleSlot, units_of
 from nodwyn.fakes.script import ScriptItem
 
 LOAD_NS = 2_000_000_000
@@ -60,6 +61,8 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
                 400,
                 f"the input length ({lookup.prompt_tokens} tokens) exceeds the context length ({num_ctx})",
             )
+        if body.get("keep_alive") in (0, "0", "0s", "0m") and isinstance(state.cache, SingleSlot):
+            state.cache.unload()  # unloaded after this reply: its KV slot goes with it
         return reply(state, body, item, lookup)
     except ApiError as exc:
         headers = {} if exc.retry_after is None else {"retry-after": f"{exc.retry_after:g}"}
