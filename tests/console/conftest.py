@@ -43,11 +43,11 @@ def recipe() -> dict[str, Any]:
 class Writer:
     """Appends a plausible session to a real log: user turns, requests, replies, tool results."""
 
-    def __init__(self, log: SessionLog, model: str = "glm") -> None:
+    def __init__(self, log: SessionLog, model: str = "glm", *, start: str = "session.start") -> None:
         self.log = log
         self.model = model
         self.calls = 0
-        log.append("session.start", {"recipe": recipe(), "model": model})
+        log.append(start, {"recipe": recipe(), "model": model})
 
     @property
     def id(self) -> str:

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from nodwyn.log import Store
 
-from .conftest import Served, Writer, recipe
+from .conftest import Served, Writer
 
 pytestmark = pytest.mark.browser
 
@@ -104,9 +104,7 @@ def test_a_resumed_session_keeps_its_history_in_the_totals(store: Store, console
     _open(page, f"{console.url}/s/{sid}")
     assert _rate_cell(page) == "33%"
     with store.open(sid, write=True) as log:  # `nodwyn resume`
-        log.append("session.resume", {"recipe": recipe(), "model": "glm"})
-        again = Writer.__new__(Writer)
-        again.log, again.model, again.calls = log, "glm", 0
+        again = Writer(log, start="session.resume")
         again.user("after the break")
         again.turn(3000, 2000, text="resumed and answered")
         page.get_by_text("resumed and answered", exact=True).wait_for(timeout=10000)
