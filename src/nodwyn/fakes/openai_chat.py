@@ -147,7 +147,7 @@ def validate(state: State, body: Any) -> dict[str, Any]:
         if role == "assistant":
             calls = m.get("tool_calls") or []
             if m.get("content") in (None, "") and not calls and family == "llamacpp":
-                raise ApiError(500, "Expected 'content' or 'tool_calls'", param=f"messages[{i}]")
+                raise ApiError(400, "Expected 'content' or 'tool_calls'", param=f"messages[{i}]")
             for j, call in enumerate(calls):
                 fn = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(fn, dict) or not isinstance(call.get("id"), str):
