@@ -48,3 +48,10 @@ def test_a_100_mb_log_opens_a_page_at_a_time(store: Store, console: Served, page
     page.locator("#older").click()
     expect(page.locator("#transcript .ev")).to_have_count(200)
     assert page.locator("#transcript .ev").first.get_attribute("data-seq") == str(last - 199)
+
+    # reopening reuses the aggregate: the log is not read again, and no event is fed twice
+    page.goto(f"{console.url}/")
+    page.get_by_role("link", name=sid).click()
+    page.wait_for_selector("body[data-ready='1']", timeout=30000)
+    state = page.evaluate(f"fetch('/api/s/{sid}/poll?after={last}').then(r => r.json())")
+    assert state["reads"] == 1 and state["totals"]["fed"] == last
