@@ -100,6 +100,8 @@ class RenderCache:
     head: bytes = b""
     pieces: list[bytes] = field(default_factory=list)
     hasher: Any = None
+    stream: bytearray = field(default_factory=bytearray)  # head + pieces[:streamed] joined
+    streamed: int = 0
     msgs: list[Message] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
 
@@ -109,6 +111,7 @@ class RenderCache:
         )
         self.head = encode.head(encode.max_output_bytes(limits_out))
         self.hasher = hashlib.sha256(self.head)
+        self.stream += self.head
 
     def messages(self) -> list[Item]:
         if self.pending_plan is None:
@@ -129,16 +132,18 @@ class RenderCache:
         return len(self.items) - 1
 
     def canonical(self, end: bytes) -> bytes:
-        """The request's canonical bytes: the head, the pieces so far, then ``end`` (one copy)."""
+        """The request's canonical bytes: the head, the pieces so far, then ``end``.
+
+        The pieces are joined into ``stream`` as builds need them, so a build copies what was
+        appended once and the whole request once.
+        """
         p = self.pieces
-        if not p:
-            return self.head + end
-        if len(p) == 1:
-            return self.head + p[0] + end
-        parts = p[:]
-        parts[0] = self.head + p[0]
-        parts[-1] = p[-1] + end
-        return b",".join(parts)
+        if self.streamed < len(p):
+            if self.streamed:
+                self.stream += b","
+            self.stream += b",".join(p[self.streamed :])
+            self.streamed = len(p)
+        return b"".join((self.stream, end))
 
     def _flush_plan(self) -> None:
         if self.pending_plan is not None:
