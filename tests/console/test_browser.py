@@ -35,6 +35,9 @@ def test_totals_render_the_weighted_token_cache_rate(store: Store, console: Serv
     assert _rate_cell(page) == f"{round(8900 / 10100 * 100)}%"  # 88%, not the mean of 90%, 0%, 89%
     assert page.locator('#totals tr[data-row="uncached"] td.value').inner_text() == "1,200"
     assert page.locator("#chart g.bar").count() == 3
+    page.locator("#requests-details summary").click()
+    table = page.locator("#requests tbody tr")
+    assert table.count() == 3 and "0%" in table.nth(1).inner_text() and "small" in table.nth(1).inner_text()
     page.locator("#breakdowns summary").click()
     models = page.locator("#by-model tbody tr").all_inner_texts()
     assert any(m.startswith("small") and "0%" in m for m in models)

@@ -117,7 +117,28 @@
     });
     $("chart-scale").textContent = list.length ? `bar height: prompt tokens (tallest ${num(max)})` : "no requests yet";
     $("chart").replaceChildren(root);
+    renderTable();
     $("chart").dataset.bars = String(list.length);
+  }
+
+  // -- the request table (built only while it is open) --------------------------------------
+  function renderTable() {
+    if (!$("requests-details").open) return;
+    const body = $("requests").querySelector("tbody");
+    const list = [...rows.values()].sort((x, y) => x.seq - y.seq);
+    body.replaceChildren(...list.map((r) => {
+      const u = r.usage || {};
+      const v = verdicts.get(r.seq);
+      const notes = v && v.kind !== "appended" && v.kind !== "first" ? v.detail :
+        [r.trim ? "trim" : "", ...r.causes.filter((c) => c.kind !== "trim").map((c) => `${c.kind} at ${c.seq}`),
+          r.drop ? "suspected server miss" : ""].filter(Boolean).join("; ");
+      const tr = el("tr", "clickable");
+      tr.dataset.seq = r.seq;
+      for (const c of [r.seq, r.ctx, r.model, r.turn, num(u.prompt_tokens), num(u.cached_tokens), pct(r.rate),
+        num(u.cache_write_tokens), num(u.output_tokens), notes]) tr.append(el("td", null, c));
+      tr.addEventListener("click", () => openWindow(r.seq));
+      return tr;
+    }));
   }
 
   // -- window ------------------------------------------------------------------------------
@@ -268,6 +289,7 @@
 
   $("older").addEventListener("click", loadOlder);
   $("diagnose").addEventListener("click", diagnoseAll);
+  $("requests-details").addEventListener("toggle", renderTable);
   (async () => {
     try {
       await Promise.all([poll(), loadTail()]);
