@@ -400,3 +400,14 @@ def test_a_log_dropped_without_close_leaks_no_descriptor(store: Store) -> None:
     del writer  # the lock goes with it
     with store.open(sid, write=True) as again:
         assert again.last_seq == 1
+
+
+def test_offset_of_names_where_each_line_starts(store: Store) -> None:
+    with store.create() as log:
+        _fill(log, 6)
+        starts, pos = [], 0
+        for line in _lines(log.path):
+            starts.append(pos)
+            pos += len(line)
+        assert [log.offset_of(s) for s in range(1, 7)] == starts
+        assert log.offset_of(0) is None and log.offset_of(7) is None

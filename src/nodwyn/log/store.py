@@ -148,6 +148,13 @@ class SessionLog:
         view = self._view()
         return view.size - view.whole_end
 
+    def offset_of(self, seq: int) -> int | None:
+        """Byte offset in log.jsonl where ``seq``'s line starts (None if there is no such event)."""
+        view = self._view()
+        if not 1 <= seq <= view.count:
+            return None
+        return view.ends(seq - 1, seq - 1)[0]
+
     def _view(self) -> _View:
         if self._fd < 0:
             raise NodwynError(f"session {self.id}: the log is closed")
