@@ -101,7 +101,7 @@ def make_app(
                     "events": info.events,
                     "size": info.size,
                     "title": title,
-                    "rate": state.agg.totals().all.cache_rate if state is not None else None,
+                    "rate": state.totals().all.cache_rate if state is not None else None,
                     "error": info.error,
                 }
             )
@@ -121,22 +121,21 @@ def make_app(
         sid = request.path_params["sid"]
         after = _int(request, "after", 0)
         state = registry.get(sid)
-        agg = state.agg
-        rows = agg.rows if after == 0 else agg.rows_updated_after(after)
+        last, totals, rows = state.snapshot(after)
         events: list[dict[str, Any]] = []
         reload = after == 0
-        if after and agg.last_seq > after:
-            if agg.last_seq - after > POLL_EVENTS:
+        if after and last > after:
+            if last - after > POLL_EVENTS:
                 reload = True
             else:
-                events = [event_json(e) for e in source.read(sid, after + 1, agg.last_seq)]
+                events = [event_json(e) for e in source.read(sid, after + 1, last)]
         return JSONResponse(
             {
                 "id": sid,
                 "title": state.title,
                 "model": state.model,
-                "last_seq": agg.last_seq,
-                "totals": totals_json(agg.totals()),
+                "last_seq": last,
+                "totals": totals_json(totals),
                 "rows": [row_json(r) for r in rows],
                 "events": events,
                 "reload_transcript": reload,
@@ -159,13 +158,14 @@ def make_app(
         sid = request.path_params["sid"]
         seq = int(request.path_params["seq"])
         state = registry.get(sid)
-        row = state.agg.row(seq)
+        _, _, rows = state.snapshot()
+        row = next((r for r in rows if r.seq == seq), None)
         if row is None:
             raise NotFoundError(
                 f"seq {seq} of session {sid} is not an llm.req; pick a request from the chart"
             )
-        rows = state.agg.rows
-        replayed, diagnosis = source.with_log(sid, lambda log: diagnose_request(log, row, rows))
+        with source.private(sid) as log:  # replay on its own reader: polls go on meanwhile
+            replayed, diagnosis = diagnose_request(log, row, rows)
         body: dict[str, Any] = {
             "seq": seq,
             "row": row_json(row),

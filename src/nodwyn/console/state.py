@@ -9,7 +9,7 @@ from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.log import SessionLog
 from nodwyn.stats.diagnosis import Diagnosis
-from nodwyn.stats.totals import Aggregator
+from nodwyn.stats.totals import Aggregator, RequestRow, Totals
 from nodwyn.values.events import Event
 from nodwyn.values.model import Prices
 
@@ -40,6 +40,17 @@ class SessionState:
         for event in log.read(self.agg.last_seq + 1, None):
             self._note(event)
             self.agg.feed(event)
+
+    def snapshot(self, after: int = 0) -> tuple[int, Totals, tuple[RequestRow, ...]]:
+        """Last seq, totals and the rows changed after ``after`` (all rows for 0), read together
+        while no other request feeds the aggregator."""
+        with self._lock:
+            rows = self.agg.rows if after == 0 else tuple(self.agg.rows_updated_after(after))
+            return self.agg.last_seq, self.agg.totals(), rows
+
+    def totals(self) -> Totals:
+        with self._lock:
+            return self.agg.totals()
 
     def diagnoses(self) -> list[Diagnosis]:
         """Every request diagnosed by one replay pass, kept until the session grows."""
