@@ -2,11 +2,12 @@
 that was sent) or refuses with one of the named errors; never a traceback, never a wrong request.
 
 Mutations of real recorded logs: truncated, bytes flipped, lines deleted, duplicated, reordered,
-seqs changed, fields removed (anywhere in a line, envelope or payload). Half the mutants keep the
-original's index.bin, now stale, so the log's own index checks are exercised as well. Each mutant
-is checked with ``verify_all`` (every request), ``replay_request`` of one request (the start-point
-seek path), and every 50th through the CLI (exit code, stdout only on success). The counts per
-outcome are printed.
+seqs changed, fields removed (anywhere in a line, envelope or payload), and a request's recorded
+start point replaced by a wrong one (which replay must survive: it falls back to the whole
+prefix). Half the mutants keep the original's index.bin, now stale, so the log's own index checks
+are exercised as well. Each mutant is checked with ``verify_all`` (every request),
+``replay_request`` of one request (the start-point seek path), and every 50th through the CLI
+(exit code, stdout only on success). The counts per outcome are printed.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _dicts(value: Any, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _mutate(raw: bytes, rng: random.Random) -> tuple[str, bytes]:
     lines = raw.splitlines(keepends=True)
-    kind = rng.choice(["truncate", "flip", "delete", "duplicate", "reorder", "seq", "field"])
+    kind = rng.choice(["truncate", "flip", "delete", "duplicate", "reorder", "seq", "field", "hint"])
     if kind == "truncate":
         return kind, raw[: rng.randrange(len(raw))]
     if kind == "flip":
@@ -91,6 +92,15 @@ def _mutate(raw: bytes, rng: random.Random) -> tuple[str, bytes]:
         for _ in range(rng.randint(1, 3)):
             buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
         return kind, bytes(buf)
+    if kind == "hint":  # a wrong start point: replay must fall back and still verify
+        reqs = [k for k, line in enumerate(lines) if b'"kind":"llm.req"' in line]
+        i = rng.choice(reqs)
+        obj = orjson.loads(lines[i])
+        s = rng.randint(1, obj["seq"])
+        keep = sorted(rng.sample(range(1, s), min(s - 1, rng.randint(0, 3))))
+        obj["data"]["start"] = {"seq": s, "keep": keep}
+        lines[i] = orjson.dumps(obj) + b"\n"
+        return kind, b"".join(lines)
     i = rng.randrange(len(lines))
     if kind == "delete":
         del lines[i]
@@ -186,6 +196,8 @@ def test_fuzzed_logs_verify_or_refuse_by_name(
         except Exception:
             failures.append(f"#{n} {kind}: traceback\n{traceback.format_exc()}")
             continue
+        if kind == "hint" and outcome != "verified":
+            failures.append(f"#{n} {kind}: a wrong start point alone made replay refuse: {outcome}")
         outcomes[outcome] += 1
         by_kind[(kind, outcome)] += 1
         if n % 50 == 0:
