@@ -5,12 +5,13 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 
 from nodwyn.fakes.script import load_script
 from nodwyn.fakes.server import DEFAULT_CACHE, HANDLERS, FakeServer
+from nodwyn.values.model import Family
 
 
 @click.group()
@@ -35,7 +36,7 @@ def fake() -> None:
     help="Replicas (--cache replicas).",
 )
 @click.option(
-    "--family", default=None, help="openai-chat server family (cerebras, deepseek, openrouter, ...)."
+    "--family", type=click.Choice(get_args(Family)), default=None, help="openai-chat server family."
 )
 @click.option(
     "--script",

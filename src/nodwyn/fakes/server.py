@@ -11,12 +11,13 @@ import json
 import threading
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from nodwyn.fakes import anthropic, ollama, openai_chat, responses
 from nodwyn.fakes.base import Handler, ReceivedRequest, Reply, State
 from nodwyn.fakes.cache import REPLICAS, CacheKind, Lookup, make_cache
 from nodwyn.fakes.script import Script, ScriptItem
+from nodwyn.values.model import Family
 
 FakeApi = Literal["ollama", "openai-chat", "responses", "anthropic"]
 HANDLERS: dict[str, Handler] = {
@@ -105,6 +106,8 @@ class FakeServer:
     ) -> None:
         if api not in HANDLERS:
             raise ValueError(f"unknown fake api {api!r}; use {', '.join(HANDLERS)}")
+        if family is not None and family not in get_args(Family):
+            raise ValueError(f"unknown server family {family!r}; use {', '.join(get_args(Family))}")
         self.api = api
         self._script = Script(script)
         self._cache = make_cache(cache or DEFAULT_CACHE[api], replicas=replicas, seed=seed)
