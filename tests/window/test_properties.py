@@ -22,7 +22,7 @@ from .sessions import LIMITS, Built, Sim, sessions
 
 # WINDOW_EXAMPLES=500 for a longer hunt; the default keeps the suite near a minute on 2 cores
 PROPS = settings(
-    max_examples=int(os.environ.get("WINDOW_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("WINDOW_EXAMPLES", "300")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

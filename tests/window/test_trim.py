@@ -5,8 +5,9 @@ from __future__ import annotations
 from nodwyn.values.codec import message_to_json
 from nodwyn.values.content import AssistantMessage, ToolMessage, UserMessage
 from nodwyn.values.recipe import WindowLimits
+from nodwyn.window import build_window
 
-from .sessions import TOOLS, Sim, batch, started
+from .sessions import ORIGIN_A, TOOLS, Sim, batch, started
 
 LIM = WindowLimits(high_water=600, low_water=300, max_result_tokens=2000, output_reserve=50, ceiling=800)
 ROOMY = WindowLimits(high_water=1500, low_water=1100, max_result_tokens=2000, output_reserve=50, ceiling=1800)
@@ -126,3 +127,16 @@ def test_estimate_is_a_token_per_three_canonical_bytes() -> None:
     sim.user("hello")
     b = sim.request()
     assert b.record["estimate"] == -(-len(b.canonical) // 3)
+
+
+def test_the_sticky_set_is_derived_from_the_log_not_from_memory() -> None:
+    sim = started(19)
+    sim.user("task")
+    _, reply, (result,) = batch(sim, [("c", "an old result")])
+    # an llm.req an earlier process wrote: its elided set is sticky for every later window
+    sim.add("llm.req", {"model": "m", "origin": {"model": "model-a", "server": "alpha"}, "elided": [result]})
+    sim.reply(text="ok")
+    fresh = build_window(sim.events, origin=ORIGIN_A)
+    k = fresh.seqs.index(result)
+    assert fresh.request.messages[k] == ToolMessage(call_id="c", name="shell", text=f"[elided seq={result}]")
+    assert fresh.record["elided"] == [] and reply in fresh.seqs

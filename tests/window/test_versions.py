@@ -1,0 +1,80 @@
+"""Every known recipe version's rules stay executable: each rule shows exactly when its flag is on."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodwyn.errors import UnknownRecipeError
+from nodwyn.values.codec import origin_from_json
+from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
+from nodwyn.values.recipe import KNOWN_VERSIONS, Flag, WindowLimits, policy_for
+from nodwyn.window import TurnOptions, build_window, recorded_turn, recorded_withheld
+
+from .sessions import ORIGIN_A, Sim, batch, block, started
+
+IMG = {
+    "digest": "sha256:" + "ef" * 32,
+    "media_type": "image/png",
+    "width": 600,
+    "height": 400,
+    "name": "a.png",
+}
+ROOM = WindowLimits(high_water=5000, low_water=2500, max_result_tokens=80, output_reserve=200, ceiling=6000)
+LONG = "".join(f"row {i} {'z' * 30}\n" for i in range(400))
+
+
+def _session(version: int) -> Sim:
+    sim = started(version, limits=ROOM, task_header="## Ask", plan_header="## Steps")
+    sim.user("do it", images=[IMG])
+    sim.plan("1. look")
+    _, _, (r1,) = batch(sim, [("a", "early output")], thinking="hmm", blocks=(block(ORIGIN_A, "sig"),))
+    sim.fold(r1, "[folded]")
+    batch(sim, [("b", LONG)], name="fs-read", thinking="hmm2", blocks=(block(ORIGIN_A, "sig2"),))
+    return sim
+
+
+@pytest.mark.parametrize("version", KNOWN_VERSIONS)
+def test_each_rule_applies_exactly_from_its_version(version: int) -> None:
+    flags = policy_for(version).flags
+    sim = _session(version)
+    b = sim.request(turn=TurnOptions(no_tools=True))
+    req, rec = b.request, b.record
+    users = [m for m in req.messages if isinstance(m, UserMessage)]
+    replies = [m for m in req.messages if isinstance(m, AssistantMessage)]
+    results = [m for m in req.messages if isinstance(m, ToolMessage)]
+    in_conv = Flag.IN_CONVERSATION in flags
+    header = "## Ask" if Flag.HEADERS in flags else "# Task"
+    if in_conv:
+        assert req.system == "You are a careful agent."
+        assert users[0].parts[0] == TextPart(text=f"{header}\n\ndo it")
+    else:
+        assert req.system.startswith(f"You are a careful agent.\n\n{header}\n\ndo it")
+    # the person's message, its attachment from v12, the plan as a message from v15
+    assert len(users) == 1 + (Flag.IMAGES in flags) + in_conv
+    assert (req.tools == ()) is (Flag.TOOL_SUBSETS in flags)
+    assert (req.max_output is not None) is (Flag.OUTPUT_CAP in flags)
+    assert (results[0].text == "[folded]") is (Flag.FOLDS in flags)
+    assert (replies[0].thinking == "hmm") is (Flag.THINKING in flags)
+    # the fold is of a result after the first reply: no reply was made before a fold of an earlier entry
+    assert (replies[0].blocks != ()) is (Flag.BLOCKS in flags)
+    assert (replies[1].blocks != ()) is (Flag.BLOCKS in flags)
+    assert rec["elided"] == []
+    assert ("file lines" in results[1].text) is (Flag.NAMED_CUTS in flags)
+    assert (len(results[1].text) > 2 * 80 * 3) is (Flag.WIDE_READS in flags)
+    assert ("no_tools" in rec) is (Flag.TOOL_SUBSETS in flags)
+    # and every version replays from its record
+    ev = sim.events[sim.builds[-1].seq - 1]
+    again = build_window(
+        sim.before(ev.seq),
+        ev.ctx,
+        origin=origin_from_json(ev.data["origin"]),
+        turn=recorded_turn(ev.data),
+        withheld=recorded_withheld(ev.data),
+    )
+    assert again.digest == b.digest and again.record == rec
+
+
+@pytest.mark.parametrize("version", [0, 3, 4, 5, 11, 13, 20])
+def test_versions_the_seed_only_mentions_are_refused(version: int) -> None:
+    with pytest.raises(UnknownRecipeError):
+        started(version)
