@@ -13,6 +13,9 @@ from nodwyn.stats.totals import Aggregator, RequestRow, Totals
 from nodwyn.values.events import Event
 from nodwyn.values.model import Prices
 
+# More new events than this are read on a private reader, so the transcript's page reads go on.
+BULK = 1000
+
 
 class SessionState:
     """One session's aggregator; ``refresh`` feeds it the events appended since it last looked."""
@@ -31,10 +34,15 @@ class SessionState:
 
     def refresh(self) -> None:
         with self._lock:
-            if self.source.last_seq(self.id) <= self.agg.last_seq:
+            last = self.source.last_seq(self.id)
+            if last <= self.agg.last_seq:
                 return
             self.reads += 1
-            self.source.with_log(self.id, self._feed)
+            if last - self.agg.last_seq > BULK:  # a long read goes on a reader of its own
+                with self.source.private(self.id) as log:
+                    self._feed(log)
+            else:
+                self.source.with_log(self.id, self._feed)
 
     def _feed(self, log: SessionLog) -> None:
         for event in log.read(self.agg.last_seq + 1, None):
