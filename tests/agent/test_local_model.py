@@ -70,7 +70,7 @@ def test_a_local_session_trims_once_replays_and_reuses_its_prefix(
     agent.log.close()
     assert cold.usage.prompt_tokens == usage["prompt_tokens"] and cold.usage.cached_tokens == 0
     cold_ms = cold.timings.prefill_ms
-    assert cold_ms is not None and warm_ms < 0.75 * cold_ms
+    assert cold_ms is not None and warm_ms < 0.8 * cold_ms
     with capsys.disabled():
         print(
             f"\n[local model] {len(reqs)} requests; request seq {after.seq} "
