@@ -185,3 +185,59 @@ def test_a_session_with_every_tool_and_strategy(tmp_path: Path, workspace: Path)
     )
     assert "tools" not in claude_bodies[3] or not claude_bodies[3]["tools"]  # the planner: no tools
     assert assert_every_request_replays(env, sid) == 15
+
+
+def test_an_image_is_withheld_from_a_host_the_person_did_not_confirm(tmp_path: Path, workspace: Path) -> None:
+    image = tmp_path / "shot.png"
+    image.write_bytes(tiny_png(600, 400))
+    with (
+        FakeServer(api="openai-chat", script=[{"text": "a red box"}]) as first,
+        FakeServer(api="openai-chat", script=[{"text": "no image here"}]) as second,
+    ):
+        config = tmp_path / "config.toml"
+        other = second.url.replace("127.0.0.1", "localhost")
+        config.write_text(
+            f"""[control]
+model = "a"
+[models.a]
+api = "openai-chat"
+model = "fake-model"
+base_url = "{first.url}"
+context_size = 32000
+takes_images = true
+[models.b]
+api = "openai-chat"
+model = "fake-model"
+base_url = "{other}"
+context_size = 32000
+takes_images = true
+"""
+        )
+        env = {"NODWYN_HOME": str(tmp_path / "home"), "NODWYN_CONFIG": str(config), "HOME": str(tmp_path)}
+        agent = open_agent(env=env, workspace=workspace).agent
+        agent.user_turn("What is this?", [image])
+        agent.switch_model("b")
+        agent.user_turn("And now?")
+        sid = agent.session_id
+        agent.log.close()
+        sent = [
+            p
+            for m in second.requests[-1].body["messages"]
+            if isinstance(m["content"], list)
+            for p in m["content"]
+        ]
+    assert not any(p.get("type") == "image_url" for p in sent)
+    log = events(env, sid)
+    ref = next(e for e in log if e.kind == "user.msg" and e.data.get("images")).data["images"][0]
+    assert (ref["width"], ref["height"], ref["media_type"], ref["host"]) == (
+        600,
+        400,
+        "image/png",
+        "127.0.0.1",
+    )
+    reqs = [e for e in log if e.kind == "llm.req"]
+    assert "withheld_images" not in reqs[0].data or not reqs[0].data["withheld_images"]
+    assert reqs[1].data["withheld_images"] == [
+        {"digest": ref["digest"], "reason": "the image was confirmed for 127.0.0.1, not localhost"}
+    ]
+    assert assert_every_request_replays(env, sid) == 2
