@@ -106,3 +106,26 @@ def test_damaged_payloads_render_without_crashing() -> None:
     assert "? no recipe recorded" in "\n".join(lines)
     assert lines[-1].startswith("#5 ? unknown event kind 'what.is.this'")
     assert render_event(odd[2])[0] == "#3 [side] reply to #"
+
+
+def test_a_damaged_log_reads_past_the_damage(store: Store, capfd: pytest.CaptureFixture[str]) -> None:
+    s = Script(store, recipe())  # damaged on purpose below
+    s.turn("first question", [], "first answer")
+    s.turn("second question", [], "second answer")
+    s.close()
+    path = store.sessions / s.id / "log.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    offset = sum(len(line) for line in lines[:2])
+    lines[2] = b"{not an event}\n"
+    path.write_bytes(b"".join(lines) + b'{"seq":99,"t":"20')
+    (store.sessions / s.id / "index.bin").unlink()
+    code, out, err = run(store, capfd, "replay", s.id)
+    assert code == 0
+    assert f"!! damaged line at byte {offset} (15 bytes)" in out
+    assert "first question" in out and "second question" in out and "second answer" in out
+    assert "!! torn tail at byte" in out
+    assert "1 damaged line(s)" in err
+    code, out, _ = run(store, capfd, "replay", s.id, "--json")
+    rows = [orjson.loads(line) for line in out.splitlines()]
+    assert [r["offset"] for r in rows if r.get("damaged") and not r["torn"]] == [offset]
+    assert rows[-1]["torn"] is True and "text: second answer" in rows[-2]["text"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -12,8 +13,10 @@ import orjson
 from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.log import SessionLog, Store, data_root
 from nodwyn.replay.exact import Verdict, replay_request, verify_all
-from nodwyn.replay.transcript import transcript, transcript_json
+from nodwyn.replay.tolerant import tolerant_events
+from nodwyn.replay.transcript import Damaged, transcript, transcript_json
 from nodwyn.values import codec
+from nodwyn.values.events import Event
 
 ROOT = click.option(
     "--root",
@@ -81,23 +84,55 @@ def _all(log: SessionLog, as_json: bool) -> int:
 
 
 def _transcript(log: SessionLog, as_json: bool) -> None:
+    damaged = torn = 0
     try:
+        items = tolerant_events(log)
         if as_json:
-            for ev in log.read():
-                click.echo(orjson.dumps(transcript_json(ev)))
+            for item in items:
+                if isinstance(item, Damaged):
+                    damaged, torn = damaged + (not item.torn), torn + item.torn
+                    row = {"damaged": True, "torn": item.torn, "offset": item.offset, "size": item.size}
+                    click.echo(orjson.dumps({**row, "reason": item.reason}))
+                else:
+                    click.echo(orjson.dumps(transcript_json(item)))
         else:
-            for line in transcript(log.read()):
+            counted = _counting(items)
+            for line in transcript(counted):
                 click.echo(line)
+            damaged, torn = counted.damaged, counted.torn
     except BrokenPipeError:  # `nodwyn replay ... | head`
         sys.stderr.close()
         return
-    torn = log.torn_bytes
-    if torn:
+    if damaged:
         click.echo(
-            f"nodwyn: session {log.id}: {torn} bytes after the last whole event (seq {log.last_seq}) "
-            "are not an event: a torn write, or one in progress",
+            f"nodwyn: session {log.id}: {damaged} damaged line(s), shown as '!! damaged line'; "
+            "exact replay refuses this log",
             err=True,
         )
+    elif torn:
+        click.echo(
+            f"nodwyn: session {log.id}: bytes after the last whole event (seq {log.last_seq}) are not an "
+            "event: a torn write, or one in progress",
+            err=True,
+        )
+
+
+class _counting:
+    """Passes items through, counting the damaged and torn ones."""
+
+    def __init__(self, items: Iterable[Event | Damaged]) -> None:
+        self.items = items
+        self.damaged = 0
+        self.torn = 0
+
+    def __iter__(self) -> Iterator[Event | Damaged]:
+        for item in self.items:
+            if isinstance(item, Damaged):
+                if item.torn:
+                    self.torn += 1
+                else:
+                    self.damaged += 1
+            yield item
 
 
 @click.command()

@@ -8,11 +8,27 @@ readable. It renders only what the log holds; it builds no request and verifies 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from nodwyn.values.events import Event
 
 _INDENT = "    "
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Damaged:
+    """A line of the log that is not a whole event, found by a tolerant reading (``tolerant.py``)."""
+
+    offset: int  # byte offset of the line in log.jsonl
+    size: int
+    reason: str
+    torn: bool = False  # bytes after the last newline: a torn write, or one in progress
+
+
+def render_damage(d: Damaged) -> list[str]:
+    what = "torn tail" if d.torn else "damaged line"
+    return [f"!! {what} at byte {d.offset} ({d.size} bytes): {d.reason}"]
 
 
 def _s(value: Any) -> str:
@@ -216,10 +232,13 @@ def render_event(ev: Event) -> list[str]:
     return [f"#{ev.seq}{where} {body[0]}", *body[1:]]
 
 
-def transcript(events: Iterable[Event]) -> Iterator[str]:
-    """Every event's lines, with a blank line before each person's message."""
+def transcript(events: Iterable[Event | Damaged]) -> Iterator[str]:
+    """Every event's lines, with a blank line before each person's message; damage noted in place."""
     first = True
     for ev in events:
+        if isinstance(ev, Damaged):
+            yield from render_damage(ev)
+            continue
         if ev.kind == "user.msg" and not first:
             yield ""
         first = False
