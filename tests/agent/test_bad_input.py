@@ -168,3 +168,31 @@ def test_malformed_config_stops_before_anything_is_written(tmp_path: Path, works
     with pytest.raises(ConfigError, match=r"high_water = 99999999 does not fit model 'chat'"):
         open_agent(env=env, workspace=workspace)
     assert not (tmp_path / "home").exists() or Store(tmp_path / "home").ids() == []
+
+
+def test_a_failure_inside_a_sub_agent_is_settled_on_resume(tmp_path: Path, workspace: Path) -> None:
+    script = [
+        {"calls": [call("sub-agent", "p1", task="Read calc.py.", tools=["fs-read"])]},
+        {"error": {"status": 400, "message": "sub request refused"}},
+        {"text": "Carrying on."},
+    ]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        env = env_for(tmp_path, fake.url)
+        agent = open_agent(env=env, workspace=workspace).agent
+        with pytest.raises(ProviderError, match="sub request refused"):
+            agent.user_turn("Delegate it.")
+        agent.log.close()
+        again = open_agent(env=env, workspace=workspace, resume=agent.session_id).agent
+        assert again.user_turn("Go on.").text == "Carrying on."
+        again.log.close()
+        wire = fake.requests[-1].body["messages"]
+    log = log_of(env, agent.session_id)
+    closes = [e for e in log if e.kind == "ctx.close"]
+    assert len(closes) == 1 and closes[0].data["result"] == "(interrupted before it answered)"
+    answer = next(e.data for e in log if e.kind == "tool.result")
+    assert answer["call_id"] == "p1" and answer["error"] and answer["text"].startswith("interrupted")
+    assert [m.get("tool_call_id") for m in wire if m["role"] == "tool"] == ["p1"]
+    with Store(Path(env["NODWYN_HOME"])).open(agent.session_id) as reader:
+        for e in log:
+            if e.kind == "llm.req":
+                assert replay_request(reader, e.seq).digest == e.data["digest"]

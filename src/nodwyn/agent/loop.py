@@ -242,6 +242,47 @@ class Agent:
 
     # -- turns -----------------------------------------------------------------------------------
 
+    def settle(self) -> int:
+        """After an interruption (a crash, Ctrl-C, a failed request mid-batch): close the sub-agent
+        contexts left open and answer every call left without a result, so the conversation is whole
+        again. Returns how many events it appended."""
+        opened: dict[str, Event] = {}
+        pending: dict[str, dict[str, ToolCall]] = {}
+        for event in self.log.read(1):
+            d = event.data
+            if event.kind == "ctx.open" and d.get("kind") == "sub":
+                opened[d["id"]] = event
+            elif event.kind == "ctx.close":
+                opened.pop(d["id"], None)
+            elif event.kind == "llm.resp":
+                calls = d.get("response", {}).get("calls", [])
+                pending[event.ctx] = {
+                    c["id"]: ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in calls
+                }
+            elif event.kind == "tool.result":
+                pending.get(event.ctx, {}).pop(d["call_id"], None)
+        appended = 0
+        for sub_id, event in sorted(opened.items(), key=lambda kv: -kv[1].seq):
+            self.append(
+                "ctx.close", {"id": sub_id, "result": "(interrupted before it answered)"}, ctx=event.ctx
+            )
+            pending.pop(sub_id, None)
+            appended += 1
+        for ctx, calls in pending.items():
+            if ctx != self.state.ctx:
+                continue
+            for call in calls.values():
+                data = {
+                    "call_id": call.id,
+                    "name": call.name,
+                    "text": "interrupted: the session stopped before this call was answered; "
+                    "call it again if needed",
+                    "error": True,
+                }
+                self.append("tool.result", data, ctx=ctx)
+                appended += 1
+        return appended
+
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message, then model requests and tool calls until a reply without calls."""
         self.hygiene()

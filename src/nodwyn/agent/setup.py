@@ -139,6 +139,8 @@ def open_agent(
         shell_timeout=config.shell_timeout,
         display=display,
     )
+    if resume is not None and agent.settle() and display is not None:
+        display.notice("answered the calls an interruption left without a result")
     for message in ext.messages:
         if display is not None:
             display.notice(message)

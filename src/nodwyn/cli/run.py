@@ -180,6 +180,10 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...]) -> None:
         except NodwynError as exc:
             # A failed request is in the log; the person can go on or /quit and resume later.
             click.secho(f"nodwyn: {exc}", fg="red", err=True)
+            agent.settle()
+        except KeyboardInterrupt:
+            click.secho("\nnodwyn: interrupted; the log keeps everything so far", fg="yellow", err=True)
+            agent.settle()
         click.echo()
 
 
