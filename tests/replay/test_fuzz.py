@@ -7,7 +7,8 @@ start point replaced by a wrong one (which replay must survive: it falls back to
 prefix). Half the mutants keep the original's index.bin, now stale, so the log's own index checks
 are exercised as well. Each mutant is checked with ``verify_all`` (every request),
 ``replay_request`` of one request (the start-point seek path), and every 50th through the CLI
-(exit code, stdout only on success). The counts per outcome are printed.
+(exit code, stdout only on success); the transcript must read every mutant without an error. The
+counts per outcome are printed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from nodwyn.errors import (
 )
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request, verify_all
+from nodwyn.replay.tolerant import tolerant_events
+from nodwyn.replay.transcript import transcript
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.window import TurnOptions
 
@@ -169,6 +172,9 @@ def test_fuzzed_logs_verify_or_refuse_by_name(
         target = rng.choice(sorted(base.sent))
         try:
             with store.open(base.id) as log:
+                shown = list(transcript(tolerant_events(log)))  # the transcript reads any log
+                if not shown:
+                    failures.append(f"#{n} {kind}: the transcript showed nothing")
                 worst: BaseException | None = None
                 for v in verify_all(log):
                     if v.error is None:
