@@ -99,6 +99,7 @@ class LlmReq(TypedDict):
     withheld_images: NotRequired[list[WithheldImage]]
     max_output: NotRequired[int]
     headroom: NotRequired[bool]
+    moved: NotRequired[list[str]]  # why it is not its predecessor (same ctx) with messages appended
     start: NotRequired[ReqStart]  # where a window rebuilding it may start (replay's seek hint)
 
 
@@ -147,6 +148,7 @@ class CtxOpen(TypedDict):
     system: NotRequired[str]  # a narrowing's own system prompt
     offered_tools: NotRequired[list[str]]
     parent_call: NotRequired[str]  # a sub-agent's calling tool call id
+    lasting: NotRequired[bool]  # a narrowing that is never widened or closed (compaction)
 
 
 class CtxClose(TypedDict):
