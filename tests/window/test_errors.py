@@ -55,3 +55,12 @@ def test_a_refused_event_leaves_the_window_as_it_was() -> None:
     with pytest.raises(CorruptLogError):
         sim.window.feed(_ev(3, "tool.result", {"call_id": "x"}))
     assert sim.window.build(origin=ORIGIN_A).canonical == before.canonical
+
+
+def test_a_refused_close_leaves_the_context_open() -> None:
+    sim = started(19)
+    sim.open("n1", "narrow")
+    with pytest.raises(CorruptLogError, match="result must be a string"):
+        sim.window.feed(_ev(3, "ctx.close", {"id": "n1", "result": 7}))
+    sim.window.feed(_ev(3, "user.msg", {"text": "still narrowed"}, ctx="n1"))
+    assert sim.window.build("n1", origin=ORIGIN_A).request.messages

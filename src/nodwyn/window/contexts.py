@@ -158,12 +158,12 @@ class Contexts:
     def close(self, event: Event) -> Entry | None:
         """End a context; a narrowing's result becomes an entry of its parent."""
         c = self._target(event)
-        self._end(c, event.seq, "closed")
         result = event.data.get("result")
+        if result is not None and not isinstance(result, str):
+            raise CorruptLogError(f"ctx.close at seq {event.seq}: result must be a string")
+        self._end(c, event.seq, "closed")
         if c.kind != "narrow" or result is None:
             return None
-        if not isinstance(result, str):
-            raise CorruptLogError(f"ctx.close at seq {event.seq}: result must be a string")
         assert c.parent is not None
         entry = Entry(seq=event.seq, ctx=c.parent, kind="closed", text=result)
         self.by_id[c.parent].entries.append(entry)

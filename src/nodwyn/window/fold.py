@@ -106,8 +106,6 @@ class Window:
             )
         if event.kind not in KINDS:
             raise CorruptLogError(f"event seq {event.seq} has unknown kind {event.kind!r}")
-        if self._first_seq == 0:
-            self._first_seq = event.seq
         entry = entry_of(event)
         if entry is not None:
             self._contexts.add(entry, event.kind)
@@ -117,6 +115,8 @@ class Window:
             handler = _HANDLERS.get(event.kind)
             if handler is not None:
                 handler(self, event)
+        if self._first_seq == 0:
+            self._first_seq = event.seq
         self._last_seq = event.seq
 
     def feed_all(self, events: Iterable[Event]) -> None:

@@ -4,7 +4,7 @@ A render is a function of the view's entries and :class:`Params` (recipe, origin
 sticky elided set, stale replies, folds, accepted summaries). The cache keeps the last render of
 each view: when the next build's params are equal it only renders the entries appended since, so a
 request costs what was appended, not the log. Each message is encoded once to its canonical bytes
-(its *piece*); the request's canonical bytes are the pieces joined (``request.py``).
+(its *piece*); the request's canonical bytes are the pieces joined (``encode.py``).
 """
 
 from __future__ import annotations
@@ -72,10 +72,6 @@ class Item:
     batch: int = -1  # result: item index of its calling batch
     has_blocks: bool = False
     withheld: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def elidable(self) -> bool:
-        return self.kind not in ("user", "plan")
 
 
 def _item(seq: int, kind: str, message: Message, **kw: object) -> Item:
@@ -160,9 +156,7 @@ class RenderCache:
         plan = (plan_header(p.recipe, p.policy), self.plan) if self.plan is not None else None
         return system_with_task(p.recipe.system, task, plan)
 
-    def extend(
-        self, view: Context, folds: Mapping[int, str], withheld: Mapping[str, str], *, in_view: int = 0
-    ) -> None:
+    def extend(self, view: Context, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
         p = self.params
         spans = p.summaries
         entries = view.entries
@@ -229,14 +223,13 @@ class RenderCache:
         reply = e.reply
         calls = tuple(c.id for c in reply.calls)
         if e.seq in p.elided:
-            index = self._push(_item(e.seq, "assistant", AssistantMessage(text=marker(e.seq)), elided=True))
+            msg = AssistantMessage(text=marker(e.seq))
+            index = self._push(_item(e.seq, "assistant", msg, elided=True, calls=calls))
         else:
             msg = assistant_message(e, p, blocks=self.blocks_allowed(e.seq))
             index = self._push(_item(e.seq, "assistant", msg, calls=calls, has_blocks=bool(msg.blocks)))
         for call in calls:
             self.call_batch[call] = index
-        if e.seq in p.elided:
-            self.items[index].calls = calls
 
     def blocks_allowed(self, seq: int) -> bool:
         p = self.params
