@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from nodwyn.values.content import ToolMessage
 from nodwyn.window.estimate import estimate
 from nodwyn.window.render import Item
 
@@ -103,5 +104,9 @@ def _complete(item: Item, items: Sequence[Item], index: int, protected_batches: 
     """A batch may be newly elided: not protected, and every call has its result."""
     if index in protected_batches:
         return False
-    answered = {items[r].message.call_id for r in item.results if items[r].kind == "result"}  # type: ignore[union-attr]
+    answered = set()
+    for r in item.results:
+        message = items[r].message
+        if isinstance(message, ToolMessage):
+            answered.add(message.call_id)
     return all(call in answered for call in item.calls)
