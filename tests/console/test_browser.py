@@ -55,6 +55,12 @@ def test_unknown_is_not_zero_percent(store: Store, console: Served, page: Any) -
     assert page.locator("#chart rect.unknown").count() == 1
     _open(page, f"{console.url}/s/{zero.id}")
     assert _rate_cell(page) == "0%"
+    _open(page, f"{console.url}/")  # the list compares sessions by the same figure
+    rate_of = {
+        row.locator("td").nth(0).inner_text(): row.locator("td").nth(3).inner_text()
+        for row in page.locator("#sessions tbody tr").all()
+    }
+    assert rate_of == {unreported.id: "unknown", zero.id: "0%"}
 
 
 def test_a_live_reply_appears_and_totals_follow(store: Store, console: Served, page: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from nodwyn.values.model import Prices
 
 STATIC = Path(__file__).parent / "static"
 PAGE = 100  # transcript events per page
+LIST_BYTES = 10_000_000  # sessions up to this size show their cache rate in the list
 POLL_EVENTS = 200  # new events one poll returns at most; beyond that the page reloads its tail
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 
@@ -86,13 +88,21 @@ def make_app(
     index_page = (STATIC / "index.html").read_text(encoding="utf-8")
 
     def sessions(request: Request) -> Response:
+        """Every session, newest first, with its token cache rate: sessions up to LIST_BYTES are
+        aggregated here (and kept, so opening one costs nothing more); larger ones once opened."""
         items = []
         for sid in source.ids():
             info = source.info(sid)
             state = registry.known(sid)
+            if state is None and info.error is None and info.size <= LIST_BYTES:
+                try:
+                    state = registry.get(sid)
+                except NodwynError as exc:
+                    info = replace(info, error=str(exc))
             title = state.title if state is not None else None
             if state is None and info.error is None and info.events:
                 title = _title(source.read(sid, 1, min(info.events, 50)))
+            totals = state.totals() if state is not None else None
             items.append(
                 {
                     "id": sid,
@@ -101,7 +111,8 @@ def make_app(
                     "events": info.events,
                     "size": info.size,
                     "title": title,
-                    "rate": state.totals().all.cache_rate if state is not None else None,
+                    "aggregated": totals is not None,
+                    "rate": totals.all.cache_rate if totals is not None else None,
                     "error": info.error,
                 }
             )

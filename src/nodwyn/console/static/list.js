@@ -10,7 +10,7 @@
     a.href = "/s/" + encodeURIComponent(s.id);
     a.textContent = s.id;
     const cells = [a, s.error ? "unreadable: " + s.error : (s.title || ""), s.events ?? "",
-      s.rate === null || s.rate === undefined ? "" : Math.round(s.rate * 100) + "%"];
+      !s.aggregated ? "open the session to see it" : s.rate === null ? "unknown" : Math.round(s.rate * 100) + "%"];
     for (const c of cells) {
       const td = document.createElement("td");
       if (c instanceof Node) td.appendChild(c); else td.textContent = String(c);
