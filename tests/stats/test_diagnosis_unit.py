@@ -86,3 +86,16 @@ def test_unrebuilt_requests_are_unverified_not_guessed() -> None:
     out = diagnose_all(agg.rows, {a: "digest mismatch at seq 2", b: chunks(request(U))})
     assert [d.kind for d in out] == ["unverified", "unverified"]
     assert "digest mismatch" in out[0].detail and "predecessor" in out[1].detail
+
+
+def test_a_miss_after_a_resume_says_the_cache_may_have_expired() -> None:
+    s = Session()
+    s.user()
+    a = s.call(prompt_tokens=4000, cached_tokens=0)
+    resume = s.add("session.resume", {"recipe": s.events[0].data["recipe"], "model": "m1"})
+    b = s.call(prompt_tokens=5000, cached_tokens=0)
+    agg = Aggregator()
+    agg.feed_all(s.events)
+    out = {d.seq: d for d in diagnose_all(agg.rows, {a: chunks(request(U)), b: chunks(request(U, A1, T1))})}
+    assert out[b].kind == "server miss" and out[b].shortfall == 4000
+    assert f"after the resume at seq {resume}" in out[b].detail

@@ -139,6 +139,9 @@ def diagnose(
         text = f"server miss: our prefix held ({head}) but {_short(cached, expected, shortfall)}"
         if matched is not None:
             text += f"; the hit matched request {matched}'s prompt (a replica that served it)"
+        resumed = [c for c in row.causes if c.kind == "resume"]
+        if resumed:
+            text += f"; after the resume at seq {resumed[-1].seq} (the provider's cache may have expired)"
         return replace(d, kind="server miss", appended=added, detail=text)
     why = ", ".join(str(c) for c in row.causes) if row.causes else "no cause recorded (a window bug)"
     text = f"moved by us: {why}; first difference at {d.first_difference}"
