@@ -53,6 +53,7 @@ class Built:
     build: Build
     start: Start  # the window's start just before the build
     measure: int  # the estimate before any trim
+    predicted: int | None  # what the trim's accounting predicted (None: no trim ran)
 
 
 @dataclass(slots=True)
@@ -92,13 +93,15 @@ class Sim:
         held = dict(withheld or {})
         start = self.window.start
         measure = self.window.measure(ctx, origin=origin, turn=turn, withheld=held)
+        self.window.trim_prediction = None
         b = self.window.build(ctx, origin=origin, turn=turn, withheld=held)
+        predicted = self.window.trim_prediction
         ev = self.add(
             "llm.req",
             {"model": origin.model, "origin": origin_to_json(origin), "digest": b.digest, **b.record},
             ctx,
         )
-        self.builds.append(Built(ev.seq, ctx, origin, turn, held, b, start, measure))
+        self.builds.append(Built(ev.seq, ctx, origin, turn, held, b, start, measure, predicted))
         return b
 
     def reply(

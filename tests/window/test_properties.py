@@ -146,6 +146,8 @@ def test_c_hysteresis(sim: Sim) -> None:
             assert rec["estimate"] <= LIMITS.low_water or rec.get("below_low_blocked") is True
         if rec.get("below_low_blocked"):
             assert rec["estimate"] > LIMITS.low_water
+        if b.predicted is not None:  # the trim's running accounting is exact
+            assert b.predicted == rec["estimate"], (b.predicted, rec)
         assert rec["trim"] == bool(rec["elided"])
         if Flag.HEADROOM not in policy_for(version):
             assert "headroom" not in rec

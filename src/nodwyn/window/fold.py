@@ -77,6 +77,7 @@ class Window:
         self._first_seq = 0
         self._last_seq = 0
         self._tools: dict[tuple[str, ...] | None, tuple[tuple[ToolSpec, ...], bytes]] = {}
+        self.trim_prediction: int | None = None  # diagnostic: the last trim's predicted estimate
 
     # -- feeding -----------------------------------------------------------------------------
 
@@ -367,7 +368,7 @@ class Window:
         new = {s for s in cache.omitted if s not in self._elided}
         trimmed = est > line
         if trimmed:
-            new |= choose(
+            chosen, self.trim_prediction = choose(
                 items,
                 overhead=encode.overhead(snap.system, full_tools, snap.max_output),
                 image_bytes=cache.image_bytes,
@@ -378,6 +379,7 @@ class Window:
                 marker_len=lambda item: len(_marker_piece(item)),
                 unblocked_len=lambda item: len(piece(self._unblocked(item, cache.params))),
             )
+            new |= chosen
         if new:
             stale = self._stale
             marked = replies_between(c, min(new), self._last_seq + 1)

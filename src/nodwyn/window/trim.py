@@ -31,8 +31,9 @@ def choose(
     cut: int | None,
     marker_len: Callable[[Item], int],
     unblocked_len: Callable[[Item], int],
-) -> set[int]:
-    """Seqs to elide so that the estimate reaches ``low_water`` (as far as protection allows)."""
+) -> tuple[set[int], int]:
+    """Seqs to elide so that the estimate reaches ``low_water`` (as far as protection allows), and
+    the estimate they leave (the window checks it against the re-rendered request)."""
     n = len(items)
     cur = [len(it.piece) for it in items]
     alive = [True] * n
@@ -90,14 +91,14 @@ def choose(
     for phase in (("result", "image"), ("assistant", "summary", "closed")):
         for i in range(n):
             if current() <= low_water:
-                return new
+                return new, current()
             item = items[i]
             if item.kind not in phase or done[i] or not alive[i] or i in protected:
                 continue
             if pairs and item.kind == "assistant" and not _complete(item, items, i, protected_batches):
                 continue
             elide(i)
-    return new
+    return new, current()
 
 
 def _complete(item: Item, items: Sequence[Item], index: int, protected_batches: set[int]) -> bool:
