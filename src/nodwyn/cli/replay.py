@@ -90,13 +90,14 @@ def _transcript(log: SessionLog, as_json: bool) -> None:
         if as_json:
             for item in items:
                 if isinstance(item, Damaged):
-                    damaged, torn = damaged + (not item.torn), torn + item.torn
+                    torn += item.torn
+                    damaged += not item.torn
                     row = {"damaged": True, "torn": item.torn, "offset": item.offset, "size": item.size}
                     click.echo(orjson.dumps({**row, "reason": item.reason}))
                 else:
                     click.echo(orjson.dumps(transcript_json(item)))
         else:
-            counted = _counting(items)
+            counted = _Counting(items)
             for line in transcript(counted):
                 click.echo(line)
             damaged, torn = counted.damaged, counted.torn
@@ -117,7 +118,7 @@ def _transcript(log: SessionLog, as_json: bool) -> None:
         )
 
 
-class _counting:
+class _Counting:
     """Passes items through, counting the damaged and torn ones."""
 
     def __init__(self, items: Iterable[Event | Damaged]) -> None:
