@@ -187,3 +187,35 @@ def test_the_readme_command_on_the_local_model(env: dict[str, str]) -> None:
     m = FIGURES.match(done.stdout.splitlines()[-1])
     assert m and m.group(2) == "1", done.stdout[-500:]
     assert "prefill" in done.stdout.splitlines()[-1]
+
+
+def test_run_with_an_image(env: dict[str, str]) -> None:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+        + chunk(b"IEND", b"")
+    )
+    Path(env["WS"], "dot.png").write_bytes(png)
+    with FakeServer(api="openai-chat", script=[{"text": "A red dot."}]) as fake:
+        configure(env, fake.url)
+        with Path(env["NODWYN_CONFIG"]).open("a") as f:
+            f.write("takes_images = true\n")
+        done = nodwyn(env, "run", "What is this?", "--image", "dot.png")
+        missing = nodwyn(env, "run", "And this?", "--image", "nope.png")
+        not_image = nodwyn(env, "run", "And this?", "--image", "calc.py")
+        body = fake.requests[-1].body
+    assert done.returncode == 0, done.stderr
+    parts = [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"]]
+    assert any(
+        p.get("type") == "image_url" and p["image_url"]["url"].startswith("data:image/png") for p in parts
+    )
+    assert missing.returncode == 2 and "nope.png" in missing.stderr and "does not exist" in missing.stderr
+    assert not_image.returncode == 2 and "calc.py: not a PNG, JPEG, GIF or WebP image" in not_image.stderr
+    assert len(Store(Path(env["NODWYN_HOME"])).ids()) == 1  # the refused runs started no session

@@ -47,7 +47,8 @@ def image_size(data: bytes) -> tuple[str, int, int]:
     raise ConfigError("not a PNG, JPEG, GIF or WebP image (could not read its size)")
 
 
-def image_ref(attachments: Any, path: Path, host: str) -> dict[str, Any]:
+def read_image(path: Path) -> tuple[bytes, str, int, int]:
+    """The bytes, media type and size of an image file, or one error naming the file."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -59,6 +60,11 @@ def image_ref(attachments: Any, path: Path, host: str) -> dict[str, Any]:
         media_type, width, height = image_size(data)
     except ConfigError as exc:
         raise ConfigError(f"--image {path}: {exc}") from None
+    return data, media_type, width, height
+
+
+def image_ref(attachments: Any, path: Path, host: str) -> dict[str, Any]:
+    data, media_type, width, height = read_image(path)
     digest = attachments.put(data)
     return {
         "digest": digest,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, describe
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.setup import Opened, open_agent
@@ -99,7 +100,7 @@ def _options(f: click.decorators.FC) -> click.decorators.FC:
         "--image",
         "images",
         multiple=True,
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
         help="Attach an image.",
     )(f)
     return f
@@ -127,6 +128,8 @@ def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | No
 @_options
 def run(task: str, model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...]) -> None:
     """Run one task (one turn) and print the session id and its cache figures."""
+    for path in images:
+        read_image(path)  # a bad image is refused before a session starts
     agent = _open(model, workspace, yes).agent
     try:
         result = agent.user_turn(task, images)
@@ -191,6 +194,8 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...]) -> None:
 @_options
 def chat(model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...]) -> None:
     """Interactive turns: /plan TASK, /compact, /model NAME, /quit."""
+    for path in images:
+        read_image(path)
     opened = _open(model, workspace, yes)
     agent = opened.agent
     try:
