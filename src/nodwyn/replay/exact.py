@@ -129,6 +129,15 @@ def withheld_of(data: dict[str, Any]) -> dict[str, str]:
     return {w["digest"]: w["reason"] for w in data.get("withheld_images", [])}
 
 
+def _checked(log: SessionLog, ev: Event, expected: int | None) -> None:
+    """``check_event``; a refusal names the line's byte offset, looked up only then."""
+    try:
+        check_event(ev, expected, log.id)
+    except CorruptLogError:
+        check_event(ev, expected, log.id, offset_of(log, ev.seq))
+        raise
+
+
 class _Replayer:
     """A window fed validated events, and the recipe in force, for one pass over a log."""
 
@@ -142,13 +151,11 @@ class _Replayer:
     def corrupt(self, seq: int, why: str) -> CorruptLogError:
         return CorruptLogError(f"{place(self.log.id, seq, offset_of(self.log, seq))}: {why}")
 
+    def check(self, ev: Event, *, contiguous: bool = True) -> None:
+        _checked(self.log, ev, self.next_seq if contiguous else None)
+
     def feed(self, ev: Event, *, contiguous: bool = True) -> None:
-        expected = self.next_seq if contiguous else None
-        try:
-            check_event(ev, expected, self.log.id)
-        except CorruptLogError:  # again, now naming the byte offset (looked up only on failure)
-            check_event(ev, expected, self.log.id, offset_of(self.log, ev.seq))
-            raise
+        self.check(ev, contiguous=contiguous)
         if ev.kind in RECIPE_KINDS:
             if "recipe" in ev.data:
                 self.recipe_version = parse_version(ev.data["recipe"]["version"])
@@ -229,7 +236,7 @@ def _target(log: SessionLog, seq: int) -> Event:
             f"session {log.id} seq {seq} is a {found.kind}, not an llm.req; "
             "`nodwyn replay SESSION --all` lists its requests"
         )
-    check_event(found, None, log.id, offset_of(log, seq))
+    _checked(log, found, None)
     return found
 
 
@@ -339,7 +346,7 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
     try:
         for ev in _read(log, 1):
             if ev.kind == "llm.req":
-                check_event(ev, r.next_seq, log.id, None)
+                r.check(ev)
                 recorded = ev.data.get("digest")
                 try:
                     yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, replayed=r.build(ev))
