@@ -11,14 +11,15 @@ import re
 
 from hypothesis import HealthCheck, given, settings
 
+from nodwyn.errors import NotFoundError
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import origin_from_json, recipe_from_json, request_to_json
 from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
 from nodwyn.values.recipe import Flag, policy_for
 from nodwyn.values.request import Request
-from nodwyn.window import build_window, recorded_turn, recorded_withheld
+from nodwyn.window import Window, build_window, recorded_turn, recorded_withheld
 
-from .sessions import LIMITS, Built, Sim, sessions
+from .sessions import LIMITS, ORIGIN_B, Built, Sim, sessions
 
 # WINDOW_EXAMPLES=500 for a longer hunt; the default keeps the suite near a minute on 2 cores
 PROPS = settings(
@@ -200,3 +201,20 @@ def test_replay_rebuilds_every_request_and_its_record_from_the_record_alone(sim:
         assert rebuilt.digest == b.build.digest
         assert rebuilt.record == b.build.record
         assert rebuilt.canonical == canonical_bytes(request_to_json(rebuilt.request))
+
+
+@settings(PROPS, max_examples=max(10, PROPS.max_examples // 6))
+@given(sessions())
+def test_e_at_every_event_every_open_context_builds_the_same_from_its_start(sim: Sim) -> None:
+    live = Window()
+    for k, event in enumerate(sim.events):
+        live.feed(event)
+        start = live.start
+        done = sim.events[: k + 1]
+        for ctx in {"main"} | {e.data["id"] for e in done if e.kind == "ctx.open"}:
+            try:
+                full = build_window(done, ctx, origin=ORIGIN_B)
+            except NotFoundError:
+                continue  # closed, widened or narrowed: not buildable here
+            part = build_window(start.select(done), ctx, origin=ORIGIN_B)
+            assert part.canonical == full.canonical and part.record == full.record, (k, ctx)
