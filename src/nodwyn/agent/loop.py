@@ -168,16 +168,15 @@ class Agent:
     def _rebuild_state(self) -> None:
         """Follow the log so far (a resumed session): contexts, results, folds, images, model."""
         for event in self.log.read(1):
-            self._track(event, self._calls)
+            self._track(event)
 
-    def _track(self, event: Event, calls: dict[str, ToolCall] | None = None) -> None:
+    def _track(self, event: Event) -> None:
         s, d = self.state, event.data
-        if event.kind == "llm.resp" and calls is not None:
+        if event.kind == "llm.resp":
             for c in d.get("response", {}).get("calls", []):
-                calls[c["id"]] = ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+                self._calls[c["id"]] = ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
         elif event.kind == "tool.result":
-            call = (calls or self._calls).get(d["call_id"])
-            s.results.append(_record(event, call))
+            s.results.append(_record(event, self._calls.get(d["call_id"])))
         elif event.kind == "result.fold":
             s.folded.add(d["target"])
         elif event.kind == "user.msg":
@@ -189,7 +188,7 @@ class Agent:
             s.contexts += 1
             if d.get("kind") == "narrow":
                 s.ctx = d["id"]
-        elif event.kind in ("session.start", "session.resume") and calls is not None:
+        elif event.kind in ("session.start", "session.resume"):
             s.model = d.get("model", s.model)
         elif event.kind == "llm.req" and event.ctx == s.ctx:
             s.last_estimate = int(d.get("estimate", 0))
@@ -319,7 +318,6 @@ class Agent:
 
     def answer(self, ctx: str, call: ToolCall, offered: Sequence[str] | None) -> Outcome:
         self.display.tool_call(ctx, call)
-        self._calls[call.id] = call
         if call.name == SUB_AGENT and (offered is None or SUB_AGENT in offered):
             outcome = self.sub_agent(ctx, call)
         else:
