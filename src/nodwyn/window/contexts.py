@@ -130,6 +130,7 @@ class Contexts:
             if ch.state == "open":
                 self._end(ch, seq, "closed")
         c.state, c.ended = state, seq
+        c.cache = c.last_req = None  # an ended context is never built again
         self.open_ids.discard(c.id)
         if c.parent is not None:
             parent = self.by_id[c.parent]
