@@ -32,7 +32,6 @@ from nodwyn.errors import (
     ReplayError,
 )
 from nodwyn.log import SessionLog
-from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.jsonl import seq_prefix
 from nodwyn.log.store import LOG_NAME
 from nodwyn.replay.diff import describe
@@ -72,43 +71,30 @@ class Verdict:
 
 
 def offset_of(log: SessionLog, seq: int) -> int | None:
-    """Byte offset of ``seq``'s line, for messages: from the log's index when it confirms it, else
-    by counting lines (only ever on the way to a refusal). None if no line starts with that seq."""
-    prefix = seq_prefix(seq)
-    path = log.path / LOG_NAME
+    """Byte offset of ``seq``'s line, for messages (only ever on the way to a refusal): from the
+    log's index, else, when the log cannot give it, by counting lines. None if there is no line."""
     try:
-        idx = IndexFile.open(log.path / INDEX_NAME, writable=False)
-        if idx is not None:
-            try:
-                off = idx.end(seq - 1) if 1 <= seq <= idx.count() else None
-            finally:
-                idx.close()
-            if off is not None:
-                with open(path, "rb") as fh:
-                    fh.seek(off)
-                    if fh.read(len(prefix)) == prefix:
-                        return off
-        with open(path, "rb") as fh:
+        off = log.offset_of(seq)
+    except NodwynError:
+        off = None
+    if off is not None:
+        return off
+    prefix = seq_prefix(seq)
+    try:
+        with open(log.path / LOG_NAME, "rb") as fh:
             pos, line = 0, 1
             while line < seq:
                 chunk = fh.read(1 << 20)
                 if not chunk:
                     return None
                 i = 0
-                while line < seq:
-                    j = chunk.find(b"\n", i)
-                    if j < 0:
-                        break
+                while line < seq and (j := chunk.find(b"\n", i)) >= 0:
                     line += 1
                     i = j + 1
                 pos += i if line == seq else len(chunk)
-                if line < seq:
-                    continue
-                fh.seek(pos)
-                return pos if fh.read(len(prefix)) == prefix else None
-            fh.seek(0)
-            return 0 if fh.read(len(prefix)) == prefix else None
-    except (OSError, IndexError):
+            fh.seek(pos)
+            return pos if fh.read(len(prefix)) == prefix else None
+    except OSError:
         return None
 
 
