@@ -66,7 +66,12 @@ def test_a_session_with_every_tool_and_strategy(tmp_path: Path, workspace: Path)
             "text": "Planning.",
             "calls": [call("plan-write", "c1", plan="1. look\n2. fix"), call("fs-list", "c2")],
         },
-        {"calls": [call("fs-read", "c3", path="missing.py"), call("fs-read", "c4", path="calc.py")]},
+        {
+            "calls": [
+                call("fs-read", "c3", path="calc.py", lines="50-60"),
+                call("fs-read", "c4", path="calc.py"),
+            ]
+        },
         {"calls": [call("fs-grep", "c5", pattern="def "), call("shell", "c6", command="echo $((1+1))")]},
         {
             "calls": [
@@ -135,7 +140,7 @@ def test_a_session_with_every_tool_and_strategy(tmp_path: Path, workspace: Path)
     # every tool ran and answered; bad calls got one clear error each
     assert results["c1"]["text"] == "plan recorded"
     assert "calc.py" in results["c2"]["text"]
-    assert results["c3"]["error"] and "no such file" in results["c3"]["text"]
+    assert results["c3"]["error"] and "calc.py has 2 lines" in results["c3"]["text"]
     assert results["c4"]["text"] == "def add(a, b):\n    return a - b\n"
     assert results["c4"]["range"] == {"start": 1, "end": 2, "total": 2}
     assert "calc.py:1: def add(a, b):" in results["c5"]["text"]

@@ -453,6 +453,7 @@ class Agent:
 def _record(event: Event, call: ToolCall | None) -> ResultRecord:
     d = event.data
     path: str | None = None
+    target: str | None = None
     whole = False
     if call is not None:
         try:
@@ -460,14 +461,18 @@ def _record(event: Event, call: ToolCall | None) -> ResultRecord:
         except json.JSONDecodeError:
             args = {}
         if isinstance(args, dict) and isinstance(args.get("path"), str):
-            path = args["path"].lstrip("./") or "."
+            path = args["path"].removeprefix("./") or "."
             whole = "lines" not in args
+        if isinstance(args, dict):
+            found = path if path is not None else args.get("command", args.get("pattern"))
+            target = found if isinstance(found, str) else None
     text = str(d.get("text", ""))
     return ResultRecord(
         seq=event.seq,
         ctx=event.ctx,
         name=str(d.get("name", "")),
         path=path,
+        target=target,
         whole=whole,
         error=bool(d.get("error")),
         first_line=text.strip().splitlines()[0] if text.strip() else "",

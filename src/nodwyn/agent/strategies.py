@@ -4,7 +4,8 @@ compaction and sub-agent strategies send. The loop (``agent.loop``) runs them.
 Hygiene folds replace a tool result the model no longer needs with a one-line note (``result.fold``):
 the log keeps the original, ``recall`` brings it back. Two rules:
 
-* a failed attempt: an error result of a tool that later succeeded in the same context;
+* a failed attempt: an error result of a tool that later succeeded on the same target (path,
+  command or pattern) in the same context;
 * a stale read: an ``fs-read`` of a file that was later read whole again, written or edited.
 """
 
@@ -34,6 +35,7 @@ class ResultRecord:
     ctx: str
     name: str
     path: str | None  # the file it read, wrote or edited
+    target: str | None  # what it acted on: the path, the command or the pattern
     whole: bool  # an fs-read of the whole file
     error: bool
     first_line: str
@@ -55,7 +57,9 @@ def hygiene_folds(records: Sequence[ResultRecord], folded: Iterable[int], ctx: s
             continue
         later = mine[i + 1 :]
         if r.error:
-            fixed = next((x for x in later if x.name == r.name and not x.error), None)
+            fixed = next(
+                (x for x in later if x.name == r.name and x.target == r.target and not x.error), None
+            )
             if fixed is not None:
                 folds.append(
                     Fold(
