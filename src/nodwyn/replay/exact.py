@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from nodwyn.errors import (
     CanonicalError,
@@ -41,7 +40,7 @@ from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import parse_version, policy_for
 from nodwyn.values.request import Request
-from nodwyn.window import TurnOptions, Window
+from nodwyn.window import Window, recorded_turn, recorded_withheld
 
 RECIPE_KINDS = frozenset({"session.start", "session.resume"})
 
@@ -100,19 +99,6 @@ def offset_of(log: SessionLog, seq: int) -> int | None:
 
 def _sha(canonical: bytes) -> str:
     return "sha256:" + hashlib.sha256(canonical).hexdigest()
-
-
-def turn_of(data: dict[str, Any]) -> TurnOptions:
-    offered = data.get("offered_tools")
-    return TurnOptions(
-        no_tools=bool(data.get("no_tools", False)),
-        offered_tools=tuple(offered) if isinstance(offered, list) else None,
-        headroom=bool(data.get("headroom", False)),
-    )
-
-
-def withheld_of(data: dict[str, Any]) -> dict[str, str]:
-    return {w["digest"]: w["reason"] for w in data.get("withheld_images", [])}
 
 
 def _checked(log: SessionLog, ev: Event, expected: int | None) -> None:
@@ -183,8 +169,8 @@ class _Replayer:
             b = self.window.build(
                 ctx=req.ctx,
                 origin=codec.origin_from_json(data["origin"]),
-                turn=turn_of(data),
-                withheld=withheld_of(data),
+                turn=recorded_turn(data),
+                withheld=recorded_withheld(data),
             )
             canonical = canonical_bytes(codec.request_to_json(b.request))
         except (CorruptLogError, NotFoundError) as exc:
@@ -313,8 +299,8 @@ def _rebuild_and_last_verified(log: SessionLog, req: Event) -> tuple[bytes | Non
         b = r.window.build(
             req.ctx,
             origin=codec.origin_from_json(req.data["origin"]),
-            turn=turn_of(req.data),
-            withheld=withheld_of(req.data),
+            turn=recorded_turn(req.data),
+            withheld=recorded_withheld(req.data),
         )
         return canonical_bytes(codec.request_to_json(b.request)), last
     except NodwynError:
