@@ -215,7 +215,7 @@ def _load(path: Path, n_ctx: int) -> Any:
     return llm
 
 
-_LOG_ERROR = 3
+_LOG_ERROR = 4  # ggml_log_level: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
 _log_callback: Any = None  # kept alive: llama.cpp holds a pointer to it
 
 
