@@ -107,3 +107,18 @@ def test_replay_rebuilds_the_blocks_with_the_request() -> None:
     b = sim.request()
     again = build_window(sim.before(sim.builds[-1].seq), origin=ORIGIN_A)
     assert again.digest == b.digest and _reply(again.request.messages).blocks == (DETAILS,)
+
+
+def test_a_reply_made_after_an_elision_keeps_its_blocks() -> None:
+    lim = WindowLimits(high_water=900, low_water=500, max_result_tokens=2000, output_reserve=50, ceiling=1200)
+    sim = started(19, limits=lim)
+    sim.user("ask")
+    for i in range(10):
+        batch(sim, [(f"c{i}", "r" * 400)])
+    trims = [x for x in sim.builds if x.build.record["trim"]]
+    assert trims
+    after = block(ORIGIN_A, "made-after-the-trim")
+    batch(sim, [("late", "ok")], thinking="t", blocks=(after,))
+    b = sim.request()
+    assert b.record["elided"] == []
+    assert _reply(b.request.messages, -1).blocks == (after,)
