@@ -430,7 +430,7 @@ class Window:
 
     def _unblocked(self, item: Item, params: Params) -> Any:
         entry = self._entries[item.seq]
-        return assistant_message(entry, params, blocks=False)
+        return assistant_message(entry, params, with_blocks=False)
 
 
 def _marker_piece(item: Item) -> bytes:

@@ -27,7 +27,7 @@ from nodwyn.values.content import (
     UserMessage,
 )
 from nodwyn.values.recipe import Flag, Policy, Recipe
-from nodwyn.window import encode
+from nodwyn.window import blocks, encode
 from nodwyn.window.caps import cap_for, cap_text, is_fs_read
 from nodwyn.window.contexts import Context
 from nodwyn.window.entries import Entry
@@ -226,16 +226,14 @@ class RenderCache:
             msg = AssistantMessage(text=marker(e.seq))
             index = self._push(_item(e.seq, "assistant", msg, elided=True, calls=calls))
         else:
-            msg = assistant_message(e, p, blocks=self.blocks_allowed(e.seq))
+            msg = assistant_message(e, p, with_blocks=self.blocks_allowed(e.seq))
             index = self._push(_item(e.seq, "assistant", msg, calls=calls, has_blocks=bool(msg.blocks)))
         for call in calls:
             self.call_batch[call] = index
 
     def blocks_allowed(self, seq: int) -> bool:
         p = self.params
-        if p.origin is None or seq in p.stale:
-            return False
-        return not any(s.first < seq < s.seq for s in p.summaries)
+        return blocks.allowed(seq, p.origin, p.stale, p.summaries)
 
     def _result(self, e: Entry, folds: Mapping[int, str]) -> None:
         p = self.params
@@ -254,11 +252,11 @@ class RenderCache:
             self.items[batch].results.append(index)
 
 
-def assistant_message(e: Entry, p: Params, *, blocks: bool) -> AssistantMessage:
+def assistant_message(e: Entry, p: Params, *, with_blocks: bool) -> AssistantMessage:
     reply = e.reply
     kept: tuple[ThinkingBlock, ...] = ()
-    if blocks and p.origin is not None:
-        kept = tuple(b for b in reply.blocks if b.origin == p.origin)
+    if with_blocks and p.origin is not None:
+        kept = blocks.for_origin(reply.blocks, p.origin)
     return AssistantMessage(
         text=reply.text,
         thinking=reply.thinking if Flag.THINKING in p.policy else "",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from nodwyn.values.content import ToolMessage
+from nodwyn.window import pairs as pairs_rules
 from nodwyn.window.estimate import estimate
 from nodwyn.window.render import Item
 
@@ -43,12 +43,10 @@ def choose(
     body = sum(cur)
     ib, itok = image_bytes, image_tokens
     new: set[int] = set()
-    cut_at = cut if cut is not None else None
+    cut_at = cut
     block_items = [i for i in range(n) if items[i].has_blocks]
     protected = set(range(max(0, n - PROTECTED), n))
-    protected_batches = {
-        items[i].batch for i in protected if items[i].kind == "result" and items[i].batch >= 0
-    }
+    guarded = pairs_rules.protected_batches(items, protected) if pairs else set()
 
     def current() -> int:
         return estimate(overhead + body + max(count - 1, 0), ib, itok)
@@ -95,19 +93,7 @@ def choose(
             item = items[i]
             if item.kind not in phase or done[i] or not alive[i] or i in protected:
                 continue
-            if pairs and item.kind == "assistant" and not _complete(item, items, i, protected_batches):
+            if pairs and item.kind == "assistant" and not pairs_rules.may_elide_batch(items, i, guarded):
                 continue
             elide(i)
     return new, current()
-
-
-def _complete(item: Item, items: Sequence[Item], index: int, protected_batches: set[int]) -> bool:
-    """A batch may be newly elided: not protected, and every call has its result."""
-    if index in protected_batches:
-        return False
-    answered = set()
-    for r in item.results:
-        message = items[r].message
-        if isinstance(message, ToolMessage):
-            answered.add(message.call_id)
-    return all(call in answered for call in item.calls)
