@@ -196,3 +196,27 @@ def test_a_failure_inside_a_sub_agent_is_settled_on_resume(tmp_path: Path, works
         for e in log:
             if e.kind == "llm.req":
                 assert replay_request(reader, e.seq).digest == e.data["digest"]
+
+
+def test_a_window_that_trimming_cannot_shrink_is_compacted_at_the_next_turn(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = [{"text": "Read it."}, {"text": "NOTE: a long paste was discussed."}, {"text": "Fine."}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        env = env_for(
+            tmp_path, fake.url, extra="[window]\nhigh_water = 2000\nlow_water = 1500\noutput_reserve = 200"
+        )
+        config = Path(env["NODWYN_CONFIG"])
+        config.write_text(config.read_text().replace("context_size = 32000", "context_size = 3000"))
+        notes = Notes()
+        agent = open_agent(env=env, workspace=workspace, display=notes).agent
+        agent.user_turn("Here is a paste: " + "lorem ipsum dolor sit amet " * 250)
+        assert agent.user_turn("Thoughts?").text == "Fine."
+        agent.log.close()
+        last = fake.requests[-1].body["messages"]
+    assert any("compacting first" in n for n in notes.notices)
+    log = log_of(env, agent.session_id)
+    narrow = next(e for e in log if e.kind == "ctx.open" and e.data["kind"] == "narrow")
+    assert narrow.data["system"].split("\n")[1] == "NOTE: a long paste was discussed."
+    assert last[0]["role"] == "system" and "NOTE: a long paste" in last[0]["content"]
+    assert "lorem ipsum" not in str(last)

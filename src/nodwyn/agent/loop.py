@@ -33,6 +33,7 @@ from nodwyn.window import TurnOptions, Window
 
 MAX_STEPS = 24
 READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
+AUTO_COMPACT = 0.9  # a turn starts with a compaction once the last request passed this share of the ceiling
 
 
 class Backend(Protocol):
@@ -284,6 +285,12 @@ class Agent:
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message, then model requests and tool calls until a reply without calls."""
+        if self.state.last_estimate >= AUTO_COMPACT * self.recipe.limits.ceiling:
+            self.display.notice(
+                f"the last request (~{self.state.last_estimate} tokens) came near the window's ceiling "
+                f"({self.recipe.limits.ceiling}) and trimming cannot shrink it; compacting first"
+            )
+            self.compact()
         self.hygiene()
         refs = [image_ref(self.log.attachments, p, model_host(self.model)) for p in images]
         data: dict[str, Any] = {"text": text}
