@@ -33,7 +33,9 @@ from nodwyn.window import TurnOptions, Window
 
 MAX_STEPS = 24
 READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
-AUTO_COMPACT = 0.9  # a turn starts with a compaction once the last request passed this share of the ceiling
+# A turn starts with a compaction once the last request was past high water (trimming could not
+# shrink it) and past this share of the ceiling.
+AUTO_COMPACT = 0.9
 
 
 class Backend(Protocol):
@@ -189,6 +191,7 @@ class Agent:
             s.contexts += 1
             if d.get("kind") == "narrow":
                 s.ctx = d["id"]
+                s.last_estimate = 0
         elif event.kind in ("session.start", "session.resume"):
             s.model = d.get("model", s.model)
         elif event.kind == "llm.req" and event.ctx == s.ctx:
@@ -285,10 +288,11 @@ class Agent:
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message, then model requests and tool calls until a reply without calls."""
-        if self.state.last_estimate >= AUTO_COMPACT * self.recipe.limits.ceiling:
+        limits = self.recipe.limits
+        if self.state.last_estimate > max(limits.high_water, AUTO_COMPACT * limits.ceiling):
             self.display.notice(
                 f"the last request (~{self.state.last_estimate} tokens) came near the window's ceiling "
-                f"({self.recipe.limits.ceiling}) and trimming cannot shrink it; compacting first"
+                f"({limits.ceiling}) and trimming cannot shrink it; compacting first"
             )
             self.compact()
         self.hygiene()
