@@ -1,5 +1,6 @@
 import struct
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,8 @@ def workspace(tmp_path: Path) -> Path:
     (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (ws / "README.txt").write_text("A calculator.\n")
     return ws
+
+
+@pytest.fixture
+def make_png() -> Callable[..., bytes]:
+    return tiny_png

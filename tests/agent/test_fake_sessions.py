@@ -2,10 +2,9 @@
 every tool, a plan, a sub-agent, a compaction, folds, a model switch, an image and a resume.
 Every request the log records replays to its digest."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from conftest import tiny_png
 
 from nodwyn.agent.setup import open_agent
 from nodwyn.fakes import FakeServer
@@ -58,9 +57,11 @@ def assert_every_request_replays(env: dict[str, str], session_id: str) -> int:
     return len(reqs)
 
 
-def test_a_session_with_every_tool_and_strategy(tmp_path: Path, workspace: Path) -> None:
+def test_a_session_with_every_tool_and_strategy(
+    tmp_path: Path, workspace: Path, make_png: Callable[..., bytes]
+) -> None:
     image = tmp_path / "shot.png"
-    image.write_bytes(tiny_png())
+    image.write_bytes(make_png())
     chat_script = [
         {
             "text": "Planning.",
@@ -192,9 +193,11 @@ def test_a_session_with_every_tool_and_strategy(tmp_path: Path, workspace: Path)
     assert assert_every_request_replays(env, sid) == 15
 
 
-def test_an_image_is_withheld_from_a_host_the_person_did_not_confirm(tmp_path: Path, workspace: Path) -> None:
+def test_an_image_is_withheld_from_a_host_the_person_did_not_confirm(
+    tmp_path: Path, workspace: Path, make_png: Callable[..., bytes]
+) -> None:
     image = tmp_path / "shot.png"
-    image.write_bytes(tiny_png(600, 400))
+    image.write_bytes(make_png(600, 400))
     with (
         FakeServer(api="openai-chat", script=[{"text": "a red box"}]) as first,
         FakeServer(api="openai-chat", script=[{"text": "no image here"}]) as second,
