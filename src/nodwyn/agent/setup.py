@@ -28,29 +28,48 @@ BASE_SYSTEM = (
 )
 
 
-def backends(env: Mapping[str, str], config: Config) -> Callable[[ModelSettings], Backend]:
-    """One backend per kind, made on first use: the in-process local model, or HTTP."""
-    made: dict[str, Backend] = {}
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/nodwyn`` (default ``~/.cache/nodwyn``): what can be thrown away."""
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "nodwyn"
 
-    def backend_for(settings: ModelSettings) -> Backend:
+
+class Backends:
+    """One backend per kind, made on first use: the in-process local model, or HTTP."""
+
+    def __init__(self, env: Mapping[str, str], config: Config) -> None:
+        self._env = env
+        self._config = config
+        self._made: dict[str, Backend] = {}
+
+    def __call__(self, settings: ModelSettings) -> Backend:
         kind = "local" if settings.api == "local" else "http"
-        if kind not in made:
+        if kind not in self._made:
             if kind == "local":
                 from nodwyn.transport.local import LocalBackend
 
-                made[kind] = LocalBackend()
+                self._made[kind] = LocalBackend(state_dir=cache_dir(self._env) / "local-kv")
             else:
                 from nodwyn.transport.credentials import Credentials, origin_of
                 from nodwyn.transport.http import HttpBackend
 
                 bindings: dict[str, list[str]] = {}
-                for m in config.models.values():
+                for m in self._config.models.values():
                     if m.credential and m.base_url:
                         bindings.setdefault(m.credential, []).append(origin_of(m.base_url))
-                made[kind] = HttpBackend(Credentials.from_env(env, bindings))
-        return made[kind]
+                self._made[kind] = HttpBackend(Credentials.from_env(self._env, bindings))
+        return self._made[kind]
 
-    return backend_for
+    def close(self) -> None:
+        """Close what was made (the local model saves its KV cache for a later resume)."""
+        for backend in self._made.values():
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
+
+
+def backends(env: Mapping[str, str], config: Config) -> Backends:
+    return Backends(env, config)
 
 
 def approver(config: Config, yes: bool, ask: Callable[[str], bool] | None) -> Approver:
@@ -72,6 +91,15 @@ class Opened:
     agent: Agent
     config: Config
     extensions: Extensions
+    backends: Backends | None = None  # None when the caller gave its own backend_for
+
+    def close(self) -> None:
+        """End this process's part of the session: backends closed, the log's lock released."""
+        try:
+            if self.backends is not None:
+                self.backends.close()
+        finally:
+            self.agent.log.close()
 
 
 def make_recipe(config: Config, model: ModelSettings, ext: Extensions, tools: Mapping[str, Tool]) -> Recipe:
@@ -126,6 +154,7 @@ def open_agent(
     window = Window()
     for event in log.read(1):
         window.feed(event)
+    made = backends(env, config) if backend_for is None else None
     agent = Agent(
         log=log,
         window=window,
@@ -133,7 +162,7 @@ def open_agent(
         tools=tools,
         models=config.models,
         model=model.name,
-        backend_for=backend_for or backends(env, config),
+        backend_for=backend_for or made or backends(env, config),
         workspace=workspace,
         approve=approver(config, yes, ask),
         shell_timeout=config.shell_timeout,
@@ -144,7 +173,7 @@ def open_agent(
     for message in ext.messages:
         if display is not None:
             display.notice(message)
-    return Opened(agent=agent, config=config, extensions=ext)
+    return Opened(agent=agent, config=config, extensions=ext, backends=made)
 
 
 def _last_model(store: Store, session_id: str) -> str | None:

@@ -130,14 +130,15 @@ def run(task: str, model: str | None, workspace: Path | None, yes: bool, images:
     """Run one task (one turn) and print the session id and its cache figures."""
     for path in images:
         read_image(path)  # a bad image is refused before a session starts
-    agent = _open(model, workspace, yes).agent
+    opened = _open(model, workspace, yes)
+    agent = opened.agent
     try:
         result = agent.user_turn(task, images)
         if result.stopped:
             click.echo(f"(turn ended: {result.stopped})", err=True)
     finally:
         _finish(agent)
-        agent.log.close()
+        opened.close()
 
 
 def _chat_loop(opened: Opened, first_images: tuple[Path, ...]) -> None:
@@ -202,7 +203,7 @@ def chat(model: str | None, workspace: Path | None, yes: bool, images: tuple[Pat
         _chat_loop(opened, images)
     finally:
         _finish(agent)
-        agent.log.close()
+        opened.close()
 
 
 @click.command()
@@ -223,4 +224,4 @@ def resume(session: str, task: str | None, model: str | None, yes: bool) -> None
             click.echo("nodwyn: no TASK given and no terminal to chat in; pass TASK", err=True)
     finally:
         _finish(agent)
-        agent.log.close()
+        opened.close()

@@ -12,11 +12,13 @@ One ``Llama`` instance per process (per GGUF and context size), created on first
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +183,7 @@ class _Loaded:
 
 _LOCK = threading.Lock()
 _INSTANCE: _Loaded | None = None
+_OWNER: str | None = None  # the session key whose tokens the KV cache holds
 
 
 def _load(path: Path, n_ctx: int) -> Any:
@@ -233,17 +236,102 @@ def _quiet_logs(low_level: Any) -> None:
     low_level.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
-class LocalBackend:
-    """``send`` as the HTTP backend has it, for ``api = "local"`` models, in this process."""
+# -- the KV cache across processes ----------------------------------------------------------------
 
-    def __init__(self, model_path: Path | None = None) -> None:
+_STATE_MAGIC = b"nodwyn-kv-1\n"
+KEEP_STATES = 4  # state files kept in the state directory (the most recent)
+
+
+def _state_file(state_dir: Path, session_key: str) -> Path:
+    return state_dir / f"{session_key[:32]}.kv"
+
+
+def save_state(llm: Any, key: tuple[str, int], path: Path) -> int:
+    """Write the KV cache and the tokens it holds (llama.cpp's own state bytes); returns bytes written."""
+    import llama_cpp.llama_cpp as low_level
+
+    n_tokens = int(llm.n_tokens)
+    if n_tokens == 0:
+        return 0
+    size = low_level.llama_state_get_size(llm._ctx.ctx)
+    buf = (ctypes.c_uint8 * int(size))()
+    written = low_level.llama_state_get_data(llm._ctx.ctx, buf, size)
+    tokens = array("i", (int(t) for t in llm.input_ids[:n_tokens]))
+    header = json.dumps({"gguf": Path(key[0]).name, "n_ctx": key[1], "n_tokens": n_tokens, "bytes": written})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as f:
+        f.write(_STATE_MAGIC + header.encode() + b"\n")
+        f.write(tokens.tobytes())
+        f.write(memoryview(buf)[:written])
+    tmp.replace(path)
+    for old in sorted(path.parent.glob("*.kv"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_STATES:]:
+        old.unlink(missing_ok=True)
+    return int(written)
+
+
+def load_state(llm: Any, key: tuple[str, int], path: Path) -> int:
+    """Restore a saved KV cache if it was made by this GGUF at this context size; returns its tokens."""
+    import llama_cpp.llama_cpp as low_level
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    if not data.startswith(_STATE_MAGIC):
+        return 0
+    try:
+        line_end = data.index(b"\n", len(_STATE_MAGIC))
+        header = json.loads(data[len(_STATE_MAGIC) : line_end])
+        n_tokens, n_bytes = int(header["n_tokens"]), int(header["bytes"])
+    except (ValueError, KeyError, TypeError):
+        return 0
+    if header.get("gguf") != Path(key[0]).name or header.get("n_ctx") != key[1]:
+        return 0
+    start = line_end + 1
+    tokens = array("i")
+    tokens.frombytes(data[start : start + 4 * n_tokens])
+    blob = data[start + 4 * n_tokens :]
+    if len(tokens) != n_tokens or len(blob) != n_bytes:
+        return 0
+    buf = (ctypes.c_uint8 * n_bytes).from_buffer_copy(blob)
+    llm.reset()
+    if low_level.llama_state_set_data(llm._ctx.ctx, buf, n_bytes) != n_bytes:
+        llm.reset()
+        return 0
+    llm.input_ids[:n_tokens] = tokens
+    llm.n_tokens = n_tokens
+    return n_tokens
+
+
+class LocalBackend:
+    """``send`` as the HTTP backend has it, for ``api = "local"`` models, in this process.
+
+    With a ``state_dir``, the KV cache is saved there when the backend is closed, under the session
+    key, and restored when a later process sends that session's next request (``nodwyn resume``),
+    so a resumed local session reuses its prefix as a running one does.
+    """
+
+    def __init__(self, model_path: Path | None = None, state_dir: Path | None = None) -> None:
         self._path = model_path
+        self._state_dir = state_dir
 
     def forget(self) -> None:
         """Drop the KV cache, so the next request is a cold prefill (for benchmarks)."""
+        global _OWNER
         with _LOCK:
             if _INSTANCE is not None:
                 _INSTANCE.llm.reset()
+            _OWNER = None
+
+    def close(self) -> None:
+        """Save the KV cache of the session it last served (if a state directory was given)."""
+        with _LOCK:
+            if self._state_dir is None or _INSTANCE is None or _OWNER is None:
+                return
+            # A cache that cannot be written costs a cold prefill later, nothing else.
+            with contextlib.suppress(OSError):
+                save_state(_INSTANCE.llm, _INSTANCE.key, _state_file(self._state_dir, _OWNER))
 
     def send(
         self,
@@ -254,9 +342,14 @@ class LocalBackend:
         on_delta: Delta | None = None,
         images: Mapping[str, bytes] | None = None,
     ) -> Response:
+        global _OWNER
         path = self._path or gguf_path()
         with _LOCK:
             llm = _load(path, settings.context_size)
+            if session_key is not None and session_key != _OWNER and self._state_dir is not None:
+                assert _INSTANCE is not None
+                load_state(llm, _INSTANCE.key, _state_file(self._state_dir, session_key))
+            _OWNER = session_key
             return self._send(llm, request, settings, on_delta)
 
     def _send(self, llm: Any, request: Request, settings: ModelSettings, on_delta: Delta | None) -> Response:
