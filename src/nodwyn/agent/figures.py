@@ -59,7 +59,8 @@ def cache_figures(events: Iterable[Event]) -> CacheFigures:
 
 
 def describe(f: CacheFigures) -> str:
-    parts = [f"{len(f.rows)} requests"]
+    n = len(f.rows)
+    parts = [f"{n} request" if n == 1 else f"{n} requests"]
     share = f.cached_share
     if share is None:
         parts.append("cache: not reported")
