@@ -17,7 +17,7 @@ from nodwyn.log import Store
 
 NODWYN = [str(Path(sys.executable).parent / "nodwyn")]
 FIGURES = re.compile(
-    r"^session (\S+): (\d+) requests, cached (\d+)% of prompt tokens \(([\d,]+) of ([\d,]+)\)"
+    r"^session (\S+): (\d+) requests?, cached (\d+)% of prompt tokens \(([\d,]+) of ([\d,]+)\)"
 )
 
 
