@@ -23,12 +23,13 @@ from nodwyn.agent.session import send_request
 from nodwyn.agent.strategies import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, ToolContext, run_call
 from nodwyn.errors import CorruptLogError, NotFoundError, ProviderError, ToolError
+from nodwyn.log import SessionLog
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import MAIN_CTX, Event
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Flag, Recipe
-from nodwyn.values.request import Response
+from nodwyn.values.request import Request, Response
 from nodwyn.window import TurnOptions, Window
 
 MAX_STEPS = 24
@@ -41,7 +42,7 @@ AUTO_COMPACT = 0.9
 class Backend(Protocol):
     def send(
         self,
-        request: Any,
+        request: Request,
         settings: ModelSettings,
         *,
         session_key: str | None,
@@ -119,7 +120,7 @@ class Agent:
     def __init__(
         self,
         *,
-        log: Any,
+        log: SessionLog,
         window: Window,
         recipe: Recipe,
         tools: Mapping[str, Tool],
