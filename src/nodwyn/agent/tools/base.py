@@ -47,3 +47,11 @@ class Tool:
 
 def fail(text: str) -> Outcome:
     return Outcome(text=text, error=True)
+
+
+def declined(tool: str, what: str) -> Outcome:
+    """A write or command that was not approved: the model is told, the person how to allow it."""
+    return fail(
+        f"declined: {tool} was not approved to {what} (answer yes when asked, run with --yes, "
+        f"or list {tool} in [tools] approve in config.toml)"
+    )

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, fail
+from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, declined, fail
 from nodwyn.agent.tools.paths import confine, shown
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
@@ -185,7 +185,7 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     content: str = args["content"]
     verb = "overwrite" if path.exists() else "create"
     if not ctx.approve("fs-write", f"{verb} {name} ({len(content.encode())} bytes)"):
-        return fail(f"the person declined to let fs-write {verb} {name}")
+        return declined("fs-write", f"{verb} {name}")
     _write_file(path, content)
     return Outcome(text=f"wrote {name}: {len(content.encode())} bytes, {content.count(chr(10))} lines")
 
@@ -214,7 +214,7 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             "include more surrounding text so it matches once"
         )
     if not ctx.approve("fs-edit", f"edit {name}"):
-        return fail(f"the person declined to let fs-edit change {name}")
+        return declined("fs-edit", f"change {name}")
     at = text.index(old)
     _write_file(path, text.replace(old, new, 1))
     return Outcome(text=f"edited {name} at line {text.count(chr(10), 0, at) + 1}")

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 from typing import Any
 
-from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, fail
+from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
 from nodwyn.values.request import ToolSpec
 
 MAX_OUTPUT = 256 * 1024  # bytes kept (head and tail) of a command's output
@@ -30,7 +30,7 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     timeout = float(args.get("timeout", ctx.shell_timeout))
     timeout = max(1.0, min(timeout, ctx.shell_timeout))
     if not ctx.approve("shell", command):
-        return fail(f"the person declined to run: {command}")
+        return declined("shell", f"run: {command}")
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
