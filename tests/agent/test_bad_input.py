@@ -160,7 +160,12 @@ def test_writes_are_declined_without_a_person_or_approval(tmp_path: Path, worksp
         agent.user_turn("Write x.")
         agent.log.close()
     result = next(e.data for e in log_of(env, agent.session_id) if e.kind == "tool.result")
-    assert result["error"] and "declined" in result["text"] and not (workspace / "x.txt").exists()
+    assert (
+        result["error"]
+        and "declined" in result["text"]
+        and "--yes" in result["text"]
+        and not (workspace / "x.txt").exists()
+    )
 
 
 def test_malformed_config_stops_before_anything_is_written(tmp_path: Path, workspace: Path) -> None:
