@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import orjson
 
-from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.errors import NodwynError
 from nodwyn.log import SessionLog, Store, data_root
 from nodwyn.replay.exact import Verdict, replay_request, verify_all
 from nodwyn.replay.tolerant import tolerant_events
@@ -32,11 +32,6 @@ def store_for(root: Path | None) -> Store:
 
 def session_id(store: Store, session: str) -> str:
     """An id, a unique prefix of one, or ``latest``."""
-    if session == "latest":
-        ids = store.ids()
-        if not ids:
-            raise NotFoundError(f"no sessions under {store.sessions}")
-        return ids[-1]
     return store.resolve(session)
 
 

@@ -94,11 +94,6 @@ def _event_text(event: Event) -> str:
 def log(session: str, first: int, last: int | None, as_json: bool, root: Path | None) -> None:
     """Print the events of SESSION (an id, a unique prefix of one, or latest), by seq range."""
     store = _store(root)
-    if session == "latest":
-        ids = store.ids()
-        if not ids:
-            raise NotFoundError(f"no sessions under {store.sessions}")
-        session = ids[-1]
     sid = store.resolve(session)
     if last is not None and last < first:
         raise click.UsageError(f"--to {last} is before --from {first}")

@@ -14,7 +14,7 @@ import orjson
 from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.console.views import diagnosis_json, row_json, totals_json
-from nodwyn.errors import ConfigError, NotFoundError
+from nodwyn.errors import ConfigError
 from nodwyn.log.paths import data_root
 from nodwyn.stats.totals import Aggregator, RequestRow
 from nodwyn.values.model import Prices
@@ -33,11 +33,6 @@ def model_prices() -> dict[str, Prices]:
 
 def resolve(source: Source, session: str) -> str:
     """``latest``, a full id, or an id's unique prefix."""
-    if session == "latest":
-        ids = source.ids()
-        if not ids:
-            raise NotFoundError(f"no sessions under {source.root}; start one with `nodwyn run`")
-        return ids[0]
     return source.resolve(session)
 
 

@@ -443,9 +443,14 @@ class Store:
         return sorted(p.name for p in self.sessions.iterdir() if is_session_id(p.name) and p.is_dir())
 
     def resolve(self, prefix: str) -> str:
-        """The one session id starting with ``prefix``."""
+        """The one session id starting with ``prefix``; ``latest`` names the newest session."""
         if is_session_id(prefix):
             return prefix
+        if prefix == "latest":
+            ids = self.ids()
+            if not ids:
+                raise NotFoundError(f"no sessions under {self.sessions}; start one with `nodwyn run`")
+            return ids[-1]
         matches = [sid for sid in self.ids() if sid.startswith(prefix)] if prefix else []
         if len(matches) == 1:
             return matches[0]
