@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.workloads.measure import Measured, content_size, request_size, shared_prefix, tokens
+from bench.workloads.measure import Measured, content_size, request_size, tokens
 from bench.workloads.prepared import Prepared
 from bench.workloads.run import WorkloadError
 
+from nodwyn.stats.prefix import common_parts
 from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import MAIN_CTX, Event
@@ -91,20 +92,17 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     out: list[Measured] = []
     estimates: list[int] = []
     trims = 0
-    prev: list[bytes] = []
+    prev: tuple[bytes, ...] = ()
     for i, m in enumerate(run.messages):
         if isinstance(m, AssistantMessage):
             b = window.build(ctx=MAIN_CTX, origin=ORIGIN, turn=TurnOptions())
             req = b.request
-            tools = p.parts.tools(req.tools)
-            msgs = [p.parts.message(x) for x in req.messages]
-            system = p.parts.text(req.system)
             record = dict(b.record)
             elided.update(record.get("elided", ()))
             trims += bool(record.get("trim"))
             estimates.append(int(record.get("estimate", 0)))
-            cur = [system, *tools, *msgs]
-            cached = shared_prefix(prev, cur) if prev else 0
+            cur = p.parts.chunks(req).parts
+            cached = common_parts(prev, cur)[1]
             shown, shortened = visible(p, i, index_of, elided, req.messages, b.seqs)
             out.append(
                 Measured(

@@ -1,12 +1,12 @@
 """What a sequence of requests costs a single-slot prefix cache, measured on canonical bytes.
 
 A request is measured as the canonical bytes of its parts in prefix order: the system prompt,
-each tool schema, each message (``values.canonical.canonical_bytes`` of their ``values.codec``
-JSON). The canonical request itself (``request_to_json``) sorts its keys, which puts the messages
-before the system prompt and the tools; a provider's prompt puts them first, so the prefix is
-measured over the parts in that order (ADR 0032). Sizes for the budget are the canonical request's
-own: ``request_size`` equals ``len(canonical_bytes(request_to_json(request)))``, computed from the
-parts. A token is three bytes.
+each tool schema, each message, as ``nodwyn.stats.prefix`` encodes them (``Encoder``) and compares
+them (``common_parts``). The canonical request itself (``request_to_json``) sorts its keys, which
+puts the messages before the system prompt and the tools; a provider's prompt puts them first, so
+the prefix is measured over the parts in that order (ADR 0032). Sizes for the budget are the
+canonical request's own: ``request_size`` equals ``len(canonical_bytes(request_to_json(request)))``,
+computed from the parts. A token is three bytes.
 """
 
 from __future__ import annotations
@@ -15,44 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodwyn.values.canonical import canonical_bytes
-from nodwyn.values.codec import message_to_json, tool_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
-from nodwyn.values.request import Request, ToolSpec
 
 BYTES_PER_TOKEN = 3
 FULL_PREFILL = 0.5  # a request that shares under half of the previous request is a full prefill
-
-
-class Parts:
-    """Canonical bytes of messages and tools, computed once per distinct value."""
-
-    def __init__(self) -> None:
-        self._messages: dict[Message, bytes] = {}
-        self._tools: dict[tuple[str, str, bytes], bytes] = {}
-        self._texts: dict[str, bytes] = {}
-
-    def message(self, m: Message) -> bytes:
-        b = self._messages.get(m)
-        if b is None:
-            b = self._messages[m] = canonical_bytes(message_to_json(m))
-        return b
-
-    def text(self, s: str) -> bytes:
-        b = self._texts.get(s)
-        if b is None:
-            b = self._texts[s] = canonical_bytes(s)
-        return b
-
-    def tools(self, tools: Sequence[ToolSpec]) -> list[bytes]:
-        out = []
-        for t in tools:
-            b = canonical_bytes(tool_to_json(t))
-            out.append(self._tools.setdefault((t.name, t.description, b), b))
-        return out
-
-    def request(self, r: Request) -> list[bytes]:
-        """The parts in prefix order: system, tools, messages."""
-        return [self.text(r.system), *self.tools(r.tools), *(self.message(m) for m in r.messages)]
 
 
 def request_size(
@@ -64,53 +30,6 @@ def request_size(
     mid = len(b'],"system":') + len(system) + len(b',"tools":[')
     tls = sum(len(t) for t in tools) + max(len(tools) - 1, 0)
     return head + msgs + mid + tls + len(b"]}")
-
-
-def request_bytes(
-    system: bytes, tools: Sequence[bytes], messages: Sequence[bytes], max_output: int | None
-) -> bytes:
-    """``canonical_bytes(request_to_json(r))`` assembled from its parts' canonical bytes."""
-    return b"".join(
-        (
-            b'{"max_output":',
-            canonical_bytes(max_output),
-            b',"messages":[',
-            b",".join(messages),
-            b'],"system":',
-            system,
-            b',"tools":[',
-            b",".join(tools),
-            b"]}",
-        )
-    )
-
-
-def common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix of two byte strings (binary search on slices)."""
-    lo, hi = 0, min(len(a), len(b))
-    if a[:hi] == b[:hi]:
-        return hi
-    while lo < hi:  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def shared_prefix(prev: Sequence[bytes], cur: Sequence[bytes]) -> int:
-    """Bytes of ``cur``'s parts, joined, that ``prev``'s parts, joined, begin with.
-
-    Each part is a whole canonical JSON value, so no part is a proper prefix of another part that
-    differs from it: the common prefix ends inside the first pair of parts that differ."""
-    n = 0
-    for a, b in zip(prev, cur, strict=False):
-        if a is b or a == b:
-            n += len(a)
-            continue
-        return n + common_prefix(a, b)
-    return n
 
 
 def content_size(m: Message) -> int:

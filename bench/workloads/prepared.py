@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import accumulate
 
-from bench.workloads.measure import Parts, content_size
+from bench.workloads.measure import content_size
 from bench.workloads.run import Run
+
+from nodwyn.stats.prefix import Encoder
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prepared:
     run: Run
-    parts: Parts
+    parts: Encoder  # the run's messages encoded once, shared by every request built from them
     system: bytes
     tools: tuple[bytes, ...]
     messages: tuple[bytes, ...]  # canonical bytes of each message of the run
@@ -27,13 +29,13 @@ class Prepared:
         return len(self.system) + sum(len(t) for t in self.tools) + sum(len(m) for m in self.messages[:last])
 
 
-def prepare(run: Run, parts: Parts | None = None) -> Prepared:
-    parts = parts or Parts()
+def prepare(run: Run, parts: Encoder | None = None) -> Prepared:
+    parts = parts or Encoder()
     return Prepared(
         run=run,
         parts=parts,
-        system=parts.text(run.system),
-        tools=tuple(parts.tools(run.tools)),
+        system=parts.system(run.system),
+        tools=tuple(parts.tool(t) for t in run.tools),
         messages=tuple(parts.message(m) for m in run.messages),
         content=(0, *accumulate(content_size(m) for m in run.messages)),
         replies=run.replies,

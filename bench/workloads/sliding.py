@@ -12,9 +12,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from bench.workloads.measure import BYTES_PER_TOKEN, Measured, request_size, shared_prefix
+from bench.workloads.measure import BYTES_PER_TOKEN, Measured, request_size
 from bench.workloads.prepared import Prepared
 
+from nodwyn.stats.prefix import common_parts
 from nodwyn.values.content import ToolMessage
 
 
@@ -44,7 +45,7 @@ def replay(p: Prepared, budget: int) -> list[Measured]:
                 lo = mid + 1
         cut = usable[lo]
         cur = [p.system, *p.tools, *pinned, *msgs[cut:end]]
-        cached = shared_prefix(prev, cur) if prev else 0
+        cached = common_parts(prev, cur)[1]
         out.append(
             Measured(
                 stream=sum(len(b) for b in cur),
@@ -68,7 +69,7 @@ def append_only(p: Prepared) -> list[Measured]:
         out.append(
             Measured(
                 stream=sum(len(b) for b in cur),
-                cached=shared_prefix(prev, cur) if prev else 0,
+                cached=common_parts(prev, cur)[1],
                 size=request_size(p.system, p.tools, p.messages[:end], None),
                 visible=p.content[end],
                 conversation=p.content[end],

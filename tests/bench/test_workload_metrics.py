@@ -3,16 +3,7 @@ the figures, and the sliding-window baseline, each checked against a direct comp
 
 from __future__ import annotations
 
-from bench.workloads.measure import (
-    Measured,
-    Parts,
-    common_prefix,
-    content_size,
-    figures,
-    request_bytes,
-    request_size,
-    shared_prefix,
-)
+from bench.workloads.measure import Measured, content_size, figures, request_size
 from bench.workloads.prepared import prepare
 from bench.workloads.run import Run, user
 from bench.workloads.sliding import append_only
@@ -20,6 +11,7 @@ from bench.workloads.sliding import replay as sliding
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nodwyn.stats.prefix import Encoder, common_bytes
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import request_to_json
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
@@ -57,7 +49,7 @@ def request_of(run: Run, messages: tuple[Message, ...]) -> Request:
     max_output=st.one_of(st.none(), st.integers(min_value=0, max_value=10**6)),
     with_tool=st.booleans(),
 )
-def test_request_size_and_bytes_are_the_canonical_requests(
+def test_request_size_is_the_canonical_requests(
     system: str, texts: list[str], max_output: int | None, with_tool: bool
 ) -> None:
     msgs: list[Message] = []
@@ -73,30 +65,11 @@ def test_request_size_and_bytes_are_the_canonical_requests(
     req = Request(
         system=system, tools=(TOOL,) if with_tool else (), messages=tuple(msgs), max_output=max_output
     )
-    parts = Parts()
-    tools = parts.tools(req.tools)
+    parts = Encoder()
+    tools = [parts.tool(t) for t in req.tools]
     body = [parts.message(m) for m in req.messages]
     expected = canonical_bytes(request_to_json(req))
-    assert request_bytes(parts.text(system), tools, body, max_output) == expected
-    assert request_size(parts.text(system), tools, body, max_output) == len(expected)
-
-
-@settings(max_examples=200, deadline=None)
-@given(a=st.binary(max_size=64), b=st.binary(max_size=64))
-def test_common_prefix_is_the_longest(a: bytes, b: bytes) -> None:
-    n = common_prefix(a, b)
-    assert a[:n] == b[:n]
-    assert n == min(len(a), len(b)) or a[n] != b[n]
-
-
-@settings(max_examples=100, deadline=None)
-@given(prev=st.lists(text, max_size=6), cur=st.lists(text, max_size=6))
-def test_shared_prefix_of_parts_is_that_of_the_joined_bytes(prev: list[str], cur: list[str]) -> None:
-    parts = Parts()
-    a = [parts.message(user(t)) for t in prev]
-    b = [parts.message(user(t)) for t in cur]
-    joined_a, joined_b = b"".join(a), b"".join(b)
-    assert shared_prefix(a, b) == common_prefix(joined_a, joined_b)
+    assert request_size(parts.system(system), tools, body, max_output) == len(expected)
 
 
 def test_append_only_costs_exactly_the_minimum() -> None:
@@ -150,7 +123,7 @@ def test_sliding_window_keeps_the_task_and_the_latest_messages_that_fit() -> Non
         assert reqs[k].size == size, k
         parts = [canonical_bytes(run.system), *p.tools, *(p.parts.message(x) for x in kept)]
         assert reqs[k].stream == sum(len(x) for x in parts)
-        assert reqs[k].cached == (common_prefix(b"".join(prev), b"".join(parts)) if prev else 0)
+        assert reqs[k].cached == (common_bytes(b"".join(prev), b"".join(parts)) if prev else 0)
         assert reqs[k].visible == sum(content_size(x) for x in kept)
         assert reqs[k].conversation == sum(content_size(x) for x in run.messages[:end])
         assert isinstance(kept[0], UserMessage) and not isinstance(

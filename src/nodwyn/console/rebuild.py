@@ -9,7 +9,7 @@ from nodwyn.errors import NodwynError
 from nodwyn.log import SessionLog
 from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.stats.diagnosis import Diagnosis, Rebuilt, diagnose, diagnose_all
-from nodwyn.stats.prefix import chunks
+from nodwyn.stats.prefix import Encoder, chunks
 from nodwyn.stats.totals import RequestRow
 from nodwyn.values.request import Request
 
@@ -53,9 +53,10 @@ def diagnose_request(
 def diagnose_session(log: SessionLog, rows: Sequence[RequestRow]) -> list[Diagnosis]:
     """Replay every request of the session in one pass (``verify_all``) and diagnose each."""
     rebuilt: dict[int, Rebuilt] = {}
+    encoder = Encoder()  # each message encoded once, not once per request that shows it
     for verdict in verify_all(log):
         if verdict.replayed is not None:
-            rebuilt[verdict.seq] = chunks(verdict.replayed.request)
+            rebuilt[verdict.seq] = encoder.chunks(verdict.replayed.request)
         elif verdict.error is not None:
             if verdict.ctx == "-":  # damage stopped the pass: nothing after it is rebuilt
                 for row in rows:
