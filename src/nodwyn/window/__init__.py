@@ -9,10 +9,11 @@ building with ``ctx=event.ctx``, ``origin=origin_from_json(data["origin"])``,
 ``turn=recorded_turn(data)`` and ``withheld=recorded_withheld(data)``. Decisions: docs/adr/0010-0022.
 """
 
-from nodwyn.window.fold import Build, TurnOptions, Window, build_window, recorded_turn, recorded_withheld
+from nodwyn.window.fold import Build, Window, build_window
 from nodwyn.window.sizing import ConfiguredLimits, size_limits
 from nodwyn.window.start import Start
 from nodwyn.window.summaries import source_digest
+from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 
 __all__ = [
     "Build",

@@ -49,7 +49,7 @@ class Context:
     images: dict[str, list[int]] = field(default_factory=dict)  # image digest -> its user.msg seqs
     version: int = 0  # bumped when the view changes other than by appending
     cache: Any = None  # render.RenderCache of the last render of this view
-    last_req: Any = None  # render.Snapshot of the last request built in this context
+    last_req: Any = None  # moved.Snapshot of the last request built in this context
 
 
 class Contexts:

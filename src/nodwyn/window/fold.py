@@ -22,21 +22,16 @@ from nodwyn.window import encode
 from nodwyn.window.contexts import Context, Contexts, replies_between
 from nodwyn.window.entries import Entry, entry_of
 from nodwyn.window.estimate import estimate
-from nodwyn.window.render import Item, Params, RenderCache, assistant_message, marker, piece, render
+from nodwyn.window.moved import Snapshot
+from nodwyn.window.moved import moved as moved_from
+from nodwyn.window.render import Item, Params, RenderCache, assistant_message, marker_message, piece, render
 from nodwyn.window.start import Start, start_of
 from nodwyn.window.summaries import Summary, accepted, summary_of
 from nodwyn.window.trim import choose
+from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 
 _NO_WITHHELD: Mapping[str, str] = {}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnOptions:
-    """How one model turn is asked: without tools (v7), with a subset (v7), past high water (v10)."""
-
-    no_tools: bool = False
-    offered_tools: tuple[str, ...] | None = None
-    headroom: bool = False
+_PLAIN_TURN = TurnOptions()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,19 +41,6 @@ class Build:
     canonical: bytes  # canonical_bytes(request_to_json(request))
     digest: str  # digest(request_to_json(request))
     seqs: tuple[int, ...] = ()  # the seq each message came from (user.msg, llm.resp, tool.result, ...)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Snapshot:
-    """What the last request of a context was: its parts, to tell an extension from a move."""
-
-    params: Params
-    system: bytes
-    tools: bytes
-    max_output: bytes
-    pieces: list[bytes]  # the render's pieces (append-only while its cache lives)
-    length: int  # how many of them this request had
-    plan: bytes | None  # the trailing plan's piece, if any
 
 
 class Window:
@@ -328,13 +310,13 @@ class Window:
         ctx: str = MAIN_CTX,
         *,
         origin: Origin,
-        turn: TurnOptions = TurnOptions(),
+        turn: TurnOptions = _PLAIN_TURN,
         withheld: Mapping[str, str] = _NO_WITHHELD,
     ) -> int:
         """The estimate of the next request before any trim (how full the window is)."""
         recipe = self._need_recipe()
         c = self._contexts.buildable(ctx)
-        _, full_tools, _ = self._offered(c, recipe, TurnOptions())
+        _, full_tools, _ = self._offered(c, recipe, _PLAIN_TURN)
         snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
         return self._estimate(snap, full_tools, cache, items)
 
@@ -351,7 +333,7 @@ class Window:
         ctx: str = MAIN_CTX,
         *,
         origin: Origin,
-        turn: TurnOptions = TurnOptions(),
+        turn: TurnOptions = _PLAIN_TURN,
         withheld: Mapping[str, str] = _NO_WITHHELD,
     ) -> Build:
         """The next request of context ``ctx`` to the model at ``origin``, and its ``llm.req`` fields."""
@@ -362,7 +344,7 @@ class Window:
         headroom = Flag.HEADROOM in policy and turn.headroom
         line = limits.ceiling if headroom else limits.high_water
         subset, _, offered_names = self._offered(c, recipe, turn)
-        _, full_tools, _ = self._offered(c, recipe, TurnOptions())
+        _, full_tools, _ = self._offered(c, recipe, _PLAIN_TURN)
         snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
         est = self._estimate(snap, full_tools, cache, items)
         new = {s for s in cache.omitted if s not in self._elided}
@@ -376,7 +358,7 @@ class Window:
                 low_water=limits.low_water,
                 pairs=Flag.PAIRS in policy,
                 cut=min(new) if new else None,
-                marker_len=lambda item: len(_marker_piece(item)),
+                marker_len=lambda item: len(piece(marker_message(item))),
                 unblocked_len=lambda item: len(piece(self._unblocked(item, cache.params))),
             )
             new |= chosen
@@ -417,7 +399,7 @@ class Window:
             record["max_output"] = limits.output_reserve
         if headroom:
             record["headroom"] = True
-        moved = _moved(c.last_req, snap, bool(new))
+        moved = moved_from(c.last_req, snap, bool(new))
         if moved:
             record["moved"] = moved
         return Build(
@@ -433,19 +415,6 @@ class Window:
         return assistant_message(entry, params, with_blocks=False)
 
 
-def _marker_piece(item: Item) -> bytes:
-    from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
-
-    text = marker(item.seq)
-    if item.kind == "result":
-        m = item.message
-        assert isinstance(m, ToolMessage)
-        return piece(ToolMessage(call_id=m.call_id, name=m.name, text=text, error=m.error))
-    if item.kind == "image":
-        return piece(UserMessage(parts=(TextPart(text=text),)))
-    return piece(AssistantMessage(text=text))
-
-
 def _withheld(items: list[Item]) -> list[dict[str, str]]:
     seen: set[str] = set()
     out = []
@@ -455,49 +424,6 @@ def _withheld(items: list[Item]) -> list[dict[str, str]]:
                 seen.add(digest)
                 out.append({"digest": digest, "reason": reason})
     return out
-
-
-def _extends(prev: Snapshot, now: Snapshot) -> bool:
-    """Whether ``now``'s messages are ``prev``'s with messages appended."""
-    n = prev.length
-    if now.length < n:
-        return False
-    if now.pieces is not prev.pieces and now.pieces[:n] != prev.pieces[:n]:
-        return False
-    if prev.plan is None:
-        return True
-    if now.length > n:  # the trailing plan must be the next message
-        return now.pieces[n] == prev.plan
-    return now.plan == prev.plan
-
-
-def _moved(prev: Snapshot | None, now: Snapshot, trimmed: bool) -> list[str]:
-    """Why this request is not its predecessor's with messages appended ([] when it is)."""
-    if prev is None:
-        return ["first"]
-    same_frame = prev.system == now.system and prev.tools == now.tools and prev.max_output == now.max_output
-    if same_frame and _extends(prev, now):
-        return []
-    reasons = ["trim"] if trimmed else []
-    a, b = prev.params, now.params
-    for name, label in (
-        ("recipe", "recipe"),
-        ("origin", "origin"),
-        ("withheld", "images"),
-        ("stale", "blocks"),
-        ("folds", "fold"),
-        ("summaries", "summary"),
-        ("version", "context"),
-    ):
-        if getattr(a, name) != getattr(b, name):
-            reasons.append(label)
-    if not trimmed and a.elided != b.elided:
-        reasons.append("elided")
-    if prev.system != now.system:
-        reasons.append("system")
-    if prev.tools != now.tools:
-        reasons.append("tools")
-    return reasons or ["messages"]
 
 
 _HANDLERS = {
@@ -513,34 +439,12 @@ _HANDLERS = {
 }
 
 
-def recorded_turn(data: Mapping[str, Any]) -> TurnOptions:
-    """The turn options an ``llm.req`` payload recorded: what replay passes to ``build``."""
-    offered = data.get("offered_tools")
-    return TurnOptions(
-        no_tools=data.get("no_tools") is True,
-        offered_tools=tuple(str(t) for t in offered) if isinstance(offered, list) else None,
-        headroom=data.get("headroom") is True,
-    )
-
-
-def recorded_withheld(data: Mapping[str, Any]) -> dict[str, str]:
-    """The withheld images an ``llm.req`` payload recorded (digest -> reason)."""
-    held = data.get("withheld_images", [])
-    if not isinstance(held, list):
-        return {}
-    return {
-        w["digest"]: w["reason"]
-        for w in held
-        if isinstance(w, dict) and isinstance(w.get("digest"), str) and isinstance(w.get("reason"), str)
-    }
-
-
 def build_window(
     events: Iterable[Event],
     ctx: str = MAIN_CTX,
     *,
     origin: Origin,
-    turn: TurnOptions = TurnOptions(),
+    turn: TurnOptions = _PLAIN_TURN,
     withheld: Mapping[str, str] = _NO_WITHHELD,
 ) -> Build:
     """Feed every event, then build: the same as ``Window`` fed and built by hand."""

@@ -45,6 +45,17 @@ def marker(seq: int) -> str:
     return f"[elided seq={seq}]"
 
 
+def marker_message(item: Item) -> Message:
+    """What ``item`` shows once elided: its marker, in a message of the same role."""
+    text = marker(item.seq)
+    m = item.message
+    if isinstance(m, ToolMessage):
+        return ToolMessage(call_id=m.call_id, name=m.name, text=text, error=m.error)
+    if item.kind == "image":
+        return UserMessage(parts=(TextPart(text=text),))
+    return AssistantMessage(text=text)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
     recipe: Recipe
