@@ -14,19 +14,19 @@ There is no session knob on Anthropic's API, so the session key is not sent.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 from nodwyn.dialects.base import (
-    Decoder,
+    NO_IMAGES,
     StreamEvent,
     WireRequest,
     arrange,
+    cache_control,
     check_blocks,
     dumps,
     finish_reason,
-    image_bytes,
+    image_base64,
     int_or_none,
     join_text,
     json_object,
@@ -36,7 +36,6 @@ from nodwyn.dialects.base import (
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
-from nodwyn.dialects.openai_chat import cache_control
 from nodwyn.errors import DecodeError, EncodeError
 from nodwyn.values.content import (
     AssistantMessage,
@@ -53,7 +52,6 @@ from nodwyn.values.request import Request, Response, Usage
 
 VERSION = "2023-06-01"
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
-_NO_IMAGES: Mapping[str, bytes] = {}
 
 
 class AnthropicDialect(DialectBase):
@@ -71,7 +69,7 @@ class AnthropicDialect(DialectBase):
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
-        images: Mapping[str, bytes] = _NO_IMAGES,
+        images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
         check_blocks(request, settings, ("thinking", "redacted_thinking"), self.api)
         if request.max_output is None:
@@ -135,14 +133,14 @@ class AnthropicDialect(DialectBase):
                 if p.text:
                     content.append({"type": "text", "text": p.text})
             elif isinstance(p, ImagePart):
-                raw = image_bytes(images, p, settings, f"{where}.parts[{j}]")
+                data = image_base64(images, p, settings, f"{where}.parts[{j}]")
                 content.append(
                     {
                         "type": "image",
                         "source": {
                             "type": "base64",
                             "media_type": p.media_type,
-                            "data": base64.b64encode(raw).decode(),
+                            "data": data,
                         },
                     }
                 )
@@ -181,16 +179,14 @@ class AnthropicDialect(DialectBase):
             )
         return content
 
-    def decoder(self, origin: Origin) -> Decoder:
+    def decoder(self, origin: Origin) -> AnthropicDecoder:
         return AnthropicDecoder(self.provider, origin)
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
         value = self._load_body(body)
-        if not isinstance(value, dict):
-            raise DecodeError(f"{self.provider}: the reply is not a JSON object", provider=self.provider)
         if value.get("type") == "error":
             raise stream_error(self.provider, value)
-        dec = AnthropicDecoder(self.provider, origin)
+        dec = self.decoder(origin)
         dec.start(value)
         for i, b in enumerate(value.get("content") or []):
             if isinstance(b, dict):

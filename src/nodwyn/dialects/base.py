@@ -8,6 +8,7 @@ Nothing here touches the network, the clock or the disk: the transport does that
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,9 +18,10 @@ import orjson
 from nodwyn.errors import DecodeError, EncodeError, OriginError, ProviderError
 from nodwyn.values.content import AssistantMessage, ImagePart, Origin, ThinkingBlock
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.request import Request, Response
+from nodwyn.values.request import Request, Response, ToolSpec
 
 Json = dict[str, Any]
+NO_IMAGES: Mapping[str, bytes] = {}  # ``encode``'s default: a request without images needs none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,7 +150,8 @@ def describe(o: Origin) -> str:
     return f"{o.model} at {where}{cred}"
 
 
-def image_bytes(images: Mapping[str, bytes], part: ImagePart, settings: ModelSettings, where: str) -> bytes:
+def image_base64(images: Mapping[str, bytes], part: ImagePart, settings: ModelSettings, where: str) -> str:
+    """The image's bytes, given by the sender from the attachment store, as base64 text."""
     if not settings.takes_images:
         raise EncodeError(
             f"{where}: model {settings.name!r} takes no images (takes_images = false); "
@@ -160,7 +163,27 @@ def image_bytes(images: Mapping[str, bytes], part: ImagePart, settings: ModelSet
             f"{where}: the bytes of image {part.digest} were not given to the encoder; "
             "the sender must read it from the attachment store"
         )
-    return data
+    return base64.b64encode(data).decode()
+
+
+def cache_control(settings: ModelSettings) -> dict[str, str] | None:
+    """The model entry's top-level ``cache_control`` (OpenAI-compatible gateways and Anthropic)."""
+    if settings.cache_control is None:
+        return None
+    if settings.cache_control == "1h":
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def function_tools(tools: tuple[ToolSpec, ...]) -> list[Json]:
+    """Tools as chat completions and Ollama take them: ``{"type": "function", "function": {...}}``."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
 
 
 def arrange(message: AssistantMessage) -> list[tuple[str, Any]]:

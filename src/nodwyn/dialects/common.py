@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from nodwyn.dialects.base import Decoder, WireRequest, loads
 from nodwyn.dialects.errors import parse_error
-from nodwyn.errors import ProviderError
+from nodwyn.errors import DecodeError, ProviderError
 from nodwyn.values.content import Origin
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
@@ -46,5 +47,9 @@ class DialectBase:
     def decode_body(self, body: bytes, origin: Origin) -> Response:
         raise NotImplementedError
 
-    def _load_body(self, body: bytes) -> object:
-        return loads(body, "the reply body", self.provider)
+    def _load_body(self, body: bytes) -> dict[str, Any]:
+        """A reply that was not streamed: one JSON object, or a DecodeError naming the provider."""
+        value = loads(body, "the reply body", self.provider)
+        if not isinstance(value, dict):
+            raise DecodeError(f"{self.provider}: the reply is not a JSON object", provider=self.provider)
+        return value

@@ -9,18 +9,18 @@ Usage: ``prompt_eval_count`` is the whole prompt; Ollama reports no cached-token
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 from nodwyn.dialects.base import (
-    Decoder,
+    NO_IMAGES,
     StreamEvent,
     WireRequest,
     check_blocks,
     dumps,
     finish_reason,
-    image_bytes,
+    function_tools,
+    image_base64,
     int_or_none,
     json_object,
     loads,
@@ -33,7 +33,6 @@ from nodwyn.values.content import AssistantMessage, ImagePart, Origin, TextPart,
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Timings, Usage
 
-_NO_IMAGES: Mapping[str, bytes] = {}
 # ``think`` is a bool or a level ("low" ... "max"); these effort words mean the bool.
 _THINK: dict[str, bool] = {"none": False, "off": False, "false": False, "on": True, "true": True}
 
@@ -50,7 +49,7 @@ class OllamaDialect(DialectBase):
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
-        images: Mapping[str, bytes] = _NO_IMAGES,
+        images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
         # Ollama has no session knob (one server, one cache): the key is not sent.
         check_blocks(request, settings, (), self.api)
@@ -68,7 +67,7 @@ class OllamaDialect(DialectBase):
                 texts = [p.text for p in m.parts if isinstance(p, TextPart)]
                 msg: dict[str, Any] = {"role": "user", "content": "\n".join(texts)}
                 pics = [
-                    base64.b64encode(image_bytes(images, p, settings, f"{where}.parts[{j}]")).decode()
+                    image_base64(images, p, settings, f"{where}.parts[{j}]")
                     for j, p in enumerate(m.parts)
                     if isinstance(p, ImagePart)
                 ]
@@ -94,13 +93,7 @@ class OllamaDialect(DialectBase):
             messages.append(msg)
         body: dict[str, Any] = {"model": settings.model, "messages": messages}
         if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-                }
-                for t in request.tools
-            ]
+            body["tools"] = function_tools(request.tools)
         body["stream"] = stream
         if settings.reasoning_effort is not None:
             body["think"] = _THINK.get(settings.reasoning_effort, settings.reasoning_effort)
@@ -113,13 +106,12 @@ class OllamaDialect(DialectBase):
         body["truncate"] = False
         return WireRequest(method="POST", path="/api/chat", headers=self.base_headers(), body=body)
 
-    def decoder(self, origin: Origin) -> Decoder:
+    def decoder(self, origin: Origin) -> OllamaDecoder:
         return OllamaDecoder(self.provider)
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
-        value = self._load_body(body)
-        dec = OllamaDecoder(self.provider)
-        dec.take(value)
+        dec = self.decoder(origin)
+        dec.take(self._load_body(body))
         return dec.finish()
 
 

@@ -20,19 +20,20 @@ them. ``reasoning_details_only`` (an OpenRouter route to Claude) sends no text w
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 from nodwyn.dialects.base import (
-    Decoder,
+    NO_IMAGES,
     StreamEvent,
     WireRequest,
     block_json,
+    cache_control,
     check_blocks,
     dumps,
     finish_reason,
-    image_bytes,
+    function_tools,
+    image_base64,
     int_or_none,
     loads,
     stream_incomplete,
@@ -78,15 +79,6 @@ MAX_TOKENS_FIELD: dict[str, str] = {
 KEEPS_DETAILS = frozenset(REASONING_FIELD) - {"cerebras"}
 # OpenRouter always includes usage; stream_options.include_usage is deprecated there.
 NO_STREAM_OPTIONS = frozenset({"openrouter"})
-_NO_IMAGES: Mapping[str, bytes] = {}
-
-
-def cache_control(settings: ModelSettings) -> dict[str, str] | None:
-    if settings.cache_control is None:
-        return None
-    if settings.cache_control == "1h":
-        return {"type": "ephemeral", "ttl": "1h"}
-    return {"type": "ephemeral"}
 
 
 def _details(blocks: tuple[ThinkingBlock, ...], where: str) -> list[Any] | None:
@@ -114,7 +106,7 @@ class ChatDialect(DialectBase):
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
-        images: Mapping[str, bytes] = _NO_IMAGES,
+        images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
         family = settings.family
         check_blocks(request, settings, ("reasoning_details",), self.api)
@@ -152,13 +144,7 @@ class ChatDialect(DialectBase):
                 messages.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
         body: dict[str, Any] = {"model": settings.model, "messages": messages}
         if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-                }
-                for t in request.tools
-            ]
+            body["tools"] = function_tools(request.tools)
         body["stream"] = stream
         if stream and family not in NO_STREAM_OPTIONS:
             body["stream_options"] = {"include_usage": True}
@@ -186,19 +172,18 @@ class ChatDialect(DialectBase):
             if isinstance(p, TextPart):
                 parts.append({"type": "text", "text": p.text})
             elif isinstance(p, ImagePart):
-                data = base64.b64encode(image_bytes(images, p, settings, f"{where}.parts[{j}]")).decode()
+                data = image_base64(images, p, settings, f"{where}.parts[{j}]")
                 parts.append(
                     {"type": "image_url", "image_url": {"url": f"data:{p.media_type};base64,{data}"}}
                 )
         return parts
 
-    def decoder(self, origin: Origin) -> Decoder:
+    def decoder(self, origin: Origin) -> ChatDecoder:
         return ChatDecoder(self.provider, origin, keep_details=self.settings.family in KEEPS_DETAILS)
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
-        dec = ChatDecoder(self.provider, origin, keep_details=self.settings.family in KEEPS_DETAILS)
-        value = self._load_body(body)
-        dec.take(value, "message")
+        dec = self.decoder(origin)
+        dec.take(self._load_body(body), "message")
         dec.done = True
         return dec.finish()
 

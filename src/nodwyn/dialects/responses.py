@@ -15,20 +15,20 @@ that output is empty (ChatGPT-plan backends). A stream without a terminal event 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 from nodwyn.dialects.base import (
-    Decoder,
+    NO_IMAGES,
     StreamEvent,
     WireRequest,
     arrange,
     block_json,
+    cache_control,
     check_blocks,
     dumps,
     finish_reason,
-    image_bytes,
+    image_base64,
     int_or_none,
     join_text,
     loads,
@@ -37,7 +37,6 @@ from nodwyn.dialects.base import (
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
-from nodwyn.dialects.openai_chat import cache_control
 from nodwyn.dialects.session_key import key_fields
 from nodwyn.errors import DecodeError, EncodeError
 from nodwyn.values.content import (
@@ -52,7 +51,6 @@ from nodwyn.values.content import (
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Usage
 
-_NO_IMAGES: Mapping[str, bytes] = {}
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
@@ -68,7 +66,7 @@ class ResponsesDialect(DialectBase):
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
-        images: Mapping[str, bytes] = _NO_IMAGES,
+        images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
         check_blocks(request, settings, ("reasoning",), self.api)
         items: list[dict[str, Any]] = []
@@ -80,8 +78,8 @@ class ResponsesDialect(DialectBase):
                     if isinstance(p, TextPart):
                         content.append({"type": "input_text", "text": p.text})
                     elif isinstance(p, ImagePart):
-                        raw = image_bytes(images, p, settings, f"{where}.parts[{j}]")
-                        url = f"data:{p.media_type};base64,{base64.b64encode(raw).decode()}"
+                        data = image_base64(images, p, settings, f"{where}.parts[{j}]")
+                        url = f"data:{p.media_type};base64,{data}"
                         content.append({"type": "input_image", "image_url": url, "detail": "auto"})
                 items.append({"type": "message", "role": "user", "content": content})
             elif isinstance(m, AssistantMessage):
@@ -148,14 +146,12 @@ class ResponsesDialect(DialectBase):
             raise EncodeError(f"{where}: a reasoning block's data is not a reasoning item")
         return value
 
-    def decoder(self, origin: Origin) -> Decoder:
+    def decoder(self, origin: Origin) -> ResponsesDecoder:
         return ResponsesDecoder(self.provider, origin, keep=self.settings.keep_reasoning)
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
         value = self._load_body(body)
-        if not isinstance(value, dict):
-            raise DecodeError(f"{self.provider}: the reply is not a JSON object", provider=self.provider)
-        dec = ResponsesDecoder(self.provider, origin, keep=self.settings.keep_reasoning)
+        dec = self.decoder(origin)
         dec.terminal(
             "response.completed" if value.get("status") != "incomplete" else "response.incomplete", value
         )
