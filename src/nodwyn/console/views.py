@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from nodwyn.stats.diagnosis import Diagnosis
@@ -23,24 +24,7 @@ def clip(text: str, limit: int = TEXT_LIMIT) -> dict[str, Any]:
 
 
 def sums_json(s: Sums) -> dict[str, Any]:
-    return {
-        "requests": s.requests,
-        "replies": s.replies,
-        "rate": s.cache_rate,
-        "rate_replies": s.rate_replies,
-        "rate_prompt": s.rate_prompt,
-        "rate_cached": s.rate_cached,
-        "prompt_tokens": s.prompt_tokens,
-        "cached_tokens": s.cached_tokens,
-        "cache_write_tokens": s.cache_write_tokens,
-        "writes_reported": s.writes_reported,
-        "uncached_tokens": s.uncached_tokens,
-        "output_tokens": s.output_tokens,
-        "reasoning_tokens": s.reasoning_tokens,
-        "no_usage": s.no_usage,
-        "cost_usd": s.cost_usd,
-        "cost_unknown": s.cost_unknown,
-    }
+    return {**asdict(s), "rate": s.cache_rate}
 
 
 def totals_json(t: Totals) -> dict[str, Any]:
@@ -76,22 +60,7 @@ def row_json(r: RequestRow) -> dict[str, Any]:
 
 
 def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
-    return {
-        "seq": d.seq,
-        "kind": d.kind,
-        "predecessor": d.predecessor,
-        "causes": [{"kind": c.kind, "seq": c.seq} for c in d.causes],
-        "first_difference": d.first_difference,
-        "common_bytes": d.common_bytes,
-        "total_bytes": d.total_bytes,
-        "appended": d.appended,
-        "prompt_tokens": d.prompt_tokens,
-        "cached_tokens": d.cached_tokens,
-        "expected": d.expected,
-        "shortfall": d.shortfall,
-        "matched": d.matched,
-        "detail": d.detail,
-    }
+    return asdict(d)
 
 
 def _d(value: Any) -> dict[str, Any]:
