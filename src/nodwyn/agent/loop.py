@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from nodwyn.agent import strategies
+from nodwyn.agent import reply, strategies
 from nodwyn.agent.attach import image_ref
 from nodwyn.agent.session import send_request
 from nodwyn.agent.strategies import ResultRecord
@@ -240,6 +240,10 @@ class Agent:
         except ProviderError as exc:
             self.append("note", {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
             raise
+        logged = reply.for_log(response)
+        for note in logged.notes[len(response.notes) :]:
+            self.display.notice(note)
+        response = logged
         event = self.append("llm.resp", {"req": req.seq, "response": response_to_json(response)}, ctx=ctx)
         self.display.response(event, response)
         return event, response
