@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
-from nodwyn.cli.stats import model_prices
+from nodwyn.cli.common import ROOT, model_prices, root_dir
 from nodwyn.console.server import check_host
-from nodwyn.log.paths import data_root
 
 
 @click.command()
@@ -22,12 +20,7 @@ from nodwyn.log.paths import data_root
 @click.option(
     "--allow-remote", is_flag=True, help="serve on a non-loopback interface (the console has no login)"
 )
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
-)
+@ROOT
 def console(port: int, host: str, allow_remote: bool, root: Path | None) -> None:
     """Serve the web console: sessions, totals, the per-request cache chart, windows, transcripts."""
     import uvicorn
@@ -35,9 +28,7 @@ def console(port: int, host: str, allow_remote: bool, root: Path | None) -> None
     from nodwyn.console.app import make_app
 
     check_host(host, allow_remote=allow_remote)
-    app = make_app(
-        root if root is not None else data_root(os.environ), model_prices(), allow_remote=allow_remote
-    )
+    app = make_app(root_dir(root), model_prices(), allow_remote=allow_remote)
     shown = host if ":" not in host else f"[{host}]"
     click.echo(f"nodwyn console on http://{shown}:{port}/ (read-only; Ctrl-C stops)")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -10,29 +9,14 @@ from pathlib import Path
 import click
 import orjson
 
+from nodwyn.cli.common import ROOT, store_for
 from nodwyn.errors import NodwynError
-from nodwyn.log import SessionLog, Store, data_root
+from nodwyn.log import SessionLog
 from nodwyn.replay.exact import Verdict, replay_request, verify_all
 from nodwyn.replay.tolerant import tolerant_events
 from nodwyn.replay.transcript import Damaged, transcript, transcript_json
 from nodwyn.values import codec
 from nodwyn.values.events import Event
-
-ROOT = click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
-)
-
-
-def store_for(root: Path | None) -> Store:
-    return Store(root if root is not None else data_root(os.environ))
-
-
-def session_id(store: Store, session: str) -> str:
-    """An id, a unique prefix of one, or ``latest``."""
-    return store.resolve(session)
 
 
 def _short(d: str) -> str:
@@ -170,7 +154,7 @@ def replay(
     if expect is not None and seq is None:
         raise click.UsageError("--expect goes with --window SEQ")
     store = store_for(root)
-    sid = session_id(store, session)
+    sid = store.resolve(session)
     with store.open(sid) as log:
         if every:
             code = _all(log, as_json)

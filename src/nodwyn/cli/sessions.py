@@ -9,22 +9,13 @@ from pathlib import Path
 import click
 import orjson
 
+from nodwyn.cli.common import ROOT, store_for
 from nodwyn.errors import NotFoundError
-from nodwyn.log import SessionInfo, Store, data_root
+from nodwyn.log import SessionInfo
 from nodwyn.log.jsonl import encode_event
 from nodwyn.values.events import Event
 
-_ROOT = click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
-)
 _DATA_WIDTH = 160
-
-
-def _store(root: Path | None) -> Store:
-    return Store(root if root is not None else data_root(os.environ))
 
 
 def _size(n: int) -> str:
@@ -55,10 +46,10 @@ def _info_json(info: SessionInfo) -> bytes:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per session, one per line")
-@_ROOT
+@ROOT
 def sessions(as_json: bool, root: Path | None) -> None:
     """List sessions, oldest first: id, start, last event, events, size."""
-    store = _store(root)
+    store = store_for(root)
     infos = store.list()
     if as_json:
         for info in infos:
@@ -90,10 +81,10 @@ def _event_text(event: Event) -> str:
 @click.option("--from", "first", type=click.IntRange(min=1), default=1, show_default=True, help="first seq")
 @click.option("--to", "last", type=click.IntRange(min=1), default=None, help="last seq (default: the last)")
 @click.option("--json", "as_json", is_flag=True, help="print each event as its JSON line")
-@_ROOT
+@ROOT
 def log(session: str, first: int, last: int | None, as_json: bool, root: Path | None) -> None:
     """Print the events of SESSION (an id, a unique prefix of one, or latest), by seq range."""
-    store = _store(root)
+    store = store_for(root)
     sid = store.resolve(session)
     if last is not None and last < first:
         raise click.UsageError(f"--to {last} is before --from {first}")

@@ -4,41 +4,22 @@ request read what it read from the provider's cache)."""
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 
+from nodwyn.cli.common import ROOT, model_prices, root_dir
 from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.console.views import diagnosis_json, row_json, totals_json
-from nodwyn.errors import ConfigError
-from nodwyn.log.paths import data_root
 from nodwyn.stats.totals import Aggregator, RequestRow
-from nodwyn.values.model import Prices
-
-
-def model_prices() -> dict[str, Prices]:
-    """Prices by model entry from config.toml; a broken config costs nothing but the cost column."""
-    from nodwyn.agent.config import load_config
-
-    try:
-        return {name: m.prices for name, m in load_config().models.items()}
-    except ConfigError as exc:
-        click.echo(f"nodwyn: costs unknown: {exc}", err=True)
-        return {}
-
-
-def resolve(source: Source, session: str) -> str:
-    """``latest``, a full id, or an id's unique prefix."""
-    return source.resolve(session)
 
 
 def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]:
-    source = Source(root if root is not None else data_root(os.environ))
-    sid = resolve(source, session)
+    source = Source(root_dir(root))
+    sid = source.resolve(session)
     agg = Aggregator(model_prices())
     source.with_log(sid, lambda log: agg.feed_all(log.read()))
     return source, sid, agg
@@ -117,18 +98,10 @@ def _emit_json(value: Any) -> None:
     click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
 
 
-_ROOT = click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
-)
-
-
 @click.command()
 @click.argument("session")
 @click.option("--json", "as_json", is_flag=True, help="print the totals and rows as JSON")
-@_ROOT
+@ROOT
 def stats(session: str, as_json: bool, root: Path | None) -> None:
     """Totals (token cache rate, cost) and a per-request table of SESSION (an id, a prefix or latest)."""
     _, sid, agg = aggregate(root, session)
@@ -150,7 +123,7 @@ def stats(session: str, as_json: bool, root: Path | None) -> None:
 @click.command()
 @click.argument("session")
 @click.option("--json", "as_json", is_flag=True, help="print the diagnoses as JSON")
-@_ROOT
+@ROOT
 def cache(session: str, as_json: bool, root: Path | None) -> None:
     """Why each request of SESSION read what it read from the cache: appended, moved, server miss."""
     source, sid, agg = aggregate(root, session)

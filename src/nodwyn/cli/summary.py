@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import orjson
 
-from nodwyn.cli.replay import ROOT, session_id, store_for
+from nodwyn.cli.common import ROOT, store_for
 from nodwyn.errors import ConfigError
 from nodwyn.replay.summaries import SummaryInfo, add_summary, revoke_summary, summaries
 
@@ -40,7 +40,7 @@ def add(session: str, first: int, last: int, file: Path, root: Path | None) -> N
     """Append the reviewed summary in FILE for the turns FROM..TO of SESSION (which must not be running)."""
     text = _read_text(file)
     store = store_for(root)
-    sid = session_id(store, session)
+    sid = store.resolve(session)
     with store.open(sid, write=True) as log:
         ev = add_summary(log, first, last, text)
     click.echo(f"summary seq {ev.seq} added to {sid}: seq {first}..{last} in context {ev.ctx}")
@@ -53,7 +53,7 @@ def add(session: str, first: int, last: int, file: Path, root: Path | None) -> N
 def revoke(session: str, summary_seq: int, root: Path | None) -> None:
     """Revoke the summary at SUMMARY_SEQ: later windows show its source again."""
     store = store_for(root)
-    sid = session_id(store, session)
+    sid = store.resolve(session)
     with store.open(sid, write=True) as log:
         ev = revoke_summary(log, summary_seq)
     click.echo(f"summary seq {summary_seq} of {sid} revoked at seq {ev.seq}")
@@ -74,7 +74,7 @@ def _line(s: SummaryInfo) -> str:
 def list_(session: str, as_json: bool, root: Path | None) -> None:
     """List SESSION's summaries: seq, context, span, status (active, revoked, superseded, stale)."""
     store = store_for(root)
-    sid = session_id(store, session)
+    sid = store.resolve(session)
     with store.open(sid) as log:
         found = summaries(log)
     if as_json:

@@ -1,0 +1,40 @@
+"""What the commands that read sessions share: the ``--root`` option, the data root it overrides,
+the store under it, and the model prices for cost columns."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from nodwyn.errors import ConfigError
+from nodwyn.log import Store, data_root
+from nodwyn.values.model import Prices
+
+ROOT = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="data directory holding sessions/ (default: NODWYN_HOME or ~/.local/share/nodwyn)",
+)
+
+
+def root_dir(root: Path | None) -> Path:
+    """``--root`` when given, else the data root the environment names."""
+    return root if root is not None else data_root(os.environ)
+
+
+def store_for(root: Path | None) -> Store:
+    return Store(root_dir(root))
+
+
+def model_prices() -> dict[str, Prices]:
+    """Prices by model entry from config.toml; a broken config costs nothing but the cost column."""
+    from nodwyn.agent.config import load_config
+
+    try:
+        return {name: m.prices for name, m in load_config(os.environ).models.items()}
+    except ConfigError as exc:
+        click.echo(f"nodwyn: costs unknown: {exc}", err=True)
+        return {}
