@@ -9,7 +9,6 @@ an error result. A provider failure is logged as a note and raised: the session 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from nodwyn.agent.attach import image_ref
 from nodwyn.agent.session import send_request
 from nodwyn.agent.strategies import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, ToolContext, run_call
+from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import CorruptLogError, NotFoundError, ProviderError, ToolError
 from nodwyn.log import SessionLog
 from nodwyn.values.codec import response_to_json
@@ -89,11 +89,6 @@ def model_host(settings: ModelSettings) -> str:
     if settings.server:
         return settings.server
     return (urlsplit(settings.base_url or "").hostname or "").lower()
-
-
-def session_key(session_id: str) -> str:
-    """The name a request gives its session: a digest of the id, the same across resumes."""
-    return hashlib.sha256(session_id.encode()).hexdigest()
 
 
 @dataclass(slots=True)
