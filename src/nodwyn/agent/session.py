@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from nodwyn.log import SessionLog, Store
 from nodwyn.values import codec
-from nodwyn.values.canonical import digest
 from nodwyn.values.content import Origin
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import Recipe, policy_for
@@ -62,8 +61,11 @@ def send_request(
 ) -> tuple[Build, Event]:
     """Build the next request of ``ctx``, record ``llm.req`` with its digest, feed it back.
 
-    The digest is of ``codec.request_to_json(build.request)``, computed here, immediately before
-    the caller hands ``build.request`` to the provider layer. ``start`` records where a window
+    The digest is the build's: the SHA-256 of ``build.canonical``, the canonical bytes of
+    ``codec.request_to_json(build.request)`` that the window assembles from its cached pieces while
+    building, immediately before the caller hands ``build.request`` to the provider layer. Replay
+    computes the canonical bytes of the rebuilt request afresh, so a drift of that incremental
+    encoding shows as a refused replay rather than passing unseen. ``start`` records where a window
     that rebuilds this request may start reading the log (``window.Start``: the first seq and the
     earlier events it keeps), so replay of a late request seeks there instead of reading the whole
     log; it is a hint that the digest check makes safe (ADR 0037).
@@ -73,7 +75,7 @@ def send_request(
     data = {
         "model": model_name or origin.model,
         "origin": codec.origin_to_json(origin),
-        "digest": digest(codec.request_to_json(build.request)),
+        "digest": build.digest,
         **build.record,
         "start": {"seq": start.seq, "keep": list(start.keep)},
     }

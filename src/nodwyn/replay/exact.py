@@ -172,6 +172,8 @@ class _Replayer:
                 turn=recorded_turn(data),
                 withheld=recorded_withheld(data),
             )
+            # afresh, not b.canonical: the recorded digest came from the window's incremental
+            # encoding, and this is the independent check that it was the request's canonical form
             canonical = canonical_bytes(codec.request_to_json(b.request))
         except (CorruptLogError, NotFoundError) as exc:
             raise self.corrupt(req.seq, f"the window cannot build this request: {exc}") from None
