@@ -17,11 +17,11 @@ import json
 import re
 from pathlib import Path
 
-from bench.workloads.jsonfile import field, read_json, text_of
-from bench.workloads.mini_v1 import call_id
-from bench.workloads.run import Run, WorkloadError, check_pairs, until_last_reply, user
+from bench.workloads.actions import call_id, text_actions
+from bench.workloads.jsonfile import field, read_json
+from bench.workloads.run import Run
 
-from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.values.content import ToolCall
 
 FORMAT = "swe-agent"
 
@@ -43,34 +43,5 @@ def load(path: Path, name: str) -> Run:
     doc = read_json(path)
     where = str(path)
     history = field(doc, "history", list, where)
-    system: str | None = None
-    out: list[Message] = []
-    pending: ToolCall | None = None
-    replies = 0
-    for i, m in enumerate(history):
-        w = f"{where}: history[{i}]"
-        role = field(m, "role", str, w)
-        content = text_of(m.get("content"), f"{w}.content")
-        if role == "system":
-            if system is not None or out:
-                raise WorkloadError(f"{w}: a second system message; the agent sends one, first")
-            system = content
-        elif role == "assistant":
-            if pending is not None:
-                raise WorkloadError(f"{w}: two replies in a row; the first one's action has no observation")
-            text, pending = split_action(content, replies)
-            out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
-            replies += 1
-        elif role in ("user", "tool"):
-            if pending is not None:
-                out.append(ToolMessage(call_id=pending.id, name=pending.name, text=content))
-                pending = None
-            else:
-                out.append(user(content))
-        else:
-            raise WorkloadError(f"{w}: unknown role {role!r}")
-    if system is None:
-        raise WorkloadError(f"{where}: no system message in history")
-    messages = until_last_reply(out)
-    check_pairs(messages, where)
+    system, messages = text_actions(history, where, "history", split=split_action, back=("user", "tool"))
     return Run(name=name, format=FORMAT, system=system, tools=(), messages=tuple(messages))
