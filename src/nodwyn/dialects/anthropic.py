@@ -19,6 +19,7 @@ from typing import Any
 
 from nodwyn.dialects.base import (
     NO_IMAGES,
+    Fragment,
     StreamEvent,
     WireRequest,
     arrange,
@@ -227,7 +228,7 @@ class AnthropicDecoder:
         if isinstance(obj.get("usage"), dict):
             self.usage.update({k: v for k, v in obj["usage"].items() if v is not None})
 
-    def feed(self, ev: StreamEvent) -> None:
+    def feed(self, ev: StreamEvent) -> list[Fragment]:
         data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
         if not isinstance(data, dict):
             raise DecodeError(f"{self.provider}: an event is not a JSON object", provider=self.provider)
@@ -241,13 +242,14 @@ class AnthropicDecoder:
             if isinstance(cb, dict):
                 self.blocks[int(data.get("index", len(self.blocks)))] = dict(cb, partial="")
         elif kind == "content_block_delta":
-            self._block_delta(data)
+            return self._block_delta(data)
         elif kind == "message_delta":
             self.delta(data)
         elif kind == "message_stop":
             self.stopped = True
+        return []
 
-    def _block_delta(self, data: dict[str, Any]) -> None:
+    def _block_delta(self, data: dict[str, Any]) -> list[Fragment]:
         b = self.blocks.get(int(data.get("index", -1)))
         d = data.get("delta")
         if b is None or not isinstance(d, dict):
@@ -256,13 +258,18 @@ class AnthropicDecoder:
             )
         t = d.get("type")
         if t == "text_delta":
-            b["text"] = str(b.get("text", "")) + str(d.get("text", ""))
-        elif t == "thinking_delta":
-            b["thinking"] = str(b.get("thinking", "")) + str(d.get("thinking", ""))
-        elif t == "signature_delta":
+            piece = str(d.get("text", ""))
+            b["text"] = str(b.get("text", "")) + piece
+            return [("text", piece)] if piece else []
+        if t == "thinking_delta":
+            piece = str(d.get("thinking", ""))
+            b["thinking"] = str(b.get("thinking", "")) + piece
+            return [("thinking", piece)] if piece else []
+        if t == "signature_delta":
             b["signature"] = str(b.get("signature", "")) + str(d.get("signature", ""))
         elif t == "input_json_delta":
             b["partial"] += str(d.get("partial_json", ""))
+        return []
 
     def finish(self) -> Response:
         if not self.stopped:

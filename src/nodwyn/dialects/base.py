@@ -21,6 +21,7 @@ from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, ToolSpec
 
 Json = dict[str, Any]
+Fragment = tuple[str, str]  # ("text" | "thinking", a piece of it) as a stream event brought it
 NO_IMAGES: Mapping[str, bytes] = {}  # ``encode``'s default: a request without images needs none
 
 
@@ -61,7 +62,9 @@ class Decoder(Protocol):
         """True once the stream's terminal event has come."""
         ...
 
-    def feed(self, ev: StreamEvent) -> None: ...
+    def feed(self, ev: StreamEvent) -> list[Fragment]:
+        """Take one event; return the text and thinking pieces it brought, for live display."""
+        ...
 
     def finish(self) -> Response:
         """The assembled reply; raises DecodeError if the stream ended before its terminal event."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from nodwyn.dialects.base import (
     NO_IMAGES,
+    Fragment,
     StreamEvent,
     WireRequest,
     check_blocks,
@@ -128,26 +129,30 @@ class OllamaDecoder:
     def complete(self) -> bool:
         return self.final is not None
 
-    def feed(self, ev: StreamEvent) -> None:
-        self.take(loads(ev.data, "an NDJSON line", self.provider))
+    def feed(self, ev: StreamEvent) -> list[Fragment]:
+        return self.take(loads(ev.data, "an NDJSON line", self.provider))
 
-    def take(self, obj: Any) -> None:
+    def take(self, obj: Any) -> list[Fragment]:
         if not isinstance(obj, dict):
             raise DecodeError(f"{self.provider}: a stream line is not a JSON object", provider=self.provider)
         if "error" in obj:
             raise stream_error(self.provider, obj)
         if isinstance(obj.get("model"), str):
             self.model = obj["model"]
+        shown: list[Fragment] = []
         msg = obj.get("message")
         if isinstance(msg, dict):
-            if isinstance(msg.get("content"), str):
-                self.text.append(msg["content"])
             if isinstance(msg.get("thinking"), str):
                 self.thinking.append(msg["thinking"])
+                shown += [("thinking", msg["thinking"])] if msg["thinking"] else []
+            if isinstance(msg.get("content"), str):
+                self.text.append(msg["content"])
+                shown += [("text", msg["content"])] if msg["content"] else []
             for tc in msg.get("tool_calls") or []:
                 self.calls.append(self._call(tc))
         if obj.get("done") is True:
             self.final = obj
+        return shown
 
     def _call(self, tc: Any) -> ToolCall:
         fn = tc.get("function") if isinstance(tc, dict) else None

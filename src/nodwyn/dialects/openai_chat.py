@@ -25,6 +25,7 @@ from typing import Any
 
 from nodwyn.dialects.base import (
     NO_IMAGES,
+    Fragment,
     StreamEvent,
     WireRequest,
     block_json,
@@ -237,13 +238,13 @@ class ChatDecoder:
     def complete(self) -> bool:
         return self.done or self.finish_raw is not None
 
-    def feed(self, ev: StreamEvent) -> None:
+    def feed(self, ev: StreamEvent) -> list[Fragment]:
         if ev.data.strip() == "[DONE]":
             self.done = True
-            return
-        self.take(loads(ev.data, "a stream chunk", self.provider), "delta")
+            return []
+        return self.take(loads(ev.data, "a stream chunk", self.provider), "delta")
 
-    def take(self, obj: Any, key: str) -> None:
+    def take(self, obj: Any, key: str) -> list[Fragment]:
         if not isinstance(obj, dict):
             raise DecodeError(f"{self.provider}: a chunk is not a JSON object", provider=self.provider)
         if obj.get("error"):
@@ -258,23 +259,30 @@ class ChatDecoder:
             self.timings = obj["timings"]
         if isinstance(obj.get("time_info"), dict):
             self.time_info = obj["time_info"]
+        shown: list[Fragment] = []
         for ch in obj.get("choices") or []:
             if not isinstance(ch, dict) or ch.get("index", 0) != 0:
                 continue
             d = ch.get(key)
             if isinstance(d, dict):
-                self._delta(d, streamed=key == "delta")
+                shown += self._delta(d, streamed=key == "delta")
             if isinstance(ch.get("finish_reason"), str):
                 self.finish_raw = ch["finish_reason"]
+        return shown
 
-    def _delta(self, d: dict[str, Any], *, streamed: bool) -> None:
-        if isinstance(d.get("content"), str):
-            self.text.append(d["content"])
+    def _delta(self, d: dict[str, Any], *, streamed: bool) -> list[Fragment]:
+        shown: list[Fragment] = []
         r = d.get("reasoning")
         if not isinstance(r, str):
             r = d.get("reasoning_content")
         if isinstance(r, str):
             self.thinking.append(r)
+            if r:
+                shown.append(("thinking", r))
+        if isinstance(d.get("content"), str):
+            self.text.append(d["content"])
+            if d["content"]:
+                shown.append(("text", d["content"]))
         rd = d.get("reasoning_details")
         if isinstance(rd, list) and self.keep_details:
             if self.details is None:
@@ -295,6 +303,7 @@ class ChatDecoder:
                 slot["name"] = slot["name"] + fn["name"] if streamed else fn["name"]
             if isinstance(fn.get("arguments"), str):
                 slot["arguments"] = slot["arguments"] + fn["arguments"] if streamed else fn["arguments"]
+        return shown
 
     def finish(self) -> Response:
         if not self.complete:

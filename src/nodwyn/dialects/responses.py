@@ -20,6 +20,7 @@ from typing import Any
 
 from nodwyn.dialects.base import (
     NO_IMAGES,
+    Fragment,
     StreamEvent,
     WireRequest,
     arrange,
@@ -174,7 +175,7 @@ class ResponsesDecoder:
     def complete(self) -> bool:
         return self.final is not None
 
-    def feed(self, ev: StreamEvent) -> None:
+    def feed(self, ev: StreamEvent) -> list[Fragment]:
         data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
         if not isinstance(data, dict):
             raise DecodeError(f"{self.provider}: an event is not a JSON object", provider=self.provider)
@@ -184,16 +185,23 @@ class ResponsesDecoder:
         resp = data.get("response")
         if isinstance(resp, dict) and isinstance(resp.get("model"), str):
             self.model = resp["model"]
-        if kind == "response.output_text.delta" and isinstance(data.get("delta"), str):
-            self.text_deltas.append(data["delta"])
-        elif kind == "response.reasoning_summary_text.delta" and isinstance(data.get("delta"), str):
-            self.thinking_deltas.append(data["delta"])
-        elif kind == "response.output_item.done":
+        raw_delta = data.get("delta")
+        delta = raw_delta if isinstance(raw_delta, str) else ""
+        if kind == "response.output_text.delta":
+            self.text_deltas.append(delta)
+            return [("text", delta)] if delta else []
+        if kind == "response.reasoning_summary_text.delta":
+            self.thinking_deltas.append(delta)
+            return [("thinking", delta)] if delta else []
+        if kind == "response.reasoning_text.delta":  # shown; the reply takes it from its item
+            return [("thinking", delta)] if delta else []
+        if kind == "response.output_item.done":
             item, idx = data.get("item"), data.get("output_index")
             if isinstance(item, dict):
                 self.items[idx if isinstance(idx, int) else len(self.items)] = item
         elif kind in TERMINAL and isinstance(resp, dict):
             self.terminal(kind, resp)
+        return []
 
     def terminal(self, kind: str, resp: dict[str, Any]) -> None:
         if kind == "response.failed":

@@ -1,10 +1,10 @@
 """Send a request to a model over HTTP: encode with the dialect, stream, decode, retry.
 
-Order of a send: the dialect encodes the request; the credential the model names is checked
-against the URL's origin (refused before anything is sent); the body is checked to carry no
-block of another origin; then the request is POSTed and its stream (SSE, or NDJSON for Ollama)
-is framed by the dialect's parsers and fed to its decoder, text and thinking fragments going to
-``on_delta`` as they come.
+Order of a send: the dialect encodes the request (refusing a block of another origin); the
+credential the model names is checked against the URL's origin (refused before anything is
+sent); then the request is POSTed and its stream (SSE, or NDJSON for Ollama) is framed by the
+dialect's parser and fed to its decoder, the text and thinking pieces each event brought going
+to ``on_delta`` as they come.
 
 Retries (ADR 0062): a 429, a 5xx, an overloaded reply or a connection failure is tried again up
 to ``max_retries`` times, after the server's ``Retry-After`` when it gave one (capped at
@@ -23,13 +23,10 @@ from typing import Any
 import httpx
 import orjson
 
-from nodwyn.dialects import dialect_for
+from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
-from nodwyn.dialects.sse import NdjsonParser, SseParser
 from nodwyn.errors import ConfigError, DecodeError, OriginError, ProviderError, ProviderUnavailable
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
-from nodwyn.transport.live import fragments
-from nodwyn.values.content import AssistantMessage
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response
 
@@ -109,7 +106,6 @@ class HttpBackend:
         url = self._url(settings, wire.path)
         headers = self._headers(wire, credential, settings, url)
         body = wire.body_bytes()
-        check_foreign_blocks(request, settings, body)
         notes: list[str] = []
         asked_again = False
         attempt = 0
@@ -221,14 +217,14 @@ class HttpBackend:
         on_delta: OnDelta | None,
         shown: list[bool],
     ) -> Response:
-        parser: SseParser | NdjsonParser = NdjsonParser() if settings.api == "ollama" else SseParser()
+        parser = parser_for(settings)
         decoder = dialect.decoder(settings.origin)
 
         def feed(events: list[StreamEvent]) -> None:
             for ev in events:
-                decoder.feed(ev)
+                pieces = decoder.feed(ev)
                 if on_delta is not None:
-                    for kind, text in fragments(settings.api, ev):
+                    for kind, text in pieces:
                         shown[0] = True
                         on_delta(kind, text)
 
@@ -267,22 +263,6 @@ def _unexpected(settings: ModelSettings, url: str, resp: httpx.Response) -> Prov
         status=resp.status_code,
         provider=settings.server or settings.api,
     )
-
-
-def check_foreign_blocks(request: Request, settings: ModelSettings, body: bytes) -> None:
-    """Second line of defence: no block of another origin may be in the bytes about to be sent."""
-    origin = settings.origin
-    for i, m in enumerate(request.messages):
-        if not isinstance(m, AssistantMessage):
-            continue
-        for b in m.blocks:
-            if b.origin == origin or len(b.data) < 8:
-                continue
-            if b.data.encode() in body or orjson.dumps(b.data)[1:-1] in body:
-                raise OriginError(
-                    f"{settings.name}: messages[{i}] carries a {b.type} block from another origin into the "
-                    "request body; it may go back only where it came from"
-                )
 
 
 def model_ids(reply: Any, settings: ModelSettings) -> list[str]:
