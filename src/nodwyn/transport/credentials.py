@@ -77,9 +77,6 @@ class Credential:
         """Whether the credential was granted ChatGPT plan usage (the Codex session headers go too)."""
         return PLAN_SCOPE in self.scopes
 
-    def allows(self, url: str) -> bool:
-        return origin_of(url) in self.origins
-
     def check(self, url: str) -> None:
         """Refuse, before anything is sent, a URL outside the credential's origins."""
         origin = origin_of(url)

@@ -123,8 +123,7 @@ class HttpBackend:
                 inc.decoder.finish()  # raises the dialect's DecodeError naming what was missing
                 raise DecodeError(f"{settings.name}: the stream ended before its terminal event") from None
             except ProviderError as exc:
-                if exc.retryable and attempt < self.max_retries and not shown[0]:
-                    self.sleep(self.delay(exc, attempt))
+                if not shown[0] and self._waited_to_retry(exc, attempt):
                     attempt += 1
                     continue
                 raise
@@ -145,8 +144,7 @@ class HttpBackend:
                 reply = self._request(dialect, settings, wire.method, url, headers)
                 break
             except ProviderError as exc:
-                if exc.retryable and attempt < self.max_retries:
-                    self.sleep(self.delay(exc, attempt))
+                if self._waited_to_retry(exc, attempt):
                     attempt += 1
                     continue
                 raise
@@ -159,6 +157,13 @@ class HttpBackend:
         return float(min(self.backoff * (2**attempt), self.max_delay))
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _waited_to_retry(self, exc: ProviderError, attempt: int) -> bool:
+        """Whether ``exc`` may be tried again after ``attempt`` retries; if so, after the wait."""
+        if not exc.retryable or attempt >= self.max_retries:
+            return False
+        self.sleep(self.delay(exc, attempt))
+        return True
 
     def _credential(self, settings: ModelSettings) -> Credential | None:
         return None if settings.credential is None else self.credentials.get(settings.credential)
