@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from nodwyn.fakes.base import (
+    FIXED_TIME,
     ApiError,
     ReceivedRequest,
     Reply,
     State,
     error_kind,
+    event_stream,
     json_reply,
     out_tokens,
     split_text,
@@ -30,15 +30,6 @@ from nodwyn.fakes.cache import Lookup, Prompt, unit
 from nodwyn.fakes.script import ScriptItem
 
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
-_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
 
 
 def handle(state: State, req: ReceivedRequest) -> Reply:
@@ -49,8 +40,7 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
             raise ApiError(400, "anthropic-version: header is required")
         if req.method == "GET" and req.path.rstrip("/").endswith("/models"):
             data = [
-                {"id": m, "type": "model", "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
-                for m in state.models
+                {"id": m, "type": "model", "display_name": m, "created_at": FIXED_TIME} for m in state.models
             ]
             return json_reply(
                 200, {"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]}
@@ -62,10 +52,8 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
         prompt, ttl = prompt_of(body)
         return stream(state, body, item, state.lookup(prompt), ttl, dropped)
     except ApiError as exc:
-        headers = {"request-id": "req_fake"}
-        if exc.retry_after is not None:
-            headers["retry-after"] = f"{exc.retry_after:g}"
-        kind = exc.type or _TYPES.get(exc.status, "api_error")
+        headers = {"request-id": "req_fake", **exc.retry_headers()}
+        kind = exc.type or error_kind(exc.status, "anthropic")
         body = {"type": "error", "error": {"type": kind, "message": exc.message}, "request_id": "req_fake"}
         return json_reply(exc.status, body, headers)
 
@@ -285,7 +273,7 @@ def stream(
     for j, call in enumerate(item.calls):
         if j:
             at(j)
-        args = orjson.dumps(call.arguments).decode()
+        args = call.arguments_json
         args_texts.append(args)
         head = {"type": "tool_use", "id": call.id or state.next_id("toolu_"), "name": call.name, "input": {}}
         content.append({**head, "input": call.arguments})
@@ -302,9 +290,9 @@ def stream(
                 "message": item.error.message,
             },
         )
-        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+        return event_stream(chunks)
     if item.cut:
-        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+        return event_stream(chunks)
     output = out_tokens(item.text, *texts, *args_texts)
     final_usage = {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output}
     stop = "tool_use" if item.calls else "end_turn"
@@ -318,4 +306,4 @@ def stream(
         return json_reply(200, whole, {"request-id": "req_fake"})
     emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=final_usage)
     emit("message_stop")
-    return Reply(headers={"content-type": "text/event-stream", "request-id": "req_fake"}, chunks=chunks)
+    return event_stream(chunks, {"request-id": "req_fake"})

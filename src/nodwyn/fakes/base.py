@@ -15,6 +15,7 @@ from nodwyn.fakes.cache import CacheModel, Lookup, Prompt
 from nodwyn.fakes.script import Script, ScriptError, ScriptItem
 
 FIXED_TIME = "2026-01-01T00:00:00Z"
+CREATED = 1767225600  # FIXED_TIME in Unix seconds, as OpenAI's ``created`` fields give it
 PREFILL_NS_PER_TOKEN = 1_000_000  # 1 ms a token: what an uncached token costs a local server here
 EVAL_NS_PER_TOKEN = 5_000_000
 
@@ -62,6 +63,10 @@ class ApiError(Exception):
         err = cls(e.status, e.message, param=e.param, type=e.type, code=e.code)
         err.retry_after = e.retry_after
         return err
+
+    def retry_headers(self) -> dict[str, str]:
+        """``retry-after`` when the script gave one, else nothing."""
+        return {} if self.retry_after is None else {"retry-after": f"{self.retry_after:g}"}
 
 
 class State:
@@ -126,16 +131,24 @@ class State:
         return item
 
 
+_ANTHROPIC_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
 def error_kind(status: int, api: str) -> str:
-    """The error ``type`` a provider gives a status when the script names none."""
+    """The error ``type`` the API gives a status when the script names none (HTTP or mid-stream)."""
+    if api == "anthropic" and status in _ANTHROPIC_TYPES:
+        return _ANTHROPIC_TYPES[status]
     if status == 429:
         return "rate_limit_error"
-    if status == 529:
-        return "overloaded_error"
     if status >= 500:
         return "api_error" if api == "anthropic" else "server_error"
-    if status in (401, 403):
-        return "authentication_error"
     return "invalid_request_error"
 
 
@@ -147,6 +160,11 @@ def sse(data: Any, event: str | None = None) -> bytes:
     head = f"event: {event}\n".encode() if event else b""
     payload = data if isinstance(data, bytes) else dumps(data)
     return head + b"data: " + payload + b"\n\n"
+
+
+def event_stream(chunks: list[bytes], headers: Mapping[str, str] | None = None) -> Reply:
+    """A 200 SSE reply of the given events (the stream ends where ``chunks`` end)."""
+    return Reply(headers={"content-type": "text/event-stream", **(headers or {})}, chunks=chunks)
 
 
 def json_reply(status: int, value: Any, headers: Mapping[str, str] | None = None) -> Reply:

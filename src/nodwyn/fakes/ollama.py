@@ -15,8 +15,6 @@ import base64
 import binascii
 from typing import Any
 
-import orjson
-
 from nodwyn.fakes.base import (
     EVAL_NS_PER_TOKEN,
     FIXED_TIME,
@@ -65,8 +63,7 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
             state.cache.unload()  # unloaded after this reply: its KV slot goes with it
         return reply(state, body, item, lookup)
     except ApiError as exc:
-        headers = {} if exc.retry_after is None else {"retry-after": f"{exc.retry_after:g}"}
-        return json_reply(exc.status, {"error": exc.message}, headers)
+        return json_reply(exc.status, {"error": exc.message}, exc.retry_headers())
 
 
 def validate(state: State, body: Any) -> dict[str, Any]:
@@ -125,7 +122,7 @@ def reply(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) 
         }
         for j, call in enumerate(item.calls)
     ]
-    output = out_tokens(item.text, item.thinking, *(orjson.dumps(c.arguments).decode() for c in item.calls))
+    output = out_tokens(item.text, item.thinking, *(c.arguments_json for c in item.calls))
     done = {"done": True, "done_reason": "stop", **metrics(lookup, output)}
     if body.get("stream") is False:
         message: dict[str, Any] = {"role": "assistant", "content": item.text}

@@ -20,11 +20,13 @@ from typing import Any
 import orjson
 
 from nodwyn.fakes.base import (
+    CREATED,
     ApiError,
     ReceivedRequest,
     Reply,
     State,
     error_kind,
+    event_stream,
     json_reply,
     out_tokens,
     split_text,
@@ -33,7 +35,6 @@ from nodwyn.fakes.base import (
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
 from nodwyn.fakes.script import ScriptError, ScriptItem
 
-_CREATED = 1767225600
 _UNANSWERED = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
     "'tool_call_id'. The following tool_call_ids did not have response messages: "
@@ -45,11 +46,7 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
     try:
         check_auth(state, req)
         if req.method == "GET" and req.path.rstrip("/").endswith("/models"):
-            data = [
-                {"id": m, "object": "model", "created": _CREATED, "owned_by": "nodwyn-fake"}
-                for m in state.models
-            ]
-            return json_reply(200, {"object": "list", "data": data})
+            return model_list(state)
         if req.method != "POST" or not req.path.rstrip("/").endswith("/chat/completions"):
             raise ApiError(404, f"Invalid URL ({req.method} {req.path})", type="invalid_request_error")
         body = validate(state, req.body)
@@ -65,6 +62,12 @@ def check_auth(state: State, req: ReceivedRequest) -> None:
         raise ApiError(
             401, "Incorrect API key provided.", type="invalid_request_error", code="invalid_api_key"
         )
+
+
+def model_list(state: State) -> Reply:
+    """``GET /v1/models`` as OpenAI answers it (chat completions and Responses share it)."""
+    data = [{"id": m, "object": "model", "created": CREATED, "owned_by": "nodwyn-fake"} for m in state.models]
+    return json_reply(200, {"object": "list", "data": data})
 
 
 def session_key(body: dict[str, Any], req: ReceivedRequest) -> str | None:
@@ -218,8 +221,7 @@ def check_details(state: State, details: Any, i: int) -> None:
 
 def error_reply(state: State, exc: ApiError) -> Reply:
     family = state.family or "compatible"
-    kind = exc.type or _type_for(exc.status)
-    headers = {} if exc.retry_after is None else {"retry-after": f"{exc.retry_after:g}"}
+    kind = exc.type or error_kind(exc.status, "openai-chat")
     if family == "cerebras":
         body: dict[str, Any] = {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}
     elif family == "openrouter":
@@ -230,15 +232,7 @@ def error_reply(state: State, exc: ApiError) -> Reply:
         body = {"error": {"code": exc.status, "message": exc.message, "metadata": meta}}
     else:
         body = {"error": {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}}
-    return json_reply(exc.status, body, headers)
-
-
-def _type_for(status: int) -> str:
-    if status == 429:
-        return "rate_limit_error"
-    if status >= 500:
-        return "server_error"
-    return "invalid_request_error"
+    return json_reply(exc.status, body, exc.retry_headers())
 
 
 def usage(family: str, lookup: Lookup, completion: int, reasoning: int) -> dict[str, Any]:
@@ -269,7 +263,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     base = {
         "id": state.next_id("chatcmpl-"),
         "object": "chat.completion.chunk",
-        "created": _CREATED,
+        "created": CREATED,
         "model": body["model"],
     }
     include_usage = family == "openrouter" or bool((body.get("stream_options") or {}).get("include_usage"))
@@ -298,7 +292,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     calls: list[dict[str, Any]] = []
     for j, call in enumerate(item.calls):
         call_id = call.id or state.next_id("call_")
-        args = orjson.dumps(call.arguments).decode()
+        args = call.arguments_json
         arg_texts.append(args)
         calls.append({"id": call_id, "type": "function", "function": {"name": call.name, "arguments": args}})
         head = {
@@ -312,9 +306,9 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             chunks.append(chunk({"tool_calls": [{"index": j, "function": {"arguments": frag}}]}))
     if item.error is not None:
         chunks.append(sse(stream_error(family, base, item.error)))
-        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+        return event_stream(chunks)
     if item.cut:
-        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+        return event_stream(chunks)
     finish = "tool_calls" if item.calls else "stop"
     completion = out_tokens(item.text, item.thinking, *arg_texts)
     last = chunk({}, finish)
@@ -353,7 +347,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             )
         )
     chunks.append(sse(b"[DONE]"))
-    return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+    return event_stream(chunks)
 
 
 def stream_error(family: str, base: dict[str, Any], e: ScriptError) -> dict[str, Any]:

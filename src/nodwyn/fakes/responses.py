@@ -14,35 +14,29 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from nodwyn.fakes.base import (
+    CREATED,
     ApiError,
     ReceivedRequest,
     Reply,
     State,
     error_kind,
+    event_stream,
     json_reply,
     out_tokens,
     split_text,
     sse,
 )
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
-from nodwyn.fakes.openai_chat import check_auth
+from nodwyn.fakes.openai_chat import check_auth, model_list
 from nodwyn.fakes.script import ScriptItem
-
-_CREATED = 1767225600
 
 
 def handle(state: State, req: ReceivedRequest) -> Reply:
     try:
         check_auth(state, req)
         if req.method == "GET" and req.path.rstrip("/").endswith("/models"):
-            data = [
-                {"id": m, "object": "model", "created": _CREATED, "owned_by": "nodwyn-fake"}
-                for m in state.models
-            ]
-            return json_reply(200, {"object": "list", "data": data})
+            return model_list(state)
         if req.method != "POST" or not req.path.rstrip("/").endswith("/responses"):
             raise ApiError(404, f"Invalid URL ({req.method} {req.path})")
         body = validate(state, req.body)
@@ -58,18 +52,11 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
         )
         return stream(state, body, item, state.lookup(prompt))
     except ApiError as exc:
-        headers = {} if exc.retry_after is None else {"retry-after": f"{exc.retry_after:g}"}
-        kind = exc.type or (
-            "rate_limit_error"
-            if exc.status == 429
-            else "server_error"
-            if exc.status >= 500
-            else "invalid_request_error"
-        )
+        kind = exc.type or error_kind(exc.status, "responses")
         return json_reply(
             exc.status,
             {"error": {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}},
-            headers,
+            exc.retry_headers(),
         )
 
 
@@ -157,7 +144,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     resp = {
         "id": state.next_id("resp_"),
         "object": "response",
-        "created_at": _CREATED,
+        "created_at": CREATED,
         "model": body["model"],
     }
     emit("response.created", response={**resp, "status": "in_progress", "output": [], "usage": None})
@@ -254,7 +241,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         fid = state.next_id("fc_")
         if last_reasoning is not None:
             pairs[fid] = last_reasoning
-        args = orjson.dumps(call.arguments).decode()
+        args = call.arguments_json
         arg_texts.append(args)
         index = len(output)
         head = {
@@ -280,9 +267,9 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             message=e.message,
             param=e.param,
         )
-        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+        return event_stream(chunks)
     if item.cut:
-        return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+        return event_stream(chunks)
     reasoning_tokens = out_tokens(*(str(b.get("thinking", "")) for b in blocks))
     completion = out_tokens(item.text, *arg_texts) + reasoning_tokens
     usage = {
@@ -296,4 +283,4 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     if body.get("stream") is not True:
         return json_reply(200, final)
     emit("response.completed", response=final)
-    return Reply(headers={"content-type": "text/event-stream"}, chunks=chunks)
+    return event_stream(chunks)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from nodwyn.errors import ConfigError
 
 _KEYS = {"text", "thinking", "calls", "reasoning_details", "blocks", "error", "cut", "empty_output"}
@@ -34,6 +36,11 @@ class ScriptCall:
     name: str
     arguments: dict[str, Any] = field(hash=False)
     id: str | None = None
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the JSON text APIs with string arguments stream."""
+        return orjson.dumps(self.arguments).decode()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
