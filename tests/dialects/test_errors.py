@@ -142,6 +142,51 @@ CASES: list[tuple[str, dict[str, Any], int, bytes, dict[str, str], str, str | No
         "without its required 'reasoning' item: 'rs_11' [field: input]",
     ),
     (
+        "responses-reasoning-without-following-item",
+        RESPONSES,
+        400,
+        j(
+            {
+                "error": {
+                    "message": "Item 'rs_0a1' of type 'reasoning' was provided without its required "
+                    "following item.",
+                    "type": "invalid_request_error",
+                    "param": "input",
+                    "code": None,
+                }
+            }
+        ),
+        {},
+        "ProviderError",
+        "input",
+        "responses HTTP 400 (invalid_request_error): Item 'rs_0a1' of type 'reasoning' was provided "
+        "without its required following item [field: input]",
+    ),
+    (
+        "anthropic-expected-thinking-first",
+        ANTHROPIC,
+        400,
+        j(
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                    "but found `text`. When `thinking` is enabled, a final `assistant` message must start "
+                    "with a thinking block. To avoid this requirement, disable `thinking`.",
+                },
+                "request_id": "req_012",
+            }
+        ),
+        {},
+        "ProviderError",
+        "messages.1.content.0.type",
+        "anthropic HTTP 400 (invalid_request_error): messages.1.content.0.type: Expected `thinking` or "
+        "`redacted_thinking`, but found `text`. When `thinking` is enabled, a final `assistant` message "
+        "must start with a thinking block. To avoid this requirement, disable `thinking` "
+        "[field: messages.1.content.0.type]",
+    ),
+    (
         "anthropic-bound-thinking-block",
         ANTHROPIC,
         400,
