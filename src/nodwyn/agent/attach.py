@@ -1,13 +1,18 @@
 """Attaching an image: its bytes go to the session's attachment store, the log gets its digest,
-type, size and the host the person confirmed sending it to."""
+type, size and the host the person confirmed sending it to. Before each request, ``withheld``
+decides per image: its bytes go to the model, or it is withheld with the reason."""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from nodwyn.errors import ConfigError, NotFoundError
+from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
+from nodwyn.log.attachments import Attachments
+from nodwyn.values.model import ModelSettings
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
@@ -63,7 +68,7 @@ def read_image(path: Path) -> tuple[bytes, str, int, int]:
     return data, media_type, width, height
 
 
-def image_ref(attachments: Any, path: Path, host: str) -> dict[str, Any]:
+def image_ref(attachments: Attachments, path: Path, host: str) -> dict[str, Any]:
     data, media_type, width, height = read_image(path)
     digest = attachments.put(data)
     return {
@@ -74,3 +79,36 @@ def image_ref(attachments: Any, path: Path, host: str) -> dict[str, Any]:
         "name": path.name,
         "host": host,
     }
+
+
+def model_host(settings: ModelSettings) -> str:
+    """The host an attachment confirmed for this model goes to ("local" for the in-process model)."""
+    if settings.api == "local":
+        return "local"
+    if settings.server:
+        return settings.server
+    return (urlsplit(settings.base_url or "").hostname or "").lower()
+
+
+def withheld(
+    refs: Mapping[str, Mapping[str, Any]], settings: ModelSettings, attachments: Attachments
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """Each attached image (``refs`` by digest): withheld with the reason, or its bytes to send."""
+    reasons: dict[str, str] = {}
+    images: dict[str, bytes] = {}
+    host = model_host(settings)
+    for digest, ref in refs.items():
+        if not settings.takes_images:
+            reasons[digest] = f"model {settings.name} takes no images"
+            continue
+        confirmed = ref.get("host")
+        if confirmed is not None and confirmed != host:
+            reasons[digest] = f"the image was confirmed for {confirmed}, not {host}"
+            continue
+        try:
+            images[digest] = attachments.get(digest)  # checks the digest again
+        except NotFoundError:
+            reasons[digest] = "the image is missing from the session's attachment store"
+        except (CorruptLogError, OSError):
+            reasons[digest] = "the stored image no longer matches its digest"
+    return reasons, images

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from nodwyn.agent.loop import Backend
+from nodwyn.agent.ports import Backend
 from nodwyn.agent.setup import BASE_SYSTEM
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.errors import ProviderError

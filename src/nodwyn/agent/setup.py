@@ -11,7 +11,8 @@ from pathlib import Path
 from nodwyn.agent.config import Config, load_config
 from nodwyn.agent.extensions import Extensions, load_extensions
 from nodwyn.agent.limits import session_limits
-from nodwyn.agent.loop import Agent, Backend, Display
+from nodwyn.agent.loop import Agent
+from nodwyn.agent.ports import Backend, Display
 from nodwyn.agent.session import resume_session, start_session
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.errors import ConfigError

@@ -1,0 +1,66 @@
+"""Running the model's tool calls for the loop: the context every call runs in, ``recall`` from
+the log, and the ``tool.result`` a call's outcome is logged as. The calls themselves run through
+``tools.run_call``, which never raises: bad input comes back to the model as an error result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nodwyn.agent.tools import Approver, Outcome, ToolContext
+from nodwyn.errors import ToolError
+from nodwyn.log import SessionLog
+from nodwyn.values.content import ToolCall
+from nodwyn.values.recipe import Flag, Recipe
+
+READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
+
+
+def tool_context(
+    recipe: Recipe,
+    *,
+    workspace: Path,
+    approve: Approver,
+    shell_timeout: float,
+    recall: Callable[[int], str],
+) -> ToolContext:
+    """The session's tool context: a ranged fs-read stops within the window's read cap."""
+    cap = recipe.limits.max_result_tokens
+    if Flag.WIDE_READS in recipe.policy:
+        cap *= 2
+    return ToolContext(
+        workspace=workspace,
+        read_budget_tokens=int(cap * READ_MARGIN),
+        approve=approve,
+        shell_timeout=shell_timeout,
+        recall=recall,
+    )
+
+
+def recall_text(log: SessionLog, seq: int) -> str:
+    """The full text of the log entry ``seq`` (what an elision or a cut left out)."""
+    if not 1 <= seq <= log.last_seq:
+        raise ToolError(f"recall: there is no seq {seq} (the log has 1-{log.last_seq})")
+    event = next(iter(log.read(seq, seq)))
+    d = event.data
+    if event.kind == "tool.result":
+        return str(d["text"])
+    if event.kind == "llm.resp":
+        return str(d["response"].get("text", ""))
+    if event.kind in ("user.msg", "gate.plan", "note"):
+        return str(d["text"])
+    raise ToolError(f"recall: seq {seq} is a {event.kind} event, which has no text to bring back")
+
+
+def result_data(call: ToolCall, outcome: Outcome) -> dict[str, Any]:
+    """The ``tool.result`` payload of ``call``'s outcome."""
+    data: dict[str, Any] = {
+        "call_id": call.id,
+        "name": call.name,
+        "text": outcome.text,
+        "error": outcome.error,
+    }
+    if outcome.range is not None:
+        data["range"] = dict(outcome.range)
+    return data
