@@ -225,3 +225,32 @@ def test_a_window_that_trimming_cannot_shrink_is_compacted_at_the_next_turn(
     assert narrow.data["system"].split("\n")[1] == "NOTE: a long paste was discussed."
     assert last[0]["role"] == "system" and "NOTE: a long paste" in last[0]["content"]
     assert "lorem ipsum" not in str(last)
+
+
+def test_bad_sub_agent_calls_answer_the_model_and_open_no_context(tmp_path: Path, workspace: Path) -> None:
+    script = [
+        {
+            "calls": [
+                call("sub-agent", "s1", tools=["fs-read"]),
+                call("sub-agent", "s2", task="   "),
+                call("sub-agent", "s3", task="Look.", tools=["fs-read", "teleport", "sub-agent"]),
+                call("sub-agent", "s4", task="Look.", tools="fs-read"),
+            ]
+        },
+        {"text": "Understood."},
+    ]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        env = env_for(tmp_path, fake.url)
+        agent = open_agent(env=env, workspace=workspace).agent
+        assert agent.user_turn("Delegate.").text == "Understood."
+        agent.log.close()
+        wire = {
+            m["tool_call_id"]: m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"
+        }
+    assert "sub-agent: missing required argument 'task'" in wire["s1"]
+    assert 'sub-agent: "task" is empty' in wire["s2"]
+    assert wire["s3"] == "sub-agent: cannot offer sub-agent, teleport; pick from the catalog"
+    assert "sub-agent: argument 'tools' must be an array" in wire["s4"]
+    log = log_of(env, agent.session_id)
+    assert not [e for e in log if e.kind == "ctx.open"]
+    assert all(e.data["error"] for e in log if e.kind == "tool.result")

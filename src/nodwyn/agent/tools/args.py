@@ -44,7 +44,8 @@ def parse_arguments(spec: ToolSpec, raw: str) -> dict[str, Any]:
             continue
         ok = isinstance(val, typ) and not (want in ("integer", "number") and isinstance(val, bool))
         if not ok:
-            raise ToolError(f"{name}: argument {key!r} must be a {want}, got {json.dumps(val)[:60]}")
+            article = "an" if want[0] in "aeiou" else "a"
+            raise ToolError(f"{name}: argument {key!r} must be {article} {want}, got {json.dumps(val)[:60]}")
         if want == "array" and "items" in props[key]:
             item_type = _TYPES.get(props[key]["items"].get("type", ""))
             if item_type is not None and not all(isinstance(v, item_type) for v in val):
