@@ -7,8 +7,8 @@ start point replaced by a wrong one (which replay must survive: it falls back to
 prefix). Half the mutants keep the original's index.bin, now stale, so the log's own index checks
 are exercised as well. Each mutant is checked with ``verify_all`` (every request),
 ``replay_request`` of one request (the start-point seek path), and every 50th through the CLI
-(exit code, stdout only on success); the transcript must read every mutant without an error. The
-counts per outcome are printed.
+(exit code, stdout only on success, a refusal one line on stderr); the transcript must read every
+mutant without an error. The counts per outcome are printed.
 """
 
 from __future__ import annotations
@@ -129,15 +129,17 @@ def _outcome(exc: BaseException | None) -> str:
     return "verified" if exc is None else type(exc).__name__
 
 
-def _cli(root: Path, sid: str, seq: int, capfdbinary: pytest.CaptureFixture[bytes]) -> tuple[int, bytes]:
+def _cli(
+    root: Path, sid: str, seq: int, capfdbinary: pytest.CaptureFixture[bytes]
+) -> tuple[int, bytes, bytes]:
     capfdbinary.readouterr()
     try:
         main(["replay", sid, "--window", str(seq), "--root", str(root)])
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)
-    out, _ = capfdbinary.readouterr()
-    return code, out
+    out, err = capfdbinary.readouterr()
+    return code, out, err
 
 
 @pytest.mark.slow
@@ -208,13 +210,15 @@ def test_fuzzed_logs_verify_or_refuse_by_name(
         by_kind[(kind, outcome)] += 1
         if n % 50 == 0:
             cli_runs += 1
-            code, out = _cli(store.root, base.id, target, capfdbinary)
+            code, out, err = _cli(store.root, base.id, target, capfdbinary)
             if code == 0 and out != base.sent[target]:
                 failures.append(f"#{n} {kind}: the CLI printed a wrong request with exit 0")
             if code not in (0, 3, 5, 6, 7, 8):
                 failures.append(f"#{n} {kind}: the CLI exited {code}")
             if code != 0 and out:
                 failures.append(f"#{n} {kind}: the CLI printed to stdout on a refusal")
+            if code != 0 and not (err.startswith(b"nodwyn: ") and err.count(b"\n") == 1):
+                failures.append(f"#{n} {kind}: the CLI refusal is not one line on stderr: {err!r}")
     with capfdbinary.disabled():
         print(f"\nreplay fuzz: {MUTANTS} mutated logs, outcomes (worst of verify_all + replay_request):")
         for name, count in outcomes.most_common():

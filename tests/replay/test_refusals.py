@@ -34,9 +34,7 @@ def _recorded(store: Store) -> Script:
 
 def run(store: Store, capfdbinary: pytest.CaptureFixture[bytes], *args: str) -> tuple[int, bytes, str]:
     try:
-        main(
-            [*args, "--root", str(store.root)] if args[0] != "summary" else [*args, "--root", str(store.root)]
-        )
+        main([*args, "--root", str(store.root)])
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)
@@ -150,6 +148,7 @@ def test_unknown_recipe_version(store: Store, capfdbinary: pytest.CaptureFixture
         replay_request(log, min(s.sent))
     code, _, err = run(store, capfdbinary, "replay", s.id, "--window", str(min(s.sent)))
     assert code == 8 and len(err.strip().splitlines()) == 1
+    assert f"session {s.id} seq 1" in err, "the refusal names where the unknown version is recorded"
 
 
 def test_malformed_line_names_seq_and_offset(store: Store, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
@@ -253,3 +252,57 @@ def test_replay_reads_no_configuration(
     seq = max(s.sent)
     code, out, err = run(store, capfdbinary, "replay", s.id, "--window", str(seq))
     assert (code, out, err) == (0, s.sent[seq], "")
+
+
+def _set_text(lines: list[Line]) -> list[Line]:
+    return _edit_text(lines, seq_of(lines, "user.msg", 1), "read c")
+
+
+def _drop_digest(lines: list[Line]) -> list[Line]:
+    del lines[seq_of(lines, "llm.req", -1) - 1]["data"]["digest"]
+    return lines
+
+
+def _drop_recipe(lines: list[Line]) -> list[Line]:
+    del lines[0]["data"]["recipe"]
+    return lines
+
+
+def _v13(lines: list[Line]) -> list[Line]:
+    lines[0]["data"]["recipe"]["version"] = "window-v13"
+    return lines
+
+
+def _bad_kind(lines: list[Line]) -> list[Line]:
+    lines[2]["kind"] = "user.shout"
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("edit", "window", "code"),
+    [
+        (_set_text, "last", 6),
+        (_drop_digest, "last", 7),
+        (_drop_recipe, "last", 7),
+        (_v13, "last", 8),
+        (_bad_kind, "last", 5),
+        (None, "999", 3),
+        (None, "2", 3),
+    ],
+    ids=["mismatch", "legacy-request", "legacy-session", "unknown-version", "malformed", "no-seq", "not-req"],
+)
+def test_every_window_refusal_is_one_line_naming_the_session_and_its_exit_code(
+    store: Store,
+    capfdbinary: pytest.CaptureFixture[bytes],
+    edit: Callable[[list[Line]], list[Line]] | None,
+    window: str,
+    code: int,
+) -> None:
+    s = _recorded(store)
+    if edit is not None:
+        rewrite(store, s.id, edit)
+    seq = str(max(s.sent)) if window == "last" else window
+    got, out, err = run(store, capfdbinary, "replay", s.id, "--window", seq)
+    assert (got, out) == (code, b"")
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert err.startswith(f"nodwyn: session {s.id}"), err

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nodwyn.errors import CorruptLogError
+from nodwyn.errors import CorruptLogError, UnknownRecipeError
 from nodwyn.values import codec
 from nodwyn.values.events import KINDS, Event
 
@@ -207,5 +207,7 @@ def check_event(ev: Event, expected_seq: int | None, session: str = "", offset: 
         raise CorruptLogError(f"{here}: {exc}; {fix}") from None
     except CorruptLogError as exc:
         raise CorruptLogError(f"{here}: {exc}; {fix}") from None
+    except UnknownRecipeError as exc:  # not damage: a version this nodwyn does not know
+        raise UnknownRecipeError(f"{here}: {exc}") from None
     if ev.kind == "llm.resp" and ev.data["req"] >= ev.seq:
         raise CorruptLogError(f"{here}: reply names request seq {ev.data['req']}, not an earlier one; {fix}")
