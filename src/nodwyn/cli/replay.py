@@ -63,33 +63,24 @@ def _all(log: SessionLog, as_json: bool) -> int:
 
 
 def _transcript(log: SessionLog, as_json: bool) -> None:
-    damaged = torn = 0
-    try:
-        items = tolerant_events(log)
-        if as_json:
-            for item in items:
-                if isinstance(item, Damaged):
-                    torn += item.torn
-                    damaged += not item.torn
-                    row = {"damaged": True, "torn": item.torn, "offset": item.offset, "size": item.size}
-                    click.echo(orjson.dumps({**row, "reason": item.reason}))
-                else:
-                    click.echo(orjson.dumps(transcript_json(item)))
-        else:
-            counted = _Counting(items)
-            for line in transcript(counted):
-                click.echo(line)
-            damaged, torn = counted.damaged, counted.torn
-    except BrokenPipeError:  # `nodwyn replay ... | head`
-        sys.stderr.close()
-        return
-    if damaged:
+    counted = _Counting(tolerant_events(log))
+    if as_json:
+        for item in counted:
+            if isinstance(item, Damaged):
+                row = {"damaged": True, "torn": item.torn, "offset": item.offset, "size": item.size}
+                click.echo(orjson.dumps({**row, "reason": item.reason}))
+            else:
+                click.echo(orjson.dumps(transcript_json(item)))
+    else:
+        for line in transcript(counted):
+            click.echo(line)
+    if counted.damaged:
         click.echo(
-            f"nodwyn: session {log.id}: {damaged} damaged line(s), shown as '!! damaged line'; "
+            f"nodwyn: session {log.id}: {counted.damaged} damaged line(s), shown as '!! damaged line'; "
             "exact replay refuses this log",
             err=True,
         )
-    elif torn:
+    elif counted.torn:
         click.echo(
             f"nodwyn: session {log.id}: bytes after the last whole event (seq {log.last_seq}) are not an "
             "event: a torn write, or one in progress",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import click
@@ -92,15 +90,11 @@ def log(session: str, first: int, last: int | None, as_json: bool, root: Path | 
         count = session_log.last_seq
         if first > count and first > 1:
             raise NotFoundError(f"session {sid} has no seq {first} (its last seq is {count})")
-        try:
-            for event in session_log.read(first, last):
-                if as_json:
-                    click.echo(encode_event(event), nl=False)
-                else:
-                    click.echo(_event_text(event))
-        except BrokenPipeError:  # `nodwyn log ... | head`: stop quietly
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return
+        for event in session_log.read(first, last):
+            if as_json:
+                click.echo(encode_event(event), nl=False)
+            else:
+                click.echo(_event_text(event))
         torn = session_log.torn_bytes
         if torn:
             click.echo(
