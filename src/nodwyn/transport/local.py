@@ -304,6 +304,10 @@ def load_state(llm: Any, key: tuple[str, int], path: Path) -> int:
     return n_tokens
 
 
+def _tokenize(llm: Any, request: Request) -> list[int]:
+    return list(llm.tokenize(render_prompt(request).encode("utf-8"), add_bos=True, special=True))
+
+
 class LocalBackend:
     """``send`` as the HTTP backend has it, for ``api = "local"`` models, in this process.
 
@@ -352,9 +356,14 @@ class LocalBackend:
             _OWNER = session_key
             return self._send(llm, request, settings, on_delta)
 
+    def tokens(self, request: Request, settings: ModelSettings) -> list[int]:
+        """The tokens ``send`` would evaluate for ``request`` (its rendered prompt), without sending."""
+        path = self._path or gguf_path()
+        with _LOCK:
+            return _tokenize(_load(path, settings.context_size), request)
+
     def _send(self, llm: Any, request: Request, settings: ModelSettings, on_delta: Delta | None) -> Response:
-        prompt = render_prompt(request)
-        tokens: list[int] = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        tokens = _tokenize(llm, request)
         max_out = request.max_output or 256
         if len(tokens) + max_out > settings.context_size:
             raise ContextLengthError(
