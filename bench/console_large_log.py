@@ -14,32 +14,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from nodwyn.log import SessionLog, Store
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
-from nodwyn.values.content import Origin, ToolCall
-from nodwyn.values.recipe import Recipe, WindowLimits
-from nodwyn.values.request import Response, ToolSpec, Usage
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.console.served import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
+
+from nodwyn.log import SessionLog, Store  # noqa: E402
+from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json  # noqa: E402
+from nodwyn.values.content import Origin, ToolCall  # noqa: E402
+from nodwyn.values.recipe import Recipe, WindowLimits  # noqa: E402
+from nodwyn.values.request import Response, ToolSpec, Usage  # noqa: E402
+
 RESULT_BYTES = 64 * 1024
 
 
@@ -104,22 +97,6 @@ def write_session(log: SessionLog, target_bytes: int) -> int:
     return requests
 
 
-def serve(root: Path, prices: Any = None) -> tuple[str, Any, threading.Thread]:
-    import uvicorn
-
-    from nodwyn.console.app import make_app
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make_app(root, prices), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    return f"http://127.0.0.1:{port}", server, thread
-
-
 def time_ready(page: Any, url: str) -> float:
     """Seconds from navigation to the page's ready mark."""
     start = time.perf_counter()
@@ -147,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             write_session(small, 200_000)
             small_id = small.id
         size = store.info(big_id).size
-        url, server, thread = serve(Path(tmp))
+        served = serve(Path(tmp))
+        url = served.url
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -165,15 +143,14 @@ def main(argv: list[str] | None = None) -> int:
                 older = time.perf_counter() - t1
                 browser.close()
         finally:
-            server.should_exit = True
-            thread.join(timeout=10)
+            served.stop()
     warm_med = statistics.median(warm)
     rows = [
         ("small session, first open (baseline)", base_cold, base_cold / base),
         ("small session, reopened (baseline)", base, 1.0),
         (f"{size / 1e6:.0f} MB session, first open (aggregates the whole log)", cold, cold / base),
         (f"{size / 1e6:.0f} MB session, reopened (median of {args.repeat})", warm_med, warm_med / base),
-        ("100 older transcript events on the 100 MB session", older, older / base),
+        (f"100 older transcript events on the {size / 1e6:.0f} MB session", older, older / base),
     ]
     load = os.getloadavg()[0]
     lines = [

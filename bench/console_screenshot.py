@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.console_large_log import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
+from tests.console.served import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
 from tests.stats.drive import Driver, settings  # noqa: E402
 
 from nodwyn.fakes import FakeServer  # noqa: E402
@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             "glm": Prices(input=0.4, output=1.6, cached_input=0.08),
             "qwen": Prices(input=0.3, output=1.2, cached_input=0.06),
         }
-        url, server, thread = serve(Path(tmp), prices)
+        served = serve(Path(tmp), prices)
+        url = served.url
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -123,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                     page.screenshot(path=str(args.out), full_page=args.full)
                 browser.close()
         finally:
-            server.should_exit = True
-            thread.join(timeout=10)
+            served.stop()
     print(f"wrote {args.out}")
     return 0
 

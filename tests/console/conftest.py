@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,17 +14,7 @@ from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec, Usage
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from .served import CHROMIUM, CHROMIUM_ARGS, Served, serve
 
 
 def recipe() -> dict[str, Any]:
@@ -107,39 +94,11 @@ def store(root: Path) -> Store:
     return Store(root, fsync=False)
 
 
-class Served:
-    def __init__(self, url: str, server: Any, thread: threading.Thread) -> None:
-        self.url = url
-        self.server = server
-        self.thread = thread
-
-
-def serve(root: Path, prices: Any = None) -> Served:
-    import uvicorn
-
-    from nodwyn.console.app import make_app
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(make_app(root, prices), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("console did not start")
-        time.sleep(0.02)
-    return Served(f"http://127.0.0.1:{port}", server, thread)
-
-
 @pytest.fixture
 def console(root: Path) -> Iterator[Served]:
     served = serve(root)
     yield served
-    served.server.should_exit = True
-    served.thread.join(timeout=10)
+    served.stop()
 
 
 @pytest.fixture(scope="session")
