@@ -146,8 +146,27 @@ class _Replayer:
             raise self.corrupt(ev.seq, f"the event has no canonical form: {exc}") from None
         self.next_seq = ev.seq + 1
 
+    def rebuild(self, req: Event) -> tuple[Request, bytes]:
+        """The request ``req`` records, built by the window from the events before it, and its
+        canonical bytes, computed afresh rather than taken from the build: the recorded digest came
+        from the window's incremental encoding, and this is the independent check that it was the
+        request's canonical form."""
+        data = req.data
+        try:
+            b = self.window.build(
+                ctx=req.ctx,
+                origin=codec.origin_from_json(data["origin"]),
+                turn=recorded_turn(data),
+                withheld=recorded_withheld(data),
+            )
+            return b.request, canonical_bytes(codec.request_to_json(b.request))
+        except (CorruptLogError, NotFoundError) as exc:
+            raise self.corrupt(req.seq, f"the window cannot build this request: {exc}") from None
+        except CanonicalError as exc:
+            raise self.corrupt(req.seq, f"the rebuilt request has no canonical form: {exc}") from None
+
     def build(self, req: Event) -> Replayed:
-        """Rebuild the request ``req`` records; the window holds the events before it."""
+        """Rebuild the request ``req`` records and prove it by its digest."""
         data = req.data
         where = f"session {self.log.id} request seq {req.seq}"
         if "digest" not in data:
@@ -165,39 +184,22 @@ class _Replayer:
                 f"{where}: {why} (a legacy session); exact replay cannot rebuild it; "
                 "`nodwyn replay SESSION` shows the transcript"
             )
-        try:
-            b = self.window.build(
-                ctx=req.ctx,
-                origin=codec.origin_from_json(data["origin"]),
-                turn=recorded_turn(data),
-                withheld=recorded_withheld(data),
-            )
-            # afresh, not b.canonical: the recorded digest came from the window's incremental
-            # encoding, and this is the independent check that it was the request's canonical form
-            canonical = canonical_bytes(codec.request_to_json(b.request))
-        except (CorruptLogError, NotFoundError) as exc:
-            raise self.corrupt(req.seq, f"the window cannot build this request: {exc}") from None
-        except CanonicalError as exc:
-            raise self.corrupt(req.seq, f"the rebuilt request has no canonical form: {exc}") from None
+        request, canonical = self.rebuild(req)
         rebuilt = _sha(canonical)
         if rebuilt != data["digest"]:
             raise DigestMismatchError(f"{where}: rebuilt {rebuilt} but the log recorded {data['digest']}")
         return Replayed(
             seq=req.seq,
             ctx=req.ctx,
-            request=b.request,
+            request=request,
             canonical=canonical,
             digest=rebuilt,
             recipe_version=self.recipe_version,
         )
 
 
-def _read(log: SessionLog, first: int, last: int | None = None) -> Iterator[Event]:
-    return log.read(first, last)
-
-
 def _target(log: SessionLog, seq: int) -> Event:
-    found = next(iter(_read(log, seq, seq)), None)
+    found = next(log.read(seq, seq), None)
     if found is None:
         raise NotFoundError(
             f"session {log.id} has no seq {seq} (its last seq is {log.last_seq}); "
@@ -233,12 +235,12 @@ def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...])
     """Feed the kept events, then ``start..req.seq-1`` with no gap, and rebuild ``req``."""
     r = _Replayer(log)
     for k in keep:
-        ev = next(iter(_read(log, k, k)), None)
+        ev = next(log.read(k, k), None)
         if ev is None:
             raise r.corrupt(k, f"the event request seq {req.seq} recorded as needed is missing")
         r.feed(ev, contiguous=False)
     r.next_seq = start
-    for ev in _read(log, start, req.seq - 1):
+    for ev in log.read(start, req.seq - 1):
         r.feed(ev)
     if r.next_seq != req.seq:
         raise r.corrupt(r.next_seq, f"the events before request seq {req.seq} end at seq {r.next_seq - 1}")
@@ -293,18 +295,12 @@ def _rebuild_and_last_verified(log: SessionLog, req: Event) -> tuple[bytes | Non
     r = _Replayer(log)
     last: Replayed | None = None
     try:
-        for ev in _read(log, 1, req.seq - 1):
+        for ev in log.read(1, req.seq - 1):
             if ev.kind == "llm.req" and ev.ctx == req.ctx and "digest" in ev.data:
                 with contextlib.suppress(ReplayError):
                     last = r.build(ev)
             r.feed(ev)
-        b = r.window.build(
-            req.ctx,
-            origin=codec.origin_from_json(req.data["origin"]),
-            turn=recorded_turn(req.data),
-            withheld=recorded_withheld(req.data),
-        )
-        return canonical_bytes(codec.request_to_json(b.request)), last
+        return r.rebuild(req)[1], last
     except NodwynError:
         return None, last
 
@@ -318,7 +314,7 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
     """
     r = _Replayer(log)
     try:
-        for ev in _read(log, 1):
+        for ev in log.read(1):
             if ev.kind == "llm.req":
                 r.check(ev)
                 recorded = ev.data.get("digest")
