@@ -4,7 +4,9 @@ import pytest
 
 from nodwyn.agent.config import LOCAL_MODEL, WindowConfig, config_path, edit_model, load_config
 from nodwyn.agent.limits import session_limits
+from nodwyn.agent.setup import open_agent
 from nodwyn.errors import ConfigError, NotFoundError
+from nodwyn.log import Store
 
 
 def env_for(path: Path) -> dict[str, str]:
@@ -145,3 +147,16 @@ def test_models_set_refuses_bad_values_and_keeps_the_file(tmp_path: Path) -> Non
     with pytest.raises(NotFoundError, match="models add ghost"):
         edit_model(path, "ghost", {"model": "x"}, create=False)
     assert path.read_text() == before
+
+
+def test_approving_a_tool_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[tools]\napprove = ["fs_write"]\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**env_for(path), "NODWYN_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    with pytest.raises(ConfigError) as exc:
+        open_agent(env=env, workspace=ws)
+    message = str(exc.value)
+    assert message.startswith(f"{path} [tools] approve: 'fs_write' is not a tool;") and "fs-write" in message
+    assert not (tmp_path / "home").exists() or Store(tmp_path / "home").ids() == []

@@ -51,3 +51,14 @@ def test_a_broken_extension_names_its_file_and_line(tmp_path: Path) -> None:
     (user / "bad.py").write_text("def (:\n")
     with pytest.raises(ConfigError, match=r"bad.py:1: extension file has a syntax error"):
         load_extensions(tmp_path, env)
+
+
+def test_an_extension_tool_may_not_take_a_built_in_name(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    user = tmp_path / "nodwyn" / "extensions"
+    user.mkdir(parents=True)
+    (user / "clash.py").write_text(
+        "def run(args, ctx):\n    return 'x'\n\nnodwyn.tool('fs-read', 'Mine.', {'type': 'object'}, run)\n"
+    )
+    with pytest.raises(ConfigError, match=r"clash.py:4: tool 'fs-read' has the name of a built-in tool"):
+        load_extensions(tmp_path, env)

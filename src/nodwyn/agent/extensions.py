@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.agent.config import config_dir
+from nodwyn.agent.tools import builtin_tools
 from nodwyn.agent.tools.base import Outcome, Tool, ToolContext
 from nodwyn.errors import ConfigError
 from nodwyn.values.request import ToolSpec
@@ -41,7 +42,6 @@ class ExtensionApi:
         self.task_header: str | None = None
         self.plan_header: str | None = None
         self.system: str | None = None
-        self._file = ""
 
     def tool(
         self,
@@ -53,9 +53,11 @@ class ExtensionApi:
         mutating: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name or not isinstance(description, str):
-            raise ConfigError(f"{self._file}: nodwyn.tool needs a name and a description")
+            raise ConfigError("nodwyn.tool needs a name and a description")
         if name in self.tools:
-            raise ConfigError(f"{self._file}: tool {name!r} is defined twice; give it another name")
+            raise ConfigError(f"tool {name!r} is defined twice; give it another name")
+        if name in builtin_tools():
+            raise ConfigError(f"tool {name!r} has the name of a built-in tool; give it another name")
 
         def wrapped(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             result = run(args, ctx)
@@ -109,18 +111,17 @@ def trust(directory: Path, env: Mapping[str, str]) -> Path:
 
 
 def _run_file(path: Path, api: ExtensionApi) -> None:
-    api._file = str(path)
     try:
         source = path.read_text(encoding="utf-8")
         code = compile(source, str(path), "exec")
         exec(code, {"nodwyn": api, "__file__": str(path), "__name__": f"nodwyn_ext_{path.stem}"})
-    except ConfigError:
-        raise
     except SyntaxError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: extension file has a syntax error: {exc.msg}") from None
     except Exception as exc:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
         line = frames[-1].lineno if frames else "?"
+        if isinstance(exc, ConfigError):  # what the file asked of nodwyn was refused
+            raise ConfigError(f"{path}:{line}: {exc}") from None
         raise ConfigError(
             f"{path}:{line}: extension file failed: {type(exc).__name__}: {exc}; fix it or move it away"
         ) from None

@@ -142,11 +142,13 @@ def open_agent(
         model_name = model_name or last_model
     model = config.model(model_name)
     ext = load_extensions(workspace, env)
-    tools = {**builtin_tools()}
-    for name, tool in ext.tools.items():
-        if name in tools:
-            raise ConfigError(f"extension tool {name!r} has the name of a built-in tool; rename it")
-        tools[name] = tool
+    tools = {**builtin_tools(), **ext.tools}  # extension files may not reuse a built-in name
+    unknown = sorted(config.approve - set(tools))
+    if unknown:
+        raise ConfigError(
+            f"{config.path} [tools] approve: {unknown[0]!r} is not a tool; "
+            f"use names from the catalog: {', '.join(sorted(tools))}"
+        )
     recipe = make_recipe(config, model, ext, tools)
     if resume is not None:
         log = resume_session(store, session_id, recipe, model.name)
