@@ -101,3 +101,18 @@ def test_a_damaged_log_is_reported_not_guessed(store: Store, console: Served) ->
         assert r.status_code == 500
         assert "seq" in r.json()["error"]
         assert c.get("/api/sessions").status_code == 200  # the list still answers
+
+
+def test_a_session_too_large_to_aggregate_in_the_list_still_has_its_title(
+    store: Store, console: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nodwyn.console.app as app
+
+    monkeypatch.setattr(app, "LIST_BYTES", 0)  # every session is too large to aggregate for the list
+    w = Writer(store.create())
+    w.turn(1000, 0)
+    w.user("  \n")  # a blank first message is the title, not a reason to look further
+    w.user("second")
+    with httpx.Client(base_url=console.url) as c:
+        (listed,) = c.get("/api/sessions").json()["sessions"]
+    assert listed["title"] == "" and listed["aggregated"] is False and listed["rate"] is None

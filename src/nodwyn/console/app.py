@@ -26,10 +26,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nodwyn.console.rebuild import diagnose_request
 from nodwyn.console.source import Source
-from nodwyn.console.state import Registry
+from nodwyn.console.state import Registry, title_of
 from nodwyn.console.views import diagnosis_json, event_json, request_json, row_json, totals_json
 from nodwyn.errors import NodwynError, NotFoundError
-from nodwyn.values.events import Event
 from nodwyn.values.model import Prices
 
 STATIC = Path(__file__).parent / "static"
@@ -70,14 +69,6 @@ def _int(request: Request, name: str, default: int) -> int:
         raise NotFoundError(f"query parameter {name}={raw!r} is not an integer") from None
 
 
-def _title(events: list[Event]) -> str | None:
-    for event in events:
-        text = event.data.get("text")
-        if event.kind == "user.msg" and isinstance(text, str):
-            return text.strip().splitlines()[0][:120] if text.strip() else ""
-    return None
-
-
 def make_app(
     root: Path, prices: Mapping[str, Prices] | None = None, *, allow_remote: bool = False
 ) -> Starlette:
@@ -101,7 +92,8 @@ def make_app(
                     info = replace(info, error=str(exc))
             title = state.title if state is not None else None
             if state is None and info.error is None and info.events:
-                title = _title(source.read(sid, 1, min(info.events, 50)))
+                head = source.read(sid, 1, min(info.events, 50))
+                title = next((t for t in map(title_of, head) if t is not None), None)
             totals = state.totals() if state is not None else None
             items.append(
                 {
@@ -167,7 +159,7 @@ def make_app(
     def window(request: Request) -> Response:
         """Request ``seq`` rebuilt by exact replay, its verification and its cache diagnosis."""
         sid = request.path_params["sid"]
-        seq = int(request.path_params["seq"])
+        seq = request.path_params["seq"]
         state = registry.get(sid)
         _, _, rows = state.snapshot()
         row = next((r for r in rows if r.seq == seq), None)

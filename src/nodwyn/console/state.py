@@ -17,6 +17,14 @@ from nodwyn.values.model import Prices
 BULK = 1000
 
 
+def title_of(event: Event) -> str | None:
+    """A session's title from its first person's message: the first line, up to 120 characters."""
+    text = event.data.get("text")
+    if event.kind != "user.msg" or not isinstance(text, str):
+        return None
+    return text.strip().splitlines()[0][:120] if text.strip() else ""
+
+
 class SessionState:
     """One session's aggregator; ``refresh`` feeds it the events appended since it last looked."""
 
@@ -81,10 +89,8 @@ class SessionState:
             model = event.data.get("model")
             if isinstance(model, str):
                 self.model = model
-        if self.title is None and event.kind == "user.msg":
-            text = event.data.get("text")
-            if isinstance(text, str):
-                self.title = text.strip().splitlines()[0][:120] if text.strip() else ""
+        if self.title is None:
+            self.title = title_of(event)
 
 
 class Registry:
