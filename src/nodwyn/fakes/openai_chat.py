@@ -33,6 +33,7 @@ from nodwyn.fakes.base import (
     sse,
 )
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
+from nodwyn.fakes.openrouter import check_details, detail_fragments, merged_details
 from nodwyn.fakes.script import ScriptError, ScriptItem
 
 _UNANSWERED = (
@@ -198,27 +199,6 @@ def check_user_content(content: Any, i: int) -> None:
                     ) from None
 
 
-def _canonical(item: Any) -> str:
-    return orjson.dumps(item, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def check_details(state: State, details: Any, i: int) -> None:
-    if not isinstance(details, list):
-        raise ApiError(
-            400, f"messages[{i}].reasoning_details must be an array", param=f"messages[{i}].reasoning_details"
-        )
-    for item in details:
-        signed = isinstance(item, dict) and ("data" in item or item.get("signature"))
-        if signed and not state.knows(_canonical(item)):
-            raise ApiError(
-                400,
-                "Provider returned error",
-                code=400,
-                param=f"messages.{i}.reasoning_details",
-                type="openrouter-upstream",
-            )
-
-
 def error_reply(state: State, exc: ApiError) -> Reply:
     family = state.family or "compatible"
     kind = exc.type or error_kind(exc.status, "openai-chat")
@@ -359,50 +339,3 @@ def stream_error(family: str, base: dict[str, Any], e: ScriptError) -> dict[str,
         return {**base, "error": err, "choices": [choice]}
     fields = {"message": e.message, "type": kind, "param": e.param, "code": e.code}
     return fields if family == "cerebras" else {"error": fields}
-
-
-def merged_details(fragments: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The array a client builds from the fragments, as OpenRouter's own client merges them."""
-    out: list[dict[str, Any]] = []
-    for f in fragments:
-        if (
-            out
-            and f.get("type") == "reasoning.text" == out[-1].get("type")
-            and f.get("index") == out[-1].get("index")
-        ):
-            out[-1]["text"] = out[-1].get("text", "") + f.get("text", "")
-            for k, v in f.items():
-                if k != "text" and out[-1].get(k) is None:
-                    out[-1][k] = v
-        else:
-            out.append(dict(f))
-    return out
-
-
-def detail_fragments(state: State, details: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """Stream an array as fragments: a reasoning.text in pieces (signature on the last), the rest whole.
-
-    The merged array (text joined, first non-null signature and format kept) is what the fake then
-    accepts back; signed and encrypted items are remembered as this server's own.
-    """
-    out: list[dict[str, Any]] = []
-    for index, raw in enumerate(details):
-        entry = dict(raw) if isinstance(raw, dict) else {"type": "unknown", "value": raw}
-        entry.setdefault("index", index)
-        if entry.get("type") == "reasoning.encrypted" and "data" not in entry:
-            entry["data"] = state.mint("details", str(index))
-        if entry.get("type") == "reasoning.text" and "signature" in entry and entry["signature"] is None:
-            entry["signature"] = state.mint("signature", str(index))
-        if "data" in entry or entry.get("signature"):
-            state.minted.add(_canonical(entry))
-        if entry.get("type") == "reasoning.text" and len(entry.get("text", "")) > 1:
-            pieces = split_text(entry["text"], 2)
-            rest = {k: v for k, v in entry.items() if k not in {"text", "signature"}}
-            out.append({**rest, "text": pieces[0]})
-            tail: dict[str, Any] = {"type": "reasoning.text", "text": pieces[1], "index": entry["index"]}
-            if "signature" in entry:
-                tail["signature"] = entry["signature"]
-            out.append(tail)
-        else:
-            out.append(entry)
-    return out
