@@ -8,7 +8,6 @@ the two equal).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import orjson
@@ -59,11 +58,3 @@ def tail(plan: bytes | None, first: bool, system: bytes, tools: bytes) -> bytes:
     """The request's bytes after the last pushed message: a trailing plan, then system and tools."""
     lead = b"" if plan is None else plan if first else b"," + plan
     return b"".join((lead, _SYSTEM, system, _TOOLS, tools, _CLOSE))
-
-
-def assemble(system: bytes, tools: bytes, max_output: bytes, pieces: Sequence[bytes]) -> bytes:
-    return b"".join((_OPEN, max_output, _MESSAGES, b",".join(pieces), _SYSTEM, system, _TOOLS, tools, _CLOSE))
-
-
-def digest_of(canonical: bytes) -> str:
-    return "sha256:" + hashlib.sha256(canonical).hexdigest()
