@@ -254,3 +254,18 @@ def test_bad_sub_agent_calls_answer_the_model_and_open_no_context(tmp_path: Path
     log = log_of(env, agent.session_id)
     assert not [e for e in log if e.kind == "ctx.open"]
     assert all(e.data["error"] for e in log if e.kind == "tool.result")
+
+
+def test_resuming_a_session_whose_workspace_is_gone_says_so(tmp_path: Path) -> None:
+    ws = tmp_path / "gone"
+    ws.mkdir()
+    with FakeServer(api="openai-chat", script=[{"text": "Hello."}]) as fake:
+        env = env_for(tmp_path, fake.url)
+        agent = open_agent(env=env, workspace=ws).agent
+        agent.user_turn("Hi.")
+        agent.log.close()
+    ws.rmdir()
+    before = log_of(env, agent.session_id)
+    with pytest.raises(ConfigError, match=rf"works in {ws}, which is no longer a directory; restore it"):
+        open_agent(env=env, workspace=tmp_path, resume=agent.session_id)
+    assert log_of(env, agent.session_id) == before

@@ -135,10 +135,14 @@ def open_agent(
     store = Store(data_root(env))
     if resume is not None:
         session_id = store.resolve(resume)
-        with store.open(session_id) as reader:
-            first = next(iter(reader.read(1, 1)))
-        workspace = Path(first.data.get("workspace", workspace))
-        last_model = _last_model(store, session_id)
+        recorded, last_model = _where_it_was(store, session_id)
+        if recorded is not None:
+            if not recorded.is_dir():
+                raise ConfigError(
+                    f"session {session_id} works in {recorded}, which is no longer a directory; "
+                    "restore it to resume the session"
+                )
+            workspace = recorded
         model_name = model_name or last_model
     model = config.model(model_name)
     ext = load_extensions(workspace, env)
@@ -157,7 +161,9 @@ def open_agent(
     window = Window()
     for event in log.read(1):
         window.feed(event)
-    made = backends(env, config) if backend_for is None else None
+    made: Backends | None = None
+    if backend_for is None:
+        backend_for = made = Backends(env, config)
     agent = Agent(
         log=log,
         window=window,
@@ -165,7 +171,7 @@ def open_agent(
         tools=tools,
         models=config.models,
         model=model.name,
-        backend_for=backend_for or made or backends(env, config),
+        backend_for=backend_for,
         workspace=workspace,
         approve=approver(config, yes, ask),
         shell_timeout=config.shell_timeout,
@@ -179,10 +185,14 @@ def open_agent(
     return Opened(agent=agent, config=config, extensions=ext, backends=made)
 
 
-def _last_model(store: Store, session_id: str) -> str | None:
+def _where_it_was(store: Store, session_id: str) -> tuple[Path | None, str | None]:
+    """A session's recorded workspace and the model its last request was to use, in one read."""
+    workspace: Path | None = None
     model = None
     with store.open(session_id) as reader:
         for event in reader.read(1):
+            if event.kind == "session.start" and "workspace" in event.data:
+                workspace = Path(event.data["workspace"])
             if event.kind in ("session.start", "session.resume", "model.switch"):
                 model = event.data.get("model", model)
-    return model
+    return workspace, model
