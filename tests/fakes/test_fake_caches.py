@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fakes.fake_wire import SYSTEM, ndjson, post, sse_events, sse_json
@@ -128,7 +129,7 @@ def _anthropic(fake: FakeServer, body: dict[str, Any]) -> tuple[int, list[Any]]:
     r = post(fake.url + "/v1/messages", body, {"anthropic-version": "2023-06-01"})
     if r.status_code != 200:
         return r.status_code, [r.json()]
-    return 200, [(e, __import__("json").loads(d)) for e, d in sse_events(r.text)]
+    return 200, [(e, json.loads(d)) for e, d in sse_events(r.text)]
 
 
 def test_anthropic_caches_only_when_asked_and_input_is_the_uncached_tail() -> None:
@@ -195,7 +196,7 @@ def test_responses_usage_only_in_the_terminal_event_and_cached_in_blocks() -> No
                 {"model": "m", "instructions": SYSTEM, "input": inputs, "stream": True},
             )
             events = sse_events(r.text)
-            datas = [__import__("json").loads(d) for _, d in events]
+            datas = [json.loads(d) for _, d in events]
             assert [e for e, _ in events] == [d["type"] for d in datas]
             assert [d["sequence_number"] for d in datas] == list(range(len(datas)))
             assert all(d["response"]["usage"] is None for d in datas if d["type"] == "response.created")
