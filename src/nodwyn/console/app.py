@@ -66,7 +66,9 @@ def _int(request: Request, name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise NotFoundError(f"query parameter {name}={raw!r} is not an integer") from None
+        raise NotFoundError(
+            f"query parameter {name}={raw!r} is not an integer; pass a whole number"
+        ) from None
 
 
 def make_app(

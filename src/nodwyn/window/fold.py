@@ -125,16 +125,13 @@ class Window:
     def _fold(self, event: Event) -> None:
         target, text = event.data.get("target"), event.data.get("text")
         entry = self._entries.get(target) if isinstance(target, int) else None
-        if (
-            entry is None
-            or entry.kind != "result"
-            or not isinstance(text, str)
-            or not isinstance(target, int)
-        ):
+        if entry is None or entry.kind != "result" or not isinstance(target, int):
             raise CorruptLogError(
-                f"result.fold at seq {event.seq}: target {target!r} is not an earlier tool.result "
-                "(or text is not a string)"
+                f"result.fold at seq {event.seq}: target {target!r} is not the seq of an earlier tool.result"
             )
+        if not isinstance(text, str):
+            got = type(text).__name__
+            raise CorruptLogError(f"result.fold at seq {event.seq}: text must be a string, got {got}")
         self._folds[target] = text
         self._fold_version += 1
         self._mark_stale(self._contexts.view_of(entry.ctx), target, event.seq)
