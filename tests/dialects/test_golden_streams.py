@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 import nodwyn.errors as errors
-from nodwyn.dialects import dialect_for
+from nodwyn.dialects import StreamEvent, dialect_for
 from nodwyn.values.codec import response_to_json
 
 from .cases import GOLDEN, entry, events
@@ -65,3 +65,22 @@ def test_incomplete_responses_stream_says_so_before_finish() -> None:
     path = GOLDEN / "responses" / "no_terminal.sse"
     _, dec = _decode(path, None)
     assert dec.complete is False
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"api": "ollama"},
+        {"api": "openai-chat"},
+        {"api": "responses"},
+        {"api": "anthropic"},
+    ],
+)
+def test_an_event_that_is_not_an_object_names_the_likely_cause(fields: dict[str, str]) -> None:
+    settings = entry(**fields)
+    dec = dialect_for(settings).decoder(settings.origin)
+    with pytest.raises(errors.DecodeError) as err:
+        dec.feed(StreamEvent(event=None, data='["not", "an", "object"]'))
+    assert "is not a JSON object; the server does not speak this API" in str(err.value)
+    with pytest.raises(errors.DecodeError, match="the reply is not a JSON object"):
+        dialect_for(settings).decode_body(b"[]", settings.origin)

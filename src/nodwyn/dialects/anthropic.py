@@ -32,6 +32,7 @@ from nodwyn.dialects.base import (
     join_text,
     json_object,
     loads,
+    not_object,
     stream_incomplete,
     sub,
 )
@@ -231,7 +232,7 @@ class AnthropicDecoder:
     def feed(self, ev: StreamEvent) -> list[Fragment]:
         data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
         if not isinstance(data, dict):
-            raise DecodeError(f"{self.provider}: an event is not a JSON object", provider=self.provider)
+            raise not_object(self.provider, f"a {ev.event or 'stream'} event")
         kind = data.get("type", ev.event)
         if kind == "error":
             raise stream_error(self.provider, data)

@@ -224,7 +224,10 @@ def json_object(text: str, where: str, api: str) -> Any:
             "the call came from another model (a model switch) whose arguments this API cannot carry"
         ) from exc
     if not isinstance(value, dict):
-        raise EncodeError(f"{where}: arguments are JSON but not an object, which {api} requires")
+        raise EncodeError(
+            f"{where}: arguments {text[:60]!r} are JSON but not an object, which {api} requires; "
+            "the call came from another model (a model switch) whose arguments this API cannot carry"
+        )
     return value
 
 
@@ -261,6 +264,15 @@ def int_or_none(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value
+
+
+def not_object(provider: str, what: str) -> DecodeError:
+    """A reply or event that is JSON but not the object every API sends."""
+    return DecodeError(
+        f"{provider}: {what} is not a JSON object; the server does not speak this API: "
+        "check the model entry's api and base_url",
+        provider=provider,
+    )
 
 
 def stream_incomplete(provider: str, what: str) -> DecodeError:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodwyn.dialects.base import Decoder, WireRequest, loads
+from nodwyn.dialects.base import Decoder, WireRequest, loads, not_object
 from nodwyn.dialects.errors import parse_error
-from nodwyn.errors import DecodeError, ProviderError
+from nodwyn.errors import ProviderError
 from nodwyn.values.content import Origin
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
@@ -51,5 +51,5 @@ class DialectBase:
         """A reply that was not streamed: one JSON object, or a DecodeError naming the provider."""
         value = loads(body, "the reply body", self.provider)
         if not isinstance(value, dict):
-            raise DecodeError(f"{self.provider}: the reply is not a JSON object", provider=self.provider)
+            raise not_object(self.provider, "the reply")
         return value

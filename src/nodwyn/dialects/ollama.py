@@ -25,6 +25,7 @@ from nodwyn.dialects.base import (
     int_or_none,
     json_object,
     loads,
+    not_object,
     stream_incomplete,
 )
 from nodwyn.dialects.common import DialectBase
@@ -134,7 +135,7 @@ class OllamaDecoder:
 
     def take(self, obj: Any) -> list[Fragment]:
         if not isinstance(obj, dict):
-            raise DecodeError(f"{self.provider}: a stream line is not a JSON object", provider=self.provider)
+            raise not_object(self.provider, "a stream line")
         if "error" in obj:
             raise stream_error(self.provider, obj)
         if isinstance(obj.get("model"), str):

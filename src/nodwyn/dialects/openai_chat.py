@@ -37,6 +37,7 @@ from nodwyn.dialects.base import (
     image_base64,
     int_or_none,
     loads,
+    not_object,
     stream_incomplete,
     sub,
 )
@@ -90,7 +91,9 @@ def _details(blocks: tuple[ThinkingBlock, ...], where: str) -> list[Any] | None:
             continue
         value = block_json(b.data, f"{where}.blocks[{j}]")
         if not isinstance(value, list):
-            raise EncodeError(f"{where}.blocks[{j}]: reasoning_details data is not a JSON array")
+            raise EncodeError(
+                f"{where}.blocks[{j}]: reasoning_details data is not a JSON array; the log entry is damaged"
+            )
         out = value if out is None else out + value
     return out
 
@@ -246,7 +249,7 @@ class ChatDecoder:
 
     def take(self, obj: Any, key: str) -> list[Fragment]:
         if not isinstance(obj, dict):
-            raise DecodeError(f"{self.provider}: a chunk is not a JSON object", provider=self.provider)
+            raise not_object(self.provider, "a stream chunk")
         if obj.get("error"):
             raise stream_error(self.provider, obj)
         if obj.get("object") == "error" or ("choices" not in obj and "message" in obj and "type" in obj):

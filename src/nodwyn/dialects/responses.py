@@ -33,13 +33,14 @@ from nodwyn.dialects.base import (
     int_or_none,
     join_text,
     loads,
+    not_object,
     stream_incomplete,
     sub,
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
 from nodwyn.dialects.session_key import key_fields
-from nodwyn.errors import DecodeError, EncodeError
+from nodwyn.errors import EncodeError
 from nodwyn.values.content import (
     AssistantMessage,
     ImagePart,
@@ -144,7 +145,9 @@ class ResponsesDialect(DialectBase):
     def _item(b: ThinkingBlock, where: str) -> dict[str, Any]:
         value = block_json(b.data, f"{where} reasoning block")
         if not isinstance(value, dict) or value.get("type") != "reasoning":
-            raise EncodeError(f"{where}: a reasoning block's data is not a reasoning item")
+            raise EncodeError(
+                f"{where}: a reasoning block's data is not a reasoning item; the log entry is damaged"
+            )
         return value
 
     def decoder(self, origin: Origin) -> ResponsesDecoder:
@@ -178,7 +181,7 @@ class ResponsesDecoder:
     def feed(self, ev: StreamEvent) -> list[Fragment]:
         data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
         if not isinstance(data, dict):
-            raise DecodeError(f"{self.provider}: an event is not a JSON object", provider=self.provider)
+            raise not_object(self.provider, f"a {ev.event or 'stream'} event")
         kind = data.get("type") if isinstance(data.get("type"), str) else ev.event
         if kind == "error":
             raise stream_error(self.provider, data)
