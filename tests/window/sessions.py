@@ -13,12 +13,21 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
+from nodwyn.values.codec import origin_from_json, origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec
-from nodwyn.window import Build, Start, TurnOptions, Window, source_digest
+from nodwyn.window import (
+    Build,
+    Start,
+    TurnOptions,
+    Window,
+    build_window,
+    recorded_turn,
+    recorded_withheld,
+    source_digest,
+)
 
 LIMITS = WindowLimits(high_water=900, low_water=450, max_result_tokens=80, output_reserve=200, ceiling=1400)
 TOOLS = (
@@ -161,6 +170,18 @@ class Sim:
 
     def before(self, seq: int) -> list[Event]:
         return self.events[: seq - 1]
+
+    def replayed(self, seq: int) -> Build:
+        """The request the llm.req at ``seq`` recorded, rebuilt as replay does: from the events
+        before it and what its record says (origin, turn options, withheld images)."""
+        req = self.events[seq - 1]
+        return build_window(
+            self.before(seq),
+            req.ctx,
+            origin=origin_from_json(req.data["origin"]),
+            turn=recorded_turn(req.data),
+            withheld=recorded_withheld(req.data),
+        )
 
 
 def block(origin: Origin, data: str, position: int = 0, kind: str = "thinking") -> ThinkingBlock:

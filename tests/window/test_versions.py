@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from nodwyn.errors import UnknownRecipeError
-from nodwyn.values.codec import origin_from_json
 from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
 from nodwyn.values.recipe import KNOWN_VERSIONS, Flag, WindowLimits, policy_for
-from nodwyn.window import TurnOptions, build_window, recorded_turn, recorded_withheld
+from nodwyn.window import TurnOptions
 
 from .sessions import ORIGIN_A, Sim, batch, block, started
 
@@ -63,14 +62,7 @@ def test_each_rule_applies_exactly_from_its_version(version: int) -> None:
     assert (len(results[1].text) > 2 * 80 * 3) is (Flag.WIDE_READS in flags)
     assert ("no_tools" in rec) is (Flag.TOOL_SUBSETS in flags)
     # and every version replays from its record
-    ev = sim.events[sim.builds[-1].seq - 1]
-    again = build_window(
-        sim.before(ev.seq),
-        ev.ctx,
-        origin=origin_from_json(ev.data["origin"]),
-        turn=recorded_turn(ev.data),
-        withheld=recorded_withheld(ev.data),
-    )
+    again = sim.replayed(sim.builds[-1].seq)
     assert again.digest == b.digest and again.record == rec
 
 
