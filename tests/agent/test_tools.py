@@ -1,11 +1,12 @@
 import json
 import os
-import time
+import select
 from pathlib import Path
 
 import pytest
 
 from nodwyn.agent.tools import ToolContext, builtin_tools, catalog, run_call
+from nodwyn.agent.tools.shell import MAX_OUTPUT
 from nodwyn.values.content import ToolCall
 
 TOOLS = builtin_tools()
@@ -160,10 +161,27 @@ def test_shell_output_status_and_timeout(ws: Path) -> None:
     assert err and text == "hi\noops\n[exit 3]"
     text, err = call(c, "shell", command="pwd")
     assert not err and text == f"{ws.resolve()}\n[exit 0]"
-    started = time.monotonic()
-    text, err = call(c, "shell", command="echo begun; sleep 60")
+    text, err = call(c, "shell", command="echo begun; sleep 60 & echo $! > child; wait")
     assert err and "timed out after 1 s" in text and text.startswith("begun")
-    assert time.monotonic() - started < 10
+    # the whole process group was killed, the command's own children too
+    child = int((ws / "child").read_text())
+    try:
+        fd = os.pidfd_open(child)
+    except ProcessLookupError:
+        return  # gone already
+    try:
+        assert select.select([fd], [], [], 30)[0] == [fd], "the command's child outlived the timeout"
+    finally:
+        os.close(fd)
+
+
+def test_shell_output_past_the_cap_keeps_its_head_and_tail(ws: Path) -> None:
+    text, err = call(
+        ctx(ws), "shell", command="echo first; head -c 600000 /dev/zero | tr '\\0' x; echo; echo last"
+    )
+    assert not err and text.startswith("first\n") and text.endswith("last\n[exit 0]")
+    assert f"[{6 + 600001 + 5 - MAX_OUTPUT} bytes of output omitted]" in text
+    assert len(text) < MAX_OUTPUT + 100
 
 
 def test_plan_write_returns_the_plan(ws: Path) -> None:
@@ -179,3 +197,19 @@ def test_recall_brings_back_lines(ws: Path) -> None:
     )
     out = run_call(ToolCall(id="r", name="recall", arguments='{"seq": 7, "lines": "2-3"}'), TOOLS, c)
     assert out.text == "[seq 7 lines 2-3 of 4]\nb\nc\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "lines", "header"),
+    [
+        ("a\nb\nc", "1-1", "[lines 1-1 of 3]"),
+        ("a\nb\nc", "2", "[lines 2-2 of 3]"),
+        ("a\nb\nc", "3-", "[lines 3-3 of 3]"),
+        ("a\nb\nc\n", "1-2", "[lines 1-2 of 3]"),
+        ("a\nb\n\n", "1", "[lines 1-1 of 3]"),
+    ],
+)
+def test_a_ranged_read_counts_every_line_of_the_file(ws: Path, content: str, lines: str, header: str) -> None:
+    (ws / "f.txt").write_text(content)
+    text, err = call(ctx(ws), "fs-read", path="f.txt", lines=lines)
+    assert not err and text.splitlines()[0] == header

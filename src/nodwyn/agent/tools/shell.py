@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import tempfile
-from typing import Any
+from typing import IO, Any
 
 from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
 from nodwyn.values.request import ToolSpec
@@ -14,13 +14,18 @@ from nodwyn.values.request import ToolSpec
 MAX_OUTPUT = 256 * 1024  # bytes kept (head and tail) of a command's output
 
 
-def _clip(data: bytes) -> str:
-    if len(data) <= MAX_OUTPUT:
-        return data.decode("utf-8", errors="replace")
+def _clip(out: IO[bytes]) -> str:
+    """The command's output, or its head and tail when it is longer than MAX_OUTPUT (the rest is
+    never read into memory)."""
+    size = out.seek(0, os.SEEK_END)
+    out.seek(0)
+    if size <= MAX_OUTPUT:
+        return out.read().decode("utf-8", errors="replace")
     half = MAX_OUTPUT // 2
-    head = data[:half].decode("utf-8", errors="replace")
-    tail = data[-half:].decode("utf-8", errors="replace")
-    return f"{head}\n[{len(data) - MAX_OUTPUT} bytes of output omitted]\n{tail}"
+    head = out.read(half).decode("utf-8", errors="replace")
+    out.seek(size - half)
+    tail = out.read(half).decode("utf-8", errors="replace")
+    return f"{head}\n[{size - MAX_OUTPUT} bytes of output omitted]\n{tail}"
 
 
 def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
@@ -47,8 +52,7 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
             code = proc.wait()
-        out.seek(0)
-        text = _clip(out.read())
+        text = _clip(out)
     if timed_out:
         return fail(f"{text}[timed out after {timeout:g} s; the command was killed]")
     return Outcome(text=f"{text}[exit {code}]", error=code != 0)
