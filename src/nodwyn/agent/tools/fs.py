@@ -6,7 +6,7 @@ import fnmatch
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, declined, fail
 from nodwyn.agent.tools.paths import confine, shown
@@ -65,7 +65,8 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     lines_arg = args.get("lines")
     if lines_arg is None:
         if size > ctx.max_file_bytes:
-            total = _count_lines(path)
+            with path.open("rb") as f:
+                total = _count_lines(f)
             per = max(1, size // max(total, 1))
             fit = max(1, ctx.read_budget_tokens * BYTES_PER_TOKEN // per)
             return fail(
@@ -84,13 +85,13 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     with path.open("rb") as f:
         for number, raw in enumerate(f, start=1):
             total = number
-            if number < start or (end is not None and number > end):
+            if number < start:
                 continue
-            line = raw.decode("utf-8", errors="replace")
-            if shown_lines and used + len(raw) > budget:
-                end = last  # stop within the cap: the rest is another read
-                continue
-            shown_lines.append(line)
+            if (end is not None and number > end) or (shown_lines and used + len(raw) > budget):
+                # past the range, or past the cap (the rest is another read): only count the rest
+                total += _count_lines(f)
+                break
+            shown_lines.append(raw.decode("utf-8", errors="replace"))
             used += len(raw)
             last = number
     if start > total:
@@ -100,13 +101,13 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     return Outcome(text=header + body, range=FileRange(start=start, end=last, total=total))
 
 
-def _count_lines(path: Path) -> int:
+def _count_lines(f: BinaryIO) -> int:
+    """The lines left in ``f`` (a final line may lack its newline)."""
     count = 0
     last = b"\n"
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
+    while chunk := f.read(1 << 20):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
     return count + (0 if last == b"\n" else 1)
 
 

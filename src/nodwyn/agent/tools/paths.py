@@ -22,13 +22,9 @@ def confine(workspace: Path, raw: str, *, must_exist: bool = True) -> Path:
     candidate = Path(raw) if pure.is_absolute() else root / raw
     if pure.is_absolute() and not _within(Path(os.path.normpath(candidate)), root):
         raise ToolError(f"path {raw!r} is outside the workspace {root}; use a path inside it")
-    if must_exist:
-        if not candidate.exists() and not candidate.is_symlink():
-            raise ToolError(f"{raw}: no such file or directory in the workspace (try fs-list)")
-        real = candidate.resolve()
-    else:
-        # The file may not exist yet: resolve what does exist (the nearest existing parent).
-        real = candidate.resolve()
+    if must_exist and not candidate.exists() and not candidate.is_symlink():
+        raise ToolError(f"{raw}: no such file or directory in the workspace (try fs-list)")
+    real = candidate.resolve()  # a file not made yet resolves through its nearest existing parent
     if not _within(real, root):
         raise ToolError(f"path {raw!r} leads outside the workspace (a symlink to {real}); refused")
     return real
