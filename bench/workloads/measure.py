@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
+from nodwyn.window import encode
 
 BYTES_PER_TOKEN = 3
 FULL_PREFILL = 0.5  # a request that shares under half of the previous request is a full prefill
@@ -24,12 +24,11 @@ FULL_PREFILL = 0.5  # a request that shares under half of the previous request i
 def request_size(
     system: bytes, tools: Sequence[bytes], messages: Sequence[bytes], max_output: int | None
 ) -> int:
-    """``len(canonical_bytes(request_to_json(r)))`` from its parts' canonical bytes."""
-    head = len(b'{"max_output":') + len(canonical_bytes(max_output)) + len(b',"messages":[')
-    msgs = sum(len(m) for m in messages) + max(len(messages) - 1, 0)
-    mid = len(b'],"system":') + len(system) + len(b',"tools":[')
-    tls = sum(len(t) for t in tools) + max(len(tools) - 1, 0)
-    return head + msgs + mid + tls + len(b"]}")
+    """``len(canonical_bytes(request_to_json(r)))`` from its parts' canonical bytes, as the window
+    counts it (``window.encode``)."""
+    catalog = b"[" + b",".join(tools) + b"]"
+    frame = encode.overhead(system, catalog, encode.max_output_bytes(max_output))
+    return frame + sum(len(m) for m in messages) + max(len(messages) - 1, 0)
 
 
 def content_size(m: Message) -> int:
