@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.replay.exact import verify_all
 
 NODWYN = [str(Path(sys.executable).parent / "nodwyn")]
 FIGURES = re.compile(
@@ -26,11 +28,13 @@ def call(name: str, cid: str, **arguments: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of a person's shell; on teardown every request of every session the test's
+    commands recorded must replay to its recorded digest."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    return {
+    yield {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
         "NODWYN_HOME": str(tmp_path / "home"),
@@ -38,6 +42,11 @@ def env(tmp_path: Path) -> dict[str, str]:
         "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
         "WS": str(ws),
     }
+    store = Store(tmp_path / "home")
+    for sid in store.ids():
+        with store.open(sid) as log:
+            refused = [(v.seq, str(v.error)) for v in verify_all(log) if v.error is not None]
+        assert not refused, f"session {sid}: requests that do not replay: {refused}"
 
 
 def nodwyn(
