@@ -127,13 +127,22 @@ def test_span_must_stay_in_one_context(session: Make, store: Store) -> None:
             add_summary(log, u[1], u[2] - 1, "x")
 
 
-def test_a_live_session_is_refused(session: Make, store: Store) -> None:
+def test_a_live_session_is_refused(session: Make, store: Store, capfd: pytest.CaptureFixture[str]) -> None:
     s = session()
     s.turn("one", [], "ok")
     s.turn("two", [], "ok")
     assert s.log is not None  # still open for writing: the live session holds the lock
     with pytest.raises(LockedError):
         store.open(s.id, write=True)
+    text = store.root / "summary.md"
+    text.write_text("turn one\n")
+    u = _users(_events(store, s.id))
+    code, out, err = run(
+        store, capfd, "summary", "add", s.id, "--from", str(u[0]), "--to", str(u[1] - 1), str(text)
+    )
+    assert (code, out) == (4, "") and err.count("\n") == 1
+    assert err.startswith(f"nodwyn: session {s.id} ") and "open for writing" in err
+    assert "summary.add" not in {e.kind for e in _events(store, s.id)}
 
 
 def test_revoke_and_list(session: Make, store: Store) -> None:
