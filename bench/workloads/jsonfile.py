@@ -44,3 +44,14 @@ def text_of(content: Any, where: str) -> str:
             out.append(part.get("text", ""))
         return "".join(out)
     raise WorkloadError(f"{where}: expected text or a list of parts, found {type(content).__name__}")
+
+
+def trajectory_messages(path: Path, trajectory_format: str) -> list[Any]:
+    """The ``messages`` of a mini-swe-agent trajectory file, checked to be of ``trajectory_format``."""
+    doc = read_json(path)
+    where = str(path)
+    fmt = field(doc, "trajectory_format", str, where)
+    if fmt != trajectory_format:
+        raise WorkloadError(f"{where}: trajectory_format {fmt!r} is not {trajectory_format!r}")
+    messages: list[Any] = field(doc, "messages", list, where)
+    return messages

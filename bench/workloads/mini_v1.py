@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 
 from bench.workloads.actions import call_id, text_actions
-from bench.workloads.jsonfile import field, read_json
+from bench.workloads.jsonfile import trajectory_messages
 from bench.workloads.mini_v2 import BASH, failed
-from bench.workloads.run import Run, WorkloadError
+from bench.workloads.run import Run
 
 from nodwyn.values.content import ToolCall
 
@@ -39,11 +39,7 @@ def split_action(reply: str, k: int) -> tuple[str, ToolCall | None]:
 
 
 def load(path: Path, name: str) -> Run:
-    doc = read_json(path)
     where = str(path)
-    fmt = field(doc, "trajectory_format", str, where)
-    if fmt != TRAJECTORY_FORMAT:
-        raise WorkloadError(f"{where}: trajectory_format {fmt!r} is not {TRAJECTORY_FORMAT!r}")
-    raw = field(doc, "messages", list, where)
+    raw = trajectory_messages(path, TRAJECTORY_FORMAT)
     system, messages = text_actions(raw, where, "messages", split=split_action, failed=failed)
     return Run(name=name, format=FORMAT, system=system, tools=(), messages=tuple(messages))

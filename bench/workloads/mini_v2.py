@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.workloads.jsonfile import field, read_json, text_of
+from bench.workloads.jsonfile import field, text_of, trajectory_messages
 from bench.workloads.run import Run, WorkloadError, check_pairs, until_last_reply, user
 
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
@@ -43,12 +43,8 @@ def failed(text: str) -> bool:
 
 
 def load(path: Path, name: str) -> Run:
-    doc = read_json(path)
     where = str(path)
-    fmt = field(doc, "trajectory_format", str, where)
-    if fmt != TRAJECTORY_FORMAT:
-        raise WorkloadError(f"{where}: trajectory_format {fmt!r} is not {TRAJECTORY_FORMAT!r}")
-    raw = field(doc, "messages", list, where)
+    raw = trajectory_messages(path, TRAJECTORY_FORMAT)
     system: str | None = None
     out: list[Message] = []
     names: dict[str, str] = {}
