@@ -1,6 +1,6 @@
 """The local backend's prompt rendering (pure): appending messages extends the prompt."""
 
-from nodwyn.transport.local import parse_reply, render_prompt, shared_prefix
+from nodwyn.transport.local import TextDeltas, parse_reply, render_prompt, shared_prefix
 from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Request, ToolSpec
 
@@ -36,3 +36,14 @@ def test_parse_reply_finds_calls_and_keeps_malformed_ones_as_text() -> None:
 def test_shared_prefix() -> None:
     assert shared_prefix([1, 2, 3], [1, 2, 4, 5]) == 2
     assert shared_prefix([], [1]) == 0
+
+
+def test_streamed_text_never_loses_a_character_split_across_tokens() -> None:
+    shown: list[str] = []
+    deltas = TextDeltas(lambda kind, piece: shown.append(piece))
+    reply = "cafe\u00e9 \u2014 ok".encode()
+    # tokens ending inside the two-byte \u00e9 and the three-byte \u2014, one of them with text before
+    for end in (3, 5, 6, 8, 9, 10, len(reply)):
+        deltas.feed(reply[:end])
+    assert "".join(shown) == "cafe\u00e9 \u2014 ok"
+    assert all("\ufffd" not in piece for piece in shown)

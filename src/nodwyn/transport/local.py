@@ -12,6 +12,7 @@ One ``Llama`` instance per process (per GGUF and context size), created on first
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import ctypes
 import json
@@ -152,6 +153,22 @@ def shared_prefix(a: list[int], b: list[int]) -> int:
             break
         n += 1
     return n
+
+
+class TextDeltas:
+    """Shows a reply as it grows: given the reply's bytes so far, passes on the text not shown yet,
+    holding back a character whose bytes have not all come (a token may end inside one)."""
+
+    def __init__(self, on_delta: Delta | None) -> None:
+        self._on_delta = on_delta
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._seen = 0
+
+    def feed(self, reply: bytes) -> None:
+        piece = self._decoder.decode(reply[self._seen :])
+        self._seen = len(reply)
+        if piece and self._on_delta is not None:
+            self._on_delta("text", piece)
 
 
 # -- the model ----------------------------------------------------------------------------------
@@ -385,7 +402,7 @@ class LocalBackend:
             *llm.tokenize(START.encode(), add_bos=False, special=True),
         }
         out: list[int] = []
-        text_so_far = b""
+        deltas = TextDeltas(on_delta)
         started = time.perf_counter()
         prefill_ms: float | None = None
         finish = "length"
@@ -397,11 +414,7 @@ class LocalBackend:
                 break
             out.append(token)
             if on_delta is not None:
-                new = llm.detokenize(out)
-                piece = new[len(text_so_far) :].decode("utf-8", errors="ignore")
-                if piece and not new.endswith(b"\xef\xbf\xbd"):
-                    on_delta("text", piece)
-                    text_so_far = new
+                deltas.feed(llm.detokenize(out))
             if len(out) >= max_out:
                 break
         total_ms = (time.perf_counter() - started) * 1000
