@@ -27,7 +27,7 @@ from nodwyn.log import Store
 from nodwyn.log.ids import new_session_id
 from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.jsonl import encode_line, parse_line
-from nodwyn.log.store import LOG_NAME, format_time
+from nodwyn.log.session_log import LOG_NAME, format_time
 
 MB = 1 << 20
 KINDS = [

@@ -28,7 +28,7 @@ from nodwyn.agent.session import resume_session, send_request, start_session
 from nodwyn.log import Store
 from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.jsonl import encode_line
-from nodwyn.log.store import LOG_NAME, format_time
+from nodwyn.log.session_log import LOG_NAME, format_time
 from nodwyn.replay.exact import replay_request
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes

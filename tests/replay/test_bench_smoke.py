@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from nodwyn.log.store import LOG_NAME
+from nodwyn.log.session_log import LOG_NAME
 from nodwyn.replay.exact import replay_request
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "replay_tail.py"

@@ -9,7 +9,8 @@ from __future__ import annotations
 from nodwyn.errors import CorruptLogError, LockedError, NotFoundError
 from nodwyn.log.paths import data_root
 from nodwyn.log.redact import RedactionReport, redact
-from nodwyn.log.store import SessionInfo, SessionLog, Store
+from nodwyn.log.session_log import SessionInfo, SessionLog
+from nodwyn.log.store import Store
 
 __all__ = [
     "CorruptLogError",

@@ -32,7 +32,7 @@ from nodwyn.errors import (
 )
 from nodwyn.log import SessionLog
 from nodwyn.log.jsonl import seq_prefix
-from nodwyn.log.store import LOG_NAME
+from nodwyn.log.session_log import LOG_NAME
 from nodwyn.replay.diff import describe
 from nodwyn.replay.validate import check_event, place
 from nodwyn.values import codec

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from nodwyn.errors import CorruptLogError
 from nodwyn.log import SessionLog
 from nodwyn.log.jsonl import parse_line
-from nodwyn.log.store import LOG_NAME
+from nodwyn.log.session_log import LOG_NAME
 from nodwyn.replay.transcript import Damaged
 from nodwyn.values.events import Event
 
