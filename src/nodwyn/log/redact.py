@@ -49,10 +49,6 @@ class RedactionReport:
     def changed(self) -> bool:
         return bool(self.replaced)
 
-    @property
-    def replaced_total(self) -> int:
-        return sum(n for _, n in self.replaced)
-
     def as_json(self) -> dict[str, Any]:
         return {"replaced": dict(self.replaced), "unknown_entropy": self.unknown_entropy}
 
@@ -251,10 +247,4 @@ def redact(value: Any) -> tuple[Any, RedactionReport]:
     walk = _Walk()
     out = walk.value(value)
     report = RedactionReport(replaced=tuple(sorted(walk.counts.items())), unknown_entropy=walk.unknown)
-    return out, report
-
-
-def redact_text(text: str) -> tuple[str, RedactionReport]:
-    out, report = redact(text)
-    assert isinstance(out, str)
     return out, report
