@@ -1,6 +1,7 @@
-"""The seed's reasoning_details cases end to end (amendment 2026-10-15): a live ``Window`` builds
-each request from the events, ``HttpBackend`` encodes and sends it to the OpenRouter-like fake,
-and the reply is logged back as an ``llm.resp``. The fake streams each reply's details in
+"""The seed's reasoning_details cases end to end (amendment 2026-10-15), as the agent loop runs a
+session: a live ``Window`` builds each request from the session log, its ``llm.req`` is logged,
+``HttpBackend`` encodes and sends it to the OpenRouter-like fake, and the reply is logged as an
+``llm.resp`` (through the log's redaction) and fed back. The fake streams each reply's details in
 fragments and refuses a signed or encrypted item it did not give, so a request it answers carried
 the arrays as the client merged them; the assertions read the bytes the fake received.
 
@@ -10,26 +11,31 @@ agent loop (where the reply is logged) and is not here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.base import ReceivedRequest
+from nodwyn.log import SessionLog, Store
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.http import HttpBackend
+from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage
+from nodwyn.values.events import Event
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import WindowLimits
-from nodwyn.values.request import Response
-from nodwyn.window import Build
-from window.sessions import Sim, recipe
+from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.request import Response, ToolSpec
+from nodwyn.window import Build, Window
 
 ROOMY = WindowLimits(
     high_water=50_000, low_water=20_000, max_result_tokens=2000, output_reserve=200, ceiling=60_000
 )
 TIGHT = WindowLimits(high_water=900, low_water=500, max_result_tokens=2000, output_reserve=50, ceiling=1200)
+TOOLS = (ToolSpec(name="fs-read", description="Read a file.", parameters={"type": "object"}),)
 SIGNED = [
     {"type": "reasoning.text", "text": "I should read the file <first>.", "signature": None},
     {"type": "reasoning.encrypted", "format": "openai-responses-v1"},  # the fake mints its data
@@ -51,32 +57,57 @@ def model(url: str, name: str = "model-a") -> ModelSettings:
     )
 
 
-@dataclass
 class Run:
-    """A session as the agent runs it, without the agent: window -> HttpBackend -> fake -> log."""
+    """A session as the agent loop runs one: log -> window -> HttpBackend -> fake -> log."""
 
-    sim: Sim
-    backend: HttpBackend = field(default_factory=lambda: HttpBackend(Credentials()))
-    builds: list[Build] = field(default_factory=list)
-    replies: list[Response] = field(default_factory=list)
-    results: list[int] = field(default_factory=list)  # seq of each tool result
+    def __init__(self, log: SessionLog, limits: WindowLimits = ROOMY, version: int = 19) -> None:
+        self.log = log
+        self.window = Window()
+        self.backend = HttpBackend(Credentials())
+        self.builds: list[Build] = []
+        self.replies: list[Response] = []
+        self.results: list[int] = []  # seq of each tool result
+        recipe = Recipe(
+            version=version, system="You are careful.", tools=TOOLS, limits=limits, context_size=100_000
+        )
+        self.append("session.start", {"recipe": recipe_to_json(recipe), "model": "model-a"})
+        self.append("user.msg", {"text": "Fix the bug."})
+
+    def append(self, kind: str, data: dict[str, Any]) -> Event:
+        event = self.log.append(kind, data)
+        self.window.feed(event)
+        return event
 
     def ask(self, settings: ModelSettings, result: str = "contents") -> Response:
-        b = self.sim.request(origin=settings.origin)
+        b = self.window.build("main", origin=settings.origin)
+        req = self.append(
+            "llm.req",
+            {
+                "model": settings.name,
+                "origin": origin_to_json(settings.origin),
+                "digest": b.digest,
+                **b.record,
+            },
+        )
         r = self.backend.send(b.request, settings, session_key=None)
         self.builds.append(b)
         self.replies.append(r)
-        self.sim.reply(text=r.text, thinking=r.thinking, calls=r.calls, blocks=r.blocks)
+        self.append("llm.resp", {"req": req.seq, "response": response_to_json(r)})
         for c in r.calls:
-            self.results.append(self.sim.result(c.id, f"{result} of {c.arguments}", name="fs-read").seq)
+            data = {"call_id": c.id, "name": c.name, "text": f"{result} of {c.arguments}", "error": False}
+            self.results.append(self.append("tool.result", data).seq)
         return r
 
 
-def started(limits: WindowLimits = ROOMY, version: int = 19) -> Run:
-    sim = Sim()
-    sim.start(recipe(version, limits=limits, context_size=100_000))
-    sim.user("Fix the bug.")
-    return Run(sim)
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "sessions")
+
+
+@pytest.fixture
+def run(store: Store) -> Iterator[Run]:
+    with store.create() as log:
+        yield Run(log)
 
 
 def wire_assistants(got: ReceivedRequest) -> list[dict[str, Any]]:
@@ -100,15 +131,15 @@ def check_rendered(b: Build, got: ReceivedRequest) -> None:
             assert w.get("reasoning") == (m.thinking or None)
 
 
-def test_three_tool_rounds_and_a_second_turn_carry_each_reply_array_byte_for_byte() -> None:
+def test_three_tool_rounds_and_a_second_turn_carry_each_reply_array_byte_for_byte(run: Run) -> None:
     script = [item(0), item(1), item(2), item(3, call=False), item(4, call=False), item(5, call=False)]
     with FakeServer(api="openai-chat", family="openrouter", script=script) as fake:
-        run, a = started(), model(fake.url)
+        a = model(fake.url)
         for _ in range(4):  # three tool rounds and the answer
             run.ask(a)
-        run.sim.user("And the tests?")
+        run.append("user.msg", {"text": "And the tests?"})
         run.ask(a)  # the second turn
-        run.sim.user("Thanks.")
+        run.append("user.msg", {"text": "Thanks."})
         run.ask(a)
         got = fake.requests
     assert not fake.remaining and len(got) == 6
@@ -126,11 +157,11 @@ def test_three_tool_rounds_and_a_second_turn_carry_each_reply_array_byte_for_byt
     assert b"<first>" in got[-1].raw  # < > & inside the array go out as the stream sent them
 
 
-def test_a_request_no_reply_with_details_precedes_is_unchanged_to_the_byte() -> None:
+def test_a_request_no_reply_with_details_precedes_is_unchanged_to_the_byte(store: Store) -> None:
     def session(details: list[Any] | None, version: int) -> list[bytes]:
         script = [item(0, details=details), item(1, details=details), item(2, call=False, details=details)]
-        with FakeServer(api="openai-chat", family="openrouter", script=script) as fake:
-            run = started(version=version)
+        with FakeServer(api="openai-chat", family="openrouter", script=script) as fake, store.create() as log:
+            run = Run(log, version=version)
             for _ in range(3):
                 run.ask(model(fake.url))
             return [r.raw for r in fake.requests]
@@ -143,18 +174,22 @@ def test_a_request_no_reply_with_details_precedes_is_unchanged_to_the_byte() -> 
     assert all(b'"reasoning_details":' in raw for raw in with_details[1:])
 
 
-def test_trimming_elides_a_reply_with_its_details_and_later_replies_go_back_with_their_thinking() -> None:
+def test_trimming_elides_a_reply_with_its_details_and_later_replies_go_back_with_their_thinking(
+    store: Store,
+) -> None:
     rounds = 6
     script = [item(n) for n in range(rounds)] + [item(rounds, call=False)]
-    with FakeServer(api="openai-chat", family="openrouter", script=script) as fake:
-        run, a = started(TIGHT), model(fake.url)
+    with FakeServer(api="openai-chat", family="openrouter", script=script) as fake, store.create() as log:
+        run, a = Run(log, TIGHT), model(fake.url)
         for _ in range(rounds + 1):
             run.ask(a, result="r" * 100)
         got = fake.requests
     for b, r in zip(run.builds, got, strict=True):
         check_rendered(b, r)
     trimmed = [b.record["trim"] for b in run.builds]
-    k = next(i for i in range(len(trimmed) - 1) if trimmed[i] and not trimmed[i + 1])
+    ks = [i for i in range(len(trimmed) - 1) if trimmed[i] and not trimmed[i + 1]]
+    assert ks, f"no trimmed request followed by an untrimmed one: {trimmed}"
+    k = ks[0]
     b = run.builds[k]
     first_elided = min(b.record["elided"])
     replies = [
@@ -172,13 +207,13 @@ def test_trimming_elides_a_reply_with_its_details_and_later_replies_go_back_with
     assert orjson.dumps(wire_assistants(got[k + 1])[-1]["reasoning_details"]) == block.data.encode()
 
 
-def test_a_fold_drops_the_details_of_replies_made_before_it_and_keeps_later_ones() -> None:
+def test_a_fold_drops_the_details_of_replies_made_before_it_and_keeps_later_ones(run: Run) -> None:
     script = [item(0), item(1), item(2), item(3, call=False)]
     with FakeServer(api="openai-chat", family="openrouter", script=script) as fake:
-        run, a = started(), model(fake.url)
+        a = model(fake.url)
         run.ask(a)
         run.ask(a)
-        run.sim.fold(run.results[0], "[folded: f0.py was read]")
+        run.append("result.fold", {"target": run.results[0], "text": "[folded: f0.py was read]"})
         run.ask(a)
         run.ask(a)
         got = fake.requests
@@ -195,17 +230,17 @@ def test_a_fold_drops_the_details_of_replies_made_before_it_and_keeps_later_ones
     assert orjson.dumps(last[2]["reasoning_details"]) == run.replies[2].blocks[0].data.encode()
 
 
-def test_a_model_switch_sends_none_and_switching_back_sends_them_where_they_were() -> None:
+def test_a_model_switch_sends_none_and_switching_back_sends_them_where_they_were(run: Run) -> None:
     with (
         FakeServer(api="openai-chat", family="openrouter", script=[item(0), item(1), item(3)]) as fa,
         FakeServer(api="openai-chat", family="openrouter", script=[item(2)]) as fb,
     ):
-        run, a, b = started(), model(fa.url), model(fb.url, "model-b")
+        a, b = model(fa.url), model(fb.url, "model-b")
         run.ask(a)
         run.ask(a)
-        run.sim.add("model.switch", {"model": b.name})
+        run.append("model.switch", {"model": b.name})
         run.ask(b)
-        run.sim.add("model.switch", {"model": a.name})
+        run.append("model.switch", {"model": a.name})
         run.ask(a)
         got_a, (got_b,) = fa.requests, fb.requests
     for build, r in zip(run.builds, [*got_a[:2], got_b, got_a[2]], strict=True):
