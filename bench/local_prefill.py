@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from nodwyn.agent.loop import Agent
 from nodwyn.agent.setup import open_agent
 from nodwyn.replay.exact import replay_request
 from nodwyn.transport.local import LocalBackend
@@ -40,8 +41,11 @@ def main() -> None:
     parser.add_argument("--low-water", type=int, default=1000)
     parser.add_argument("--output-reserve", type=int, default=32)
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nodwyn-bench-") as tmp:
+        run(args, Path(tmp))
 
-    tmp = Path(tempfile.mkdtemp(prefix="nodwyn-bench-"))
+
+def run(args: argparse.Namespace, tmp: Path) -> None:
     (tmp / "ws").mkdir()
     (tmp / "config.toml").write_text(
         f"[window]\nhigh_water = {args.high_water}\nlow_water = {args.low_water}\n"
@@ -56,6 +60,13 @@ def main() -> None:
     backend = LocalBackend()
     backend.forget()
     agent = open_agent(env=env, workspace=tmp / "ws", backend_for=lambda s: backend).agent
+    try:
+        report(agent, backend, args)
+    finally:
+        agent.log.close()
+
+
+def report(agent: Agent, backend: LocalBackend, args: argparse.Namespace) -> None:
     for i in range(args.turns):
         agent.user_turn(f"Note {i + 1}: {NOTES[i % len(NOTES)]}; check it.")
     events = list(agent.log.read(1))
@@ -103,7 +114,6 @@ def main() -> None:
             f"{label:<32} {u['prompt_tokens']:>7} {u['cached_tokens']:>7} {t['prefill_ms']:>8.0f} {c:>8.0f} "
             f"{t['prefill_ms'] / c:>10.2f}"
         )
-    agent.log.close()
 
 
 if __name__ == "__main__":
