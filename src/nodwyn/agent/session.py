@@ -22,16 +22,10 @@ from nodwyn.window import Build, TurnOptions, Window
 def start_session(store: Store, recipe: Recipe, model: str, workspace: str | None = None) -> SessionLog:
     """A new session, locked for writing, whose first event records ``recipe``."""
     policy_for(recipe.version)  # refuses an unknown version before anything is written
-    log = store.create()
-    try:
-        data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
-        if workspace is not None:
-            data["workspace"] = workspace
-        log.append("session.start", data)
-    except BaseException:
-        log.close()
-        raise
-    return log
+    data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
+    if workspace is not None:
+        data["workspace"] = workspace
+    return _first(store.create(), "session.start", data)
 
 
 def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) -> SessionLog:
@@ -41,9 +35,14 @@ def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) ->
     window from the log's events (the new recipe's rules apply from the next request on).
     """
     policy_for(recipe.version)
-    log = store.open(session_id, write=True)
+    data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
+    return _first(store.open(session_id, write=True), "session.resume", data)
+
+
+def _first(log: SessionLog, kind: str, data: dict[str, object]) -> SessionLog:
+    """``log`` after appending ``kind``; closed (its lock released) if the append fails."""
     try:
-        log.append("session.resume", {"recipe": codec.recipe_to_json(recipe), "model": model})
+        log.append(kind, data)
     except BaseException:
         log.close()
         raise
