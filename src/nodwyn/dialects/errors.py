@@ -167,7 +167,7 @@ def _hint(cls: type[ProviderError], field: str | None, message: str) -> str:
 
 def _class(
     status: int | None, typ: str | None, code: str | None, error_type: str | None, message: str
-) -> type:
+) -> type[ProviderError]:
     kinds = {k for k in (typ, code, error_type) if k}
     low = message.lower()
     if status in (401, 403) or kinds & {"authentication_error", "permission_error", "authentication"}:
@@ -211,7 +211,7 @@ def provider_error(
     hint = _hint(cls, field, message)
     if hint:
         text += f"; {hint}"
-    result: ProviderError = cls(
+    return cls(
         text,
         status=status,
         provider=provider,
@@ -219,7 +219,6 @@ def provider_error(
         body=body_text[:4000] or None,
         retry_after=retry_after(headers) if cls in (RateLimitError, ProviderUnavailable) else None,
     )
-    return result
 
 
 def parse_error(
