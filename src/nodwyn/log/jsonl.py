@@ -15,7 +15,7 @@ from nodwyn.errors import CorruptLogError
 from nodwyn.values.events import Event
 
 ENVELOPE: Final = ("seq", "t", "kind", "ctx", "data")
-_FIX: Final = (
+FIX: Final = (
     "the log is damaged; copy the session folder and cut log.jsonl before that line to keep what precedes it"
 )
 
@@ -41,15 +41,15 @@ def parse_line(line: bytes | memoryview, *, session: str, offset: int, seq: int 
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise CorruptLogError(f"{where} is not JSON ({exc}); {_FIX}") from None
+        raise CorruptLogError(f"{where} is not JSON ({exc.msg}, at byte {offset + exc.pos}); {FIX}") from None
     if not isinstance(obj, dict) or tuple(obj) != ENVELOPE:
         keys = list(obj) if isinstance(obj, dict) else type(obj).__name__
-        raise CorruptLogError(f"{where} is not an event (keys {keys}, want {list(ENVELOPE)}); {_FIX}")
+        raise CorruptLogError(f"{where} is not an event (keys {keys}, want {list(ENVELOPE)}); {FIX}")
     got, t, kind, ctx, data = obj["seq"], obj["t"], obj["kind"], obj["ctx"], obj["data"]
     if type(got) is not int or (seq is not None and got != seq):
-        raise CorruptLogError(f"{where} holds seq {got!r}; seqs must run 1, 2, 3... without gaps; {_FIX}")
+        raise CorruptLogError(f"{where} holds seq {got!r}; seqs must run 1, 2, 3... without gaps; {FIX}")
     if not (isinstance(t, str) and isinstance(kind, str) and isinstance(ctx, str) and isinstance(data, dict)):
         raise CorruptLogError(
-            f"{where} has a field of the wrong type (t, kind, ctx: string; data: object); {_FIX}"
+            f"{where} has a field of the wrong type (t, kind, ctx: string; data: object); {FIX}"
         )
     return Event(seq=got, t=t, kind=kind, ctx=ctx, data=data)

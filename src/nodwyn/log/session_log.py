@@ -24,7 +24,7 @@ from nodwyn.errors import CanonicalError, CorruptLogError, NodwynError
 from nodwyn.log.attachments import ATTACHMENTS_NAME, Attachments
 from nodwyn.log.ids import session_start_time
 from nodwyn.log.index import INDEX_NAME, IndexFile, check_tail, rebuild, scan_lines
-from nodwyn.log.jsonl import encode_line, parse_line
+from nodwyn.log.jsonl import FIX, encode_line, parse_line
 from nodwyn.log.lock import SessionLock
 from nodwyn.log.redact import redact
 from nodwyn.values.events import MAIN_CTX, Event
@@ -363,7 +363,7 @@ class SessionLog:
                 if not 0 <= s < e <= len(buf) or buf[e - 1] != 0x0A:
                     raise CorruptLogError(
                         f"session {self.id}: seq {seq} should end at byte {ends[k + 1]}, "
-                        "but no line ends there"
+                        f"but no line ends there; {FIX}"
                     )
                 yield parse_line(buf[s:e], session=self.id, offset=ends[k], seq=seq)
                 seq += 1

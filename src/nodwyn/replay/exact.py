@@ -327,7 +327,8 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
         if torn:
             raise CorruptLogError(
                 f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
-                "(a partial log); exact replay refuses it"
+                "(a partial log); exact replay refuses it: let its writer finish, or resume the session "
+                "(its next writer cuts a torn tail); `nodwyn replay SESSION` shows the transcript"
             )
     except (CorruptLogError, ReplayError) as exc:
         yield Verdict(seq=r.next_seq, ctx="-", recorded=None, error=exc)
