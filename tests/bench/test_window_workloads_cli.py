@@ -37,9 +37,11 @@ def test_a_missing_folder_is_an_error_naming_it(tmp_path: Path, capsys: pytest.C
     assert "nowhere: no such file or folder" in capsys.readouterr().err
 
 
-def test_bad_budgets_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit):
+def test_bad_budgets_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
         window_workloads.main([str(tmp_path), "--budgets", "16,lots"])
+    assert exited.value.code == 2
+    assert "--budgets '16,lots': give whole numbers of Ki tokens" in capsys.readouterr().err
 
 
 def test_low_water_above_the_fixed_prefix() -> None:
