@@ -1,66 +1,48 @@
 """A session's cache figures as ``nodwyn run`` ends with them: the cached share of prompt tokens
-and the prefill time, from the log's replies."""
+(the seed's token cache rate, as ``nodwyn stats`` computes it: ``stats.totals``) and the prefill
+time the replies reported."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from nodwyn.stats.totals import Aggregator, cache_rate
 from nodwyn.values.events import Event
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RequestFigure:
-    seq: int  # of the llm.resp
-    prompt: int | None
-    cached: int | None
-    prefill_ms: float | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class CacheFigures:
-    rows: tuple[RequestFigure, ...]
-
-    @property
-    def prompt_tokens(self) -> int:
-        return sum(r.prompt or 0 for r in self.rows if r.cached is not None)
-
-    @property
-    def cached_tokens(self) -> int:
-        return sum(r.cached or 0 for r in self.rows if r.prompt)
+    requests: int  # replies recorded
+    prompt_tokens: int  # over the replies that report a cache read
+    cached_tokens: int
+    prefill_ms: float | None  # summed over the replies that report it
 
     @property
     def cached_share(self) -> float | None:
-        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
-
-    @property
-    def prefill_ms(self) -> float | None:
-        times = [r.prefill_ms for r in self.rows if r.prefill_ms is not None]
-        return sum(times) if times else None
+        return cache_rate(self.cached_tokens, self.prompt_tokens)
 
 
 def cache_figures(events: Iterable[Event]) -> CacheFigures:
-    rows = []
+    agg = Aggregator()
+    times: list[float] = []
     for e in events:
-        if e.kind != "llm.resp":
-            continue
-        resp = e.data.get("response", {})
-        usage = resp.get("usage", {})
-        timings = resp.get("timings", {})
-        rows.append(
-            RequestFigure(
-                seq=e.seq,
-                prompt=usage.get("prompt_tokens"),
-                cached=usage.get("cached_tokens"),
-                prefill_ms=timings.get("prefill_ms"),
-            )
-        )
-    return CacheFigures(rows=tuple(rows))
+        agg.feed(e)
+        if e.kind == "llm.resp":
+            ms = e.data.get("response", {}).get("timings", {}).get("prefill_ms")
+            if ms is not None:
+                times.append(ms)
+    sums = agg.totals().all
+    return CacheFigures(
+        requests=sums.replies,
+        prompt_tokens=sums.rate_prompt,
+        cached_tokens=sums.rate_cached,
+        prefill_ms=sum(times) if times else None,
+    )
 
 
 def describe(f: CacheFigures) -> str:
-    n = len(f.rows)
-    parts = [f"{n} request" if n == 1 else f"{n} requests"]
+    parts = [f"{f.requests} request" if f.requests == 1 else f"{f.requests} requests"]
     share = f.cached_share
     if share is None:
         parts.append("cache: not reported")
