@@ -1,16 +1,22 @@
-"""A neutral conversation driven through HttpBackend against a fake: build each Request by
-appending the reply, its tool results and the next user message, as the window does."""
+"""Conversations driven through HttpBackend against a fake: ``converse`` builds each Request by
+appending the reply, its tool results and the next user message, as the window does; ``Run`` is a
+session as the agent loop runs one, on a real session log and a live window."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from nodwyn.log import SessionLog
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
+from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
+from nodwyn.values.events import Event
 from nodwyn.values.model import ModelSettings
+from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Request, Response, ToolSpec
+from nodwyn.window import Build, Window
 
 SYSTEM = "You are a careful coding agent. Read before you write; run the tests after. " * 60
 TOOLS = (
@@ -87,3 +93,52 @@ def converse(
 def share(replies: list[Response]) -> float:
     prompt = sum(r.usage.prompt_tokens or 0 for r in replies)
     return sum(r.usage.cached_tokens or 0 for r in replies) / prompt
+
+
+ROOMY = WindowLimits(
+    high_water=50_000, low_water=20_000, max_result_tokens=2000, output_reserve=200, ceiling=60_000
+)
+
+
+class Run:
+    """A session as the agent loop runs one: log -> window -> HttpBackend -> fake -> log."""
+
+    def __init__(self, log: SessionLog, limits: WindowLimits = ROOMY, version: int = 19) -> None:
+        self.log = log
+        self.window = Window()
+        self.backend = HttpBackend(Credentials())
+        self.builds: list[Build] = []
+        self.replies: list[Response] = []
+        self.results: list[int] = []  # seq of each tool result
+        recipe = Recipe(
+            version=version, system="You are careful.", tools=TOOLS, limits=limits, context_size=100_000
+        )
+        self.append("session.start", {"recipe": recipe_to_json(recipe), "model": "model-a"})
+        self.append("user.msg", {"text": "Fix the bug."})
+
+    def append(self, kind: str, data: dict[str, Any]) -> Event:
+        event = self.log.append(kind, data)
+        self.window.feed(event)
+        return event
+
+    def ask(
+        self, settings: ModelSettings, result: str = "contents", session_key: str | None = None
+    ) -> Response:
+        b = self.window.build("main", origin=settings.origin)
+        req = self.append(
+            "llm.req",
+            {
+                "model": settings.name,
+                "origin": origin_to_json(settings.origin),
+                "digest": b.digest,
+                **b.record,
+            },
+        )
+        r = self.backend.send(b.request, settings, session_key=session_key)
+        self.builds.append(b)
+        self.replies.append(r)
+        self.append("llm.resp", {"req": req.seq, "response": response_to_json(r)})
+        for c in r.calls:
+            data = {"call_id": c.id, "name": c.name, "text": f"{result} of {c.arguments}", "error": False}
+            self.results.append(self.append("tool.result", data).seq)
+        return r

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from pathlib import Path
 
 import pytest
 
+from nodwyn.dialects import session_key
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.cache import BLOCK, MIN_CACHED
+from nodwyn.log import Store
 from nodwyn.values.content import ImagePart, TextPart, UserMessage
 from nodwyn.values.request import Request
-from transport.convo import SECRET, backend_for, converse, script, settings_for, share
+from transport.convo import SECRET, Run, backend_for, converse, script, settings_for, share
 
 TURNS = 6
 
@@ -226,3 +229,21 @@ def test_llamacpp_single_slot_reads_the_common_prefix_and_loses_it_to_another_co
 
 def user_message(text: str) -> UserMessage:
     return UserMessage(parts=(TextPart(text=text),))
+
+
+def test_the_session_key_goes_on_the_wire_and_never_into_the_log(tmp_path: Path) -> None:
+    with (
+        FakeServer(api="openai-chat", family="openrouter", script=script(3)) as fake,
+        Store(tmp_path).create() as log,
+    ):
+        key = session_key(log.id)
+        settings = settings_for(fake.url, "openai-chat", family="openrouter", credential=None)
+        run = Run(log)
+        for _ in range(3):
+            run.ask(settings, session_key=key)
+        received = fake.requests
+        digests = [e.data["digest"] for e in log.read(1) if e.kind == "llm.req"]
+    assert all(r.headers["x-session-id"] == key and r.body["prompt_cache_key"] == key for r in received)
+    logged = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert key.encode() not in logged  # neither in the requests' records nor anywhere else
+    assert digests == [b.digest for b in run.builds]  # the digest is of the neutral request, keyless

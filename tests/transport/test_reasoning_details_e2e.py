@@ -20,22 +20,14 @@ import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.base import ReceivedRequest
-from nodwyn.log import SessionLog, Store
-from nodwyn.transport.credentials import Credentials
-from nodwyn.transport.http import HttpBackend
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
+from nodwyn.log import Store
 from nodwyn.values.content import AssistantMessage
-from nodwyn.values.events import Event
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import Recipe, WindowLimits
-from nodwyn.values.request import Response, ToolSpec
-from nodwyn.window import Build, Window
+from nodwyn.values.recipe import WindowLimits
+from nodwyn.window import Build
+from transport.convo import Run
 
-ROOMY = WindowLimits(
-    high_water=50_000, low_water=20_000, max_result_tokens=2000, output_reserve=200, ceiling=60_000
-)
 TIGHT = WindowLimits(high_water=900, low_water=500, max_result_tokens=2000, output_reserve=50, ceiling=1200)
-TOOLS = (ToolSpec(name="fs-read", description="Read a file.", parameters={"type": "object"}),)
 SIGNED = [
     {"type": "reasoning.text", "text": "I should read the file <first>.", "signature": None},
     {"type": "reasoning.encrypted", "format": "openai-responses-v1"},  # the fake mints its data
@@ -55,48 +47,6 @@ def model(url: str, name: str = "model-a") -> ModelSettings:
     return ModelSettings(
         name=name, api="openai-chat", family="openrouter", model=name, context_size=200_000, base_url=url
     )
-
-
-class Run:
-    """A session as the agent loop runs one: log -> window -> HttpBackend -> fake -> log."""
-
-    def __init__(self, log: SessionLog, limits: WindowLimits = ROOMY, version: int = 19) -> None:
-        self.log = log
-        self.window = Window()
-        self.backend = HttpBackend(Credentials())
-        self.builds: list[Build] = []
-        self.replies: list[Response] = []
-        self.results: list[int] = []  # seq of each tool result
-        recipe = Recipe(
-            version=version, system="You are careful.", tools=TOOLS, limits=limits, context_size=100_000
-        )
-        self.append("session.start", {"recipe": recipe_to_json(recipe), "model": "model-a"})
-        self.append("user.msg", {"text": "Fix the bug."})
-
-    def append(self, kind: str, data: dict[str, Any]) -> Event:
-        event = self.log.append(kind, data)
-        self.window.feed(event)
-        return event
-
-    def ask(self, settings: ModelSettings, result: str = "contents") -> Response:
-        b = self.window.build("main", origin=settings.origin)
-        req = self.append(
-            "llm.req",
-            {
-                "model": settings.name,
-                "origin": origin_to_json(settings.origin),
-                "digest": b.digest,
-                **b.record,
-            },
-        )
-        r = self.backend.send(b.request, settings, session_key=None)
-        self.builds.append(b)
-        self.replies.append(r)
-        self.append("llm.resp", {"req": req.seq, "response": response_to_json(r)})
-        for c in r.calls:
-            data = {"call_id": c.id, "name": c.name, "text": f"{result} of {c.arguments}", "error": False}
-            self.results.append(self.append("tool.result", data).seq)
-        return r
 
 
 @pytest.fixture
