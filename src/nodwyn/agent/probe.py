@@ -3,12 +3,12 @@ included), the second extending the first, and what the provider said about each
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from nodwyn.agent.ports import Backend
 from nodwyn.agent.setup import BASE_SYSTEM
 from nodwyn.agent.tools import builtin_tools, catalog
+from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ProviderError
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
 from nodwyn.values.model import ModelSettings
@@ -40,7 +40,7 @@ def settings_sent(settings: ModelSettings) -> list[str]:
 
 
 def probe(backend: Backend, settings: ModelSettings, max_output: int = 32) -> list[ProbeResult]:
-    key = hashlib.sha256(f"nodwyn models test {settings.name}".encode()).hexdigest()
+    key = session_key(f"nodwyn models test {settings.name}")  # a session of its own, named as any other
     tools = catalog(builtin_tools().values())
     first = Request(
         system=BASE_SYSTEM,
