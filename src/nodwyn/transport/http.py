@@ -208,7 +208,9 @@ class HttpBackend:
             return orjson.loads(resp.content)
         except orjson.JSONDecodeError:
             raise DecodeError(
-                f"{settings.name}: the model list at {origin_of(url)} is not JSON", status=resp.status_code
+                f"{settings.name}: the model list at {origin_of(url)} is not JSON; "
+                "check that base_url points at the API, not at a web page or proxy",
+                status=resp.status_code,
             ) from None
 
     def _stream_once(
@@ -277,4 +279,7 @@ def model_ids(reply: Any, settings: ModelSettings) -> list[str]:
             return [str(m.get("name") or m.get("model")) for m in reply["models"] if isinstance(m, dict)]
         if isinstance(reply.get("data"), list):
             return [str(m["id"]) for m in reply["data"] if isinstance(m, dict) and "id" in m]
-    raise DecodeError(f"{settings.name}: the model list has neither models[] nor data[]")
+    raise DecodeError(
+        f"{settings.name}: the model list has neither models[] nor data[]; check that the entry's api "
+        f"({settings.api}) is the one the server at base_url speaks"
+    )
