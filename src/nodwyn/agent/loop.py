@@ -21,7 +21,7 @@ from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.ports import Backend, Display, Quiet
 from nodwyn.agent.session import send_request
-from nodwyn.agent.state import LoopState, interrupted
+from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.dialects.session_key import session_key
@@ -119,8 +119,8 @@ class Agent:
         except ProviderError as exc:
             self.append("note", {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
             raise
-        logged = reply.for_log(response)
-        for note in logged.notes[len(response.notes) :]:
+        logged, left_out = reply.for_log(response)
+        for note in left_out:
             self.display.notice(note)
         event = self.append("llm.resp", {"req": req.seq, "response": response_to_json(logged)}, ctx=ctx)
         self.display.response(event, logged)
@@ -132,7 +132,7 @@ class Agent:
         """After an interruption (a crash, Ctrl-C, a failed request mid-batch): close the sub-agent
         contexts left open and answer every call left without a result, so the conversation is whole
         again. Returns how many events it appended."""
-        due = interrupted(self.log.read(1), self.state.ctx)
+        due = self.state.interrupted()
         for kind, data, ctx in due:
             self.append(kind, data, ctx=ctx)
         return len(due)

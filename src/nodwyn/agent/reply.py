@@ -16,21 +16,22 @@ from nodwyn.values.codec import block_to_json
 from nodwyn.values.request import Response
 
 
-def for_log(response: Response) -> Response:
-    """``response`` without the reasoning_details blocks the log's redaction would change."""
+def for_log(response: Response) -> tuple[Response, list[str]]:
+    """``response`` without the reasoning_details blocks the log's redaction would change, and the
+    notes (also on the response) saying what was left out and why."""
     kept = []
-    notes = list(response.notes)
+    added: list[str] = []
     for block in response.blocks:
         if block.type == "reasoning_details":
             _, report = redact(block_to_json(block))
             if report.changed:
                 shapes = ", ".join(name for name, _ in report.replaced)
-                notes.append(
+                added.append(
                     f"reasoning_details left out: the log's redaction would change them ({shapes}), "
                     "so they could not go back as they came; this reply goes back with its thinking"
                 )
                 continue
         kept.append(block)
-    if len(kept) == len(response.blocks):
-        return response
-    return dataclasses.replace(response, blocks=tuple(kept), notes=tuple(notes))
+    if not added:
+        return response, []
+    return dataclasses.replace(response, blocks=tuple(kept), notes=(*response.notes, *added)), added

@@ -1,13 +1,13 @@
 """What the turn loop follows from the log: the context it is in, the model, the tool results
 hygiene reads, the folds done, the attached images, how many contexts were opened and the last
-request's estimate. ``LoopState.follow`` takes every event in seq order, so a resumed session
-rebuilds the same state from its log; ``interrupted`` finds what an interruption left open.
+request's estimate, the calls not answered yet and the sub-agent contexts still open.
+``LoopState.follow`` takes every event in seq order, so a resumed session rebuilds the same state
+from its log; ``interrupted`` says what an interruption left open, without reading the log again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,12 +19,6 @@ INTERRUPTED = "interrupted: the session stopped before this call was answered; c
 SUB_INTERRUPTED = "(interrupted before it answered)"
 
 
-def _calls(event: Event) -> dict[str, ToolCall]:
-    """The tool calls of an ``llm.resp``, by id."""
-    calls = event.data.get("response", {}).get("calls", [])
-    return {c["id"]: ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in calls}
-
-
 @dataclass(slots=True)
 class LoopState:
     ctx: str = MAIN_CTX
@@ -34,14 +28,19 @@ class LoopState:
     images: dict[str, dict[str, Any]] = field(default_factory=dict)
     contexts: int = 0
     last_estimate: int = 0
-    calls: dict[str, ToolCall] = field(default_factory=dict)  # every call seen, by id
+    pending: dict[str, dict[str, ToolCall]] = field(default_factory=dict)  # ctx -> unanswered calls
+    open_subs: dict[str, Event] = field(default_factory=dict)  # sub-agent id -> its ctx.open
 
     def follow(self, event: Event) -> None:
         d = event.data
         if event.kind == "llm.resp":
-            self.calls.update(_calls(event))
+            calls = d.get("response", {}).get("calls", [])
+            self.pending[event.ctx] = {
+                c["id"]: ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in calls
+            }
         elif event.kind == "tool.result":
-            self.results.append(result_record(event, self.calls.get(d["call_id"])))
+            call = self.pending.get(event.ctx, {}).pop(d["call_id"], None)
+            self.results.append(result_record(event, call))
         elif event.kind == "result.fold":
             self.folded.add(d["target"])
         elif event.kind == "user.msg":
@@ -54,10 +53,26 @@ class LoopState:
             if d.get("kind") == "narrow":
                 self.ctx = d["id"]
                 self.last_estimate = 0
+            elif d.get("kind") == "sub":
+                self.open_subs[d["id"]] = event
+        elif event.kind == "ctx.close":
+            self.open_subs.pop(d["id"], None)
         elif event.kind in ("session.start", "session.resume"):
             self.model = d.get("model", self.model)
         elif event.kind == "llm.req" and event.ctx == self.ctx:
             self.last_estimate = int(d.get("estimate", 0))
+
+    def interrupted(self) -> list[tuple[str, dict[str, Any], str]]:
+        """The events (kind, data, ctx) that make the conversation whole after an interruption:
+        each sub-agent context left open is closed (innermost first), and each call of the current
+        context's last reply left without a result is answered with an error saying so."""
+        out: list[tuple[str, dict[str, Any], str]] = []
+        for sub_id, event in sorted(self.open_subs.items(), key=lambda kv: -kv[1].seq):
+            out.append(("ctx.close", {"id": sub_id, "result": SUB_INTERRUPTED}, event.ctx))
+        for call in self.pending.get(self.ctx, {}).values():
+            data = {"call_id": call.id, "name": call.name, "text": INTERRUPTED, "error": True}
+            out.append(("tool.result", data, self.ctx))
+        return out
 
 
 def result_record(event: Event, call: ToolCall | None) -> ResultRecord:
@@ -88,29 +103,3 @@ def result_record(event: Event, call: ToolCall | None) -> ResultRecord:
         error=bool(d.get("error")),
         first_line=text.strip().splitlines()[0] if text.strip() else "",
     )
-
-
-def interrupted(events: Iterable[Event], ctx: str) -> list[tuple[str, dict[str, Any], str]]:
-    """The events (kind, data, ctx) that make a conversation whole after an interruption: each
-    sub-agent context left open is closed (innermost first), and each call of ``ctx``'s last reply
-    left without a result is answered with an error saying so."""
-    opened: dict[str, Event] = {}
-    pending: dict[str, dict[str, ToolCall]] = {}
-    for event in events:
-        d = event.data
-        if event.kind == "ctx.open" and d.get("kind") == "sub":
-            opened[d["id"]] = event
-        elif event.kind == "ctx.close":
-            opened.pop(d["id"], None)
-        elif event.kind == "llm.resp":
-            pending[event.ctx] = _calls(event)
-        elif event.kind == "tool.result":
-            pending.get(event.ctx, {}).pop(d["call_id"], None)
-    out: list[tuple[str, dict[str, Any], str]] = []
-    for sub_id, event in sorted(opened.items(), key=lambda kv: -kv[1].seq):
-        out.append(("ctx.close", {"id": sub_id, "result": SUB_INTERRUPTED}, event.ctx))
-        pending.pop(sub_id, None)
-    for call in pending.get(ctx, {}).values():
-        data = {"call_id": call.id, "name": call.name, "text": INTERRUPTED, "error": True}
-        out.append(("tool.result", data, ctx))
-    return out
