@@ -74,6 +74,7 @@ class Decoder(Protocol):
 class Dialect(Protocol):
     api: str
     models_path: str
+    asks_again_when_cut: bool  # a stream cut before its terminal event is sent again once
 
     def encode(
         self,

@@ -16,6 +16,7 @@ from nodwyn.values.request import Response
 class DialectBase:
     api = ""
     models_path = ""
+    asks_again_when_cut = False
 
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings

@@ -59,6 +59,7 @@ TERMINAL = frozenset({"response.completed", "response.incomplete", "response.fai
 class ResponsesDialect(DialectBase):
     api = "responses"
     models_path = "/v1/models"
+    asks_again_when_cut = True  # once; the reply's notes say so (see the module docstring)
 
     def encode(
         self,

@@ -116,7 +116,7 @@ class HttpBackend:
                     dialect, settings, wire.method, url, headers, body, on_delta, shown
                 )
             except _Incomplete as inc:
-                if settings.api == "responses" and not asked_again:
+                if dialect.asks_again_when_cut and not asked_again:
                     asked_again = True
                     notes.append(ASKED_AGAIN)
                     continue
