@@ -21,6 +21,13 @@ from nodwyn.values.model import ModelSettings
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "fs-read", "arguments": "{}"}}
 
+CHAT_PATH = {
+    "ollama": "/api/chat",
+    "openai-chat": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+}
+
 
 def _chat(fake: FakeServer, messages: list[dict[str, Any]], **extra: Any) -> httpx.Response:
     return post(
@@ -251,12 +258,7 @@ def test_ollama_refuses_string_arguments() -> None:
 @pytest.mark.parametrize("api", ["ollama", "openai-chat", "responses", "anthropic"])
 def test_script_exhaustion_and_scripted_errors_in_each_shape(api: str) -> None:
     script = [{"error": {"status": 429, "message": "slow down", "retry_after": 3}}]
-    path = {
-        "ollama": "/api/chat",
-        "openai-chat": "/v1/chat/completions",
-        "responses": "/v1/responses",
-        "anthropic": "/v1/messages",
-    }[api]
+    path = CHAT_PATH[api]
     body: dict[str, Any] = {
         "model": "fake-model",
         "max_tokens": 5,
@@ -370,12 +372,7 @@ def test_a_reply_not_streamed_is_the_same_reply(api: str, family: str) -> None:
         "calls": [{"name": "fs-read", "arguments": {"p": 1}}],
         "reasoning_details": details if family == "openrouter" else None,
     }
-    path = {
-        "ollama": "/api/chat",
-        "openai-chat": "/v1/chat/completions",
-        "responses": "/v1/responses",
-        "anthropic": "/v1/messages",
-    }[api]
+    path = CHAT_PATH[api]
     base: dict[str, Any] = {"model": "fake-model", "max_tokens": 50}
     if api == "responses":
         base["input"] = "x"
