@@ -49,6 +49,9 @@ class TurnResult:
 
 
 class Agent:
+    """One session's turns. ``window`` is a new ``Window``: the agent feeds it the log, and then
+    every event it appends."""
+
     def __init__(
         self,
         *,
@@ -79,7 +82,8 @@ class Agent:
             recipe, workspace=workspace, approve=approve, shell_timeout=shell_timeout, recall=self.recall
         )
         self.state = LoopState(model=model)
-        for event in log.read(1):  # a resumed session: contexts, results, folds, images, model
+        for event in log.read(1):  # one pass over what the log holds (a resumed session's past)
+            window.feed(event)
             self.state.follow(event)
 
     @property

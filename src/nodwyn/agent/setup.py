@@ -158,15 +158,12 @@ def open_agent(
         log = resume_session(store, session_id, recipe, model.name)
     else:
         log = start_session(store, recipe, model.name, str(workspace))
-    window = Window()
-    for event in log.read(1):
-        window.feed(event)
     made: Backends | None = None
     if backend_for is None:
         backend_for = made = Backends(env, config)
     agent = Agent(
         log=log,
-        window=window,
+        window=Window(),
         recipe=recipe,
         tools=tools,
         models=config.models,
