@@ -14,7 +14,7 @@ from nodwyn.errors import DecodeError, OriginError, ProviderError, ProviderUnava
 from nodwyn.fakes import FakeServer
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import ASKED_AGAIN, HttpBackend, join_url
-from nodwyn.values.content import AssistantMessage
+from nodwyn.values.content import AssistantMessage, ToolMessage
 from nodwyn.values.request import Request
 from transport.convo import SECRET, SYSTEM, TOOLS, backend_for, converse, script, settings_for, user
 
@@ -71,8 +71,6 @@ def test_a_reasoning_block_never_reaches_another_origin(api: str) -> None:
                     text=reply.text, thinking=reply.thinking, calls=reply.calls, blocks=reply.blocks
                 ),
             )
-            from nodwyn.values.content import ToolMessage
-
             results = tuple(ToolMessage(call_id=c.id, name=c.name, text="file") for c in reply.calls)
             moved = Request(system=SYSTEM, tools=TOOLS, messages=history + results, max_output=100)
             # the model switched to b: a's blocks may not go there
