@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 import pytest
 
-from nodwyn.cli import main
 from nodwyn.errors import (
     CorruptLogError,
     DigestMismatchError,
@@ -38,6 +37,7 @@ from nodwyn.replay.transcript import transcript
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.window import TurnOptions
 
+from .invoke import run
 from .scripted import ORIGIN, Script, recipe
 
 MUTANTS = 10_000
@@ -129,19 +129,6 @@ def _outcome(exc: BaseException | None) -> str:
     return "verified" if exc is None else type(exc).__name__
 
 
-def _cli(
-    root: Path, sid: str, seq: int, capfdbinary: pytest.CaptureFixture[bytes]
-) -> tuple[int, bytes, bytes]:
-    capfdbinary.readouterr()
-    try:
-        main(["replay", sid, "--window", str(seq), "--root", str(root)])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capfdbinary.readouterr()
-    return code, out, err
-
-
 @pytest.mark.slow
 def test_fuzzed_logs_verify_or_refuse_by_name(
     tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]
@@ -210,7 +197,8 @@ def test_fuzzed_logs_verify_or_refuse_by_name(
         by_kind[(kind, outcome)] += 1
         if n % 50 == 0:
             cli_runs += 1
-            code, out, err = _cli(store.root, base.id, target, capfdbinary)
+            capfdbinary.readouterr()
+            code, out, err = run(store, capfdbinary, "replay", base.id, "--window", str(target))
             if code == 0 and out != base.sent[target]:
                 failures.append(f"#{n} {kind}: the CLI printed a wrong request with exit 0")
             if code not in (0, 3, 5, 6, 7, 8):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.cli import main
 from nodwyn.errors import (
     CorruptLogError,
     DigestMismatchError,
@@ -20,6 +19,7 @@ from nodwyn.errors import (
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request, verify_all
 
+from .invoke import run as nodwyn
 from .logfile import Line, log_path, read_lines, rewrite, seq_of, write_raw
 from .scripted import Script, recipe
 
@@ -33,12 +33,7 @@ def _recorded(store: Store) -> Script:
 
 
 def run(store: Store, capfdbinary: pytest.CaptureFixture[bytes], *args: str) -> tuple[int, bytes, str]:
-    try:
-        main([*args, "--root", str(store.root)])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capfdbinary.readouterr()
+    code, out, err = nodwyn(store, capfdbinary, *args)
     return code, out, err.decode()
 
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from nodwyn.cli import main
 from nodwyn.errors import ConfigError, LockedError, NotFoundError
 from nodwyn.log import Store
 from nodwyn.replay.summaries import add_summary, revoke_summary, summaries
 from nodwyn.values.events import Event
 from nodwyn.window import source_digest
 
+from .invoke import run
 from .scripted import Script, recipe
 
 Make = Callable[..., Script]
@@ -37,16 +37,6 @@ def _events(store: Store, sid: str) -> list[Event]:
 
 def _users(events: list[Event]) -> list[int]:
     return [e.seq for e in events if e.kind == "user.msg"]
-
-
-def run(store: Store, capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main([*args, "--root", str(store.root)])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capfd.readouterr()
-    return code, out, err
 
 
 def test_add_records_the_redacted_span_digest(session: Make, store: Store) -> None:

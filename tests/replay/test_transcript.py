@@ -7,26 +7,16 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from nodwyn.cli import main
 from nodwyn.log import Store
 from nodwyn.replay.transcript import render_event, transcript
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.values.events import Event
 
+from .invoke import run
 from .logfile import Line, rewrite
 from .scripted import ORIGIN, Script, recipe
 
 Make = Callable[..., Script]
-
-
-def run(store: Store, capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main([*args, "--root", str(store.root)])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capfd.readouterr()
-    return code, out, err
 
 
 def test_a_session_reads_as_a_conversation(
