@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -60,3 +61,18 @@ def test_send_request_records_the_digest_of_what_it_built(store: Store) -> None:
     assert req.data["model"] == "test" and codec.origin_from_json(req.data["origin"]).model == "test-model"
     assert req.data["start"] == {"seq": 1, "keep": []}
     s.close()
+
+
+def test_the_recipe_is_recorded_redacted_and_requests_use_what_was_recorded(
+    session: Callable[..., Script], store: Store
+) -> None:
+    key = "sk-ant-api03-" + "Qw7" * 12
+    s = session(recipe(system=f"You are a coding agent. Deploy with {key} when asked."))
+    s.turn("hello", [], "hi")
+    with store.open(s.id) as log:
+        start = next(log.read(1, 1))
+    assert key not in start.data["recipe"]["system"]
+    assert "[redacted:anthropic-key]" in start.data["recipe"]["system"]
+    assert start.data["_redaction"]["replaced"] == {"anthropic-key": 1}
+    for sent in s.sent.values():  # what the provider layer got: the recorded, redacted recipe
+        assert key.encode() not in sent and b"[redacted:anthropic-key]" in sent
