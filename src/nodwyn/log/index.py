@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final
 
 from nodwyn.errors import CorruptLogError
-from nodwyn.log.jsonl import seq_prefix
+from nodwyn.log.jsonl import FIX, seq_prefix
 
 INDEX_NAME: Final = "index.bin"
 MAGIC: Final = b"NDWNIDX1"
@@ -165,8 +165,7 @@ def rebuild(fd: int, size: int, session: str) -> Scan:
     if scan.bad_seq is not None:
         raise CorruptLogError(
             f"session {session}: the line at byte {scan.bad_offset} should start with "
-            f"{seq_prefix(scan.bad_seq).decode()!r} (seq {scan.bad_seq}) but does not; the log is damaged "
-            "there: copy the session folder and cut log.jsonl before that line to keep what precedes it"
+            f"{seq_prefix(scan.bad_seq).decode()!r} (seq {scan.bad_seq}) but does not; {FIX}"
         )
     return scan
 
