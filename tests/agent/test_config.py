@@ -160,3 +160,20 @@ def test_approving_a_tool_that_does_not_exist_is_refused(tmp_path: Path) -> None
     message = str(exc.value)
     assert message.startswith(f"{path} [tools] approve: 'fs_write' is not a tool;") and "fs-write" in message
     assert not (tmp_path / "home").exists() or Store(tmp_path / "home").ids() == []
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ("model = 'm'\ncontext_size = 100\nbase_url = 'http://h'", "api"),
+        ("api = 'ollama'\ncontext_size = 100\nbase_url = 'http://h'", "model"),
+        ("api = 'ollama'\nmodel = 'm'\nbase_url = 'http://h'", "context_size"),
+        ("api = 'ollama'\nmodel = 'm'\ncontext_size = 100", "base_url"),
+    ],
+)
+def test_a_missing_model_key_says_which_table_and_what_to_add(tmp_path: Path, table: str, key: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[models.x]\n{table}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(env_for(path))
+    assert str(exc.value).startswith(f"{path} [models.x]: ") and f"add {key} = " in str(exc.value)
