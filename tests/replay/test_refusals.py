@@ -17,7 +17,7 @@ from nodwyn.errors import (
     UnknownRecipeError,
 )
 from nodwyn.log import Store
-from nodwyn.replay.exact import replay_request, verify_all
+from nodwyn.replay.exact import offset_of, replay_request, verify_all
 
 from .invoke import run as nodwyn
 from .logfile import Line, log_path, read_lines, rewrite, seq_of, write_raw
@@ -301,3 +301,18 @@ def test_every_window_refusal_is_one_line_naming_the_session_and_its_exit_code(
     assert (got, out) == (code, b"")
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert err.startswith(f"nodwyn: session {s.id}"), err
+
+
+def test_offsets_are_found_by_counting_lines_when_the_index_cannot_be_rebuilt(store: Store) -> None:
+    s = _recorded(store)
+    raw = log_path(store, s.id).read_bytes()
+    lines = raw.splitlines(keepends=True)
+    lines[5] = lines[5].replace(b'{"seq":6,', b'{"seq":60,', 1)  # out of sequence: no index can be built
+    write_raw(store, s.id, b"".join(lines))
+    with store.open(s.id) as log:
+        with pytest.raises(CorruptLogError):
+            log.offset_of(3)
+        assert offset_of(log, 3) == sum(map(len, lines[:2]))
+        assert offset_of(log, 6) is None  # its line does not hold seq 6
+        assert offset_of(log, 7) == sum(map(len, lines[:6]))
+        assert offset_of(log, len(lines) + 1) is None

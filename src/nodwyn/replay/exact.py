@@ -32,8 +32,8 @@ from nodwyn.errors import (
 )
 from nodwyn.log import SessionLog
 from nodwyn.log.jsonl import seq_prefix
-from nodwyn.log.session_log import LOG_NAME
 from nodwyn.replay.diff import describe
+from nodwyn.replay.tolerant import raw_lines
 from nodwyn.replay.validate import check_event, place
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
@@ -78,23 +78,13 @@ def offset_of(log: SessionLog, seq: int) -> int | None:
         off = None
     if off is not None:
         return off
-    prefix = seq_prefix(seq)
     try:
-        with open(log.path / LOG_NAME, "rb") as fh:
-            pos, line = 0, 1
-            while line < seq:
-                chunk = fh.read(1 << 20)
-                if not chunk:
-                    return None
-                i = 0
-                while line < seq and (j := chunk.find(b"\n", i)) >= 0:
-                    line += 1
-                    i = j + 1
-                pos += i if line == seq else len(chunk)
-            fh.seek(pos)
-            return pos if fh.read(len(prefix)) == prefix else None
+        for n, (off, line, _) in enumerate(raw_lines(log), start=1):
+            if n == seq:
+                return off if line.startswith(seq_prefix(seq)) else None
     except OSError:
-        return None
+        pass
+    return None
 
 
 def _sha(canonical: bytes) -> str:

@@ -20,7 +20,7 @@ from nodwyn.values.events import Event
 _CHUNK = 1 << 20
 
 
-def _lines(log: SessionLog) -> Iterator[tuple[int, bytes, bool]]:
+def raw_lines(log: SessionLog) -> Iterator[tuple[int, bytes, bool]]:
     """(offset, line without its newline, whole) for every line; a tail no newline ends is not whole."""
     with open(log.path / LOG_NAME, "rb") as fh:
         offset, rest = 0, b""
@@ -50,7 +50,7 @@ def tolerant_events(log: SessionLog) -> Iterator[Event | Damaged]:
         return
     except CorruptLogError:
         pass  # read on line by line from the first one the reader refused
-    for n, (offset, line, whole) in enumerate(_lines(log)):
+    for n, (offset, line, whole) in enumerate(raw_lines(log)):
         if n < done:
             continue
         if not whole:
