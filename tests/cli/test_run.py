@@ -225,10 +225,10 @@ def test_run_with_an_image(env: dict[str, str]) -> None:
         with Path(env["NODWYN_CONFIG"]).open("a") as f:
             f.write("takes_images = true\n")
         done = nodwyn(env, "run", "What is this?", "--image", "dot.png")
+        assert done.returncode == 0, done.stderr
         missing = nodwyn(env, "run", "And this?", "--image", "nope.png")
         not_image = nodwyn(env, "run", "And this?", "--image", "calc.py")
         body = fake.requests[-1].body
-    assert done.returncode == 0, done.stderr
     parts = [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"]]
     assert any(
         p.get("type") == "image_url" and p["image_url"]["url"].startswith("data:image/png") for p in parts
