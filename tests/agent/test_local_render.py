@@ -1,8 +1,9 @@
-"""The local backend's prompt rendering (pure): appending messages extends the prompt."""
+"""The local model's prompt format (pure: appending messages extends the prompt) and streamed text."""
 
 import pytest
 
-from nodwyn.transport.local import TextDeltas, gguf_path, parse_reply, render_prompt, shared_prefix
+from nodwyn.transport.local import TextDeltas, gguf_path
+from nodwyn.transport.local_prompt import parse_reply, render_prompt, shared_prefix
 from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Request, ToolSpec
 
