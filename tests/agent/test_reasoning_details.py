@@ -78,3 +78,46 @@ model = "router"
         for e in events:
             if e.kind == "llm.req":
                 assert replay_request(log, e.seq).digest == e.data["digest"]
+
+
+def test_an_anthropic_thinking_block_redaction_would_change_is_left_out_too(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script: list[dict[str, Any]] = [
+        {
+            "blocks": [{"type": "thinking", "thinking": f"the key is {LEAKED}", "position": 0}],
+            "calls": [{"name": "fs-list", "id": "c1", "arguments": {}}],
+        },
+        {"text": "done."},
+    ]
+    with FakeServer(api="anthropic", script=script) as fake:
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f"""[models.claude]
+api = "anthropic"
+model = "claude-test"
+base_url = "{fake.url}"
+context_size = 32000
+[control]
+model = "claude"
+"""
+        )
+        env = {"NODWYN_HOME": str(tmp_path / "home"), "NODWYN_CONFIG": str(config), "HOME": str(tmp_path)}
+        agent = open_agent(env=env, workspace=workspace).agent
+        sid = agent.session_id
+        assert agent.user_turn("What is here?").text == "done."
+        agent.log.close()
+        bodies = [r.body for r in fake.requests if r.path.endswith("/messages")]
+
+    assert len(bodies) == 2
+    assistant = [m for m in bodies[1]["messages"] if m["role"] == "assistant"][0]
+    assert [c["type"] for c in assistant["content"]] == ["tool_use"]
+    assert LEAKED not in orjson.dumps(bodies).decode()
+    with Store(tmp_path / "home").open(sid) as log:
+        events = list(log.read(1))
+        resps = [e.data["response"] for e in events if e.kind == "llm.resp"]
+        assert resps[0].get("blocks", []) == []
+        assert any("thinking left out" in n and "openai-key" in n for n in resps[0]["notes"])
+        for e in events:
+            if e.kind == "llm.req":
+                assert replay_request(log, e.seq).digest == e.data["digest"]
