@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodwyn.agent.config import Config, load_config
+from nodwyn.agent.config import Config, config_dir, load_config
 from nodwyn.agent.extensions import Extensions, load_extensions
 from nodwyn.agent.limits import session_limits
 from nodwyn.agent.loop import Agent
@@ -17,6 +17,7 @@ from nodwyn.agent.session import resume_session, start_session
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.errors import ConfigError
 from nodwyn.log import Store, data_root
+from nodwyn.transport.credentials import Credentials
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import CURRENT_VERSION, Recipe
 from nodwyn.window import Window
@@ -35,6 +36,23 @@ def cache_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "nodwyn"
 
 
+def keychain_path(env: Mapping[str, str]) -> Path:
+    """``$NODWYN_KEYCHAIN``, else ``keychain.json`` beside config.toml (mode 0600 required)."""
+    named = env.get("NODWYN_KEYCHAIN")
+    return Path(named) if named else config_dir(env) / "keychain.json"
+
+
+def credentials(env: Mapping[str, str], config: Config) -> Credentials:
+    """Environment credentials bound to the origins of the model entries that name them, then the
+    keychain's (which state their own origins and scopes, and win a name both hold). A keychain
+    that ``NODWYN_KEYCHAIN`` names must exist; the default one is optional."""
+    found = Credentials.from_env_for_models(env, config.models.values())
+    path = keychain_path(env)
+    if env.get("NODWYN_KEYCHAIN") or path.exists():
+        found = found.merged(Credentials.from_keychain(path))
+    return found
+
+
 class Backends:
     """One backend per kind, made on first use: the in-process local model, or HTTP."""
 
@@ -51,14 +69,9 @@ class Backends:
 
                 self._made[kind] = LocalBackend(state_dir=cache_dir(self._env) / "local-kv")
             else:
-                from nodwyn.transport.credentials import Credentials, origin_of
                 from nodwyn.transport.http import HttpBackend
 
-                bindings: dict[str, list[str]] = {}
-                for m in self._config.models.values():
-                    if m.credential and m.base_url:
-                        bindings.setdefault(m.credential, []).append(origin_of(m.base_url))
-                self._made[kind] = HttpBackend(Credentials.from_env(self._env, bindings))
+                self._made[kind] = HttpBackend(credentials(self._env, self._config))
         return self._made[kind]
 
     def close(self) -> None:
