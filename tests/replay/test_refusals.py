@@ -316,3 +316,18 @@ def test_offsets_are_found_by_counting_lines_when_the_index_cannot_be_rebuilt(st
         assert offset_of(log, 6) is None  # its line does not hold seq 6
         assert offset_of(log, 7) == sum(map(len, lines[:6]))
         assert offset_of(log, len(lines) + 1) is None
+
+
+def test_a_damaged_kind_is_refused_as_damage_in_one_line(
+    store: Store, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    s = _recorded(store)
+
+    def bad(lines: list[Line]) -> list[Line]:
+        lines[1]["kind"] = "user.msg\nllm.req"
+        return lines
+
+    rewrite(store, s.id, bad)
+    code, out, err = run(store, capfdbinary, "replay", s.id, "--window", "2")
+    assert (code, out) == (5, b"")
+    assert err.count("\n") == 1 and "unknown event kind 'user.msg\\nllm.req'" in err

@@ -197,12 +197,12 @@ def _target(log: SessionLog, seq: int) -> Event:
         )
     if found.seq != seq:
         raise CorruptLogError(f"{place(log.id, seq, offset_of(log, seq))}: the line holds seq {found.seq}")
+    _checked(log, found, None)  # first: a damaged line is refused as damage, whatever its kind
     if found.kind != "llm.req":
         raise NotFoundError(
             f"session {log.id} seq {seq} is a {found.kind}, not an llm.req; "
             "`nodwyn replay SESSION --all` lists its requests"
         )
-    _checked(log, found, None)
     return found
 
 

@@ -105,7 +105,7 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
     if open_calls:
         (_, cid), s = min(open_calls.items(), key=lambda kv: kv[1])
         raise ConfigError(
-            f"{pre}call {cid} of reply seq {s} has no result inside {first}..{last}; "
+            f"{pre}call {cid!r} of reply seq {s} has no result inside {first}..{last}; "
             "end the span after its result"
         )
     for e in events[by_seq[last] + 1 :]:
