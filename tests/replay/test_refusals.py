@@ -331,3 +331,20 @@ def test_a_damaged_kind_is_refused_as_damage_in_one_line(
     code, out, err = run(store, capfdbinary, "replay", s.id, "--window", "2")
     assert (code, out) == (5, b"")
     assert err.count("\n") == 1 and "unknown event kind 'user.msg\\nllm.req'" in err
+
+
+def test_a_context_id_the_log_never_writes_is_damage(
+    store: Store, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    s = _recorded(store)
+    last = max(s.sent)
+
+    def bad(lines: list[Line]) -> list[Line]:
+        lines[last - 1]["ctx"] = "main\nseq 1 ok"
+        return lines
+
+    rewrite(store, s.id, bad)
+    code, out, err = run(store, capfdbinary, "replay", s.id, "--window", str(last))
+    assert (code, out) == (5, b"") and err.count("\n") == 1 and "'main\\nseq 1 ok'" in err
+    code, out, _ = run(store, capfdbinary, "replay", s.id, "--all")
+    assert code == 5 and len(out.splitlines()) == len(s.sent) + 1  # one line per verdict, then the total

@@ -32,7 +32,7 @@ from nodwyn.values.events import MAIN_CTX, Event
 LOG_NAME: Final = "log.jsonl"
 REDACTION_KEY: Final = "_redaction"
 _KIND: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*")
-_CTX: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+CTX_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # what a context id may be
 _LAG_REOPEN: Final = 64  # a reader re-checks index.bin when this many lines lack an entry
 _READ_BATCH: Final = 4096  # index entries fetched at once
 _READ_BYTES: Final = 4 << 20  # log bytes read at once (a longer line is read alone)
@@ -275,7 +275,7 @@ class SessionLog:
             raise CanonicalError(
                 f"session {self.id}: event kind {kind!r} is not dotted lowercase (e.g. 'llm.req')"
             )
-        if not isinstance(ctx, str) or not _CTX.fullmatch(ctx):
+        if not isinstance(ctx, str) or not CTX_ID.fullmatch(ctx):
             raise CanonicalError(f"session {self.id}: context id {ctx!r} must be 1-128 of [A-Za-z0-9_.:-]")
         if not isinstance(data, dict):
             raise CanonicalError(

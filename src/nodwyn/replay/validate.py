@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodwyn.errors import CorruptLogError, UnknownRecipeError
+from nodwyn.log.session_log import CTX_ID
 from nodwyn.values import codec
 from nodwyn.values.events import KINDS, Event
 
@@ -197,8 +198,8 @@ def check_event(ev: Event, expected_seq: int | None, session: str = "", offset: 
         raise CorruptLogError(f"{here}: expected seq {expected_seq} (seqs run on with no gap); {fix}")
     if not isinstance(ev.kind, str) or ev.kind not in KINDS:
         raise CorruptLogError(f"{here}: unknown event kind {ev.kind!r}; {fix}")
-    if not isinstance(ev.ctx, str) or not ev.ctx:
-        raise CorruptLogError(f"{here}: the context id is not a non-empty string; {fix}")
+    if not isinstance(ev.ctx, str) or not CTX_ID.fullmatch(ev.ctx):
+        raise CorruptLogError(f"{here}: context id {ev.ctx!r} is not one the log writes; {fix}")
     if not isinstance(ev.data, dict):
         raise CorruptLogError(f"{here}: the payload is not an object; {fix}")
     try:
