@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nodwyn.cli.replay import _verdict_line
 from nodwyn.errors import (
     CorruptLogError,
     DigestMismatchError,
@@ -17,7 +18,7 @@ from nodwyn.errors import (
     UnknownRecipeError,
 )
 from nodwyn.log import Store
-from nodwyn.replay.exact import offset_of, replay_request, verify_all
+from nodwyn.replay.exact import Verdict, offset_of, replay_request, verify_all
 
 from .invoke import run as nodwyn
 from .logfile import Line, log_path, read_lines, rewrite, seq_of, write_raw
@@ -348,3 +349,25 @@ def test_a_context_id_the_log_never_writes_is_damage(
     assert (code, out) == (5, b"") and err.count("\n") == 1 and "'main\\nseq 1 ok'" in err
     code, out, _ = run(store, capfdbinary, "replay", s.id, "--all")
     assert code == 5 and len(out.splitlines()) == len(s.sent) + 1  # one line per verdict, then the total
+
+
+def test_a_recorded_digest_of_another_form_is_damage(
+    store: Store, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    s = _recorded(store)
+    last = max(s.sent)
+
+    def bad(lines: list[Line]) -> list[Line]:
+        lines[last - 1]["data"]["digest"] += "\nseq 1 ok"
+        return lines
+
+    rewrite(store, s.id, bad)
+    code, out, err = run(store, capfdbinary, "replay", s.id, "--window", str(last))
+    assert (code, out) == (5, b"") and err.count("\n") == 1 and "llm.req.digest" in err
+    code, out, _ = run(store, capfdbinary, "replay", s.id, "--all")
+    assert code == 5 and len(out.splitlines()) == len(s.sent) + 1
+
+
+def test_a_refusal_in_all_stays_on_its_line_whatever_its_message() -> None:
+    line = _verdict_line(Verdict(seq=7, ctx="main", recorded=None, error=CorruptLogError("a\nseq 1 ok\r")))
+    assert "\n" not in line and "\r" not in line and line.endswith("corruptlog: a\\nseq 1 ok\\r")

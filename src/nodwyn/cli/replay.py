@@ -29,7 +29,8 @@ def _verdict_line(v: Verdict) -> str:
         assert v.replayed is not None
         return f"{head} ok        {_short(v.replayed.digest)}  window-v{v.replayed.recipe_version}"
     label = type(v.error).__name__.removesuffix("Error").lower()
-    return f"{head} refused   {label}: {v.error}"
+    message = str(v.error).replace("\r", "\\r").replace("\n", "\\n")  # one verdict, one line
+    return f"{head} refused   {label}: {message}"
 
 
 def _verdict_json(v: Verdict) -> bytes:

@@ -10,6 +10,7 @@ recipe are not damage but legacy, and are refused as such by the caller.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from nodwyn.values import codec
 from nodwyn.values.events import KINDS, Event
 
 Check = Callable[[dict[str, Any], str], None]
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class _Bad(Exception):
@@ -83,7 +85,9 @@ def _user(d: dict[str, Any], w: str) -> None:
 def _req(d: dict[str, Any], w: str) -> None:
     _field(d, "model", str, w)
     codec.origin_from_json(_field(d, "origin", dict, w), f"{w}.origin")
-    _field(d, "digest", str, w, False)  # absent: legacy, refused as such for the target request
+    recorded = _field(d, "digest", str, w, False)  # absent: legacy, refused as such for the target request
+    if recorded is not None and not _DIGEST.fullmatch(recorded):
+        raise _Bad(f"{w}.digest: {recorded[:80]!r} is not 'sha256:' and 64 lowercase hex digits")
     _ints(d, "elided", w)
     _field(d, "estimate", int, w)
     _field(d, "trim", bool, w)
