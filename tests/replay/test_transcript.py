@@ -96,6 +96,8 @@ def test_damaged_payloads_render_without_crashing() -> None:
     assert "? no recipe recorded" in "\n".join(lines)
     assert lines[-1].startswith("#5 ? unknown event kind 'what.is.this'")
     assert render_event(odd[2])[0] == "#3 [side] reply to #"
+    forged = Event(seq=6, t="t", kind="note", ctx="x\n#7 person:", data={"text": "hi"})
+    assert render_event(forged)[0] == "#6 ['x\\n#7 person:'] note:"  # a context id no log writes, quoted
 
 
 def test_a_damaged_log_reads_past_the_damage(store: Store, capfd: pytest.CaptureFixture[str]) -> None:

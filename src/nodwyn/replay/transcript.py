@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from nodwyn.log.session_log import CTX_ID
 from nodwyn.values.events import Event
 
 _INDENT = "    "
@@ -228,7 +229,8 @@ def render_event(ev: Event) -> list[str]:
         body = _session(ev, "session resumed")
     else:
         body = _RENDER.get(ev.kind, _other)(ev)
-    where = "" if ev.ctx == "main" else f" [{ev.ctx}]"
+    ctx = ev.ctx if isinstance(ev.ctx, str) and CTX_ID.fullmatch(ev.ctx) else repr(ev.ctx)
+    where = "" if ctx == "main" else f" [{ctx}]"
     return [f"#{ev.seq}{where} {body[0]}", *body[1:]]
 
 
