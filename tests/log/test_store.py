@@ -243,6 +243,25 @@ def test_malformed_whole_line_is_corruption_naming_session_seq_and_offset(store:
     assert f"the line at byte {last_offset} should start with" in (store.info(sid).error or "")
 
 
+@pytest.mark.parametrize(
+    ("kind", "ctx"), [("note\n#3 forged", "main"), ("Note", "main"), ("note", "main\nx"), ("note", "")]
+)
+def test_a_kind_or_context_the_writer_never_writes_is_corruption(store: Store, kind: str, ctx: str) -> None:
+    with store.create() as log:
+        _fill(log, 3)
+        sid, path = log.id, log.path
+    lines = _lines(path)
+    event = orjson.loads(lines[1])
+    event["kind"], event["ctx"] = kind, ctx
+    lines[1] = orjson.dumps(event) + b"\n"
+    (path / "log.jsonl").write_bytes(b"".join(lines))
+    with store.open(sid) as reader, pytest.raises(CorruptLogError) as exc:
+        list(reader.read())
+    message = str(exc.value)
+    assert f"the line at byte {len(lines[0])} (seq 2) has kind {kind!r} and context id {ctx!r}" in message
+    assert "\n" not in message
+
+
 def test_out_of_sequence_line_is_corruption(store: Store) -> None:
     with store.create() as log:
         _fill(log, 3)

@@ -331,7 +331,7 @@ def test_a_damaged_kind_is_refused_as_damage_in_one_line(
     rewrite(store, s.id, bad)
     code, out, err = run(store, capfdbinary, "replay", s.id, "--window", "2")
     assert (code, out) == (5, b"")
-    assert err.count("\n") == 1 and "unknown event kind 'user.msg\\nllm.req'" in err
+    assert err.count("\n") == 1 and "(seq 2) has kind 'user.msg\\nllm.req'" in err
 
 
 def test_a_context_id_the_log_never_writes_is_damage(

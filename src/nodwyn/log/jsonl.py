@@ -7,6 +7,7 @@ never holds a raw ``\\n`` before its end (docs/adr/0003-log-format.md).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import orjson
@@ -15,6 +16,8 @@ from nodwyn.errors import CorruptLogError
 from nodwyn.values.events import Event
 
 ENVELOPE: Final = ("seq", "t", "kind", "ctx", "data")
+KIND: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*")  # dotted lowercase, e.g. llm.req
+CTX_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # what a context id may be
 FIX: Final = (
     "the log is damaged; copy the session folder and cut log.jsonl before that line to keep what precedes it"
 )
@@ -51,5 +54,10 @@ def parse_line(line: bytes | memoryview, *, session: str, offset: int, seq: int 
     if not (isinstance(t, str) and isinstance(kind, str) and isinstance(ctx, str) and isinstance(data, dict)):
         raise CorruptLogError(
             f"{where} has a field of the wrong type (t, kind, ctx: string; data: object); {FIX}"
+        )
+    if not KIND.fullmatch(kind) or not CTX_ID.fullmatch(ctx):
+        raise CorruptLogError(
+            f"{where} has kind {kind[:40]!r} and context id {ctx[:140]!r}, which the log never writes "
+            f"(kinds are dotted lowercase, context ids 1-128 of [A-Za-z0-9_.:-]); {FIX}"
         )
     return Event(seq=got, t=t, kind=kind, ctx=ctx, data=data)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,15 +23,13 @@ from nodwyn.errors import CanonicalError, CorruptLogError, NodwynError
 from nodwyn.log.attachments import ATTACHMENTS_NAME, Attachments
 from nodwyn.log.ids import session_start_time
 from nodwyn.log.index import INDEX_NAME, IndexFile, check_tail, rebuild, scan_lines
-from nodwyn.log.jsonl import FIX, encode_line, parse_line
+from nodwyn.log.jsonl import CTX_ID, FIX, KIND, encode_line, parse_line
 from nodwyn.log.lock import SessionLock
 from nodwyn.log.redact import redact
 from nodwyn.values.events import MAIN_CTX, Event
 
 LOG_NAME: Final = "log.jsonl"
 REDACTION_KEY: Final = "_redaction"
-_KIND: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*")
-CTX_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # what a context id may be
 _LAG_REOPEN: Final = 64  # a reader re-checks index.bin when this many lines lack an entry
 _READ_BATCH: Final = 4096  # index entries fetched at once
 _READ_BYTES: Final = 4 << 20  # log bytes read at once (a longer line is read alone)
@@ -271,7 +268,7 @@ class SessionLog:
         """Redact ``data``, write it as the next event, make it durable; return the event as stored."""
         if not self.writable or self._lock is None or not self._lock.held:
             raise NodwynError(f"session {self.id}: the log is not open for writing; open it with write=True")
-        if not _KIND.fullmatch(kind):
+        if not KIND.fullmatch(kind):
             raise CanonicalError(
                 f"session {self.id}: event kind {kind!r} is not dotted lowercase (e.g. 'llm.req')"
             )

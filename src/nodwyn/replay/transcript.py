@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from nodwyn.log.session_log import CTX_ID
+from nodwyn.log.jsonl import CTX_ID
 from nodwyn.values.events import Event
 
 _INDENT = "    "

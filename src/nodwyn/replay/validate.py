@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodwyn.errors import CorruptLogError, UnknownRecipeError
-from nodwyn.log.session_log import CTX_ID
+from nodwyn.log.jsonl import CTX_ID
 from nodwyn.values import codec
 from nodwyn.values.events import KINDS, Event
 
