@@ -7,6 +7,7 @@ never holds a raw ``\\n`` before its end (docs/adr/0003-log-format.md).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
@@ -38,6 +39,12 @@ def seq_prefix(seq: int) -> bytes:
     return b'{"seq":%d,' % seq
 
 
+@functools.lru_cache(maxsize=1024)
+def _writable(kind: str, ctx: str) -> bool:
+    """A kind and context id the writer accepts (memoised: a log holds few of either)."""
+    return KIND.fullmatch(kind) is not None and CTX_ID.fullmatch(ctx) is not None
+
+
 def parse_line(line: bytes | memoryview, *, session: str, offset: int, seq: int | None = None) -> Event:
     """Parse one line (with or without its newline) found at ``offset``; ``seq`` is what it must hold."""
     where = f"session {session}: the line at byte {offset}" + (f" (seq {seq})" if seq is not None else "")
@@ -55,7 +62,7 @@ def parse_line(line: bytes | memoryview, *, session: str, offset: int, seq: int 
         raise CorruptLogError(
             f"{where} has a field of the wrong type (t, kind, ctx: string; data: object); {FIX}"
         )
-    if not KIND.fullmatch(kind) or not CTX_ID.fullmatch(ctx):
+    if not _writable(kind, ctx):
         raise CorruptLogError(
             f"{where} has kind {kind[:40]!r} and context id {ctx[:140]!r}, which the log never writes "
             f"(kinds are dotted lowercase, context ids 1-128 of [A-Za-z0-9_.:-]); {FIX}"
