@@ -15,6 +15,9 @@ from nodwyn.log import Store
 
 from .conftest import Served, Writer
 
+# The Writer records placeholder digests: these tests are about the page, not about replay.
+pytestmark = pytest.mark.forges_digests
+
 
 def _session(store: Store) -> Writer:
     w = Writer(store.create())

@@ -70,6 +70,7 @@ def _edit_text(lines: list[Line], seq: int, text: str) -> list[Line]:
     return lines
 
 
+@pytest.mark.forges_digests
 def test_digest_mismatch_names_both_digests_and_the_first_byte(
     store: Store, capfdbinary: pytest.CaptureFixture[bytes]
 ) -> None:
@@ -218,6 +219,7 @@ def test_replay_reads_only_from_the_start_point(store: Store) -> None:
     assert isinstance(verdicts[-1].error, CorruptLogError) and f"seq {early}" in str(verdicts[-1].error)
 
 
+@pytest.mark.forges_digests
 def test_mismatch_of_every_request_is_reported_by_all(store: Store) -> None:
     s = _recorded(store)
     first_user = seq_of(read_lines(store, s.id), "user.msg")
@@ -274,6 +276,7 @@ def _bad_kind(lines: list[Line]) -> list[Line]:
     return lines
 
 
+@pytest.mark.forges_digests  # its mismatch case edits a recorded request on purpose
 @pytest.mark.parametrize(
     ("edit", "window", "code"),
     [

@@ -57,11 +57,16 @@ def cli() -> None:
     """nodwyn: an LLM agent runtime that keeps the prompt cache warm and proves what it sent."""
 
 
+def one_line(message: str) -> str:
+    """An error is one line, whatever text (a file's, a provider's) its message carries."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="nodwyn", standalone_mode=False)
     except NodwynError as exc:
-        click.echo(f"nodwyn: {exc}", err=True)
+        click.echo(f"nodwyn: {one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("nodwyn: aborted", err=True)
