@@ -192,14 +192,15 @@ def test_the_readme_command_on_the_local_model_and_a_warm_resume(env: dict[str, 
     pytest.importorskip("llama_cpp")
     env = {k: v for k, v in env.items() if k != "NODWYN_CONFIG"}  # a fresh machine: no config at all
     env["XDG_CACHE_HOME"] = str(Path(env["HOME"]) / "cache")
-    done = nodwyn(env, "run", "Say what calc.py does.", timeout=600)
+    # the README's main command: run, then resume the latest session
+    done = nodwyn(env, "run", "Say what this project does", timeout=600)
     assert done.returncode == 0, done.stderr
     last = done.stdout.splitlines()[-1]
     m = FIGURES.match(last)
     assert m and m.group(2) == "1" and "prefill" in last, done.stdout[-500:]
     assert done.stderr == ""  # nothing from llama.cpp on the person's terminal
     # a later process resumes the session and reuses the prefix the first one left in the KV cache
-    again = nodwyn(env, "resume", m.group(1), "And how would you test it?", timeout=600)
+    again = nodwyn(env, "resume", "latest", "And how would you test it?", timeout=600)
     assert again.returncode == 0, again.stderr
     m2 = FIGURES.match(again.stdout.splitlines()[-1])
     assert m2 and m2.group(1) == m.group(1) and m2.group(2) == "2"
