@@ -18,6 +18,18 @@ from nodwyn.replay.exact import replay_request
 LEAKED = "sk-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7dEf0hIj3kLm6n"
 
 
+def _run(tmp_path: Path, workspace: Path, entry: str, url: str, task: str) -> tuple[str, str]:
+    """One turn of a session whose only model is ``entry`` at ``url``; the session id and the answer."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'{entry}base_url = "{url}"\ncontext_size = 32000\n[control]\nmodel = "m"\n')
+    env = {"NODWYN_HOME": str(tmp_path / "home"), "NODWYN_CONFIG": str(config), "HOME": str(tmp_path)}
+    agent = open_agent(env=env, workspace=workspace).agent
+    try:
+        return agent.session_id, agent.user_turn(task).text
+    finally:
+        agent.log.close()
+
+
 def test_details_redaction_would_change_are_left_out_and_the_reply_goes_back_with_its_thinking(
     tmp_path: Path, workspace: Path
 ) -> None:
@@ -37,23 +49,9 @@ def test_details_redaction_would_change_are_left_out_and_the_reply_goes_back_wit
         {"text": "add subtracts."},
     ]
     with FakeServer(api="openai-chat", family="openrouter", script=script) as fake:
-        config = tmp_path / "config.toml"
-        config.write_text(
-            f"""[models.router]
-api = "openai-chat"
-family = "openrouter"
-model = "meta/muse-spark-1.3"
-base_url = "{fake.url}"
-context_size = 32000
-[control]
-model = "router"
-"""
-        )
-        env = {"NODWYN_HOME": str(tmp_path / "home"), "NODWYN_CONFIG": str(config), "HOME": str(tmp_path)}
-        agent = open_agent(env=env, workspace=workspace).agent
-        sid = agent.session_id
-        assert agent.user_turn("What does add do?").text == "add subtracts."
-        agent.log.close()
+        entry = '[models.m]\napi = "openai-chat"\nfamily = "openrouter"\nmodel = "meta/muse-spark-1.3"\n'
+        sid, answer = _run(tmp_path, workspace, entry, fake.url, "What does add do?")
+        assert answer == "add subtracts."
         bodies = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
 
     assert len(bodies) == 3
@@ -91,22 +89,9 @@ def test_an_anthropic_thinking_block_redaction_would_change_is_left_out_too(
         {"text": "done."},
     ]
     with FakeServer(api="anthropic", script=script) as fake:
-        config = tmp_path / "config.toml"
-        config.write_text(
-            f"""[models.claude]
-api = "anthropic"
-model = "claude-test"
-base_url = "{fake.url}"
-context_size = 32000
-[control]
-model = "claude"
-"""
-        )
-        env = {"NODWYN_HOME": str(tmp_path / "home"), "NODWYN_CONFIG": str(config), "HOME": str(tmp_path)}
-        agent = open_agent(env=env, workspace=workspace).agent
-        sid = agent.session_id
-        assert agent.user_turn("What is here?").text == "done."
-        agent.log.close()
+        entry = '[models.m]\napi = "anthropic"\nmodel = "claude-test"\n'
+        sid, answer = _run(tmp_path, workspace, entry, fake.url, "What is here?")
+        assert answer == "done."
         bodies = [r.body for r in fake.requests if r.path.endswith("/messages")]
 
     assert len(bodies) == 2
