@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.workloads.jsonfile import field, text_of
-from bench.workloads.run import WorkloadError, check_pairs, until_last_reply, user
+from bench.workloads.run import WorkloadError, check_pairs, first_system, until_last_reply, user
 
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 
@@ -41,9 +41,7 @@ def text_actions(
         role = field(m, "role", str, w)
         content = text_of(m.get("content"), f"{w}.content")
         if role == "system":
-            if system is not None or out:
-                raise WorkloadError(f"{w}: a second system message; the agent sends one, first")
-            system = content
+            system = first_system(system, out, content, w)
         elif role == "assistant":
             if pending is not None:
                 raise WorkloadError(f"{w}: two replies in a row; the first one's action has no output")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.workloads.jsonfile import field, text_of, trajectory_messages
-from bench.workloads.run import Run, WorkloadError, check_pairs, until_last_reply, user
+from bench.workloads.run import Run, WorkloadError, check_pairs, first_system, until_last_reply, user
 
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec
@@ -53,9 +53,7 @@ def load(path: Path, name: str) -> Run:
         role = field(m, "role", str, w)
         content = text_of(m.get("content"), f"{w}.content")
         if role == "system":
-            if system is not None or out:
-                raise WorkloadError(f"{w}: a second system message; the agent sends one, first")
-            system = content
+            system = first_system(system, out, content, w)
         elif role == "user":
             out.append(user(content))
         elif role == "assistant":

@@ -38,6 +38,13 @@ def user(text: str) -> UserMessage:
     return UserMessage(parts=(TextPart(text=text),))
 
 
+def first_system(system: str | None, out: list[Message], content: str, where: str) -> str:
+    """``content`` as the run's system prompt: the agent sends one, before any other message."""
+    if system is not None or out:
+        raise WorkloadError(f"{where}: a second system message; the agent sends one, first")
+    return content
+
+
 def check_pairs(messages: list[Message], where: str) -> None:
     """Every result answers a call of the latest reply before it, once; every call but the last
     reply's is answered before the next reply. Loaders call this so a replay never sees orphans."""
