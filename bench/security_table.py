@@ -1,0 +1,97 @@
+"""Run the adversarial suite (tests/security) and write its table: attack classes, cases tried, held.
+
+Each test marked ``@pytest.mark.attack("CLASS")`` is one case (see tests/security/README.md); a
+case *held* when its test passed. The table lists the classes the issue names first (a class with
+no case yet shows 0 tried), then any other class. Exit status 1 when a case failed.
+
+    .venv/bin/python bench/security_table.py --out docs/security.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = "tests/security"
+CLASSES = (
+    "file-tool confinement",
+    "shell",
+    "credentials",
+    "redaction shapes",
+    "terminal output",
+    "console",
+    "CLI inputs",
+    "storage",
+    "config",
+    "provider faults",
+    "extension trust",
+)
+
+
+def run_suite(extra: list[str]) -> list[dict[str, object]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "results.json"
+        env = {**os.environ, "NODWYN_SECURITY_RESULTS": str(out)}
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", SUITE, *extra]
+        subprocess.run(cmd, cwd=ROOT, env=env, check=False)
+        if not out.exists():
+            raise SystemExit(f"security_table: the suite wrote no results to {out}; did pytest start?")
+        cases: list[dict[str, object]] = json.loads(out.read_text(encoding="utf-8"))["cases"]
+        return cases
+
+
+def table(cases: list[dict[str, object]]) -> str:
+    tried = Counter(str(c["class"]) for c in cases)
+    held = Counter(str(c["class"]) for c in cases if c["held"])
+    order = [*CLASSES, *sorted(set(tried) - set(CLASSES))]
+    rows = ["| attack class | tried | held | failed |", "|---|---:|---:|---:|"]
+    for cls in order:
+        rows.append(f"| {cls} | {tried[cls]} | {held[cls]} | {tried[cls] - held[cls]} |")
+    rows.append(
+        f"| **all** | **{sum(tried.values())}** | **{sum(held.values())}** | "
+        f"**{sum(tried.values()) - sum(held.values())}** |"
+    )
+    failed = [c for c in cases if not c["held"]]
+    lines = [
+        "# The adversarial suite",
+        "",
+        "Each case is one test in `tests/security/` marked `@pytest.mark.attack(CLASS)`; it *held* when",
+        "the attack did not work (the test passed). Regenerate this file with",
+        "`.venv/bin/python bench/security_table.py --out docs/security.md`.",
+        "",
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+        "",
+        *rows,
+    ]
+    if failed:
+        lines += ["", "Cases that failed:", ""] + [f"- `{c['test']}` ({c['class']})" for c in failed]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write the table here (else print it)")
+    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments, e.g. -k shell")
+    args = parser.parse_args()
+    cases = run_suite(args.pytest_args)
+    text = table(cases)
+    if args.out is None:
+        print(text, end="")
+    else:
+        args.out.write_text(text, encoding="utf-8")
+        print(text, end="")
+    sys.exit(1 if any(not c["held"] for c in cases) else 0)
+
+
+if __name__ == "__main__":
+    main()
