@@ -32,6 +32,7 @@ from tests.replay.test_fixture_logs import GOLDEN, TRANSCRIPT, snapshot  # noqa:
 
 from nodwyn.agent.loop import Agent  # noqa: E402
 from nodwyn.agent.setup import open_agent  # noqa: E402
+from nodwyn.errors import ProviderError  # noqa: E402
 from nodwyn.fakes import FakeServer  # noqa: E402
 from nodwyn.log import Store  # noqa: E402
 from nodwyn.replay.summaries import add_summary, revoke_summary  # noqa: E402
@@ -385,6 +386,45 @@ def contexts(run: Run) -> None:
     s.close()
 
 
+def interrupted(run: Run) -> None:
+    """A sub-agent's request refused by the provider (a note, an llm.req with no reply), the session
+    resumed and settled (the sub-context closed, its call answered), an empty reply (a note)."""
+    script = [
+        {"calls": [call("sub-agent", "s0", task="Read calc.py.", tools=["fs-read"])]},
+        {"error": {"status": 400, "message": "context too long", "type": "invalid_request_error"}},
+        {"text": "The sub-agent was cut off; add subtracts."},
+        {"text": ""},
+    ]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        run.configure(entry("m", "openai-chat", fake.url), "m")
+        with run.agent() as agent:
+            sid = agent.session_id
+            try:
+                agent.user_turn("Ask a sub-agent what add does.")
+            except ProviderError:
+                pass
+            else:
+                raise AssertionError("the scripted provider error did not reach the loop")
+        with run.agent(resume=sid) as agent:
+            agent.user_turn("Go on.")
+            assert agent.user_turn("Anything?").stopped == "empty reply"
+        used_up(fake)
+
+
+def redaction(run: Run) -> None:
+    """Credentials in a person's message and in a tool result, replaced by the log's redaction (the
+    ``_redaction`` report on the event) before anything is written or sent."""
+    key = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+    (run.workspace / ".env").write_text(f"OPENAI_API_KEY={key}\n")
+    script = [{"calls": [call("fs-read", "c1", path=".env")]}, {"text": "The key is set."}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        run.configure(entry("m", "openai-chat", fake.url), "m")
+        with run.agent() as agent:
+            agent.user_turn(f"Is {key} the key in .env?")
+        used_up(fake)
+        assert all(key.encode() not in r.raw for r in fake.requests)
+
+
 KINDS: dict[str, Callable[[Run], None]] = {
     "openai-chat": openai_chat,
     "openai-chat-openrouter": openrouter,
@@ -404,6 +444,8 @@ KINDS: dict[str, Callable[[Run], None]] = {
     "model-switch": model_switch,
     "recipe-versions": recipe_versions,
     "contexts": contexts,
+    "interrupted": interrupted,
+    "redaction": redaction,
 }
 
 
