@@ -24,6 +24,7 @@ SUITE = "tests/security"
 CLASSES = (
     "file-tool confinement",
     "shell",
+    "tool deadlines",
     "credentials",
     "redaction shapes",
     "terminal output",

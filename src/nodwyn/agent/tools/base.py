@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
 
@@ -36,6 +38,28 @@ class ToolContext:
     shell_timeout: float = 30.0
     recall: Recaller | None = None
     max_file_bytes: int = 4 * 1024 * 1024  # a whole-file read larger than this must use a range
+    tool_timeout: float = 60.0  # every tool but shell (which has shell_timeout) stops within this
+    env: Mapping[str, str] | None = None  # the shell's environment, scrubbed of credentials
+    processes: Any = None  # the session's ProcessGroups (shell): killed on Ctrl-C and at the end
+
+
+class Deadline:
+    """A tool's time limit, checked as it works: a tool that would run on stops with one line."""
+
+    def __init__(self, tool: str, seconds: float) -> None:
+        self.tool = tool
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self) -> None:
+        if time.monotonic() > self.end:
+            raise ToolError(
+                f"{self.tool}: stopped after {self.seconds:g} s (the tool deadline); narrow the path "
+                "or pattern, or raise [tools] tool_timeout in config.toml"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

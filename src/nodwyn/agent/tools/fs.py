@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
-from pathlib import Path
+import stat
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, declined, fail
-from nodwyn.agent.tools.paths import confine, shown
+from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Deadline, Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry
+from nodwyn.agent.tools.pattern import Pattern, compile_pattern
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
@@ -21,9 +24,11 @@ MAX_MATCHES = 200
 MAX_GREP_FILE = 4 * 1024 * 1024
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as f:
-        head = f.read(_SNIFF)
+def _is_binary(f: BinaryIO) -> bool:
+    """Whether an open file looks binary (a NUL byte or invalid UTF-8 in its first 8 KiB); the file
+    is left at its start."""
+    head = f.read(_SNIFF)
+    f.seek(0)
     if b"\x00" in head:
         return True
     try:
@@ -54,42 +59,55 @@ def parse_lines(raw: str) -> tuple[int, int | None]:
     return start, end
 
 
+@contextlib.contextmanager
+def _open_text(ctx: ToolContext, raw: object) -> Iterator[tuple[BinaryIO | None, os.stat_result, str]]:
+    """The located entry opened for reading (``None`` for a directory), its stat and shown name."""
+    with locate(ctx.workspace, raw) as loc:
+        fd, st = open_entry(loc, raw)
+        if stat.S_ISDIR(st.st_mode):
+            os.close(fd)
+            yield None, st, loc.shown
+            return
+        with os.fdopen(fd, "rb") as f:
+            yield f, st, loc.shown
+
+
 def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
-    path = confine(ctx.workspace, args["path"])
-    name = shown(ctx.workspace, path)
-    if path.is_dir():
-        return fail(f"{name} is a directory; list it with fs-list")
-    size = path.stat().st_size
-    if _is_binary(path):
-        return fail(f"{name} is a binary file ({_size(size)}); fs-read shows text files only")
-    lines_arg = args.get("lines")
-    if lines_arg is None:
-        if size > ctx.max_file_bytes:
-            with path.open("rb") as f:
-                total = _count_lines(f)
-            per = max(1, size // max(total, 1))
-            fit = max(1, ctx.read_budget_tokens * BYTES_PER_TOKEN // per)
-            return fail(
-                f"{name} is {_size(size)} ({total} lines), too large to read whole; read a range with "
-                f'lines, e.g. "1-{min(total, fit)}" (about {fit} lines fit in one read)'
-            )
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-        return Outcome(text=text, range=FileRange(start=1, end=total, total=total))
-    start, end = parse_lines(str(lines_arg))
-    budget = ctx.read_budget_tokens * BYTES_PER_TOKEN
-    shown_lines: list[str] = []
-    used = 0
-    total = 0
-    last = start - 1
-    with path.open("rb") as f:
+    deadline = Deadline("fs-read", ctx.tool_timeout)
+    with _open_text(ctx, args["path"]) as (f, st, name):
+        if f is None:
+            return fail(f"{name} is a directory; list it with fs-list")
+        size = st.st_size
+        if _is_binary(f):
+            return fail(f"{name} is a binary file ({_size(size)}); fs-read shows text files only")
+        lines_arg = args.get("lines")
+        if lines_arg is None:
+            if size > ctx.max_file_bytes:
+                total = _count_lines(f, deadline)
+                per = max(1, size // max(total, 1))
+                fit = max(1, ctx.read_budget_tokens * BYTES_PER_TOKEN // per)
+                return fail(
+                    f"{name} is {_size(size)} ({total} lines), too large to read whole; read a range with "
+                    f'lines, e.g. "1-{min(total, fit)}" (about {fit} lines fit in one read)'
+                )
+            text = f.read(ctx.max_file_bytes + 1).decode("utf-8", errors="replace")
+            total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+            return Outcome(text=text, range=FileRange(start=1, end=total, total=total))
+        start, end = parse_lines(str(lines_arg))
+        budget = ctx.read_budget_tokens * BYTES_PER_TOKEN
+        shown_lines: list[str] = []
+        used = 0
+        total = 0
+        last = start - 1
         for number, raw in enumerate(f, start=1):
             total = number
+            if number % 4096 == 0:
+                deadline.check()
             if number < start:
                 continue
             if (end is not None and number > end) or (shown_lines and used + len(raw) > budget):
                 # past the range, or past the cap (the rest is another read): only count the rest
-                total += _count_lines(f)
+                total += _count_lines(f, deadline)
                 break
             shown_lines.append(raw.decode("utf-8", errors="replace"))
             used += len(raw)
@@ -101,106 +119,172 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     return Outcome(text=header + body, range=FileRange(start=start, end=last, total=total))
 
 
-def _count_lines(f: BinaryIO) -> int:
+def _count_lines(f: BinaryIO, deadline: Deadline) -> int:
     """The lines left in ``f`` (a final line may lack its newline)."""
     count = 0
     last = b"\n"
     while chunk := f.read(1 << 20):
+        deadline.check()
         count += chunk.count(b"\n")
         last = chunk[-1:]
     return count + (0 if last == b"\n" else 1)
 
 
 def _list(args: dict[str, Any], ctx: ToolContext) -> Outcome:
-    path = confine(ctx.workspace, args.get("path", "."))
-    name = shown(ctx.workspace, path)
-    if not path.is_dir():
-        return fail(f"{name} is not a directory; read a file with fs-read")
-    rows: list[str] = []
-    entries = sorted(os.scandir(path), key=lambda e: e.name)
-    for entry in entries[:MAX_LIST]:
-        if entry.is_dir():
-            rows.append(entry.name + "/")
-        else:
-            try:
-                rows.append(f"{entry.name}  ({_size(entry.stat().st_size)})")
-            except OSError:
-                rows.append(f"{entry.name}  (unreadable)")
+    raw = args.get("path", ".")
+    with locate(ctx.workspace, raw) as loc:
+        fd, st = open_entry(loc, raw)
+        name = loc.shown
+        if not stat.S_ISDIR(st.st_mode):
+            os.close(fd)
+            return fail(f"{name} is not a directory; read a file with fs-read")
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            rows = [_row(fd, entry) for entry in entries[:MAX_LIST]]
+        finally:
+            os.close(fd)
     if len(entries) > MAX_LIST:
         rows.append(f"[{len(entries) - MAX_LIST} more entries not shown]")
     return Outcome(text="\n".join(rows) if rows else f"{name} is empty")
 
 
-def _walk(root: Path) -> list[Path]:
-    if root.is_file():
-        return [root]
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        found.extend(Path(dirpath) / f for f in sorted(filenames))
-    return found
+def _row(dir_fd: int, entry: os.DirEntry[str]) -> str:
+    """One fs-list line. Nothing is followed: a symlink shows where it points, never the size or
+    kind of what it points to (which may be outside the workspace)."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return f"{entry.name}  (unreadable)"
+    if stat.S_ISDIR(st.st_mode):
+        return entry.name + "/"
+    if stat.S_ISREG(st.st_mode):
+        return f"{entry.name}  ({_size(st.st_size)})"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            return f"{entry.name} -> {os.readlink(entry.name, dir_fd=dir_fd)}  (symlink)"
+        except OSError:
+            return f"{entry.name}  (symlink)"
+    return f"{entry.name}  ({kind_of(st.st_mode)})"
+
+
+def _grep_file(f: BinaryIO, rel: str, regex: Pattern, matches: list[str], deadline: Deadline) -> int:
+    """Append ``rel``'s matching lines to ``matches`` (up to MAX_MATCHES); the matches past it."""
+    more = 0
+    for number, raw in enumerate(f, start=1):
+        if number % 1024 == 0:
+            deadline.check()
+        line = raw.decode("utf-8", errors="replace").rstrip("\n")
+        if regex.search(line):
+            if len(matches) < MAX_MATCHES:
+                matches.append(f"{rel}:{number}: {line[:300]}")
+            else:
+                more += 1
+    return more
+
+
+def _grep_at(dir_fd: int, name: str, rel: str, glob: str | None) -> BinaryIO | None:
+    """A regular text file of the walk opened for grep, or None to skip it (a link, a FIFO, too
+    big, binary, unreadable). Opened with O_NOFOLLOW|O_NONBLOCK relative to its directory."""
+    if glob and not fnmatch.fnmatch(name, glob):
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_GREP_FILE:
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    f = os.fdopen(fd, "rb")
+    if _is_binary(f):
+        f.close()
+        return None
+    return f
 
 
 def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
-    try:
-        regex = re.compile(args["pattern"])
-    except re.error as exc:
-        return fail(f"fs-grep: pattern {args['pattern']!r} is not a valid regular expression ({exc})")
-    root = confine(ctx.workspace, args.get("path", "."))
+    deadline = Deadline("fs-grep", ctx.tool_timeout)
+    regex = compile_pattern(args["pattern"])
+    raw = args.get("path", ".")
     glob = args.get("glob")
     matches: list[str] = []
     more = 0
-    for file in _walk(root):
-        if glob and not fnmatch.fnmatch(file.name, glob):
-            continue
-        if file.is_symlink() or not file.is_file() or file.stat().st_size > MAX_GREP_FILE or _is_binary(file):
-            continue
-        rel = shown(ctx.workspace, file)
-        with file.open("rb") as f:
-            for number, raw in enumerate(f, start=1):
-                line = raw.decode("utf-8", errors="replace").rstrip("\n")
-                if regex.search(line):
-                    if len(matches) < MAX_MATCHES:
-                        matches.append(f"{rel}:{number}: {line[:300]}")
-                    else:
-                        more += 1
+    with locate(ctx.workspace, raw) as loc:
+        where = loc.shown
+        fd, st = open_entry(loc, raw)
+        try:
+            if not stat.S_ISDIR(st.st_mode):
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    if not _is_binary(f):
+                        more += _grep_file(f, where, regex, matches, deadline)
+            else:
+                prefix = "" if where == "." else where + "/"
+                for dirpath, dirnames, filenames, dfd in os.fwalk(".", dir_fd=fd):
+                    deadline.check()
+                    dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+                    base = prefix + ("" if dirpath == "." else dirpath.removeprefix("./") + "/")
+                    for file in sorted(filenames):
+                        opened = _grep_at(dfd, file, base + file, glob)
+                        if opened is not None:
+                            with opened:
+                                more += _grep_file(opened, base + file, regex, matches, deadline)
+        finally:
+            os.close(fd)
     if not matches:
-        return Outcome(text=f"no match for {args['pattern']!r} under {shown(ctx.workspace, root)}")
+        return Outcome(text=f"no match for {args['pattern']!r} under {where}")
     if more:
         matches.append(f"[{more} more matches not shown; narrow the pattern or the path]")
     return Outcome(text="\n".join(matches))
 
 
-def _write_file(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.nodwyn-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _write(args: dict[str, Any], ctx: ToolContext) -> Outcome:
-    path = confine(ctx.workspace, args["path"], must_exist=False)
-    name = shown(ctx.workspace, path)
-    if path.is_dir():
-        return fail(f"{name} is a directory; give a file path")
+    raw = args["path"]
     content: str = args["content"]
-    verb = "overwrite" if path.exists() else "create"
-    if not ctx.approve("fs-write", f"{verb} {name} ({len(content.encode())} bytes)"):
+    data = content.encode("utf-8")
+    with locate(ctx.workspace, raw, must_exist=False) as loc:
+        name = loc.shown
+        exists = loc.exists
+        if exists:
+            st = os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                return fail(f"{name} is a directory; give a file path")
+            if not stat.S_ISREG(st.st_mode):
+                return fail(f"{name} is a {kind_of(st.st_mode)}; fs-write writes regular files only")
+    verb = "overwrite" if exists else "create"
+    if not ctx.approve("fs-write", f"{verb} {name} ({len(data)} bytes)"):
         return declined("fs-write", f"{verb} {name}")
-    _write_file(path, content)
-    return Outcome(text=f"wrote {name}: {len(content.encode())} bytes, {content.count(chr(10))} lines")
+    # Everything is resolved again after the prompt: what was checked before may have been swapped.
+    with locate(ctx.workspace, raw, must_exist=False, make_dirs=True) as loc:
+        if loc.shown != name:
+            return fail(
+                f"{name} changed while waiting for approval (it now leads to {loc.shown}); not written"
+            )
+        write_entry(loc, data)
+    return Outcome(text=f"wrote {name}: {len(data)} bytes, {content.count(chr(10))} lines")
+
+
+def _read_whole(ctx: ToolContext, raw: object) -> tuple[bytes | None, str]:
+    with _open_text(ctx, raw) as (f, st, name):
+        if f is None or _is_binary(f):
+            return None, name
+        if st.st_size > MAX_GREP_FILE:
+            raise ToolError(
+                f"{name} is {_size(st.st_size)}; fs-edit edits files up to {_size(MAX_GREP_FILE)}"
+            )
+        return f.read(), name
 
 
 def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
-    path = confine(ctx.workspace, args["path"])
-    name = shown(ctx.workspace, path)
-    if path.is_dir() or _is_binary(path):
+    data, name = _read_whole(ctx, args["path"])
+    if data is None:
         return fail(f"{name} is not a text file; fs-edit edits text files")
     old: str = args["old"]
     new: str = args["new"]
     if old == "":
         return fail("fs-edit: old is empty; give the exact text to replace")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = data.decode("utf-8", errors="replace")
     count = text.count(old)
     if count == 0:
         return fail(f"fs-edit: the old text was not found in {name}; read the file and copy the exact text")
@@ -216,8 +300,21 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
         )
     if not ctx.approve("fs-edit", f"edit {name}"):
         return declined("fs-edit", f"change {name}")
-    at = text.index(old)
-    _write_file(path, text.replace(old, new, 1))
+    # Resolve and read again after the prompt: a file swapped or changed meanwhile is not written.
+    with locate(ctx.workspace, args["path"]) as loc:
+        fd, st = open_entry(loc, args["path"])
+        now: bytes | None = None
+        if stat.S_ISREG(st.st_mode):
+            with os.fdopen(fd, "rb") as f:
+                now = f.read()
+        else:
+            os.close(fd)
+        if loc.shown != name or now != data:
+            return fail(
+                f"fs-edit: {name} changed while waiting for approval; read it again and redo the edit"
+            )
+        at = text.index(old)
+        write_entry(loc, text.replace(old, new, 1).encode("utf-8"))
     return Outcome(text=f"edited {name} at line {text.count(chr(10), 0, at) + 1}")
 
 

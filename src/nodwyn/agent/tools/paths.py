@@ -1,43 +1,265 @@
-"""Workspace confinement: a tool's path names something inside the workspace, or is refused."""
+"""Workspace confinement: a tool's path names something inside the workspace, or is refused.
+
+Every file tool works through directory file descriptors, never through a path string the kernel
+resolves again later: :func:`locate` walks the path one component at a time from the workspace's
+own descriptor with ``O_NOFOLLOW``, resolves each symlink itself (refusing one that leads out, and
+a loop), and returns the directory that holds the final name plus that name. Everything after that
+(open, stat, create, rename) is done relative to that directory with ``O_NOFOLLOW``, so a link
+planted or swapped in after the check (a cloned repository's ``.NAME.nodwyn-tmp`` link, a path
+replaced while the approval prompt waits) cannot lead a tool outside.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from nodwyn.errors import ToolError
 
+MAX_LINKS = 40  # symlinks followed in one path (the kernel's own limit)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
-def confine(workspace: Path, raw: str, *, must_exist: bool = True) -> Path:
-    """The real path of ``raw`` (relative to the workspace), refusing ``..``, absolute paths outside
-    the workspace, and symlinks that lead out of it."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Location:
+    """A confined place: ``name`` inside the open directory ``dir_fd``; ``shown`` is its path
+    relative to the workspace (symlinks resolved). ``name`` is never a symlink when it was found,
+    and may not exist (``exists``) when the caller allowed that."""
+
+    dir_fd: int
+    name: str
+    shown: str
+    exists: bool
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "special file"
+
+
+def kind_of(mode: int) -> str:
+    """``file``, ``directory``, or what else it is, for messages."""
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return _kind(mode)
+
+
+def _parts(workspace_real: Path, raw: object) -> list[str]:
     if not isinstance(raw, str) or raw == "":
         raise ToolError('path is empty; give a path relative to the workspace, e.g. "src/app.py"')
     if "\x00" in raw:
         raise ToolError(f"path {raw!r} contains a NUL byte")
-    root = workspace.resolve()
     pure = PurePosixPath(raw)
     if ".." in pure.parts:
-        raise ToolError(f"path {raw!r} uses '..'; paths must stay inside the workspace {root}")
-    candidate = Path(raw) if pure.is_absolute() else root / raw
-    if pure.is_absolute() and not _within(Path(os.path.normpath(candidate)), root):
-        raise ToolError(f"path {raw!r} is outside the workspace {root}; use a path inside it")
-    if must_exist and not candidate.exists() and not candidate.is_symlink():
-        raise ToolError(f"{raw}: no such file or directory in the workspace (try fs-list)")
-    real = candidate.resolve()  # a file not made yet resolves through its nearest existing parent
-    if not _within(real, root):
-        raise ToolError(f"path {raw!r} leads outside the workspace (a symlink to {real}); refused")
-    return real
+        raise ToolError(f"path {raw!r} uses '..'; paths must stay inside the workspace {workspace_real}")
+    if pure.is_absolute():
+        norm = Path(os.path.normpath(raw))
+        if not _within(norm, workspace_real):
+            raise ToolError(f"path {raw!r} is outside the workspace {workspace_real}; use a path inside it")
+        return list(norm.relative_to(workspace_real).parts)
+    return [p for p in pure.parts if p not in ("", ".")]
 
 
 def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def shown(workspace: Path, path: Path) -> str:
-    """A path as the model should see it: relative to the workspace."""
+@contextlib.contextmanager
+def workspace_fd(workspace: Path) -> Iterator[tuple[int, Path]]:
+    """The workspace opened as a directory, and its real path."""
+    real = workspace.resolve()
     try:
-        rel = path.relative_to(workspace.resolve())
-    except ValueError:
-        return str(path)
-    return str(rel) or "."
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ToolError(f"the workspace {real} cannot be opened ({exc.strerror}); check it exists") from None
+    try:
+        yield fd, real
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def locate(
+    workspace: Path, raw: object, *, must_exist: bool = True, make_dirs: bool = False
+) -> Iterator[Location]:
+    """Resolve ``raw`` inside the workspace (see the module docstring). A missing parent directory
+    is made when ``make_dirs`` (after approval), else the location is reported as not existing."""
+    with workspace_fd(workspace) as (root_fd, real):
+        loc, opened = _walk(root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs)
+        try:
+            yield loc
+        finally:
+            for fd in opened:
+                os.close(fd)
+
+
+def _walk(
+    root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool
+) -> tuple[Location, list[int]]:
+    pending = _parts(real, raw)
+    stack: list[tuple[int, str]] = [(root_fd, "")]  # open directories from the root; names resolved
+    links = 0
+
+    def close_all() -> None:
+        for fd, _ in stack[1:]:
+            os.close(fd)
+
+    def shown(name: str) -> str:
+        return "/".join([n for _, n in stack[1:]] + ([name] if name not in ("", ".") else [])) or "."
+
+    try:
+        while pending:
+            comp = pending.pop(0)
+            if comp in ("", "."):
+                continue
+            if comp == "..":  # only a symlink's target brings these
+                if len(stack) == 1:
+                    raise ToolError(
+                        f"path {raw!r} leads outside the workspace (a symlink climbs out); refused"
+                    )
+                os.close(stack.pop()[0])
+                continue
+            cur = stack[-1][0]
+            try:
+                st = os.stat(comp, dir_fd=cur, follow_symlinks=False)
+            except FileNotFoundError:
+                if pending and make_dirs:
+                    os.mkdir(comp, 0o777, dir_fd=cur)
+                    st = os.stat(comp, dir_fd=cur, follow_symlinks=False)
+                elif must_exist:
+                    raise ToolError(
+                        f"{raw}: no such file or directory in the workspace (try fs-list)"
+                    ) from None
+                else:  # the rest does not exist yet: nothing in it can be a link
+                    name = "/".join([comp, *pending])
+                    return Location(dir_fd=cur, name=name, shown=shown(name), exists=False), [
+                        fd for fd, _ in stack[1:]
+                    ]
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if links > MAX_LINKS:
+                    raise ToolError(
+                        f"path {raw!r}: too many levels of symbolic links (a symlink loop); "
+                        "fix or remove the link"
+                    )
+                target = os.readlink(comp, dir_fd=cur)
+                if target.startswith("/"):
+                    absolute = Path(os.path.normpath(target))
+                    if not _within(absolute, real):
+                        raise ToolError(
+                            f"path {raw!r} leads outside the workspace (a symlink to {target}); refused"
+                        )
+                    close_all()
+                    del stack[1:]
+                    pending = list(absolute.relative_to(real).parts) + pending
+                else:
+                    pending = [p for p in target.split("/") if p] + pending
+                continue
+            if not pending:
+                return Location(dir_fd=cur, name=comp, shown=shown(comp), exists=True), [
+                    fd for fd, _ in stack[1:]
+                ]
+            if not stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"{raw}: {shown(comp)} is a {kind_of(st.st_mode)}, not a directory")
+            try:
+                fd = os.open(comp, _DIR_FLAGS, dir_fd=cur)
+            except OSError as exc:
+                raise _changed(raw, exc) from None
+            stack.append((fd, comp))
+        # the path was the workspace itself (or resolved to it)
+        return Location(dir_fd=stack[-1][0], name=".", shown=shown("."), exists=True), [
+            fd for fd, _ in stack[1:]
+        ]
+    except BaseException:
+        close_all()
+        raise
+
+
+def _changed(raw: object, exc: OSError) -> ToolError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return ToolError(f"path {raw!r} changed while it was being opened (now a symlink); refused")
+    return ToolError(f"{raw}: {exc.strerror}")
+
+
+def open_entry(loc: Location, raw: object) -> tuple[int, os.stat_result]:
+    """Open the located entry for reading without following a link and without blocking (a FIFO
+    would otherwise wait for a writer forever); refuse anything but a file or directory."""
+    try:
+        fd = os.open(loc.name, _READ_FLAGS, dir_fd=loc.dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing
+            raise ToolError(
+                f"{loc.shown} is a socket; the file tools read files and directories only"
+            ) from None
+        raise _changed(raw, exc) from None
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise ToolError(
+                f"{loc.shown} is a {_kind(st.st_mode)}; the file tools read files and directories only"
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def write_entry(loc: Location, data: bytes) -> None:
+    """Replace (or create) the located file atomically: a temporary file with a random name made
+    exclusively in the same directory (``O_CREAT|O_EXCL|O_NOFOLLOW``), then a rename relative to
+    that directory. A planted link at any name is never written through."""
+    try:
+        old: os.stat_result | None = os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        raise ToolError(f"{loc.shown} is a {kind_of(old.st_mode)}; give a file path")
+    base = loc.name[:180]
+    for _ in range(8):
+        tmp = f".{base}.{secrets.token_hex(8)}.nodwyn-tmp"
+        try:
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o666,
+                dir_fd=loc.dir_fd,
+            )
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise ToolError(f"{loc.shown}: could not make a temporary file beside it; try again")
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if old is not None:
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, loc.name, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=loc.dir_fd)
+        raise
