@@ -241,7 +241,7 @@ def test_anthropic_refuses_a_thinking_block_it_did_not_sign_unless_drop_block() 
     assert no_beta.status_code == 400
     start = json.loads(sse_events(dropped.text)[0][1])
     assert start["message"]["input_transformations"] == [
-        {"type": "thinking_dropped", "path": "messages.1.content.0"}
+        {"type": "thinking_dropped", "path": "messages.1.content.0", "reason": "prefix_mismatch"}
     ]
 
 

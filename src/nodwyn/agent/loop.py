@@ -11,6 +11,7 @@ here on the rules and texts of ``agent.strategies``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import NotFoundError, ProviderError, ToolError
 from nodwyn.log import SessionLog
 from nodwyn.values.codec import response_to_json
-from nodwyn.values.content import ToolCall
+from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import Event
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
@@ -123,6 +124,8 @@ class Agent:
         except ProviderError as exc:
             self.append("note", {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
             raise
+        if not all(c.id for c in response.calls):  # ids the server did not give, minted from the log
+            response = dataclasses.replace(response, calls=mint_call_ids(response.calls, req.seq))
         logged, left_out = reply.for_log(response)
         for note in left_out:
             self.display.notice(note)

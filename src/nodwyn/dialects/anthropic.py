@@ -33,8 +33,11 @@ from nodwyn.dialects.base import (
     json_object,
     loads,
     not_object,
+    opt_list,
+    opt_str,
     stream_incomplete,
     sub,
+    wrong_type,
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
@@ -85,9 +88,13 @@ class AnthropicDialect(DialectBase):
         for i, m in enumerate(request.messages):
             where = f"messages[{i}]"
             if isinstance(m, ToolMessage):
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.call_id, "content": m.text}
-                if m.error:
-                    block["is_error"] = True
+                # is_error goes as it is, false included, as Anthropic's own clients send it
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": m.call_id,
+                    "content": m.text,
+                    "is_error": m.error,
+                }
                 if results is None:
                     results = []
                     messages.append({"role": "user", "content": results})
@@ -218,9 +225,21 @@ class AnthropicDecoder:
             self.model = msg["model"]
         if isinstance(msg.get("usage"), dict):
             self.usage.update(msg["usage"])
-        for t in msg.get("input_transformations") or []:
-            if isinstance(t, dict):
-                self.notes.append(f"anthropic {t.get('type', 'transformation')} at {t.get('path', '?')}")
+        self.transformations(msg, "message_start.message")
+
+    def transformations(self, obj: dict[str, Any], where: str) -> None:
+        """``input_transformations`` (a block the API dropped, …), on ``message_start`` or
+        ``message_delta``: each becomes a note on the reply, with its reason when given."""
+        for i, t in enumerate(
+            opt_list(obj.get("input_transformations"), f"{where}.input_transformations", self.provider)
+        ):
+            if not isinstance(t, dict):
+                raise wrong_type(self.provider, f"{where}.input_transformations[{i}]", t, "an object")
+            note = f"anthropic {t.get('type', 'transformation')} at {t.get('path', '?')}"
+            if isinstance(t.get("reason"), str) and t["reason"]:
+                note += f": {t['reason']}"
+            if note not in self.notes:
+                self.notes.append(note)
 
     def delta(self, obj: dict[str, Any]) -> None:
         d = sub(obj, "delta") or obj
@@ -228,6 +247,9 @@ class AnthropicDecoder:
             self.stop_reason = d["stop_reason"]
         if isinstance(obj.get("usage"), dict):
             self.usage.update({k: v for k, v in obj["usage"].items() if v is not None})
+        self.transformations(obj, "message_delta")
+        if d is not obj:
+            self.transformations(d, "message_delta.delta")
 
     def feed(self, ev: StreamEvent) -> list[Fragment]:
         data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
@@ -258,18 +280,20 @@ class AnthropicDecoder:
                 f"{self.provider}: a content_block_delta for a block never started", provider=self.provider
             )
         t = d.get("type")
+        p = self.provider
         if t == "text_delta":
-            piece = str(d.get("text", ""))
+            piece = opt_str(d.get("text"), "content_block_delta.delta.text", p) or ""
             b["text"] = str(b.get("text", "")) + piece
             return [("text", piece)] if piece else []
         if t == "thinking_delta":
-            piece = str(d.get("thinking", ""))
+            piece = opt_str(d.get("thinking"), "content_block_delta.delta.thinking", p) or ""
             b["thinking"] = str(b.get("thinking", "")) + piece
             return [("thinking", piece)] if piece else []
         if t == "signature_delta":
-            b["signature"] = str(b.get("signature", "")) + str(d.get("signature", ""))
+            piece = opt_str(d.get("signature"), "content_block_delta.delta.signature", p) or ""
+            b["signature"] = str(b.get("signature", "")) + piece
         elif t == "input_json_delta":
-            b["partial"] += str(d.get("partial_json", ""))
+            b["partial"] += opt_str(d.get("partial_json"), "content_block_delta.delta.partial_json", p) or ""
         return []
 
     def finish(self) -> Response:

@@ -281,3 +281,53 @@ def stream_incomplete(provider: str, what: str) -> DecodeError:
         f"{provider}: the stream ended before {what}; the reply is incomplete (ask again)",
         provider=provider,
     )
+
+
+def kind_of(value: Any) -> str:
+    """A JSON value's kind as an error names it (object, array, string, number, boolean, null)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def wrong_type(provider: str, where: str, value: Any, expected: str) -> DecodeError:
+    """A field of the reply whose JSON type the dialect cannot read: never dropped in silence."""
+    return DecodeError(
+        f"{provider}: {where} is {kind_of(value)}, expected {expected}; the server sent a shape this "
+        "dialect cannot read (check the model entry's api and family)",
+        provider=provider,
+    )
+
+
+def opt_str(value: Any, where: str, provider: str) -> str | None:
+    """A string field of the reply: absent or null is None, a string is itself, anything else is a
+    DecodeError naming the field (a wrong type is never dropped in silence)."""
+    if value is None or isinstance(value, str):
+        return value
+    raise wrong_type(provider, where, value, "a string")
+
+
+def opt_list(value: Any, where: str, provider: str) -> list[Any]:
+    """An array field of the reply: absent or null is empty, anything else but an array an error."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    raise wrong_type(provider, where, value, "an array")
+
+
+def opt_dict(value: Any, where: str, provider: str) -> dict[str, Any]:
+    """An object field of the reply: absent or null is empty, anything else but an object an error."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    raise wrong_type(provider, where, value, "an object")

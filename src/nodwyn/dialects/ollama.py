@@ -26,7 +26,11 @@ from nodwyn.dialects.base import (
     json_object,
     loads,
     not_object,
+    opt_dict,
+    opt_list,
+    opt_str,
     stream_incomplete,
+    wrong_type,
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
@@ -141,30 +145,34 @@ class OllamaDecoder:
         if isinstance(obj.get("model"), str):
             self.model = obj["model"]
         shown: list[Fragment] = []
-        msg = obj.get("message")
-        if isinstance(msg, dict):
-            if isinstance(msg.get("thinking"), str):
-                self.thinking.append(msg["thinking"])
-                shown += [("thinking", msg["thinking"])] if msg["thinking"] else []
-            if isinstance(msg.get("content"), str):
-                self.text.append(msg["content"])
-                shown += [("text", msg["content"])] if msg["content"] else []
-            for tc in msg.get("tool_calls") or []:
-                self.calls.append(self._call(tc))
+        p = self.provider
+        msg = opt_dict(obj.get("message"), "message", p)
+        thinking = opt_str(msg.get("thinking"), "message.thinking", p)
+        if thinking is not None:
+            self.thinking.append(thinking)
+            shown += [("thinking", thinking)] if thinking else []
+        content = opt_str(msg.get("content"), "message.content", p)
+        if content is not None:
+            self.text.append(content)
+            shown += [("text", content)] if content else []
+        for n, tc in enumerate(opt_list(msg.get("tool_calls"), "message.tool_calls", p)):
+            self.calls.append(self._call(tc, f"message.tool_calls[{n}]"))
         if obj.get("done") is True:
             self.final = obj
         return shown
 
-    def _call(self, tc: Any) -> ToolCall:
+    def _call(self, tc: Any, where: str) -> ToolCall:
+        p = self.provider
         fn = tc.get("function") if isinstance(tc, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise DecodeError(
-                f"{self.provider}: a tool call has no function name: {tc!r:.80}", provider=self.provider
-            )
+            raise DecodeError(f"{p}: {where} has no function name: {tc!r:.80}", provider=p)
         args = fn.get("arguments", {})
-        call_id = tc.get("id")
+        if not isinstance(args, str | dict):
+            raise wrong_type(p, f"{where}.function.arguments", args, "an object")
+        # A call without an id keeps "": the agent mints one unique in the session from the
+        # request's seq (values.content.mint_call_ids); "call_<k>" repeated across turns.
         return ToolCall(
-            id=call_id if isinstance(call_id, str) and call_id else f"call_{len(self.calls)}",
+            id=opt_str(tc.get("id"), f"{where}.id", p) or "",
             name=fn["name"],
             arguments=args if isinstance(args, str) else dumps(args),
         )

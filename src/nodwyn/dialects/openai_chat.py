@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from nodwyn.dialects.base import (
     NO_IMAGES,
     Fragment,
@@ -38,8 +40,12 @@ from nodwyn.dialects.base import (
     int_or_none,
     loads,
     not_object,
+    opt_dict,
+    opt_list,
+    opt_str,
     stream_incomplete,
     sub,
+    wrong_type,
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
@@ -183,7 +189,12 @@ class ChatDialect(DialectBase):
         return parts
 
     def decoder(self, origin: Origin) -> ChatDecoder:
-        return ChatDecoder(self.provider, origin, keep_details=self.settings.family in KEEPS_DETAILS)
+        return ChatDecoder(
+            self.provider,
+            origin,
+            keep_details=self.settings.family in KEEPS_DETAILS,
+            checks_signatures=self.settings.reasoning_details_only,
+        )
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
         dec = self.decoder(origin)
@@ -192,13 +203,54 @@ class ChatDialect(DialectBase):
         return dec.finish()
 
 
+def content_pieces(value: Any, where: str, provider: str) -> list[Fragment]:
+    """A message's ``content``: a string, or a list of chunks (Mistral: ``text`` chunks and
+    ``thinking`` chunks whose ``thinking`` is a list of text chunks or a string). What cannot be
+    represented is a DecodeError naming the field, never dropped."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [("text", value)]
+    if not isinstance(value, list):
+        raise wrong_type(provider, where, value, "a string or an array of chunks")
+    out: list[Fragment] = []
+    for i, chunk in enumerate(value):
+        at = f"{where}[{i}]"
+        if not isinstance(chunk, dict):
+            raise wrong_type(provider, at, chunk, "an object")
+        kind = chunk.get("type")
+        if kind == "text":
+            out.append(("text", opt_str(chunk.get("text"), f"{at}.text", provider) or ""))
+        elif kind == "thinking":
+            inner = chunk.get("thinking")
+            if isinstance(inner, list):
+                for piece_kind, piece in content_pieces(inner, f"{at}.thinking", provider):
+                    if piece_kind != "text":
+                        raise DecodeError(
+                            f"{provider}: {at}.thinking holds a {piece_kind} chunk; only text chunks "
+                            "can be read as thinking",
+                            provider=provider,
+                        )
+                    out.append(("thinking", piece))
+            else:
+                out.append(("thinking", opt_str(inner, f"{at}.thinking", provider) or ""))
+        else:
+            raise DecodeError(
+                f"{provider}: {at}.type is {kind!r}; this dialect reads text and thinking chunks only "
+                "and would lose the rest (a server speaking a newer shape)",
+                provider=provider,
+            )
+    return out
+
+
 def merge_details(acc: list[dict[str, Any]], fragments: list[Any]) -> None:
     """Merge streamed reasoning_details fragments as OpenRouter's own client does.
 
     A fragment with the ``index`` of an entry already seen continues it; a ``reasoning.text``
     fragment without an index continues a trailing ``reasoning.text``. Continuing concatenates
-    ``text`` and ``summary`` and fills fields still missing (a late signature, the real data for
-    a ``[REDACTED]`` placeholder). Anything else starts a new entry, in arrival order.
+    ``text`` and ``summary``; any other field takes its first non-empty value (the first fragment
+    of a Claude route carries ``"signature": ""`` and the real one comes later; a ``[REDACTED]``
+    placeholder gives way to the real data). Anything else starts a new entry, in arrival order.
     """
     for f in fragments:
         if not isinstance(f, dict):
@@ -216,15 +268,41 @@ def merge_details(acc: list[dict[str, Any]], fragments: list[Any]) -> None:
             old = target.get(k)
             if k in ("text", "summary") and isinstance(v, str) and isinstance(old, str):
                 target[k] = old + v
-            elif old is None or (old == "[REDACTED]" and v is not None):
+            elif old is None or (old in ("", "[REDACTED]") and v not in (None, "")):
                 target[k] = v
 
 
+def _signed_only(data: str) -> tuple[str | None, list[str]]:
+    """For a route that checks signatures (``reasoning_details_only``): the array without the
+    ``reasoning.text`` entries still unsigned at the end of the reply (the route would refuse them
+    as "Invalid signature in thinking block"), and a note for each left out. Unchanged (the same
+    text) when every entry is signed; None when nothing is left to send back."""
+    entries = orjson.loads(data)
+    if not isinstance(entries, list):
+        return data, []
+    kept: list[Any] = []
+    notes: list[str] = []
+    for i, e in enumerate(entries):
+        if isinstance(e, dict) and e.get("type") == "reasoning.text" and not e.get("signature"):
+            notes.append(
+                f"reasoning_details[{i}] (reasoning.text) came without a signature; it is not sent back, "
+                "since this route checks signatures (reasoning_details_only)"
+            )
+            continue
+        kept.append(e)
+    if not notes:
+        return data, []
+    return (dumps(kept) if kept else None), notes
+
+
 class ChatDecoder:
-    def __init__(self, provider: str, origin: Origin, *, keep_details: bool) -> None:
+    def __init__(
+        self, provider: str, origin: Origin, *, keep_details: bool, checks_signatures: bool = False
+    ) -> None:
         self.provider = provider
         self.origin = origin
         self.keep_details = keep_details
+        self.checks_signatures = checks_signatures  # the route refuses unsigned reasoning.text
         self.text: list[str] = []
         self.thinking: list[str] = []
         self.details: list[dict[str, Any]] | None = None
@@ -263,49 +341,65 @@ class ChatDecoder:
         if isinstance(obj.get("time_info"), dict):
             self.time_info = obj["time_info"]
         shown: list[Fragment] = []
-        for ch in obj.get("choices") or []:
-            if not isinstance(ch, dict) or ch.get("index", 0) != 0:
+        p = self.provider
+        for n, ch in enumerate(opt_list(obj.get("choices"), "choices", p)):
+            if not isinstance(ch, dict):
+                raise wrong_type(p, f"choices[{n}]", ch, "an object")
+            if ch.get("index", 0) != 0:
                 continue
             d = ch.get(key)
-            if isinstance(d, dict):
-                shown += self._delta(d, streamed=key == "delta")
-            if isinstance(ch.get("finish_reason"), str):
-                self.finish_raw = ch["finish_reason"]
+            if d is not None:
+                shown += self._delta(opt_dict(d, f"choices[{n}].{key}", p), streamed=key == "delta")
+            finish = opt_str(ch.get("finish_reason"), f"choices[{n}].finish_reason", p)
+            if finish is not None:
+                self.finish_raw = finish
         return shown
 
     def _delta(self, d: dict[str, Any], *, streamed: bool) -> list[Fragment]:
+        where = "choices[0].delta" if streamed else "choices[0].message"
+        p = self.provider
         shown: list[Fragment] = []
-        r = d.get("reasoning")
-        if not isinstance(r, str):
-            r = d.get("reasoning_content")
-        if isinstance(r, str):
+        r = opt_str(d.get("reasoning"), f"{where}.reasoning", p)
+        if r is None:
+            r = opt_str(d.get("reasoning_content"), f"{where}.reasoning_content", p)
+        if r is not None:
             self.thinking.append(r)
             if r:
                 shown.append(("thinking", r))
-        if isinstance(d.get("content"), str):
-            self.text.append(d["content"])
-            if d["content"]:
-                shown.append(("text", d["content"]))
+        for kind, piece in content_pieces(d.get("content"), f"{where}.content", p):
+            (self.text if kind == "text" else self.thinking).append(piece)
+            if piece:
+                shown.append((kind, piece))
         rd = d.get("reasoning_details")
-        if isinstance(rd, list) and self.keep_details:
+        if rd is not None and self.keep_details:
+            rd = opt_list(rd, f"{where}.reasoning_details", p)
             if self.details is None:
                 self.details = []
             if streamed:
                 merge_details(self.details, rd)
             else:
                 self.details_raw = dumps(rd)
-        for tc in d.get("tool_calls") or []:
+        for n, tc in enumerate(opt_list(d.get("tool_calls"), f"{where}.tool_calls", p)):
+            at = f"{where}.tool_calls[{n}]"
             if not isinstance(tc, dict):
-                continue
+                raise wrong_type(p, at, tc, "an object")
             idx = tc.get("index", len(self.calls))
+            if isinstance(idx, bool) or not isinstance(idx, int):
+                raise wrong_type(p, f"{at}.index", idx, "an integer")
             slot = self.calls.setdefault(idx, {"id": "", "name": "", "arguments": ""})
-            if isinstance(tc.get("id"), str):
-                slot["id"] = tc["id"]
-            fn = tc.get("function") or {}
-            if isinstance(fn.get("name"), str):
-                slot["name"] = slot["name"] + fn["name"] if streamed else fn["name"]
-            if isinstance(fn.get("arguments"), str):
-                slot["arguments"] = slot["arguments"] + fn["arguments"] if streamed else fn["arguments"]
+            call_id = opt_str(tc.get("id"), f"{at}.id", p)
+            if call_id:
+                slot["id"] = call_id
+            fn = opt_dict(tc.get("function"), f"{at}.function", p)
+            name = opt_str(fn.get("name"), f"{at}.function.name", p)
+            if name is not None:
+                slot["name"] = slot["name"] + name if streamed else name
+            args = fn.get("arguments")
+            if isinstance(args, dict) and not streamed:  # a server that gives the object itself
+                args = dumps(args)
+            args = opt_str(args, f"{at}.function.arguments", p)
+            if args is not None:
+                slot["arguments"] = slot["arguments"] + args if streamed else args
         return shown
 
     def finish(self) -> Response:
@@ -316,11 +410,17 @@ class ChatDecoder:
             c = self.calls[k]
             if not c["name"]:
                 raise DecodeError(f"{self.provider}: tool call {k} has no name", provider=self.provider)
-            calls.append(ToolCall(id=c["id"] or f"call_{k}", name=c["name"], arguments=c["arguments"]))
+            # A call without an id (Gemini's and Ollama's OpenAI-compatible servers) keeps "": the
+            # agent mints one unique in the session from the request's seq (values.content.mint_call_ids).
+            calls.append(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]))
         blocks: tuple[ThinkingBlock, ...] = ()
+        notes: list[str] = []
         if self.details is not None:
-            data = self.details_raw if self.details_raw is not None else dumps(self.details)
-            blocks = (ThinkingBlock(type="reasoning_details", origin=self.origin, data=data),)
+            data: str | None = self.details_raw if self.details_raw is not None else dumps(self.details)
+            if self.checks_signatures and data is not None:
+                data, notes = _signed_only(data)
+            if data is not None:
+                blocks = (ThinkingBlock(type="reasoning_details", origin=self.origin, data=data),)
         return Response(
             text="".join(self.text),
             thinking="".join(self.thinking),
@@ -330,6 +430,7 @@ class ChatDecoder:
             finish=finish_reason(self.finish_raw),
             model=self.model,
             timings=self._timings(),
+            notes=tuple(notes),
         )
 
     def _usage(self) -> Usage:

@@ -34,8 +34,11 @@ from nodwyn.dialects.base import (
     join_text,
     loads,
     not_object,
+    opt_list,
+    opt_str,
     stream_incomplete,
     sub,
+    wrong_type,
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
@@ -54,6 +57,9 @@ from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Usage
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_DELTAS = frozenset(
+    {"response.output_text.delta", "response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
 
 
 class ResponsesDialect(DialectBase):
@@ -92,7 +98,10 @@ class ResponsesDialect(DialectBase):
                     if kind == "block":
                         items.append(self._item(x, where))
                     elif kind == "text":
-                        items.append({"type": "message", "role": "assistant", "content": x})
+                        message: dict[str, Any] = {"type": "message", "role": "assistant", "content": x}
+                        if m.phase is not None:  # the API asks for it back on every assistant message
+                            message["phase"] = m.phase
+                        items.append(message)
                     else:
                         items.append(
                             {
@@ -180,6 +189,10 @@ class ResponsesDecoder:
         return self.final is not None
 
     def feed(self, ev: StreamEvent) -> list[Fragment]:
+        if ev.data.strip() == "[DONE]":
+            # OpenRouter's /responses ends its stream so after response.completed. The terminal
+            # event alone makes the reply complete: a [DONE] before it leaves it incomplete.
+            return []
         data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
         if not isinstance(data, dict):
             raise not_object(self.provider, f"a {ev.event or 'stream'} event")
@@ -189,8 +202,9 @@ class ResponsesDecoder:
         resp = data.get("response")
         if isinstance(resp, dict) and isinstance(resp.get("model"), str):
             self.model = resp["model"]
-        raw_delta = data.get("delta")
-        delta = raw_delta if isinstance(raw_delta, str) else ""
+        delta = ""
+        if kind in _DELTAS:
+            delta = opt_str(data.get("delta"), f"{kind}.delta", self.provider) or ""
         if kind == "response.output_text.delta":
             self.text_deltas.append(delta)
             return [("text", delta)] if delta else []
@@ -227,16 +241,22 @@ class ResponsesDecoder:
         thoughts: list[str] = []
         calls: list[ToolCall] = []
         blocks: list[ThinkingBlock] = []
-        for item in output:
+        phase: str | None = None
+        p = self.provider
+        for n, item in enumerate(output):
             if not isinstance(item, dict):
-                continue
+                raise wrong_type(p, f"output[{n}]", item, "an object")
             typ = item.get("type")
             if typ == "message":
-                for part in item.get("content") or []:
-                    if isinstance(part, dict) and part.get("type") == "output_text":
-                        texts.append(str(part.get("text", "")))
-                    elif isinstance(part, dict) and part.get("type") == "refusal":
-                        texts.append(str(part.get("refusal", "")))
+                phase = opt_str(item.get("phase"), f"output[{n}].phase", p) or phase
+                for k, part in enumerate(opt_list(item.get("content"), f"output[{n}].content", p)):
+                    at = f"output[{n}].content[{k}]"
+                    if not isinstance(part, dict):
+                        raise wrong_type(p, at, part, "an object")
+                    if part.get("type") == "output_text":
+                        texts.append(opt_str(part.get("text"), f"{at}.text", p) or "")
+                    elif part.get("type") == "refusal":
+                        texts.append(opt_str(part.get("refusal"), f"{at}.refusal", p) or "")
             elif typ == "reasoning":
                 item = done_by_id.get(item.get("id"), item)
                 summary = join_text(
@@ -262,11 +282,12 @@ class ResponsesDecoder:
                         )
                     )
             elif typ == "function_call":
+                at = f"output[{n}]"
                 calls.append(
                     ToolCall(
-                        id=str(item.get("call_id", "")),
-                        name=str(item.get("name", "")),
-                        arguments=str(item.get("arguments", "")),
+                        id=opt_str(item.get("call_id"), f"{at}.call_id", p) or "",
+                        name=opt_str(item.get("name"), f"{at}.name", p) or "",
+                        arguments=opt_str(item.get("arguments"), f"{at}.arguments", p) or "",
                     )
                 )
         if not output:
@@ -285,6 +306,7 @@ class ResponsesDecoder:
             usage=self._usage(),
             finish=finish,
             model=self.model,
+            phase=phase,
         )
 
     def _usage(self) -> Usage:

@@ -128,7 +128,13 @@ def validate(state: State, req: ReceivedRequest) -> tuple[dict[str, Any], list[d
                 )
                 if not good:
                     if drop:
-                        dropped.append({"type": "thinking_dropped", "path": f"messages.{i}.content.{j}"})
+                        dropped.append(
+                            {
+                                "type": "thinking_dropped",
+                                "path": f"messages.{i}.content.{j}",
+                                "reason": "prefix_mismatch",
+                            }
+                        )
                         continue
                     raise ApiError(
                         400,
@@ -220,7 +226,8 @@ def stream(
         "stop_sequence": None,
         "usage": usage,
     }
-    if dropped:
+    late = "delta_transformations" in item.quirks  # named on message_delta instead
+    if dropped and not late:
         message["input_transformations"] = dropped
     emit("message_start", message=message)
     emit("ping")
@@ -304,6 +311,7 @@ def stream(
             "usage": {**usage, "output_tokens": output},
         }
         return json_reply(200, whole, {"request-id": "req_fake"})
-    emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=final_usage)
+    extra: dict[str, Any] = {"input_transformations": dropped} if dropped and late else {}
+    emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=final_usage, **extra)
     emit("message_stop")
     return event_stream(chunks, {"request-id": "req_fake"})

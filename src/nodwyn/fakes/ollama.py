@@ -115,13 +115,12 @@ def metrics(lookup: Lookup, output: int) -> dict[str, int]:
 
 def reply(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
     model = body["model"]
-    calls = [
-        {
-            "id": call.id or state.next_id("call_"),
-            "function": {"index": j, "name": call.name, "arguments": call.arguments},
-        }
-        for j, call in enumerate(item.calls)
-    ]
+    calls: list[dict[str, Any]] = []
+    for j, call in enumerate(item.calls):
+        entry: dict[str, Any] = {"function": {"index": j, "name": call.name, "arguments": call.arguments}}
+        if "no_call_ids" not in item.quirks:  # older Ollama servers send calls without ids
+            entry = {"id": call.id or state.next_id("call_"), **entry}
+        calls.append(entry)
     output = out_tokens(item.text, item.thinking, *(c.arguments_json for c in item.calls))
     done = {"done": True, "done_reason": "stop", **metrics(lookup, output)}
     if body.get("stream") is False:

@@ -255,32 +255,48 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             value["usage"] = None
         return sse(value)
 
-    chunks.append(chunk({"role": "assistant", "content": ""}))
+    listed = "list_content" in item.quirks  # Mistral: content as text and thinking chunks
+    no_ids = "no_call_ids" in item.quirks  # Gemini's and Ollama's compatible servers
+    chunks.append(chunk({"role": "assistant", "content": [] if listed else ""}))
     field = _REASONING_FIELD.get(family, "reasoning_content")
     for frag in split_text(item.thinking):
-        chunks.append(chunk({field: frag}))
+        if listed:
+            chunks.append(
+                chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": frag}]}]})
+            )
+        else:
+            chunks.append(chunk({field: frag}))
     details: list[dict[str, Any]] = []
     if family == "openrouter" and item.reasoning_details is not None:
-        frags = detail_fragments(state, item.reasoning_details)
+        frags = detail_fragments(
+            state, item.reasoning_details, empty_signature="empty_signature" in item.quirks
+        )
         details = merged_details(frags)
         chunks.extend(chunk({"reasoning_details": [frag]}) for frag in frags)
         if not item.reasoning_details:
             chunks.append(chunk({"reasoning_details": []}))
     for frag in split_text(item.text):
-        chunks.append(chunk({"content": frag}))
+        chunks.append(chunk({"content": [{"type": "text", "text": frag}] if listed else frag}))
     arg_texts = []
     calls: list[dict[str, Any]] = []
     for j, call in enumerate(item.calls):
         call_id = call.id or state.next_id("call_")
         args = call.arguments_json
         arg_texts.append(args)
-        calls.append({"id": call_id, "type": "function", "function": {"name": call.name, "arguments": args}})
-        head = {
+        whole_call: dict[str, Any] = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": args},
+        }
+        head: dict[str, Any] = {
             "index": j,
             "id": call_id,
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
+        if no_ids:
+            del whole_call["id"], head["id"]
+        calls.append(whole_call)
         chunks.append(chunk({"tool_calls": [head]}))
         for frag in split_text(args, 2):
             chunks.append(chunk({"tool_calls": [{"index": j, "function": {"arguments": frag}}]}))
@@ -305,7 +321,14 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     chunks.append(last)
     if body.get("stream") is not True:  # the whole reply as one chat.completion object
         message: dict[str, Any] = {"role": "assistant", "content": item.text or None}
-        if item.thinking:
+        if listed:
+            parts: list[dict[str, Any]] = []
+            if item.thinking:
+                parts.append({"type": "thinking", "thinking": [{"type": "text", "text": item.thinking}]})
+            if item.text:
+                parts.append({"type": "text", "text": item.text})
+            message["content"] = parts
+        elif item.thinking:
             message[field] = item.thinking
         if family == "openrouter" and item.reasoning_details is not None:
             message["reasoning_details"] = details
@@ -337,5 +360,6 @@ def stream_error(family: str, base: dict[str, Any], e: ScriptError) -> dict[str,
         choice = {"index": 0, "delta": {"content": ""}, "finish_reason": "error"}
         err = {"code": e.status, "message": e.message, "metadata": {"error_type": e.code or kind}}
         return {**base, "error": err, "choices": [choice]}
-    fields = {"message": e.message, "type": kind, "param": e.param, "code": e.code}
-    return fields if family == "cerebras" else {"error": fields}
+    # Every family wraps it in "error" mid-stream (the HTTP error body of cerebras is unwrapped):
+    # without the key, the official SDK reads the event as a chunk and ends in silence.
+    return {"error": {"message": e.message, "type": kind, "param": e.param, "code": e.code}}

@@ -46,15 +46,19 @@ def merged_details(fragments: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ):
             out[-1]["text"] = out[-1].get("text", "") + f.get("text", "")
             for k, v in f.items():
-                if k != "text" and out[-1].get(k) is None:
+                if k != "text" and out[-1].get(k) in (None, ""):  # the first non-empty value
                     out[-1][k] = v
         else:
             out.append(dict(f))
     return out
 
 
-def detail_fragments(state: State, details: tuple[Any, ...]) -> list[dict[str, Any]]:
+def detail_fragments(
+    state: State, details: tuple[Any, ...], *, empty_signature: bool = False
+) -> list[dict[str, Any]]:
     """Stream an array as fragments: a reasoning.text in pieces (signature on the last), the rest whole.
+    ``empty_signature``: the first piece of a signed reasoning.text carries ``"signature": ""``, as
+    OpenRouter's Claude routes send it (the merge must keep the later, real one).
 
     The merged array (text joined, first non-null signature and format kept) is what the fake then
     accepts back; signed and encrypted items are remembered as this server's own.
@@ -72,7 +76,10 @@ def detail_fragments(state: State, details: tuple[Any, ...]) -> list[dict[str, A
         if entry.get("type") == "reasoning.text" and len(entry.get("text", "")) > 1:
             pieces = split_text(entry["text"], 2)
             rest = {k: v for k, v in entry.items() if k not in {"text", "signature"}}
-            out.append({**rest, "text": pieces[0]})
+            first = {**rest, "text": pieces[0]}
+            if empty_signature and entry.get("signature"):
+                first["signature"] = ""
+            out.append(first)
             tail: dict[str, Any] = {"type": "reasoning.text", "text": pieces[1], "index": entry["index"]}
             if "signature" in entry:
                 tail["signature"] = entry["signature"]

@@ -146,6 +146,9 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         "object": "response",
         "created_at": CREATED,
         "model": body["model"],
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools", []),
     }
     emit("response.created", response={**resp, "status": "in_progress", "output": [], "usage": None})
     emit("response.in_progress", response={**resp, "status": "in_progress", "output": [], "usage": None})
@@ -213,25 +216,38 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     if item.text:
         mid = state.next_id("msg_")
         index = len(output)
-        emit(
-            "response.output_item.added",
-            output_index=index,
-            item={"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []},
-        )
+        head: dict[str, Any] = {
+            "id": mid,
+            "type": "message",
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        }
+        if item.phase is not None:
+            head["phase"] = item.phase
+        emit("response.output_item.added", output_index=index, item=head)
         part = {"type": "output_text", "text": "", "annotations": []}
         emit("response.content_part.added", item_id=mid, output_index=index, content_index=0, part=part)
         for frag in split_text(item.text):
-            emit("response.output_text.delta", item_id=mid, output_index=index, content_index=0, delta=frag)
-        emit("response.output_text.done", item_id=mid, output_index=index, content_index=0, text=item.text)
+            emit(
+                "response.output_text.delta",
+                item_id=mid,
+                output_index=index,
+                content_index=0,
+                delta=frag,
+                logprobs=[],
+            )
+        emit(
+            "response.output_text.done",
+            item_id=mid,
+            output_index=index,
+            content_index=0,
+            text=item.text,
+            logprobs=[],
+        )
         done_part = {"type": "output_text", "text": item.text, "annotations": []}
         emit("response.content_part.done", item_id=mid, output_index=index, content_index=0, part=done_part)
-        message = {
-            "id": mid,
-            "type": "message",
-            "status": "completed",
-            "role": "assistant",
-            "content": [done_part],
-        }
+        message = {**head, "status": "completed", "content": [done_part]}
         emit("response.output_item.done", output_index=index, item=message)
         output.append(message)
     arg_texts = []
@@ -274,7 +290,10 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     completion = out_tokens(item.text, *arg_texts) + reasoning_tokens
     usage = {
         "input_tokens": lookup.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": lookup.cached_tokens},
+        "input_tokens_details": {
+            "cached_tokens": lookup.cached_tokens,
+            "cache_write_tokens": lookup.cache_write_tokens,
+        },
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
         "total_tokens": lookup.prompt_tokens + completion,
@@ -283,4 +302,6 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
     if body.get("stream") is not True:
         return json_reply(200, final)
     emit("response.completed", response=final)
+    if "done_marker" in item.quirks:  # OpenRouter's /responses ends so after the terminal event
+        chunks.append(sse(b"[DONE]"))
     return event_stream(chunks)

@@ -10,9 +10,18 @@ A script item (one JSON object per line in a ``.jsonl`` file)::
      "error": {"status": 429, "message": "...", "retry_after": 2, "type": "...", "param": "...",
                "mid_stream": false},      # true: HTTP 200, the reply's text, then an error event
      "cut": true,                          # end the stream before its terminal event
-     "empty_output": true}                 # Responses: a terminal event whose output is []
+     "empty_output": true,                 # Responses: a terminal event whose output is []
+     "phase": "commentary",                # Responses: the message item's phase
+     "quirks": ["done_marker", ...]}       # what real servers send that a client must read
 
-An ``error`` item answers that HTTP error in the API's own shape instead of a reply.
+An ``error`` item answers that HTTP error in the API's own shape instead of a reply. ``quirks``
+(each recorded from a real server): ``done_marker`` (Responses: ``data: [DONE]`` after the
+terminal event, as OpenRouter's /responses sends), ``empty_signature`` (OpenRouter: the first
+reasoning.text fragment carries ``"signature": ""``, the real one comes later), ``list_content``
+(chat: ``content`` as a list of ``text`` and ``thinking`` chunks, as Mistral sends),
+``no_call_ids`` (chat and Ollama: tool calls without ids, as Gemini's and Ollama's
+OpenAI-compatible servers send), ``delta_transformations`` (Anthropic: ``input_transformations``
+on ``message_delta`` instead of ``message_start``).
 """
 
 from __future__ import annotations
@@ -28,7 +37,19 @@ import orjson
 
 from nodwyn.errors import ConfigError
 
-_KEYS = {"text", "thinking", "calls", "reasoning_details", "blocks", "error", "cut", "empty_output"}
+_KEYS = {
+    "text",
+    "thinking",
+    "calls",
+    "reasoning_details",
+    "blocks",
+    "error",
+    "cut",
+    "empty_output",
+    "phase",
+    "quirks",
+}
+QUIRKS = frozenset({"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +85,8 @@ class ScriptItem:
     error: ScriptError | None = None
     cut: bool = False
     empty_output: bool = False
+    phase: str | None = None
+    quirks: frozenset[str] = frozenset()
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
@@ -101,6 +124,12 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
     blocks = raw.get("blocks") or []
     if not isinstance(blocks, list) or not all(isinstance(b, dict) and "type" in b for b in blocks):
         raise ConfigError(f'{where}: blocks must be a list of objects with a "type"')
+    quirks = raw.get("quirks") or []
+    if not isinstance(quirks, list) or not set(quirks) <= QUIRKS:
+        raise ConfigError(f"{where}: quirks must be a list of {sorted(QUIRKS)}")
+    phase = raw.get("phase")
+    if phase is not None and not isinstance(phase, str):
+        raise ConfigError(f"{where}: phase must be a string")
     return ScriptItem(
         text=str(raw.get("text") or ""),
         thinking=str(raw.get("thinking") or ""),
@@ -110,6 +139,8 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
         error=error,
         cut=bool(raw.get("cut")),
         empty_output=bool(raw.get("empty_output")),
+        phase=phase,
+        quirks=frozenset(quirks),
         raw=raw,
     )
 

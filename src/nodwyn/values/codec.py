@@ -130,13 +130,16 @@ def message_to_json(m: Message) -> Json:
     if isinstance(m, UserMessage):
         return {"role": "user", "content": [part_to_json(p) for p in m.parts]}
     if isinstance(m, AssistantMessage):
-        return {
+        out: Json = {
             "role": "assistant",
             "text": m.text,
             "thinking": m.thinking,
             "calls": [call_to_json(c) for c in m.calls],
             "blocks": [block_to_json(b) for b in m.blocks],
         }
+        if m.phase is not None:  # only when present: a request without one hashes as before
+            out["phase"] = m.phase
+        return out
     return {"role": "tool", "call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
 
 
@@ -159,6 +162,7 @@ def message_from_json(d: Any, where: str = "message") -> Message:
                 block_from_json(b, f"{where}.blocks[{i}]")
                 for i, b in enumerate(_get(d, "blocks", list, where, []))
             ),
+            phase=_get(d, "phase", str, where, None),
         )
     if role == "tool":
         return ToolMessage(
@@ -227,7 +231,7 @@ def usage_from_json(d: Any, where: str = "usage") -> Usage:
 
 
 def response_to_json(r: Response) -> Json:
-    return {
+    out: Json = {
         "text": r.text,
         "thinking": r.thinking,
         "calls": [call_to_json(c) for c in r.calls],
@@ -238,6 +242,9 @@ def response_to_json(r: Response) -> Json:
         "timings": {"prefill_ms": r.timings.prefill_ms, "total_ms": r.timings.total_ms},
         "notes": list(r.notes),
     }
+    if r.phase is not None:  # only when present: older replies read and hash as before
+        out["phase"] = r.phase
+    return out
 
 
 def response_from_json(d: Any, where: str = "response") -> Response:
@@ -261,6 +268,7 @@ def response_from_json(d: Any, where: str = "response") -> Response:
             total_ms=_get(timings, "total_ms", num, f"{where}.timings", None),
         ),
         notes=tuple(_get(d, "notes", list, where, [])),
+        phase=_get(d, "phase", str, where, None),
     )
 
 

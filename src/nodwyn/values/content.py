@@ -55,6 +55,19 @@ class ToolCall:
     kind: Literal["tool_call"] = "tool_call"
 
 
+def mint_call_ids(calls: tuple[ToolCall, ...], seq: int) -> tuple[ToolCall, ...]:
+    """``calls`` with each missing id (Gemini's and Ollama's OpenAI-compatible servers send none)
+    set to ``call_<seq>_<k>``: ``seq`` is the ``llm.req`` the reply answers, unique in the session,
+    and ``k`` the call's index, so the id is unique and follows from the log alone. Calls that
+    came with an id keep it (and so every recorded reply reads as before)."""
+    if all(c.id for c in calls):
+        return calls
+    return tuple(
+        c if c.id else ToolCall(id=f"call_{seq}_{k}", name=c.name, arguments=c.arguments)
+        for k, c in enumerate(calls)
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkingBlock:
     """A reasoning block kept as the provider gave it, given back only to its origin.
@@ -85,6 +98,7 @@ class AssistantMessage:
     thinking: str = ""
     calls: tuple[ToolCall, ...] = ()
     blocks: tuple[ThinkingBlock, ...] = ()
+    phase: str | None = None  # Responses' message phase, when the reply had one (see Response.phase)
     role: Literal["assistant"] = "assistant"
 
 

@@ -62,3 +62,6 @@ class Response:
     model: str | None = None
     timings: Timings = Timings()
     notes: tuple[str, ...] = ()  # e.g. "stream ended without a terminal event; asked again"
+    # Responses: the assistant message's ``phase`` ("commentary", "final_answer"), resent with it;
+    # None when the API gave none (and then absent from the log, so older replies read the same).
+    phase: str | None = None

@@ -273,6 +273,7 @@ def assistant_message(e: Entry, p: Params, *, with_blocks: bool) -> AssistantMes
         thinking=reply.thinking if Flag.THINKING in p.policy else "",
         calls=reply.calls,
         blocks=kept,
+        phase=reply.phase,
     )
 
 
