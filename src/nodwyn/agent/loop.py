@@ -66,6 +66,8 @@ class Agent:
         workspace: Path,
         approve: Approver,
         shell_timeout: float = 30.0,
+        tool_timeout: float = 60.0,
+        shell_env: Mapping[str, str] | None = None,
         display: Display | None = None,
         max_steps: int = MAX_STEPS,
     ) -> None:
@@ -80,7 +82,13 @@ class Agent:
         self.max_steps = max_steps
         self.requests = 0
         self.tool_context = tool_context(
-            recipe, workspace=workspace, approve=approve, shell_timeout=shell_timeout, recall=self.recall
+            recipe,
+            workspace=workspace,
+            approve=approve,
+            shell_timeout=shell_timeout,
+            recall=self.recall,
+            tool_timeout=tool_timeout,
+            shell_env=shell_env,
         )
         self.state = LoopState(model=model)
         for event in log.read(1):  # one pass over what the log holds (a resumed session's past)

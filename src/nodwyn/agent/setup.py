@@ -15,7 +15,8 @@ from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Backend, Display
 from nodwyn.agent.session import resume_session, start_session
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
-from nodwyn.errors import ConfigError
+from nodwyn.agent.tools.env import scrub_env
+from nodwyn.errors import ConfigError, NodwynError
 from nodwyn.log import Store, data_root
 from nodwyn.transport.credentials import Credentials
 from nodwyn.values.model import ModelSettings
@@ -82,6 +83,24 @@ class Backends:
                 close()
 
 
+def shell_env(env: Mapping[str, str], config: Config) -> dict[str, str]:
+    """The shell tool's environment: ``env`` less every credential a model entry or the keychain
+    names (and their values wherever they appear), less secret-looking names and values, except
+    the names ``[tools] shell_env`` allows. A keychain that cannot be read adds no names (the
+    model's backend reports it); the name and shape rules still apply."""
+    names = {m.credential for m in config.models.values() if m.credential}
+    values: list[str] = [env[n] for n in names if env.get(n)]
+    path = keychain_path(env)
+    if env.get("NODWYN_KEYCHAIN") or path.exists():
+        try:
+            chain = Credentials.from_keychain(path)
+        except NodwynError:
+            chain = Credentials()
+        names |= set(chain.by_name)
+        values += [c.value for c in chain.by_name.values()]
+    return scrub_env(env, credential_names=names, credential_values=values, allow=config.shell_env)
+
+
 def backends(env: Mapping[str, str], config: Config) -> Backends:
     return Backends(env, config)
 
@@ -108,8 +127,11 @@ class Opened:
     backends: Backends | None = None  # None when the caller gave its own backend_for
 
     def close(self) -> None:
-        """End this process's part of the session: backends closed, the log's lock released."""
+        """End this process's part of the session: what the shell left running killed, backends
+        closed, the log's lock released."""
         try:
+            if self.agent.tool_context.processes is not None:
+                self.agent.tool_context.processes.kill_all()
             if self.backends is not None:
                 self.backends.close()
         finally:
@@ -185,6 +207,8 @@ def open_agent(
         workspace=workspace,
         approve=approver(config, yes, ask),
         shell_timeout=config.shell_timeout,
+        tool_timeout=config.tool_timeout,
+        shell_env=shell_env(env, config),
         display=display,
     )
     if resume is not None and agent.settle() and display is not None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -106,7 +108,15 @@ def _options(f: click.decorators.FC) -> click.decorators.FC:
     return f
 
 
+def _end_on_signal(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | None = None) -> Opened:
+    # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
+    # `finally` that kills what its shell commands left running and releases the log.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _end_on_signal)
     opened = open_agent(
         env=os.environ,
         workspace=workspace or Path.cwd(),

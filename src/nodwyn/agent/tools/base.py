@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
@@ -40,7 +41,7 @@ class ToolContext:
     max_file_bytes: int = 4 * 1024 * 1024  # a whole-file read larger than this must use a range
     tool_timeout: float = 60.0  # every tool but shell (which has shell_timeout) stops within this
     env: Mapping[str, str] | None = None  # the shell's environment, scrubbed of credentials
-    processes: Any = None  # the session's ProcessGroups (shell): killed on Ctrl-C and at the end
+    processes: ProcessGroups | None = None  # the shell's groups still running: killed at the end
 
 
 class Deadline:

@@ -1,31 +1,84 @@
-"""shell: run a command in the workspace with a timeout; output and exit status go to the model."""
+"""shell: run a command in the workspace with a timeout; output and exit status go to the model.
+
+The command runs as ``/bin/sh -c`` in a session (process group) of its own, stdin closed, with the
+person's environment less its credentials (``tools.env``). Its output (stdout and stderr together)
+comes through a pipe that a reader thread drains as it arrives, keeping only the head and the tail
+(``MAX_OUTPUT``) in memory and nothing on disk; a command that writes more than ``MAX_STREAM`` in
+all is stopped. On a timeout, a flood or an interruption (Ctrl-C) the whole group is killed; a
+group still alive when the command returns (its background children) is killed when the session
+ends (``procs.ProcessGroups``). ADR 0122.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import subprocess
-import tempfile
-from typing import IO, Any
+import threading
+import time
+from typing import Any
 
 from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.env import scrub_env
+from nodwyn.agent.tools.procs import ProcessGroups, group_alive, kill_group
 from nodwyn.values.request import ToolSpec
 
 MAX_OUTPUT = 256 * 1024  # bytes kept (head and tail) of a command's output
+MAX_STREAM = 64 * 1024 * 1024  # bytes a command may write in all before it is stopped
+_SETTLE = 0.2  # seconds to wait for the last output once the shell itself has exited
+_FALLBACK_GROUPS = ProcessGroups()  # for contexts made without a session's registry
 
 
-def _clip(out: IO[bytes]) -> str:
-    """The command's output, or its head and tail when it is longer than MAX_OUTPUT (the rest is
-    never read into memory)."""
-    size = out.seek(0, os.SEEK_END)
-    out.seek(0)
-    if size <= MAX_OUTPUT:
-        return out.read().decode("utf-8", errors="replace")
-    half = MAX_OUTPUT // 2
-    head = out.read(half).decode("utf-8", errors="replace")
-    out.seek(size - half)
-    tail = out.read(half).decode("utf-8", errors="replace")
-    return f"{head}\n[{size - MAX_OUTPUT} bytes of output omitted]\n{tail}"
+class _Output:
+    """A command's output as it streams: the first and the last MAX_OUTPUT/2 bytes and a count."""
+
+    def __init__(self) -> None:
+        self.half = MAX_OUTPUT // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.lock = threading.Lock()
+        self.done = threading.Event()  # the pipe reached its end (every writer closed it)
+        self.flooded = threading.Event()
+        self.keep = True  # False once the tool has answered: later output is drained and dropped
+
+    def feed(self, chunk: bytes) -> None:
+        with self.lock:
+            self.total += len(chunk)
+            if not self.keep:
+                return
+            room = self.half - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > self.half:
+                    del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        with self.lock:
+            self.keep = False
+            if self.total <= MAX_OUTPUT:
+                return (bytes(self.head) + bytes(self.tail)).decode("utf-8", errors="replace")
+            head = bytes(self.head).decode("utf-8", errors="replace")
+            tail = bytes(self.tail).decode("utf-8", errors="replace")
+            return f"{head}\n[{self.total - len(self.head) - len(self.tail)} bytes of output omitted]\n{tail}"
+
+
+def _drain(fd: int, out: _Output, pgid: int) -> None:
+    """Read the pipe to its end; stop the group once it has written more than MAX_STREAM."""
+    try:
+        while chunk := os.read(fd, 65536):
+            out.feed(chunk)
+            if out.total > MAX_STREAM and not out.flooded.is_set():
+                out.flooded.set()
+                kill_group(pgid)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+        out.done.set()
 
 
 def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
@@ -36,26 +89,66 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     timeout = max(1.0, min(timeout, ctx.shell_timeout))
     if not ctx.approve("shell", command):
         return declined("shell", f"run: {command}")
-    with tempfile.TemporaryFile() as out:
+    groups: ProcessGroups = ctx.processes if ctx.processes is not None else _FALLBACK_GROUPS
+    env = ctx.env if ctx.env is not None else scrub_env(os.environ)
+    read_fd, write_fd = os.pipe()
+    try:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             cwd=ctx.workspace,
+            env=dict(env),
             stdin=subprocess.DEVNULL,
-            stdout=out,
+            stdout=write_fd,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        timed_out = False
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    pgid = proc.pid  # the group of a new session has the leader's id
+    groups.keep(pgid)
+    out = _Output()
+    threading.Thread(target=_drain, args=(read_fd, out, pgid), name=f"shell-{pgid}", daemon=True).start()
+    timed_out = False
+    try:
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_group(pgid)
             code = proc.wait()
-        text = _clip(out)
+        out.done.wait(_SETTLE)  # the last output; background children may hold the pipe open
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or the session ending: nothing survives it
+        kill_group(pgid)
+        with contextlib.suppress(Exception):
+            proc.wait(1)
+        groups.forget(pgid)
+        raise
+    if timed_out or out.flooded.is_set() or not _still_running(pgid):
+        if timed_out or out.flooded.is_set():
+            kill_group(pgid)
+        groups.forget(pgid)
+    text = out.text()
+    if out.flooded.is_set():
+        return fail(
+            f"{text}[stopped: the command wrote more than {MAX_STREAM // (1024 * 1024)} MiB of output; "
+            "send it to a file and read a range]"
+        )
     if timed_out:
         return fail(f"{text}[timed out after {timeout:g} s; the command was killed]")
     return Outcome(text=f"{text}[exit {code}]", error=code != 0)
+
+
+def _still_running(pgid: int) -> bool:
+    """Whether something the command started is still running (it stays in the session's list)."""
+    deadline = time.monotonic() + 0.05
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return False
+        time.sleep(0.01)
+    return group_alive(pgid)
 
 
 SHELL = Tool(

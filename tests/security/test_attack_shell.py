@@ -1,0 +1,238 @@
+"""The shell tool under attack (issue 11, defects 2, 10, 11): the environment it gets holds no
+credential, its output is capped while it runs, and nothing it starts outlives its tool call
+(timeout, flood, Ctrl-C) or its session. Sessions are the real ``nodwyn`` command against a fake
+provider on 127.0.0.1; what the provider received is checked on the wire."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodwyn.agent.tools import ToolContext, builtin_tools, run_call
+from nodwyn.agent.tools.procs import ProcessGroups
+from nodwyn.agent.tools.shell import MAX_OUTPUT
+from nodwyn.fakes import FakeServer
+from nodwyn.transport.credentials import write_keychain
+from nodwyn.values.content import ToolCall
+
+pytestmark = pytest.mark.attack("shell")
+
+NODWYN = str(Path(sys.executable).parent / "nodwyn")
+
+# name -> value; each must be absent from the shell's environment, the log and the wire
+SECRETS = {
+    "OPENAI_API_KEY": "plainvalue-openai-0001",
+    "ANTHROPIC_API_KEY": "plainvalue-anthropic-0002",
+    "GITHUB_TOKEN": "plainvalue-github-0003",
+    "AWS_SECRET_ACCESS_KEY": "plainvalue-aws-0004",
+    "AWS_SESSION_TOKEN": "plainvalue-awssession-0005",
+    "PGPASSWORD": "plainvalue-pg-0006",
+    "DATABASE_URL": "postgres://app:plainvalue-db-0007@db.example.com/app",
+    "SLACK_WEBHOOK_URL": "https://hooks.example.com/plainvalue-slack-0008",
+    "HF_TOKEN": "plainvalue-hf-0009",
+    "CORP_LLM": "plainvalue-modelentry-0010",  # named as a credential by a model entry only
+    "corpvault": "plainvalue-keychainname-0011",  # named by the keychain only
+    "INNOCENT_LOOKING": "kc-plainvalue-keychainvalue-0012",  # holds the keychain's value
+    "TOOL_CONFIG": "sk-ant-api03-" + "Q" * 40 + "0013",  # a known credential shape
+}
+ALLOWED = {"NPM_TOKEN": "plainvalue-allowed-by-name"}  # [tools] shell_env lets it through
+
+
+def shell_call(command: str, cid: str = "s1") -> dict[str, Any]:
+    return {"name": "shell", "id": cid, "arguments": {"command": command}}
+
+
+def person_env(tmp: Path, url: str, extra: str = "") -> dict[str, str]:
+    ws = tmp / "ws"
+    ws.mkdir(exist_ok=True)
+    cfg = tmp / "cfg" / "nodwyn"
+    cfg.mkdir(parents=True, exist_ok=True)
+    (tmp / "config.toml").write_text(
+        f"""[control]
+model = "chat"
+[tools]
+shell_timeout = 20
+shell_env = ["NPM_TOKEN"]
+{extra}
+[models.chat]
+api = "openai-chat"
+model = "fake-model"
+base_url = "{url}"
+credential = "CORP_LLM"
+context_size = 32000
+"""
+    )
+    write_keychain(
+        cfg / "keychain.json",
+        {"corpvault": {"value": "kc-plainvalue-keychainvalue-0012", "origins": ["https://example.com"]}},
+    )
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp),
+        "NODWYN_HOME": str(tmp / "home"),
+        "NODWYN_CONFIG": str(tmp / "config.toml"),
+        "XDG_CONFIG_HOME": str(tmp / "cfg"),
+        **SECRETS,
+        **ALLOWED,
+    }
+
+
+@pytest.fixture(scope="module")
+def env_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
+    """One session whose model runs `env`: (tool output, log bytes, what went back on the wire)."""
+    tmp = tmp_path_factory.mktemp("envscrub")
+    script = [{"calls": [shell_call("env; echo end-of-env")]}, {"text": "done"}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        env = person_env(tmp, fake.url)
+        done = subprocess.run(
+            [NODWYN, "run", "--yes", "show the environment"],
+            env=env,
+            cwd=tmp / "ws",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        wire = json.dumps(fake.requests[-1].body)
+    logs = list((tmp / "home").rglob("log.jsonl"))
+    log_text = logs[0].read_text()
+    result = [json.loads(line) for line in log_text.splitlines() if '"tool.result"' in line]
+    yield result[0]["data"]["text"], log_text, wire
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_the_shell_environment_holds_no_credential(env_session: tuple[str, str, str], name: str) -> None:
+    output, log_text, wire = env_session
+    assert "end-of-env" in output and "HOME=" in output  # the command ran, with an environment
+    assert f"{name}=" not in output
+    value = SECRETS[name]
+    assert value not in output and value not in log_text and value not in wire
+
+
+def test_a_variable_allowed_by_name_is_kept(env_session: tuple[str, str, str]) -> None:
+    output, _, wire = env_session
+    assert "NPM_TOKEN=plainvalue-allowed-by-name" in output and "plainvalue-allowed-by-name" in wire
+
+
+# -- output cap and process groups, in process ------------------------------------------------
+
+
+def ctx(ws: Path, timeout: float = 20.0, groups: ProcessGroups | None = None) -> ToolContext:
+    return ToolContext(
+        workspace=ws,
+        read_budget_tokens=1000,
+        approve=lambda t, w: True,
+        shell_timeout=timeout,
+        processes=groups or ProcessGroups(),
+    )
+
+
+def run_shell(c: ToolContext, command: str) -> tuple[str, bool]:
+    args = json.dumps({"command": command})
+    out = run_call(ToolCall(id="c", name="shell", arguments=args), builtin_tools(), c)
+    return out.text, out.error
+
+
+def gone(pid: int) -> bool:
+    """Whether the process has ended (a zombie waiting for its reaper has ended too)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def wait_gone(pids: list[int], seconds: float = 10) -> list[int]:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not all(gone(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if not gone(p)]
+
+
+def test_a_flood_of_output_is_capped_while_it_runs(tmp_path: Path) -> None:
+    """Defect 10: `yes` wrote 2.8 GB to /tmp in 4 s; now nothing goes to disk and it is stopped."""
+    started = time.monotonic()
+    text, err = run_shell(ctx(tmp_path, timeout=60), "yes")
+    took = time.monotonic() - started
+    assert err and "more than 64 MiB of output" in text, text[-300:]
+    assert took < 20, f"`yes` ran {took:.1f} s"
+    assert len(text) < MAX_OUTPUT + 300
+
+
+def test_a_backgrounded_flood_is_stopped_too(tmp_path: Path) -> None:
+    groups = ProcessGroups()
+    text, err = run_shell(ctx(tmp_path, groups=groups), "(yes > /dev/stdout &) ; echo started")
+    assert len(text) < MAX_OUTPUT + 300
+    end = time.monotonic() + 20
+    while groups.running() and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not groups.running(), "a background `yes` was still running"
+
+
+def test_a_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    text, err = run_shell(ctx(tmp_path, timeout=1), "sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; wait")
+    assert err and "timed out after 1 s" in text
+    pids = [int((tmp_path / n).read_text()) for n in ("bg.pid", "sh.pid")]
+    assert wait_gone(pids) == []
+
+
+def test_what_a_command_backgrounds_ends_with_the_session(tmp_path: Path) -> None:
+    groups = ProcessGroups()
+    text, err = run_shell(ctx(tmp_path, groups=groups), "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid")
+    assert not err, text
+    pid = int((tmp_path / "bg.pid").read_text())
+    assert not gone(pid) and groups.running()  # it may serve the session meanwhile
+    groups.kill_all()
+    assert wait_gone([pid]) == []
+
+
+def _session_with_a_backgrounded_child(tmp_path: Path, sig: signal.Signals | None, command: str) -> list[int]:
+    """Run `nodwyn run` whose model runs ``command`` (which writes bg.pid and sh.pid), send ``sig``
+    once both are written (or let it finish), and return the pids still running after it exits."""
+    script = [{"calls": [shell_call(command)]}, {"text": "done"}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        env = person_env(tmp_path, fake.url)
+        ws = tmp_path / "ws"
+        proc = subprocess.Popen(
+            [NODWYN, "run", "--yes", "start a server"],
+            env=env,
+            cwd=ws,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            end = time.monotonic() + 60
+            while not ((ws / "bg.pid").exists() and (ws / "sh.pid").exists()) and time.monotonic() < end:
+                time.sleep(0.05)
+            time.sleep(0.2)
+            pids = [int((ws / n).read_text()) for n in ("bg.pid", "sh.pid")]
+            if sig is not None:
+                proc.send_signal(sig)
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return wait_gone(pids)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_interrupting_a_session_mid_tool_leaves_no_process(tmp_path: Path, sig: signal.Signals) -> None:
+    """Defect 11: Ctrl-C during a tool left the shell and what it backgrounded running."""
+    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"
+    assert _session_with_a_backgrounded_child(tmp_path, sig, command) == []
+
+
+def test_the_end_of_a_session_leaves_no_process(tmp_path: Path) -> None:
+    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; echo $$ > sh.pid"
+    assert _session_with_a_backgrounded_child(tmp_path, None, command) == []
