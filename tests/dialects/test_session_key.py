@@ -12,6 +12,9 @@ from nodwyn.dialects import dialect_for, session_key
 from .cases import KEY, entry, small
 
 PLAN = ("session-id", "thread-id", "x-client-request-id")
+# Issue 10 item 12: the key goes as both headers whenever it is sent (seed, amendment 2026-10-05),
+# except to a server whose own header wire-formats.md names.
+BOTH = ("X-Session-Id", "X-Session-Affinity")
 
 
 def test_key_is_the_sha256_hex_of_the_session_id_and_stable() -> None:
@@ -24,20 +27,20 @@ def test_key_is_the_sha256_hex_of_the_session_id_and_stable() -> None:
 @pytest.mark.parametrize(
     ("api", "family", "header"),
     [
-        ("openai-chat", "compatible", "X-Session-Id"),
-        ("openai-chat", "cerebras", "X-Session-Id"),
-        ("openai-chat", "vllm", "X-Session-Id"),
-        ("openai-chat", "deepseek", "X-Session-Id"),
-        ("openai-chat", "llamacpp", "X-Session-Id"),
-        ("openai-chat", "openrouter", "X-Session-Id"),
-        ("openai-chat", "fireworks", "x-session-affinity"),
-        ("openai-chat", "baseten", "x-baseten-session-id"),
-        ("responses", "compatible", "X-Session-Id"),
+        ("openai-chat", "compatible", BOTH),
+        ("openai-chat", "cerebras", BOTH),
+        ("openai-chat", "vllm", BOTH),
+        ("openai-chat", "deepseek", BOTH),
+        ("openai-chat", "llamacpp", BOTH),
+        ("openai-chat", "openrouter", ("X-Session-Id",)),  # each server's own (wire-formats §9)
+        ("openai-chat", "fireworks", ("x-session-affinity",)),
+        ("openai-chat", "baseten", ("x-baseten-session-id",)),
+        ("responses", "compatible", BOTH),
     ],
 )
 @pytest.mark.parametrize("mode", ["session", "header", "off"])
 @pytest.mark.parametrize("plan", [False, True])
-def test_cache_key_modes(api: str, family: str, header: str, mode: str, plan: bool) -> None:
+def test_cache_key_modes(api: str, family: str, header: tuple[str, ...], mode: str, plan: bool) -> None:
     s = entry(api=api, family=family, cache_key=mode)
     w = dialect_for(s).encode(small(), s, session_key=KEY, plan_usage=plan)
     assert w.body is not None
@@ -45,7 +48,7 @@ def test_cache_key_modes(api: str, family: str, header: str, mode: str, plan: bo
     if mode == "off":
         assert sent == {} and "prompt_cache_key" not in w.body
         return
-    expected = {header: KEY} | (dict.fromkeys(PLAN, KEY) if plan else {})
+    expected = dict.fromkeys(header, KEY) | (dict.fromkeys(PLAN, KEY) if plan else {})
     assert sent == expected
     assert ("prompt_cache_key" in w.body) == (mode == "session")
     if mode == "session":

@@ -247,3 +247,32 @@ def test_the_session_key_goes_on_the_wire_and_never_into_the_log(tmp_path: Path)
     logged = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert key.encode() not in logged  # neither in the requests' records nor anywhere else
     assert digests == [b.digest for b in run.builds]  # the digest is of the neutral request, keyless
+
+
+@pytest.mark.parametrize(
+    ("api", "family", "names"),
+    [
+        ("openai-chat", "compatible", ("x-session-id", "x-session-affinity")),
+        ("openai-chat", "vllm", ("x-session-id", "x-session-affinity")),
+        ("responses", "compatible", ("x-session-id", "x-session-affinity")),
+        ("openai-chat", "openrouter", ("x-session-id",)),
+        ("openai-chat", "fireworks", ("x-session-affinity",)),
+        ("openai-chat", "baseten", ("x-baseten-session-id",)),
+    ],
+)
+@pytest.mark.parametrize("mode", ["session", "header"])
+def test_session_key_goes_as_both_headers_unless_the_server_names_its_own(
+    api: str, family: str, names: tuple[str, ...], mode: str
+) -> None:
+    """Issue 10 item 12 (seed, amendment 2026-10-05): whenever the key is sent, it goes as both
+    X-Session-Id and X-Session-Affinity, except to a server whose own header wire-formats.md names."""
+    key = "7" * 64
+    with FakeServer(api=api, family=family, script=script(2)) as fake:
+        settings = settings_for(fake.url, api, family=family, cache_key=mode)
+        with backend_for(fake.url) as backend:
+            converse(backend, settings, 1, session_key=key)
+            backend.list_models(settings)
+        post, listing = fake.requests
+    sent = {k.lower() for k, v in post.headers.items() if v == key}
+    assert sent == set(names)
+    assert key not in str(listing.headers)

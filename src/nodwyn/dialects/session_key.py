@@ -11,15 +11,16 @@ import hashlib
 
 from nodwyn.values.model import ModelSettings
 
-# Each family's documented session header (reference/wire-formats.md §9). Families that document
-# none get OpenRouter's, as the seed sent it to every chat-completions server: a server that does
-# not know it ignores it, and OpenAI-compatible gateways in front of them route by it.
+# Each family's documented session header (reference/wire-formats.md §9): such a server gets its
+# own header. Every other server gets the key as both X-Session-Id and X-Session-Affinity (seed,
+# amendment 2026-10-05): a server that knows neither ignores them, and the gateways in front of
+# OpenAI-compatible servers route by one or the other.
 SESSION_HEADER: dict[str, str] = {
     "openrouter": "X-Session-Id",
     "fireworks": "x-session-affinity",
     "baseten": "x-baseten-session-id",
 }
-DEFAULT_SESSION_HEADER = "X-Session-Id"
+DEFAULT_SESSION_HEADERS = ("X-Session-Id", "X-Session-Affinity")
 # What Codex sends for a ChatGPT-plan credential (seed, amendment 2026-10-07).
 PLAN_HEADERS = ("session-id", "thread-id", "x-client-request-id")
 
@@ -29,8 +30,10 @@ def session_key(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
 
-def session_header(settings: ModelSettings) -> str:
-    return SESSION_HEADER.get(settings.family, DEFAULT_SESSION_HEADER)
+def session_headers(settings: ModelSettings) -> tuple[str, ...]:
+    """The headers that carry the key: the family's own, else X-Session-Id and X-Session-Affinity."""
+    own = SESSION_HEADER.get(settings.family)
+    return (own,) if own is not None else DEFAULT_SESSION_HEADERS
 
 
 def key_fields(
@@ -38,13 +41,13 @@ def key_fields(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(headers, body fields) that carry the key for this model entry.
 
-    ``cache_key = "session"``: body ``prompt_cache_key`` and the family's session header;
+    ``cache_key = "session"``: body ``prompt_cache_key`` and the session headers;
     ``"header"``: the header only (servers that refuse unknown body fields); ``"off"`` or no key:
     nothing. A ChatGPT-plan credential adds Codex's three headers whenever the key is sent.
     """
     if key is None or settings.cache_key == "off":
         return {}, {}
-    headers = {session_header(settings): key}
+    headers = dict.fromkeys(session_headers(settings), key)
     if plan_usage:
         headers.update(dict.fromkeys(PLAN_HEADERS, key))
     body = {"prompt_cache_key": key} if settings.cache_key == "session" and body_field else {}
