@@ -156,7 +156,9 @@ def replay(
         if seq is None:
             _transcript(log, as_json)
             return
-        r = replay_request(log, seq, expect=expect.read_bytes() if expect is not None else None)
+        r = replay_request(
+            log, seq, expect=expect.read_bytes() if expect is not None else None, complete=True
+        )
         if as_json:
             click.echo(
                 orjson.dumps(

@@ -238,15 +238,19 @@ def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...])
 
 
 def replay_request(
-    log: SessionLog, seq: int, *, expect: bytes | None = None, whole: bool = False
+    log: SessionLog, seq: int, *, expect: bytes | None = None, whole: bool = False, complete: bool = False
 ) -> Replayed:
     """The verified request recorded at ``seq``, or a refusal (see the module docstring).
 
     ``expect``: the canonical bytes captured when the request was sent, if the caller has them;
     a mismatch is then located against them instead of against the nearest verified request.
     ``whole``: ignore the recorded start point and feed every event from seq 1.
+    ``complete``: refuse a partial or malformed log as exact CLI replay does (seed, P10): every
+    event after ``seq`` must be whole and well formed, and no torn tail may follow the last one.
     """
     req = _target(log, seq)
+    if complete:
+        check_complete(log, seq)
     hint = None if whole else _start_hint(req)
     try:
         if hint is not None and hint[0] > 1:
@@ -295,6 +299,29 @@ def _rebuild_and_last_verified(log: SessionLog, req: Event) -> tuple[bytes | Non
         return None, last
 
 
+def _torn(log: SessionLog) -> CorruptLogError | None:
+    torn = log.torn_bytes
+    if not torn:
+        return None
+    return CorruptLogError(
+        f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
+        "(a partial log); exact replay refuses it: let its writer finish, or resume the session "
+        "(its next writer cuts a torn tail); `nodwyn replay SESSION` shows the transcript"
+    )
+
+
+def check_complete(log: SessionLog, after: int) -> None:
+    """Refuse a partial or malformed log: a torn tail, or an event after ``after`` that is damaged
+    or out of sequence (the events up to ``after`` are checked as the request is rebuilt)."""
+    torn = _torn(log)
+    if torn is not None:
+        raise torn
+    expected = after + 1
+    for ev in log.read(expected):
+        _checked(log, ev, expected)
+        expected += 1
+
+
 def verify_all(log: SessionLog) -> Iterator[Verdict]:
     """Every request of the log, in one pass: each verified or refused.
 
@@ -313,12 +340,8 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
                 except (ReplayError, CorruptLogError) as exc:  # this request only; the pass goes on
                     yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, error=exc)
             r.feed(ev)
-        torn = log.torn_bytes
-        if torn:
-            raise CorruptLogError(
-                f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
-                "(a partial log); exact replay refuses it: let its writer finish, or resume the session "
-                "(its next writer cuts a torn tail); `nodwyn replay SESSION` shows the transcript"
-            )
+        torn = _torn(log)
+        if torn is not None:
+            raise torn
     except (CorruptLogError, ReplayError) as exc:
         yield Verdict(seq=r.next_seq, ctx="-", recorded=None, error=exc)
