@@ -32,3 +32,32 @@ def test_figures_when_nothing_reports_a_cache_read(tmp_path: Path) -> None:
         figures = cache_figures(log.read(1))
     assert figures.cached_share is None
     assert describe(figures) == "1 request, cache: not reported"
+
+
+def test_run_rounds_the_cached_share_half_up_as_stats_and_the_console_do(tmp_path: Path) -> None:
+    """Issue 10 item 15: 1 of 8 tokens is 12.5%; `nodwyn stats` and the console (Math.round) show
+    13%, and so must the line `nodwyn run` ends with (Python's format rounds it to even, 12%)."""
+    from click.testing import CliRunner
+
+    from nodwyn.cli.stats import stats
+
+    store = Store(tmp_path)
+    with store.create() as log:
+        reply(log, {"prompt_tokens": 8, "cached_tokens": 1})
+        sid = log.id
+        figures = cache_figures(log.read(1))
+    out = CliRunner().invoke(stats, [sid, "--root", str(tmp_path)], catch_exceptions=False).output
+    stats_line = next(line for line in out.splitlines() if "Token cache rate" in line)
+    assert stats_line.split()[3] == "13%"
+    assert describe(figures) == "1 request, cached 13% of prompt tokens (1 of 8)"
+    for cached, prompt in [(1, 8), (3, 8), (5, 8), (1, 200), (199, 200), (0, 5), (5, 5)]:
+        js_math_round = int((cached / prompt) * 100 + 0.5)  # Math.round for a non-negative number
+        assert f"cached {js_math_round}%" in describe(cache_figures_of(cached, prompt)), (
+            f"{cached} of {prompt}"
+        )
+
+
+def cache_figures_of(cached: int, prompt: int) -> Any:
+    from nodwyn.agent.figures import CacheFigures
+
+    return CacheFigures(requests=1, prompt_tokens=prompt, cached_tokens=cached, prefill_ms=None)

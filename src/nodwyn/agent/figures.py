@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from nodwyn.stats.totals import Aggregator, cache_rate
+from nodwyn.stats.totals import Aggregator, cache_rate, percent
 from nodwyn.values.events import Event
 
 
@@ -47,7 +47,7 @@ def describe(f: CacheFigures) -> str:
     if share is None:
         parts.append("cache: not reported")
     else:
-        parts.append(f"cached {share:.0%} of prompt tokens ({f.cached_tokens:,} of {f.prompt_tokens:,})")
+        parts.append(f"cached {percent(share)} of prompt tokens ({f.cached_tokens:,} of {f.prompt_tokens:,})")
     if f.prefill_ms is not None:
         parts.append(f"prefill {f.prefill_ms:,.0f} ms")
     return ", ".join(parts)

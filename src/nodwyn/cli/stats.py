@@ -3,7 +3,6 @@ request read what it read from the provider's cache)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from nodwyn.cli.common import ROOT, model_prices, root_dir
 from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.console.views import diagnosis_json, row_json, totals_json
-from nodwyn.stats.totals import Aggregator, RequestRow
+from nodwyn.stats.totals import Aggregator, RequestRow, percent
 
 
 def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]:
@@ -25,9 +24,7 @@ def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]
     return source, sid, agg
 
 
-def pct(rate: float | None) -> str:
-    # half up, as the console rounds (Math.round), not Python's half to even
-    return "unknown" if rate is None else f"{math.floor(rate * 100 + 0.5)}%"
+pct = percent  # half up, as the console rounds (Math.round) and `nodwyn run` prints it
 
 
 def n(value: int | None) -> str:
