@@ -3,10 +3,11 @@ from pathlib import Path
 import pytest
 
 from nodwyn.agent.config import LOCAL_MODEL, WindowConfig, config_path, edit_model, load_config
-from nodwyn.agent.limits import session_limits
+from nodwyn.agent.limits import default_reserve, session_limits
 from nodwyn.agent.setup import open_agent
 from nodwyn.errors import ConfigError, NotFoundError
 from nodwyn.log import Store
+from nodwyn.values.model import ModelSettings
 
 
 def env_for(path: Path) -> dict[str, str]:
@@ -99,15 +100,43 @@ def test_named_config_that_does_not_exist(tmp_path: Path) -> None:
 
 def test_window_checked_against_the_models_context(tmp_path: Path) -> None:
     model = load_config({"HOME": str(tmp_path)}).model()
-    ceiling = model.context_size - model.context_size // 16
-    with pytest.raises(ConfigError, match=rf"high_water = 9000 .* set high_water to at most {ceiling}"):
-        session_limits(WindowConfig(high_water=9000), model)
+    ceiling = model.context_size - default_reserve(model.context_size)
     with pytest.raises(ConfigError, match=r"low_water = 5000 must be below high_water .* at most 2999"):
         session_limits(WindowConfig(high_water=3000, low_water=5000), model)
     with pytest.raises(ConfigError, match="output_reserve"):
         session_limits(WindowConfig(output_reserve=model.context_size // 2), model)
     limits = session_limits(WindowConfig(high_water=3000, low_water=2000), model)
     assert (limits.high_water, limits.low_water, limits.ceiling) == (3000, 2000, ceiling)
+
+
+def test_water_marks_set_too_high_shrink_to_fit_the_context_less_the_reply_cap(tmp_path: Path) -> None:
+    """Issue 10 item 8 (seed, 2026-09-27): marks set in config.toml shrink to fit a context too small
+    for them, less the reply cap, as unset ones do; a high_water above the ceiling is not refused."""
+    from nodwyn.agent.limits import shrunk
+
+    model = load_config({"HOME": str(tmp_path)}).model()  # the built-in local model, 4,096 tokens
+    reserve = default_reserve(model.context_size)
+    limits = session_limits(WindowConfig(high_water=61_440, low_water=30_720), model)
+    assert limits.high_water == model.context_size - reserve == limits.ceiling
+    assert limits.low_water < limits.high_water
+    assert shrunk(WindowConfig(high_water=61_440, low_water=30_720), limits) == [
+        f"[window] high_water = 61440 does not fit the model's context; the session uses {limits.high_water}",
+        f"[window] low_water = 30720 does not fit the model's context; the session uses {limits.low_water}",
+    ]
+    only_low = session_limits(WindowConfig(low_water=30_720), model)
+    assert only_low.low_water < only_low.high_water <= only_low.ceiling
+
+
+def test_default_reply_cap_is_the_seeds_8ki_at_a_96ki_context() -> None:
+    """Issue 10 item 11: "80 Ki input plus 8 Ki reserved for generation" at 96 Ki; and with it the
+    1Mi context's result cap of 16,128."""
+    assert default_reserve(98_304) == 8_192
+    assert default_reserve(1_048_576) == 8_192
+    one_mi = ModelSettings(
+        name="big", api="openai-chat", model="m", base_url="http://h", context_size=1_048_576
+    )
+    limits = session_limits(WindowConfig(), one_mi)
+    assert (limits.high_water, limits.max_result_tokens, limits.output_reserve) == (774_144, 16_128, 8_192)
 
 
 def test_models_add_and_set_keep_comments_and_order(tmp_path: Path) -> None:
@@ -177,3 +206,27 @@ def test_a_missing_model_key_says_which_table_and_what_to_add(tmp_path: Path, ta
     with pytest.raises(ConfigError) as exc:
         load_config(env_for(path))
     assert str(exc.value).startswith(f"{path} [models.x]: ") and f"add {key} = " in str(exc.value)
+
+
+def test_a_session_opens_with_a_high_water_above_the_ceiling_and_records_what_it_used(tmp_path: Path) -> None:
+    """Issue 10 item 8, as a person meets it: config.toml sets the seed's 60Ki/30Ki marks and the
+    control model has a 32,768-token context; the session starts (main refused it) and its recipe
+    records the marks it runs with, so replay needs no configuration."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[control]\nmodel = "small"\n\n[window]\nhigh_water = 61440\nlow_water = 30720\n\n'
+        '[models.small]\napi = "openai-chat"\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        "context_size = 32768\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**env_for(path), "NODWYN_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    opened = open_agent(env=env, workspace=ws)
+    try:
+        limits = opened.agent.recipe.limits
+        first = next(opened.agent.log.read(1, 1))
+    finally:
+        opened.close()
+    assert limits.high_water == 32_768 - default_reserve(32_768) == limits.ceiling
+    assert limits.low_water < limits.high_water
+    assert first.data["recipe"]["limits"]["high_water"] == limits.high_water

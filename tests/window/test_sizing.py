@@ -16,10 +16,21 @@ def test_the_seed_defaults_at_a_96ki_context() -> None:
 
 def test_marks_and_cap_grow_with_the_context() -> None:
     lim = size_limits(1_048_576, 32_768)
-    assert lim.high_water == 655_360 and lim.low_water == 327_680
-    assert lim.max_result_tokens == 655_360 // 48  # a 48th of high water
+    assert lim.high_water == (1_048_576 - 2 * 32_768) * 3 // 4 and lim.low_water == lim.high_water // 2
+    assert lim.max_result_tokens == lim.high_water // 48  # a 48th of high water
     big = size_limits(2_000_000, 32_768)
     assert big.max_result_tokens == 16_384  # at most 16,384
+
+
+def test_the_high_water_formula_gives_the_seeds_654k_and_774k_and_16128() -> None:
+    """Issue 10 item 11: the seed's 2026-10-05 amendment saw the window grow to a 654k or 774k high
+    water, and caps the result at 16,128 at a 1M context: three quarters of the context less twice
+    the reply cap gives all three, and the seed's 60Ki at its 96Ki context (five eighths of the
+    context, the rule before, gave 655,360 and a 13,653 cap at 1Mi)."""
+    one_mi = size_limits(1_048_576, 8_192)
+    assert one_mi.high_water == 774_144 and one_mi.max_result_tokens == 16_128
+    assert size_limits(1_000_000, 64_000).high_water == 654_000
+    assert size_limits(98_304, 8_192).high_water == 60 * 1024
 
 
 def test_a_fixed_window_keeps_its_marks_and_the_3072_cap() -> None:

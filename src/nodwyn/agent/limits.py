@@ -1,9 +1,10 @@
 """Sizing the window from ``[window]`` and the control model's context.
 
 The sizes come from the window's own rule (``nodwyn.window.sizing.size_limits``: unset marks grow
-with the context, and the recipe records what the session used). Before that, numbers the person set
-are checked against the model's context here, and one that cannot work is refused with an error
-that names it, the model's context and the value that would fit, rather than silently shrunk.
+with the context, marks set or not shrink to fit a context too small for them, less the reply cap,
+and the recipe records what the session used). What cannot work whatever the model (a low water
+at or above the high water set beside it, a result cap over half the low water set, a reply cap
+that leaves no room for a prompt) is refused with an error that names it and the value that fits.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ MAX_DEFAULT_RESERVE = 8 * 1024
 
 
 def default_reserve(context_size: int) -> int:
-    """The reply cap when [window] leaves output_reserve unset: a 16th of the context, at most 8Ki."""
-    return max(64, min(MAX_DEFAULT_RESERVE, context_size // 16))
+    """The reply cap when [window] leaves output_reserve unset: a 12th of the context, at most 8Ki
+    (the seed's 8Ki at its 96Ki context)."""
+    return max(64, min(MAX_DEFAULT_RESERVE, context_size // 12))
 
 
 def session_limits(window: WindowConfig, model: ModelSettings, path: Path | None = None) -> WindowLimits:
@@ -33,21 +35,12 @@ def session_limits(window: WindowConfig, model: ModelSettings, path: Path | None
             f"{where} output_reserve = {reserve} leaves too little of model {model.name!r}'s {ctx}-token "
             f"context for a prompt; set output_reserve below {ctx // 2}"
         )
-    ceiling = ctx - reserve
     high = window.high_water
-    if high is not None and high > ceiling:
-        raise ConfigError(
-            f"{where} high_water = {high} does not fit model {model.name!r}: its context {ctx} less "
-            f"output_reserve {reserve} leaves {ceiling}; set high_water to at most {ceiling} "
-            "(or lower output_reserve)"
-        )
     low = window.low_water
-    if low is not None and low >= (high if high is not None else ceiling):
-        top = high if high is not None else ceiling
-        name = "high_water" if high is not None else "the ceiling"
+    if low is not None and high is not None and low >= high:
         raise ConfigError(
-            f"{where} low_water = {low} must be below {name} ({top}) for model {model.name!r}; "
-            f"set low_water to at most {top - 1}"
+            f"{where} low_water = {low} must be below high_water ({high}); "
+            f"set low_water to at most {high - 1}"
         )
     cap = window.max_result_tokens
     if cap is not None and low is not None and cap > low // 2:
@@ -60,3 +53,16 @@ def session_limits(window: WindowConfig, model: ModelSettings, path: Path | None
         reserve,
         ConfiguredLimits(high_water=high, low_water=low, max_result_tokens=cap),
     )
+
+
+def shrunk(window: WindowConfig, limits: WindowLimits) -> list[str]:
+    """What of ``[window]`` was shrunk to fit the model's context, said once when a session opens."""
+    out = []
+    for name in ("high_water", "low_water", "max_result_tokens"):
+        set_to = getattr(window, name)
+        used = getattr(limits, name)
+        if set_to is not None and used < set_to:
+            out.append(
+                f"[window] {name} = {set_to} does not fit the model's context; the session uses {used}"
+            )
+    return out

@@ -1,14 +1,17 @@
 """Sizing the window's water marks and result cap from a model's context (recorded in the recipe).
 
 The agent calls :func:`size_limits` once when it records a recipe; replay reads the recorded sizes
-and never calls it. Rules (issue 3, seed amendments of 2026-09-27 and 2026-10-05):
+and never calls it. Rules (issue 3, issue 10; seed amendments of 2026-09-27 and 2026-10-05):
 
-* water marks left unset grow with the context: high water is the larger of the seed's 60Ki and
-  five eighths of the context (60Ki at a 96Ki context, 640Ki at a 1Mi one), low water half of it;
+* water marks left unset grow with the context: high water is three quarters of the context less
+  twice the reply cap (the seed's 60Ki at a 96Ki context with its 8Ki reply cap; 774,144 at a 1Mi
+  context with an 8Ki cap, and 654,000 at a 1,000,000 one with a 64,000 cap: the 774k and 654k high
+  waters of the seed's 2026-10-05 amendment), low water half of it (ADR 0110);
 * marks set or not shrink to fit a context too small for them: high water at most the context less
   the reply cap, low water below high water;
-* the result cap, unless set, grows to a 48th of high water, at most 16,384 tokens and never below
-  the seed's 3,072; a window of configured size (high water set) keeps 3,072;
+* the result cap, unless set, grows to a 48th of high water, at most 16,384 tokens (16,128 at a
+  1Mi context) and never below the seed's 3,072; a window of configured size (high water set)
+  keeps 3,072;
 * the ceiling a headroom request may reach is the context less the reply cap.
 """
 
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from nodwyn.errors import ConfigError
 from nodwyn.values.recipe import WindowLimits
 
-DEFAULT_HIGH_WATER = 60 * 1024
+DEFAULT_HIGH_WATER = 60 * 1024  # what the growth rule gives at the seed's 96Ki context
 DEFAULT_LOW_WATER = 30 * 1024
 DEFAULT_RESULT_CAP = 3 * 1024
 MAX_RESULT_CAP = 16 * 1024
@@ -33,6 +36,12 @@ class ConfiguredLimits:
     high_water: int | None = None
     low_water: int | None = None
     max_result_tokens: int | None = None
+
+
+def grown_high_water(context_size: int, output_reserve: int) -> int:
+    """High water when config.toml leaves it unset: three quarters of the context less twice the
+    reply cap (the ceiling, less room for one more reply)."""
+    return (context_size - 2 * output_reserve) * 3 // 4
 
 
 def size_limits(
@@ -58,7 +67,7 @@ def size_limits(
     if configured.high_water is not None:
         high = configured.high_water
     else:
-        high = max(DEFAULT_HIGH_WATER, context_size * 5 // 8)
+        high = max(grown_high_water(context_size, output_reserve), ceiling // 2)
     high = min(high, ceiling)
     low = configured.low_water if configured.low_water is not None else high // 2
     if low >= high:
