@@ -1,5 +1,7 @@
 """``nodwyn models test NAME``: two requests as a task sends them (the cache ask and the session key
-included), the second extending the first, and what the provider said about each."""
+included), the second extending the first with the first reply, its reasoning blocks given back
+as the window gives them (only those of this entry's origin: its server, address and credential),
+and what the provider said about each."""
 
 from __future__ import annotations
 
@@ -62,7 +64,13 @@ def probe(backend: Backend, settings: ModelSettings, max_output: int = 32) -> li
             tools=tools,
             messages=(
                 *first.messages,
-                AssistantMessage(text=response.text, calls=()),
+                AssistantMessage(
+                    text=response.text,
+                    calls=(),
+                    blocks=tuple(
+                        b for b in response.blocks if b.origin == settings.origin and b.position == 0
+                    ),
+                ),
                 UserMessage(parts=(TextPart(text="Once more: reply with the word OK."),)),
             ),
             max_output=max_output,

@@ -16,9 +16,10 @@ BlockType = Literal["thinking", "redacted_thinking", "reasoning", "reasoning_det
 class Origin:
     """Where a reasoning block (or a credential) came from, and so the only place it may go back.
 
-    ``server`` names a configured server; a model that names none is identified by its
-    ``url`` and ``credential`` (the credential's name, never its value). ``model`` is the
-    model id as sent on the wire.
+    ``server`` names a configured server (None if the entry names none); ``url`` and
+    ``credential`` (the credential's name, never its value) are the entry's address and
+    credential, kept whether or not a server is named. ``model`` is the model id as sent on the
+    wire. Blocks logged before issue 10 may name a server alone; they go back to no one now.
     """
 
     model: str

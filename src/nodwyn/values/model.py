@@ -54,7 +54,10 @@ class ModelSettings:
 
     @property
     def origin(self) -> Origin:
-        """Where this model's reasoning blocks come from, and so the only place they go back to."""
-        if self.server is not None:
-            return Origin(model=self.model, server=self.server)
-        return Origin(model=self.model, url=self.base_url, credential=self.credential)
+        """Where this model's reasoning blocks come from, and so the only place they go back to.
+
+        The model, the server by name if the entry names one, and always its address and the name
+        of its credential: a ChatGPT plan and an API key at the same host, under one ``server``
+        label or none, may not read each other's encrypted reasoning (issue 10, ADR 0111).
+        """
+        return Origin(model=self.model, server=self.server, url=self.base_url, credential=self.credential)
