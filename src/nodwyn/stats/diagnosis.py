@@ -15,6 +15,10 @@ exactly (by replay, by the caller: this module does no I/O), compare their prefi
 - ``server miss``: our prefix held, but the provider reported less cached than the common prefix
   by more than the tolerance; ``shortfall`` says how much. A partial hit that matches an older
   request's prompt (a replica that served that one) is named in ``matched``.
+- ``no cache ask``: a server miss of a request that asked for no caching (llm.req ``cache_ask``
+  ``"none"``) and whose reply reports nothing read from the cache and nothing written to it: a
+  server that caches only when asked (Anthropic's) cached nothing because nothing asked it to;
+  the detail names the setting (ADR 0112).
 - ``unverified``: k or p could not be rebuilt (the replay error is the detail).
 
 The common prefix is measured in bytes and converted to tokens by proportion (docs/adr/0091):
@@ -32,7 +36,7 @@ from nodwyn.stats.causes import Cause
 from nodwyn.stats.prefix import Chunks, common_prefix, tokens_for, tolerance
 from nodwyn.stats.totals import RequestRow
 
-Kind = Literal["first", "appended", "moved", "server miss", "unverified"]
+Kind = Literal["first", "appended", "moved", "server miss", "no cache ask", "unverified"]
 
 # OpenAI and Anthropic cache no prompt shorter than this; a shorter prefix read from no cache is
 # not a miss (docs/adr/0091).
@@ -139,6 +143,14 @@ def diagnose(
         text = f"server miss: our prefix held ({head}) but {_short(cached, expected, shortfall)}"
         if matched is not None:
             text += f"; the hit matched request {matched}'s prompt (a replica that served it)"
+        if _unasked(row):
+            text = (
+                f"no cache ask: our prefix held ({head}) but {_short(cached, expected, shortfall)}, and "
+                f"the provider wrote nothing to its cache: the request asked for no caching, and a server "
+                f"that caches only when asked (Anthropic's) caches nothing then; set cache_control = "
+                f'"ephemeral" in [models.{row.model}]'
+            )
+            return replace(d, kind="no cache ask", appended=added, detail=text)
         resumed = [c for c in row.causes if c.kind == "resume"]
         if resumed:
             text += f"; after the resume at seq {resumed[-1].seq} (the provider's cache may have expired)"
@@ -152,6 +164,12 @@ def diagnose(
     if d.shortfall is not None:
         text += f"; and {_short(cached, expected, d.shortfall)}"
     return replace(d, kind="moved", detail=text)
+
+
+def _unasked(row: RequestRow) -> bool:
+    """The request asked for no caching and its reply read and wrote nothing."""
+    u = row.usage
+    return row.cache_ask == "none" and u is not None and not u.cached_tokens and not u.cache_write_tokens
 
 
 def _match(

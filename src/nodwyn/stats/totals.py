@@ -14,6 +14,7 @@ start when a session grows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +33,12 @@ from nodwyn.values.request import Usage
 def cache_rate(cached: int, prompt: int) -> float | None:
     """Cached over prompt tokens; unknown (None) without a positive prompt total."""
     return cached / prompt if prompt > 0 else None
+
+
+def percent(rate: float | None) -> str:
+    """A rate as every front end prints it: a whole percentage rounded half up, as the console's
+    ``Math.round`` does (not Python's half to even), or ``unknown``."""
+    return "unknown" if rate is None else f"{math.floor(rate * 100 + 0.5)}%"
 
 
 def contributes(usage: Usage) -> bool:
@@ -129,6 +136,7 @@ class RequestRow:
     usage: Usage | None = None
     cost: Cost | None = None
     drop: bool = False
+    cache_ask: str | None = None  # llm.req cache_ask: "ephemeral", "1h", "none"; None: not recorded
 
     @property
     def rate(self) -> float | None:
@@ -239,6 +247,7 @@ class Aggregator:
             estimate=estimate if isinstance(estimate, int) else None,
             predecessor=previous,
             causes=tuple(causes),
+            cache_ask=data["cache_ask"] if isinstance(data.get("cache_ask"), str) else None,
         )
         if previous is not None:
             self._records.pop(previous, None)

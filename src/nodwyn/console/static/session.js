@@ -88,7 +88,7 @@
       const prompt = u.prompt_tokens || 0;
       const h = Math.round((prompt / max) * H);
       const v = verdicts.get(r.seq);
-      const miss = v ? v.kind === "server miss" : r.drop;
+      const miss = v ? v.kind === "server miss" || v.kind === "no cache ask" : r.drop;
       const moved = v ? v.kind === "moved" && !r.trim : r.causes.length && !r.trim;
       const title = svg("title");
       title.textContent = `request ${r.seq} (${r.ctx}, ${r.model}): ` +
@@ -191,7 +191,7 @@
 
   // -- diagnosis of every request ---------------------------------------------------------
   const AUTO_DIAGNOSE = 300; // sessions up to this many requests are diagnosed on open
-  const KIND_LABEL = { "moved": "moved by us", "server miss": "server miss", "unverified": "unverified" };
+  const KIND_LABEL = { "moved": "moved by us", "server miss": "server miss", "no cache ask": "no cache ask", "unverified": "unverified" };
   async function diagnoseAll() {
     $("diagnose").disabled = true;
     $("diagnosis-summary").textContent = "replaying every request…";
@@ -203,7 +203,7 @@
       $("diagnose").disabled = false;
       return;
     }
-    const order = ["first", "appended", "moved", "server miss", "unverified"];
+    const order = ["first", "appended", "moved", "server miss", "no cache ask", "unverified"];
     $("diagnosis-summary").textContent = order.filter((k) => d.counts[k])
       .map((k) => `${d.counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + ` (as of seq ${d.last_seq})`;
     for (const x of d.requests) verdicts.set(x.seq, x);
