@@ -74,6 +74,32 @@ def test_recipe_round_trips(version: int, system: str, header: str | None) -> No
     assert codec.recipe_from_json(codec.recipe_to_json(recipe)) == recipe
 
 
+def test_a_recipes_own_flags_round_trip_and_only_known_ones_are_taken() -> None:
+    """ADR 0113: flags beside the version are written only when there are any (older recipes
+    serialise as before), add to the version's policy, and an unknown name is refused."""
+    base = Recipe(
+        version=19,
+        system="s",
+        tools=(),
+        limits=WindowLimits(
+            high_water=100, low_water=50, max_result_tokens=10, output_reserve=8, ceiling=120
+        ),
+        context_size=200,
+    )
+    assert "flags" not in codec.recipe_to_json(base)
+    flagged = Recipe(**{**{k: getattr(base, k) for k in base.__slots__}, "extra_flags": (Flag.KEPT_HEADERS,)})
+    raw = codec.recipe_to_json(flagged)
+    assert raw["flags"] == ["kept_headers"]
+    assert codec.recipe_from_json(raw) == flagged
+    assert flagged.policy.flags == policy_for(19).flags | {Flag.KEPT_HEADERS}
+    with pytest.raises(UnknownRecipeError, match="recipe flag 'pairs'"):
+        codec.recipe_from_json({**raw, "flags": ["pairs"]})
+    with pytest.raises(UnknownRecipeError, match="recipe flag 'later'"):
+        codec.recipe_from_json({**raw, "flags": ["later"]})
+    with pytest.raises(CorruptLogError, match="named twice"):
+        codec.recipe_from_json({**raw, "flags": ["kept_headers", "kept_headers"]})
+
+
 def test_unknown_usage_is_none_not_zero() -> None:
     assert codec.usage_from_json({}).cached_tokens is None
     assert codec.usage_from_json({"cached_tokens": 0}).cached_tokens == 0

@@ -23,7 +23,7 @@ from nodwyn.values.content import (
     UserMessage,
     UserPart,
 )
-from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag
 from nodwyn.values.request import Request, Response, Timings, ToolSpec, Usage
 
 Json = dict[str, Any]
@@ -292,6 +292,7 @@ def recipe_to_json(r: Recipe) -> Json:
         "keep_alive": r.keep_alive,
         "task_header": r.task_header,
         "plan_header": r.plan_header,
+        **({"flags": [f.value for f in r.extra_flags]} if r.extra_flags else {}),
     }
 
 
@@ -320,4 +321,16 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
         keep_alive=_get(d, "keep_alive", opt, where, None),
         task_header=_get(d, "task_header", opt, where, None),
         plan_header=_get(d, "plan_header", opt, where, None),
+        extra_flags=_flags(_get(d, "flags", list, where, []), f"{where}.flags"),
     )
+
+
+def _flags(raw: list[Any], where: str) -> tuple[Flag, ...]:
+    out = []
+    for i, name in enumerate(raw):
+        if not isinstance(name, str):
+            raise CorruptLogError(f"{where}[{i}]: expected a flag name, got {type(name).__name__}")
+        out.append(extra_flag(name))
+    if len(set(out)) != len(out):
+        raise CorruptLogError(f"{where}: a flag is named twice")
+    return tuple(out)

@@ -30,6 +30,8 @@ class Flag(StrEnum):
     NAMED_CUTS = "named_cuts"  # v17: cuts at line ends name the omitted lines
     BLOCKS = "blocks"  # v18: reasoning blocks go back with their reply
     WIDE_READS = "wide_reads"  # v19: fs-read shown up to twice the cap
+    # Flags of their own, named by a recipe beside its version (``Recipe.extra_flags``, ADR 0113):
+    KEPT_HEADERS = "kept_headers"  # a message keeps the task/plan header it was first shown under
 
 
 _INTRODUCED: dict[int, Flag | None] = {
@@ -51,6 +53,10 @@ _INTRODUCED: dict[int, Flag | None] = {
 
 KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
 CURRENT_VERSION = max(KNOWN_VERSIONS)
+# Flags a recipe may name beside its version: a fix that changes what a window builds, recorded
+# by the sessions that build with it, so a recipe without it replays as it was built whatever its
+# version (ADR 0113). New sessions and resumes record every one.
+EXTRA_FLAGS: tuple[Flag, ...] = (Flag.KEPT_HEADERS,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,18 @@ def parse_version(name: str) -> int:
             f"recipe version {name!r} is not of the form window-vN; this log was not written by nodwyn"
         )
     return int(name[len(prefix) :])
+
+
+def extra_flag(name: str) -> Flag:
+    """A flag a recipe names beside its version; anything else is refused."""
+    for flag in EXTRA_FLAGS:
+        if flag.value == name:
+            return flag
+    known = ", ".join(f.value for f in EXTRA_FLAGS)
+    raise UnknownRecipeError(
+        f"recipe flag {name!r} is not one this nodwyn knows ({known}); "
+        "upgrade nodwyn or replay the transcript with `nodwyn replay SESSION`"
+    )
 
 
 def policy_for(version: int) -> Policy:
@@ -105,7 +123,11 @@ class Recipe:
     keep_alive: str | None = None
     task_header: str | None = None  # None means the default text
     plan_header: str | None = None
+    extra_flags: tuple[Flag, ...] = ()  # flags of their own beside the version's (EXTRA_FLAGS)
 
     @property
     def policy(self) -> Policy:
-        return policy_for(self.version)
+        base = policy_for(self.version)
+        if not self.extra_flags:
+            return base
+        return Policy(version=self.version, flags=base.flags | frozenset(self.extra_flags))

@@ -33,6 +33,7 @@ class Entry:
     error: bool = False
     range_start: int | None = None
     has_range: bool = False
+    header: str | None = None  # a person's message or plan: its header under the recipe in force then
 
 
 def _field(event: Event, key: str, typ: type, default: Any = ...) -> Any:

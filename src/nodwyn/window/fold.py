@@ -22,6 +22,7 @@ from nodwyn.window import encode
 from nodwyn.window.contexts import Context, Contexts, replies_between
 from nodwyn.window.entries import Entry, entry_of
 from nodwyn.window.estimate import estimate
+from nodwyn.window.headers import with_header
 from nodwyn.window.moved import Snapshot
 from nodwyn.window.moved import moved as moved_from
 from nodwyn.window.render import Item, Params, RenderCache, assistant_message, marker_message, piece, render
@@ -91,6 +92,8 @@ class Window:
             raise CorruptLogError(f"event seq {event.seq} has unknown kind {event.kind!r}")
         entry = entry_of(event)
         if entry is not None:
+            if entry.kind in ("user", "plan") and self._recipe is not None:
+                entry = with_header(entry, self._recipe)
             self._contexts.add(entry, event.kind)
             self._entries[entry.seq] = entry
             self._events[entry.seq] = event

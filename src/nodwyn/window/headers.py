@@ -5,12 +5,19 @@ header and each recorded plan a user message under the plan header; the system p
 changes. Before v15 the system prompt carried the current task (the latest person's message of
 the window) and its plan (the latest plan since that message). From v6 (``Flag.HEADERS``) the
 headers come from the recipe, where None means the default text; before v6 they are always the
-default text, so older logs rebuild byte for byte.
+default text, so older logs rebuild byte for byte. With ``Flag.KEPT_HEADERS`` (a flag of its own,
+ADR 0113) a message or plan keeps the header of the recipe in force when it was recorded, so a
+resume that changes a header leaves earlier requests' messages as they were (seed, amendment
+2026-10-04: "Earlier requests keep the header they had"); without it every message takes the
+current recipe's header, as recipes recorded before issue 10 were built.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nodwyn.values.recipe import Flag, Policy, Recipe
+from nodwyn.window.entries import Entry
 
 DEFAULT_TASK_HEADER = "# Task"
 DEFAULT_PLAN_HEADER = "# Plan"
@@ -26,6 +33,20 @@ def plan_header(recipe: Recipe, policy: Policy) -> str:
     if Flag.HEADERS in policy and recipe.plan_header is not None:
         return recipe.plan_header
     return DEFAULT_PLAN_HEADER
+
+
+def with_header(entry: Entry, recipe: Recipe) -> Entry:
+    """A person's message or a plan with the header ``recipe`` (in force when it was fed) gives it."""
+    policy = recipe.policy
+    header = task_header(recipe, policy) if entry.kind == "user" else plan_header(recipe, policy)
+    return replace(entry, header=header)
+
+
+def kept(entry: Entry, current: str, policy: Policy) -> str:
+    """The header ``entry`` is shown under: its own under ``KEPT_HEADERS``, else ``current``."""
+    if Flag.KEPT_HEADERS in policy and entry.header is not None:
+        return entry.header
+    return current
 
 
 def under(header: str, text: str) -> str:

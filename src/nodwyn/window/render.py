@@ -31,7 +31,7 @@ from nodwyn.window import blocks, encode
 from nodwyn.window.caps import cap_for, cap_text, is_fs_read
 from nodwyn.window.contexts import Context
 from nodwyn.window.entries import Entry
-from nodwyn.window.headers import plan_header, system_with_task, task_header, under
+from nodwyn.window.headers import kept, plan_header, system_with_task, task_header, under
 from nodwyn.window.images import image_message
 from nodwyn.window.summaries import Summary, summary_text
 
@@ -193,7 +193,7 @@ class RenderCache:
         policy = p.policy
         if e.kind == "plan":
             if Flag.IN_CONVERSATION in policy:
-                text = under(plan_header(p.recipe, policy), e.text)
+                text = under(kept(e, plan_header(p.recipe, policy), policy), e.text)
                 self.pending_plan = _item(e.seq, "plan", UserMessage(parts=(TextPart(text=text),)))
             else:
                 self.plan = e.text
@@ -204,7 +204,7 @@ class RenderCache:
         self._flush_plan()
         if e.kind == "user":
             if Flag.IN_CONVERSATION in policy:
-                text = under(task_header(p.recipe, policy), e.text)
+                text = under(kept(e, task_header(p.recipe, policy), policy), e.text)
             else:
                 text = e.text
                 self.task, self.plan = e.text, None
