@@ -21,7 +21,7 @@ from nodwyn.agent import reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.ports import Backend, Display, Quiet
-from nodwyn.agent.session import send_request
+from nodwyn.agent.session import resumed_events, send_request
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
@@ -40,6 +40,13 @@ MAX_STEPS = 24
 # A turn starts with a compaction once the last request was past high water (trimming could not
 # shrink it) and past this share of the ceiling.
 AUTO_COMPACT = 0.9
+
+
+def cache_ask(settings: ModelSettings) -> str | None:
+    """What the request asks of the provider's cache, for the APIs that send an ask (ADR 0112)."""
+    if settings.api in ("openai-chat", "responses", "anthropic"):
+        return settings.cache_control or "none"
+    return None
 
 
 @dataclass(slots=True)
@@ -91,7 +98,10 @@ class Agent:
             shell_env=shell_env,
         )
         self.state = LoopState(model=model)
-        for event in log.read(1):  # one pass over what the log holds (a resumed session's past)
+        # A resumed session holds its events from where its window starts, not the whole log
+        # (seed, amendment 2026-10-15; ADR 0114): one pass over those.
+        self.first_seq, events = resumed_events(log)
+        for event in events:
             window.feed(event)
             self.state.follow(event)
 
@@ -117,7 +127,9 @@ class Agent:
         ctx = ctx or self.state.ctx
         settings = self.model
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
-        build, req = send_request(self.log, self.window, ctx, settings.origin, turn, reasons, settings.name)
+        build, req = send_request(
+            self.log, self.window, ctx, settings.origin, turn, reasons, settings.name, cache_ask(settings)
+        )
         self.state.follow(req)
         self.requests += 1
         self.display.request(req)
@@ -205,6 +217,12 @@ class Agent:
         self.display.tool_result(ctx, call, outcome)
         return outcome
 
+    def new_context(self, kind: str) -> str:
+        """A context id no earlier context of the session has: named by the seq its ``ctx.open``
+        gets. (Ids were numbered by the contexts opened before, which a session resumed from its
+        start point does not read; an old log's ``KIND-N`` has N below the seq of its own open.)"""
+        return f"{kind}-{self.log.last_seq + 1}"
+
     def recall(self, seq: int) -> str:
         return recall_text(self.log, seq)
 
@@ -237,7 +255,7 @@ class Agent:
             return Outcome(
                 text=f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog", error=True
             )
-        sub_id = f"sub-{self.state.contexts + 1}"
+        sub_id = self.new_context("sub")
         offered = sorted(wanted)
         data = {
             "id": sub_id,
@@ -260,7 +278,7 @@ class Agent:
         self.append("user.msg", {"text": strategies.NOTE_ASK}, ctx=parent)
         _, response = self.request(TurnOptions(no_tools=True, headroom=True), parent)
         note = response.text.strip() or "(the model wrote no note; the task continues from the log)"
-        new = f"compact-{self.state.contexts + 1}"
+        new = self.new_context("compact")
         system = strategies.note_system(note, self.recipe.system)
         self.append("ctx.open", {"id": new, "kind": "narrow", "system": system, "lasting": True}, ctx=parent)
         self.append("user.msg", {"text": strategies.CONTINUE_ASK}, ctx=new)

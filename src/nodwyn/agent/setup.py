@@ -8,19 +8,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodwyn.agent.config import Config, config_dir, load_config
+from nodwyn.agent.config import Config, config_dir, load_config, write_cache_asks
 from nodwyn.agent.extensions import Extensions, load_extensions
-from nodwyn.agent.limits import session_limits
+from nodwyn.agent.limits import session_limits, shrunk
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Backend, Display
-from nodwyn.agent.session import resume_session, start_session
+from nodwyn.agent.session import last_model, resume_session, start_session
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.errors import ConfigError, NodwynError
 from nodwyn.log import Store, data_root
 from nodwyn.transport.credentials import Credentials
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import CURRENT_VERSION, Recipe
+from nodwyn.values.recipe import CURRENT_VERSION, EXTRA_FLAGS, Recipe
 from nodwyn.window import Window
 
 BASE_SYSTEM = (
@@ -148,6 +148,7 @@ def make_recipe(config: Config, model: ModelSettings, ext: Extensions, tools: Ma
         keep_alive=model.keep_alive,
         task_header=ext.task_header,
         plan_header=ext.plan_header,
+        extra_flags=EXTRA_FLAGS,
     )
 
 
@@ -164,6 +165,7 @@ def open_agent(
     config: Config | None = None,
 ) -> Opened:
     config = config or load_config(env)
+    wrote = write_cache_asks(config)
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
     workspace = workspace.resolve()
@@ -213,20 +215,18 @@ def open_agent(
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
-    for message in ext.messages:
+    for message in [*wrote, *shrunk(config.window, recipe.limits), *ext.messages]:
         if display is not None:
             display.notice(message)
     return Opened(agent=agent, config=config, extensions=ext, backends=made)
 
 
 def _where_it_was(store: Store, session_id: str) -> tuple[Path | None, str | None]:
-    """A session's recorded workspace and the model its last request was to use, in one read."""
+    """A session's recorded workspace (its first event) and the model its next request would use
+    (read back from the end), without reading the log in between."""
     workspace: Path | None = None
-    model = None
     with store.open(session_id) as reader:
-        for event in reader.read(1):
-            if event.kind == "session.start" and "workspace" in event.data:
-                workspace = Path(event.data["workspace"])
-            if event.kind in ("session.start", "session.resume", "model.switch"):
-                model = event.data.get("model", model)
-    return workspace, model
+        first = next(reader.read(1, 1), None)
+        if first is not None and first.kind == "session.start" and "workspace" in first.data:
+            workspace = Path(first.data["workspace"])
+        return workspace, last_model(reader)

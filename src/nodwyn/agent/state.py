@@ -1,8 +1,9 @@
 """What the turn loop follows from the log: the context it is in, the model, the tool results
-hygiene reads, the folds done, the attached images, how many contexts were opened and the last
-request's estimate, the calls not answered yet and the sub-agent contexts still open.
-``LoopState.follow`` takes every event in seq order, so a resumed session rebuilds the same state
-from its log; ``interrupted`` says what an interruption left open, without reading the log again.
+hygiene reads, the folds done, the attached images, the last request's estimate, the calls not
+answered yet and the sub-agent contexts still open. ``LoopState.follow`` takes the events in seq
+order, so a resumed session rebuilds the state from its log (from its window's start point: what
+is before it no request needs); ``interrupted`` says what an interruption left open, without
+reading the log again.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ class LoopState:
     results: list[ResultRecord] = field(default_factory=list)
     folded: set[int] = field(default_factory=set)
     images: dict[str, dict[str, Any]] = field(default_factory=dict)
-    contexts: int = 0
     last_estimate: int = 0
     pending: dict[str, dict[str, ToolCall]] = field(default_factory=dict)  # ctx -> unanswered calls
     open_subs: dict[str, Event] = field(default_factory=dict)  # sub-agent id -> its ctx.open
@@ -49,7 +49,6 @@ class LoopState:
         elif event.kind == "model.switch":
             self.model = d["model"]
         elif event.kind == "ctx.open":
-            self.contexts += 1
             if d.get("kind") == "narrow":
                 self.ctx = d["id"]
                 self.last_estimate = 0

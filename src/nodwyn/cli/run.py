@@ -83,8 +83,11 @@ def _ask(question: str) -> bool:
 
 
 def _finish(agent: Agent) -> None:
-    figures = cache_figures(agent.log.read(1))
-    click.echo(f"session {agent.session_id}: {describe(figures)}")
+    """The session's cache figures, over the events the agent holds: all of them, or for a session
+    resumed from a start point past its first event, those from there on (ADR 0114)."""
+    figures = cache_figures(agent.log.read(agent.first_seq))
+    since = f" (from seq {agent.first_seq}, where the resumed window starts)" if agent.first_seq > 1 else ""
+    click.echo(f"session {agent.session_id}: {describe(figures)}{since}")
 
 
 def _options(f: click.decorators.FC) -> click.decorators.FC:
