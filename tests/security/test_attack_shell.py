@@ -236,3 +236,40 @@ def test_interrupting_a_session_mid_tool_leaves_no_process(tmp_path: Path, sig: 
 def test_the_end_of_a_session_leaves_no_process(tmp_path: Path) -> None:
     command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; echo $$ > sh.pid"
     assert _session_with_a_backgrounded_child(tmp_path, None, command) == []
+
+
+def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -> None:
+    """Ctrl-C in `chat` while a command runs: the command's group is gone at once (not only at the
+    end of the session), and the chat takes the next message."""
+    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"
+    script = [{"calls": [shell_call(command)]}, {"text": "next answer"}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        env = person_env(tmp_path, fake.url)
+        ws = tmp_path / "ws"
+        proc = subprocess.Popen(
+            [NODWYN, "chat", "--yes"],
+            env=env,
+            cwd=ws,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write("start a server\n")
+            proc.stdin.flush()
+            end = time.monotonic() + 60
+            while not ((ws / "bg.pid").exists() and (ws / "sh.pid").exists()) and time.monotonic() < end:
+                time.sleep(0.05)
+            time.sleep(0.2)
+            pids = [int((ws / n).read_text()) for n in ("bg.pid", "sh.pid")]
+            proc.send_signal(signal.SIGINT)
+            assert wait_gone(pids) == [], "the command outlived Ctrl-C"
+            assert proc.poll() is None  # the chat is still there
+            out, err = proc.communicate("what now?\n/quit\n", timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert "interrupted" in err and "next answer" in out
