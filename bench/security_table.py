@@ -21,20 +21,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = "tests/security"
-CLASSES = (
-    "file-tool confinement",
-    "shell",
-    "tool deadlines",
-    "credentials",
-    "redaction shapes",
-    "terminal output",
-    "console",
-    "CLI inputs",
-    "storage",
-    "config",
-    "provider faults",
-    "extension trust",
-)
+# The classes in table order, each with a line saying what its cases try (add yours here).
+CLASSES = {
+    "file-tool confinement": "a cloned repository's planted links (old temporary names, directory and "
+    "file links, relative climbs, chains, loops), links swapped during approval, hard links, `..` and "
+    "absolute paths, FIFOs; every file tool",
+    "shell": "credentials in the environment (by name, by value, by shape, keychain), output floods, "
+    "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end",
+    "tool deadlines": "catastrophic grep patterns, tools past their deadline",
+    "credentials": "",
+    "redaction shapes": "",
+    "terminal output": "",
+    "console": "",
+    "CLI inputs": "",
+    "storage": "",
+    "config": "",
+    "provider faults": "",
+    "extension trust": "newline-injected trust entries, odd names, the old trust file, linked `.nodwyn` "
+    "and files, swapped trusted paths, damaged trust lists, mutating tools without approval, hanging "
+    "and failing extension tools",
+}
 
 
 def run_suite(extra: list[str]) -> list[dict[str, object]]:
@@ -53,13 +59,12 @@ def table(cases: list[dict[str, object]]) -> str:
     tried = Counter(str(c["class"]) for c in cases)
     held = Counter(str(c["class"]) for c in cases if c["held"])
     order = [*CLASSES, *sorted(set(tried) - set(CLASSES))]
-    rows = ["| attack class | tried | held | failed |", "|---|---:|---:|---:|"]
+    rows = ["| attack class | tried | held | failed | what the cases try |", "|---|---:|---:|---:|---|"]
     for cls in order:
-        rows.append(f"| {cls} | {tried[cls]} | {held[cls]} | {tried[cls] - held[cls]} |")
-    rows.append(
-        f"| **all** | **{sum(tried.values())}** | **{sum(held.values())}** | "
-        f"**{sum(tried.values()) - sum(held.values())}** |"
-    )
+        what = CLASSES.get(cls, "")
+        rows.append(f"| {cls} | {tried[cls]} | {held[cls]} | {tried[cls] - held[cls]} | {what} |")
+    total, ok = sum(tried.values()), sum(held.values())
+    rows.append(f"| **all** | **{total}** | **{ok}** | **{total - ok}** | |")
     failed = [c for c in cases if not c["held"]]
     lines = [
         "# The adversarial suite",
