@@ -1,16 +1,17 @@
-"""Resuming a session with 10 MB, 100 MB and 1 GB of log before its start point (issue 10 item 9).
+"""Resuming a session with none, 10 MB, 100 MB and 1 GB of log before its start point (issue 10 item 9).
 
 Each log is the long session of ``bench/replay_tail.py`` (turns of a person's message, a request,
 a reply and an 8-16 KB tool result up to the size asked, written with the log's own line encoder
 and index format), then a real ``session.resume``, a lasting narrowing (a compaction: nothing
 before it reaches a later window) and five real turns recorded with ``send_request``, so the last
-request's ``llm.req.start`` is the narrowing. Each is then resumed as ``nodwyn resume`` does it
+request's ``llm.req.start`` is the narrowing (size 0: the narrowing and its turns alone, a small
+session). Each is then resumed as ``nodwyn resume`` does it
 (``open_agent(resume=...)``: the recipe recorded, the window and the loop's state rebuilt), and the
-resumed session sends one request to a fake chat server on 127.0.0.1. The baseline is the 10 MB log
-in the same run. For contrast, ``--whole-up-to`` also times what a resume cost before (every event
-from seq 1 fed to the window and the loop's state).
+resumed session sends one request to a fake chat server on 127.0.0.1. The baseline is the first
+size (the small session) in the same run. For contrast, ``--whole-up-to`` also times what a
+resume cost before (every event from seq 1 fed to the window and the loop's state).
 
-    .venv/bin/python bench/resume_start.py --out docs/bench-resume.md
+    .venv/bin/python bench/resume_start.py --whole-up-to 1024 --out docs/bench-resume.md
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def time_whole(store: Store, sid: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--sizes", default="10,100,1024", help="MB of log before the start point (first: baseline)"
+        "--sizes", default="0,10,100,1024", help="MB of log before the start point (first: baseline; 0: none)"
     )
     ap.add_argument("--repeat", type=int, default=11)
     ap.add_argument("--dir", type=Path, default=None, help="where to write the logs (default: a temp dir)")
@@ -162,7 +163,7 @@ def main() -> None:
     lines = [
         "# Resuming a session: cost against the log before its start point",
         "",
-        "Produced by `.venv/bin/python bench/resume_start.py --out docs/bench-resume.md` "
+        "Produced by `.venv/bin/python bench/resume_start.py --whole-up-to 1024 --out docs/bench-resume.md` "
         f"({args.repeat} resumes per log, median; 2-core machine shared with other work, pages warm).",
         "",
         "Each log is a long session compacted near its end (`bench/replay_tail.py`'s), so its last",
@@ -177,7 +178,7 @@ def main() -> None:
     ]
     for size, start, opened, turned, peak, whole in rows:
         cells = [
-            f"{size / MB:.0f} MB",
+            f"{size / MB:.0f} MB" if size >= MB else f"{size / 1024:.0f} KB (small)",
             str(start),
             f"{opened * 1e3:.1f} ms",
             f"{opened / base_open:.2f}x",
