@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable
@@ -36,9 +37,11 @@ def _git(cwd: Path, *args: str) -> None:
     )
 
 
-@pytest.fixture
-def cloned(tmp_path: Path) -> tuple[Path, Path]:
-    """A workspace cloned from a repository whose links lead outside, and the outside directory."""
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A clone of a repository whose links lead outside, and the outside directory (once per module:
+    each test works on a copy of the clone, links copied as links)."""
+    tmp_path = tmp_path_factory.mktemp("planted")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text(SECRET)
@@ -62,6 +65,11 @@ def cloned(tmp_path: Path) -> tuple[Path, Path]:
         "ping": "pong",
         "pong": "ping",
         "sub/self": ".",
+        "abs-climb": f"{tmp_path}/ws/sub/../../outside/secret.txt",  # absolute, climbing out of ws
+        "root": "/",
+        "passwd": "/etc/passwd",
+        "dot-climb": "./sub/./../../outside",
+        "slash-end": "../outside/",
     }
     for name, target in links.items():
         os.symlink(target, repo / name)
@@ -71,6 +79,16 @@ def cloned(tmp_path: Path) -> tuple[Path, Path]:
     ws = tmp_path / "ws"
     _git(tmp_path, "clone", "-q", str(repo), str(ws))
     assert (ws / ".README.md.nodwyn-tmp").is_symlink()
+    return ws, outside
+
+
+@pytest.fixture
+def cloned(template: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """This test's copy of the cloned workspace, and the (shared) outside directory."""
+    clone, outside = template
+    ws = tmp_path / "ws"
+    shutil.copytree(clone, ws, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    untouched(outside)
     return ws, outside
 
 
@@ -108,7 +126,20 @@ def test_planted_temporary_name_link_is_not_written_through(
     assert not [p for p in ws.iterdir() if p.name.endswith(".nodwyn-tmp") and not p.is_symlink()]
 
 
-LINKED = ["docs/secret.txt", "rel-docs/secret.txt", "secret.txt", "sub/up", "chain1", "docs", "rel-docs"]
+LINKED = [
+    "docs/secret.txt",
+    "rel-docs/secret.txt",
+    "secret.txt",
+    "sub/up",
+    "chain1",
+    "docs",
+    "rel-docs",
+    "abs-climb",
+    "root",
+    "passwd",
+    "dot-climb/secret.txt",
+    "slash-end",
+]
 
 
 @pytest.mark.parametrize("path", LINKED)
