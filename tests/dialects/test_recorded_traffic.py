@@ -32,9 +32,9 @@ from .recorded import (
 CASES = all_cases()
 
 
-def decode(case: Case) -> Response:
+def decode(case: Case, base_url: str | None = None) -> Response:
     """The recorded reply through nodwyn's dialect, as the transport would feed it."""
-    settings = case.settings()
+    settings = case.settings() if base_url is None else case.settings(base_url)
     dialect = dialect_for(settings)
     if case.status >= 400:
         raise dialect.parse_error(case.status, case.body, {"content-type": case.content_type})
@@ -73,12 +73,12 @@ HI = Request(system="", tools=(), messages=(UserMessage(parts=(TextPart(text="hi
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.streamed], ids=lambda c: c.id)
 def test_a_recorded_stream_served_over_http_gives_the_same_reply(case: Case) -> None:
-    try:
-        expected: Response | ProviderError = decode(case)
-    except ProviderError as exc:
-        expected = exc
     with serve(case) as url, HttpBackend(Credentials(), max_retries=0) as backend:
         settings = case.settings(url)
+        try:
+            expected: Response | ProviderError = decode(case, url)
+        except ProviderError as exc:
+            expected = exc
         if isinstance(expected, ProviderError):
             with pytest.raises(ProviderError) as info:
                 backend.send(HI, settings, session_key=None)
