@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from nodwyn.agent.setup import open_agent
 from nodwyn.agent.tools import Outcome, ToolContext, builtin_tools, run_call
+from nodwyn.fakes import FakeServer
+from nodwyn.log import Store
 from nodwyn.values.content import ToolCall
 
 pytestmark = pytest.mark.attack("file-tool confinement")
@@ -293,3 +296,48 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path, tool: str) -> None:
     else:
         assert out.error and "FIFO" in out.text, out.text
     assert (ws / "pipe").exists() and not (ws / "pipe").is_file()
+
+
+def test_a_session_in_the_cloned_repository_goes_on_and_touches_nothing_outside(
+    cloned: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The whole turn, as a model would drive it: every attempt is one error result in the log,
+    the planted temporary name is not written through, and the turn ends with the model's answer."""
+    ws, outside = cloned
+    os.mkfifo(ws / "pipe")
+    attempts = [
+        ("fs-read", {"path": "loop"}),
+        ("fs-list", {"path": "ping"}),
+        ("fs-read", {"path": "pipe"}),
+        ("fs-grep", {"pattern": "^(a+)+$"}),
+        ("fs-read", {"path": "docs/secret.txt"}),
+        ("fs-list", {}),
+        ("fs-write", {"path": "README.md", "content": "rewritten\n"}),
+        ("fs-edit", {"path": "notes.txt", "old": "notes", "new": "edited"}),
+    ]
+    calls = [{"name": n, "id": f"a{i}", "arguments": a} for i, (n, a) in enumerate(attempts)]
+    with FakeServer(api="openai-chat", script=[{"calls": calls}, {"text": "all done"}]) as fake:
+        (tmp_path / "config.toml").write_text(
+            f'[control]\nmodel = "chat"\n[models.chat]\napi = "openai-chat"\nmodel = "m"\n'
+            f'base_url = "{fake.url}"\ncontext_size = 32000\n'
+        )
+        env = {
+            "NODWYN_CONFIG": str(tmp_path / "config.toml"),
+            "NODWYN_HOME": str(tmp_path / "home"),
+            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            "HOME": str(tmp_path),
+        }
+        opened = open_agent(env=env, workspace=ws, yes=True)
+        try:
+            assert opened.agent.user_turn("look around and tidy up").text == "all done"
+        finally:
+            opened.close()
+        sent = [m for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    with Store(tmp_path / "home").open(opened.agent.session_id) as log:
+        results = {e.data["call_id"]: e.data for e in log.read(1) if e.kind == "tool.result"}
+    errors = {cid for cid, r in results.items() if r["error"]}
+    assert errors == {"a0", "a1", "a2", "a4"}, results
+    assert "symlink loop" in results["a0"]["text"] and "FIFO" in results["a2"]["text"]
+    assert len(sent) == len(attempts) and not any("outside-secret" in m["content"] for m in sent)
+    assert (ws / "README.md").read_text() == "rewritten\n" and (ws / "notes.txt").read_text() == "edited\n"
+    untouched(outside)
