@@ -230,3 +230,15 @@ def test_a_session_opens_with_a_high_water_above_the_ceiling_and_records_what_it
     assert limits.high_water == 32_768 - default_reserve(32_768) == limits.ceiling
     assert limits.low_water < limits.high_water
     assert first.data["recipe"]["limits"]["high_water"] == limits.high_water
+
+
+def test_tool_timeout_and_shell_env(tmp_path: Path) -> None:
+    from nodwyn.agent.config import parse_config
+
+    path = tmp_path / "config.toml"
+    config = parse_config('[tools]\ntool_timeout = 5\nshell_env = ["GITHUB_TOKEN"]\n', path)
+    assert config.tool_timeout == 5.0 and config.shell_env == frozenset({"GITHUB_TOKEN"})
+    assert parse_config("", path).tool_timeout == 60.0 and parse_config("", path).shell_env == frozenset()
+    for bad in ("tool_timeout = 0", "tool_timeout = nan", "shell_env = 'X'", 'shell_env = [""]'):
+        with pytest.raises(ConfigError, match=r"\[tools\] (tool_timeout|shell_env)"):
+            parse_config(f"[tools]\n{bad}\n", path)

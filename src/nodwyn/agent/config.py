@@ -293,6 +293,10 @@ def parse_config(text: str, path: Path) -> Config:
     tool_timeout = _number(
         tools.get("tool_timeout", DEFAULT_TOOL_TIMEOUT), _where(path, "tools", "tool_timeout")
     )
+    if not 1 <= tool_timeout <= 86400:
+        raise ConfigError(
+            f"{_where(path, 'tools', 'tool_timeout')} must be 1 to 86400 seconds, got {tool_timeout:g}"
+        )
     shell_env = tools.get("shell_env", [])
     if not isinstance(shell_env, list) or not all(isinstance(a, str) and a for a in shell_env):
         raise ConfigError(
