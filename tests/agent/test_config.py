@@ -2,7 +2,14 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.config import LOCAL_MODEL, WindowConfig, config_path, edit_model, load_config
+from nodwyn.agent.config import (
+    LOCAL_MODEL,
+    WindowConfig,
+    config_path,
+    edit_model,
+    load_config,
+    parse_config,
+)
 from nodwyn.agent.limits import default_reserve, session_limits
 from nodwyn.agent.setup import open_agent
 from nodwyn.errors import ConfigError, NotFoundError
@@ -233,8 +240,6 @@ def test_a_session_opens_with_a_high_water_above_the_ceiling_and_records_what_it
 
 
 def test_tool_timeout_and_shell_env(tmp_path: Path) -> None:
-    from nodwyn.agent.config import parse_config
-
     path = tmp_path / "config.toml"
     config = parse_config('[tools]\ntool_timeout = 5\nshell_env = ["GITHUB_TOKEN"]\n', path)
     assert config.tool_timeout == 5.0 and config.shell_env == frozenset({"GITHUB_TOKEN"})

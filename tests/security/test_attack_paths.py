@@ -47,6 +47,13 @@ TARGETS = {
     "dotdot-inner": "sub/../../outside/secret.txt",
     "absolute": "{outside}/secret.txt",
     "absolute-dir": "{outside}",
+    "absolute-dotdot": "{ws}/../outside/secret.txt",
+    "double-slash": "/{outside}/secret.txt",
+    "proc-root": "/proc/self/root{outside}/secret.txt",
+    "proc-cwd": "/proc/self/cwd/../outside/secret.txt",
+    "dot-dotdot": "./../outside/secret.txt",
+    "nul": "secret.txt\x00../../outside/secret.txt",
+    "empty": "",
 }
 
 
@@ -55,10 +62,18 @@ TARGETS = {
 def test_path_outside_is_refused(places: tuple[Path, Path], kind: str, tool: str) -> None:
     ws, outside = places
     (ws / "sub").mkdir()
-    target = TARGETS[kind].format(outside=outside)
+    target = TARGETS[kind].format(outside=outside, ws=ws)
     args = dict(_attempts(target))[tool]
     text, error = call(ws, tool, **args)
     assert error, text
     assert SECRET not in text
     assert (outside / "secret.txt").read_text() == SECRET + "\n"
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+def test_a_backslash_path_is_a_name_inside_the_workspace(places: tuple[Path, Path]) -> None:
+    ws, outside = places
+    text, error = call(ws, "fs-write", path="..\\outside\\secret.txt", content="x")
+    assert not error, text
+    assert (ws / "..\\outside\\secret.txt").read_text() == "x"
+    assert (outside / "secret.txt").read_text() == SECRET + "\n"
