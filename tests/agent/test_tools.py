@@ -213,3 +213,34 @@ def test_a_ranged_read_counts_every_line_of_the_file(ws: Path, content: str, lin
     (ws / "f.txt").write_text(content)
     text, err = call(ctx(ws), "fs-read", path="f.txt", lines=lines)
     assert not err and text.splitlines()[0] == header
+
+
+def test_links_that_stay_inside_the_workspace_still_work(ws: Path) -> None:
+    """Confinement refuses links out; links within the workspace (relative or absolute) work."""
+    os.symlink("src/m.py", ws / "rel-link")
+    os.symlink(ws / "src", ws / "abs-dir-link")
+    os.symlink("../a.txt", ws / "src" / "up-link")
+    c = ctx(ws)
+    text, err = call(c, "fs-read", path="rel-link")
+    assert not err and text.startswith("def f():")
+    text, err = call(c, "fs-read", path="src/up-link", lines="1-1")
+    assert not err and text == "[lines 1-1 of 100]\nline 1\n"
+    text, err = call(c, "fs-list", path="abs-dir-link")
+    assert not err and text.splitlines()[0].startswith("m.py  (")
+    text, err = call(c, "fs-edit", path="abs-dir-link/m.py", old="def f():", new="def h():")
+    assert not err and (ws / "src" / "m.py").read_text().startswith("def h():")
+    text, err = call(c, "fs-write", path="rel-link", content="x = 1\n")
+    assert not err and text.startswith("wrote src/m.py") and (ws / "src" / "m.py").read_text() == "x = 1\n"
+    assert (ws / "rel-link").is_symlink()
+    text, err = call(c, "fs-write", path=".", content="x")
+    assert err and "is a directory" in text
+
+
+def test_a_rewritten_file_keeps_its_mode(ws: Path) -> None:
+    script = ws / "run.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o750)
+    text, err = call(ctx(ws), "fs-edit", path="run.sh", old="hi", new="there")
+    assert not err and script.read_text() == "echo there\n"
+    assert script.stat().st_mode & 0o777 == 0o750
+    assert not [p for p in ws.iterdir() if p.name.endswith(".nodwyn-tmp")]

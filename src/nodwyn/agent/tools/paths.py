@@ -227,6 +227,8 @@ def write_entry(loc: Location, data: bytes) -> None:
     """Replace (or create) the located file atomically: a temporary file with a random name made
     exclusively in the same directory (``O_CREAT|O_EXCL|O_NOFOLLOW``), then a rename relative to
     that directory. A planted link at any name is never written through."""
+    if "/" in loc.name or loc.name in (".", ""):  # only a single name, located with make_dirs
+        raise ToolError(f"{loc.shown}: cannot write here; give a file path")
     try:
         old: os.stat_result | None = os.stat(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
     except FileNotFoundError:
