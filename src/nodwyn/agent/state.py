@@ -30,6 +30,7 @@ class LoopState:
     last_estimate: int = 0
     pending: dict[str, dict[str, ToolCall]] = field(default_factory=dict)  # ctx -> unanswered calls
     open_subs: dict[str, Event] = field(default_factory=dict)  # sub-agent id -> its ctx.open
+    narrowed_from: dict[str, str] = field(default_factory=dict)  # narrowing id -> the context it narrowed
 
     def follow(self, event: Event) -> None:
         d = event.data
@@ -50,12 +51,17 @@ class LoopState:
             self.model = d["model"]
         elif event.kind == "ctx.open":
             if d.get("kind") == "narrow":
+                self.narrowed_from[d["id"]] = event.ctx
                 self.ctx = d["id"]
                 self.last_estimate = 0
             elif d.get("kind") == "sub":
                 self.open_subs[d["id"]] = event
         elif event.kind == "ctx.close":
             self.open_subs.pop(d["id"], None)
+        elif event.kind == "ctx.widen" and d.get("id") == self.ctx:
+            # a narrowing widened back: the conversation goes on in the context it narrowed
+            self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)
+            self.last_estimate = 0
         elif event.kind in ("session.start", "session.resume"):
             self.model = d.get("model", self.model)
         elif event.kind == "llm.req" and event.ctx == self.ctx:
