@@ -7,7 +7,8 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     [control]
     model = "local"                 # the model that runs a session
 
-    [window]                        # token sizes; unset ones are sized from the model's context
+    [window]                        # token sizes; unset ones are sized from the model's context, and
+                                    # set or not they shrink to fit it (ADR 0110)
     high_water = 6000
     low_water = 3000
     max_result_tokens = 1000
