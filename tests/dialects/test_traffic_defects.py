@@ -432,3 +432,35 @@ def test_a_chunk_with_a_wrong_type_is_a_decode_error_naming_the_field(
 ) -> None:
     with pytest.raises(DecodeError, match=field):
         _decode(settings, raw, ndjson=settings.api == "ollama")
+
+
+def test_a_server_tool_block_is_left_out_with_a_note_not_in_silence() -> None:
+    start = {
+        "type": "message_start",
+        "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "c"},
+    }
+    blocks = [
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "web_search",
+                "input": {},
+            },
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "Found it."}},
+        {"type": "content_block_stop", "index": 1},
+    ]
+    end = [
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]
+    r = _decode(ANTHROPIC, _sse(start, *blocks, *end, event=True))
+    assert r.text == "Found it." and r.calls == ()
+    assert r.notes == (
+        "anthropic: content[0] (server_tool_use) left out: the server ran it, "
+        "and nodwyn does not send such blocks back",
+    )

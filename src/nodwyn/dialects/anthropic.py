@@ -303,6 +303,7 @@ class AnthropicDecoder:
         thoughts: list[str] = []
         calls: list[ToolCall] = []
         blocks: list[ThinkingBlock] = []
+        notes = list(self.notes)
         for k in sorted(self.blocks):
             b = self.blocks[k]
             t = b.get("type")
@@ -331,6 +332,11 @@ class AnthropicDecoder:
             elif t == "tool_use":
                 args = b["partial"] if b["partial"] else dumps(b.get("input", {}))
                 calls.append(ToolCall(id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=args))
+            else:  # a server tool's block (server_tool_use, web_search_tool_result, ...): said, not hidden
+                notes.append(
+                    f"anthropic: content[{k}] ({t}) left out: the server ran it, and nodwyn does not "
+                    "send such blocks back"
+                )
         return Response(
             text="".join(texts),
             thinking=join_text(thoughts),
@@ -339,7 +345,7 @@ class AnthropicDecoder:
             usage=self._usage(),
             finish=finish_reason(self.stop_reason),
             model=self.model,
-            notes=tuple(self.notes),
+            notes=tuple(notes),
         )
 
     def _usage(self) -> Usage:

@@ -242,6 +242,7 @@ class ResponsesDecoder:
         calls: list[ToolCall] = []
         blocks: list[ThinkingBlock] = []
         phase: str | None = None
+        notes: list[str] = []
         p = self.provider
         for n, item in enumerate(output):
             if not isinstance(item, dict):
@@ -290,6 +291,11 @@ class ResponsesDecoder:
                         arguments=opt_str(item.get("arguments"), f"{at}.arguments", p) or "",
                     )
                 )
+            else:  # a server-side tool's item (web_search_call, ...): said, never dropped in silence
+                notes.append(
+                    f"responses: output[{n}] ({typ}) left out: the server ran it, and nodwyn does not "
+                    "send such items back"
+                )
         if not output:
             texts, thoughts = ["".join(self.text_deltas)], ["".join(self.thinking_deltas)]
         if self.final_kind == "response.incomplete":
@@ -306,6 +312,7 @@ class ResponsesDecoder:
             usage=self._usage(),
             finish=finish,
             model=self.model,
+            notes=tuple(notes),
             phase=phase,
         )
 
