@@ -133,3 +133,5 @@ def test_nodwyn_cache_names_a_missing_cache_ask_instead_of_a_server_miss(
     assert "server miss" not in res.output
     assert sum(k.startswith("no cache ask") for k in kinds) >= 3, res.output
     assert 'set cache_control = "ephemeral" in [models.m]' in res.output
+    table = CliRunner().invoke(cli, ["stats", sid, "--root", str(tmp_path / "home")]).output
+    assert "suspected: no cache ask" in table and "suspected server miss" not in table

@@ -83,7 +83,8 @@ def _row_text(r: RequestRow) -> str:
         marks.append("trim")
     marks += [str(c) for c in r.causes if c.kind != "trim"]
     if r.drop:
-        marks.append("suspected server miss")
+        unasked = r.cache_ask == "none" and u is not None and not u.cached_tokens and not u.cache_write_tokens
+        marks.append("suspected: no cache ask" if unasked else "suspected server miss")
     return (
         f"{r.seq:>7} {r.ctx[:10]:<10} {r.model[:20]:<20} {r.turn:>4} "
         f"{n(u.prompt_tokens if u else None):>10} {n(u.cached_tokens if u else None):>10} {pct(r.rate):>8}  "
