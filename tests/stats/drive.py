@@ -29,8 +29,8 @@ TOOLS = (
 SECRET = "sk-fake-0123456789abcdef"
 
 
-def recipe(limits: WindowLimits) -> Recipe:
-    return Recipe(version=19, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000)
+def recipe(limits: WindowLimits, version: int = 19) -> Recipe:
+    return Recipe(version=version, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000)
 
 
 def reading_script(n: int) -> list[dict[str, Any]]:
@@ -57,6 +57,7 @@ class Driver:
         *,
         result_bytes: int = 3000,
         session_key: str | None = "s" * 64,
+        version: int = 19,
     ) -> None:
         url = next(iter(models.values())).base_url
         assert url is not None
@@ -69,7 +70,7 @@ class Driver:
         self.result_bytes = result_bytes
         self.session_key = session_key
         self.results: list[int] = []  # seqs of tool results
-        self.append("session.start", {"recipe": recipe_to_json(recipe(limits)), "model": model})
+        self.append("session.start", {"recipe": recipe_to_json(recipe(limits, version)), "model": model})
 
     def append(self, kind: str, data: dict[str, Any], ctx: str = "main") -> Event:
         event = self.log.append(kind, data, ctx)

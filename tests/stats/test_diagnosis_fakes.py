@@ -39,9 +39,10 @@ def diagnose(driver: Driver) -> dict[int, Diagnosis]:
     return {d.seq: d for d in diagnose_session(driver.log, agg.rows)}
 
 
-def test_a_trim_is_moved_by_us_and_appends_are_hits(store: Store) -> None:
+@pytest.mark.parametrize("version", [19, 20])
+def test_a_trim_is_moved_by_us_and_appends_are_hits(store: Store, version: int) -> None:
     with FakeServer(api="openai-chat", script=reading_script(12)) as fake:
-        d = Driver(store, TIGHT, {"m": settings(fake.url, "m", "fake-model")}, "m")
+        d = Driver(store, TIGHT, {"m": settings(fake.url, "m", "fake-model")}, "m", version=version)
         d.user("Read the modules one by one and summarise them.")
         reqs = [d.request()[0] for _ in range(12)]
         out = diagnose(d)
@@ -51,6 +52,9 @@ def test_a_trim_is_moved_by_us_and_appends_are_hits(store: Store) -> None:
         assert [c.kind for c in out[seq].causes][:1] == ["trim"] and out[seq].causes[0].seq == seq
         assert f"trim at seq {seq}" in out[seq].detail
         assert out[seq].first_difference is not None and out[seq].first_difference.startswith("message")
+    if version >= 20:  # v20 trimmed to its own target, in whole units, and said so
+        recorded = {e.seq: e.data for e in d.log.read() if e.kind == "llm.req"}
+        assert all("target" in recorded[seq] for seq in trims)
     first, *rest = reqs
     assert out[first].kind == "first"
     appended = [seq for seq in rest if seq not in trims]

@@ -30,29 +30,37 @@ class Flag(StrEnum):
     NAMED_CUTS = "named_cuts"  # v17: cuts at line ends name the omitted lines
     BLOCKS = "blocks"  # v18: reasoning blocks go back with their reply
     WIDE_READS = "wide_reads"  # v19: fs-read shown up to twice the cap
+    UNITS = "units"  # v20: whole units elided oldest first, one marker per run of them
+    GROWTH = "growth"  # v20: the trim target follows the run's growth instead of low water
+    HEAD = "head"  # v20: the first units after the task are kept (a head)
     # Flags of their own, named by a recipe beside its version (``Recipe.extra_flags``, ADR 0113):
     KEPT_HEADERS = "kept_headers"  # a message keeps the task/plan header it was first shown under
 
 
-_INTRODUCED: dict[int, Flag | None] = {
-    1: None,
-    2: Flag.SUMMARIES,
-    6: Flag.HEADERS,
-    7: Flag.TOOL_SUBSETS,
-    8: Flag.OUTPUT_CAP,
-    9: Flag.FOLDS,
-    10: Flag.HEADROOM,
-    12: Flag.IMAGES,
-    14: Flag.THINKING,
-    15: Flag.IN_CONVERSATION,
-    16: Flag.PAIRS,
-    17: Flag.NAMED_CUTS,
-    18: Flag.BLOCKS,
-    19: Flag.WIDE_READS,
+_INTRODUCED: dict[int, tuple[Flag, ...]] = {
+    1: (),
+    2: (Flag.SUMMARIES,),
+    6: (Flag.HEADERS,),
+    7: (Flag.TOOL_SUBSETS,),
+    8: (Flag.OUTPUT_CAP,),
+    9: (Flag.FOLDS,),
+    10: (Flag.HEADROOM,),
+    12: (Flag.IMAGES,),
+    14: (Flag.THINKING,),
+    15: (Flag.IN_CONVERSATION,),
+    16: (Flag.PAIRS,),
+    17: (Flag.NAMED_CUTS,),
+    18: (Flag.BLOCKS,),
+    19: (Flag.WIDE_READS,),
+    20: (Flag.UNITS, Flag.GROWTH, Flag.HEAD),
 }
 
 KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
-CURRENT_VERSION = max(KNOWN_VERSIONS)
+LATEST_VERSION = max(KNOWN_VERSIONS)
+# The version a new session starts on (ADR 0150: v20 is the default only where it was measured
+# to win); a resumed session keeps its own unless the person asks for another (ADR 0151).
+DEFAULT_VERSION = 19
+CURRENT_VERSION = DEFAULT_VERSION  # the former name of DEFAULT_VERSION
 # Flags a recipe may name beside its version: a fix that changes what a window builds, recorded
 # by the sessions that build with it, so a recipe without it replays as it was built whatever its
 # version (ADR 0113). New sessions and resumes record every one.
@@ -98,7 +106,7 @@ def policy_for(version: int) -> Policy:
             f"window-v{version} is not a recipe version this nodwyn knows ({known}); "
             "upgrade nodwyn or replay the transcript with `nodwyn replay SESSION`"
         )
-    flags = frozenset(f for v, f in _INTRODUCED.items() if v <= version and f is not None)
+    flags = frozenset(f for v, fs in _INTRODUCED.items() if v <= version for f in fs)
     return Policy(version=version, flags=flags)
 
 

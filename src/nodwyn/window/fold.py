@@ -16,16 +16,25 @@ from nodwyn.errors import CorruptLogError, NotFoundError
 from nodwyn.values.codec import origin_from_json, recipe_from_json
 from nodwyn.values.content import Origin
 from nodwyn.values.events import KINDS, MAIN_CTX, Event
-from nodwyn.values.recipe import Flag, Recipe
+from nodwyn.values.recipe import Flag, Policy, Recipe
 from nodwyn.values.request import Request, ToolSpec
-from nodwyn.window import encode
+from nodwyn.window import encode, units
 from nodwyn.window.contexts import Context, Contexts, replies_between
 from nodwyn.window.entries import Entry, entry_of
-from nodwyn.window.estimate import estimate
+from nodwyn.window.estimate import estimate, tokens_of_bytes
 from nodwyn.window.headers import with_header
 from nodwyn.window.moved import Snapshot
 from nodwyn.window.moved import moved as moved_from
-from nodwyn.window.render import Item, Params, RenderCache, assistant_message, marker_message, piece, render
+from nodwyn.window.render import (
+    Item,
+    Params,
+    RenderCache,
+    assistant_message,
+    marker_message,
+    piece,
+    render,
+    run_message,
+)
 from nodwyn.window.start import Start, start_of
 from nodwyn.window.summaries import Summary, accepted, summary_of
 from nodwyn.window.trim import choose
@@ -33,6 +42,7 @@ from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 
 _NO_WITHHELD: Mapping[str, str] = {}
 _PLAIN_TURN = TurnOptions()
+_V20 = frozenset({Flag.UNITS, Flag.GROWTH, Flag.HEAD})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,7 +55,14 @@ class Build:
 
 
 class Window:
-    def __init__(self) -> None:
+    def __init__(self, *, flags: frozenset[Flag] | None = None, tuning: units.Tuning = units.V20) -> None:
+        """``flags`` and ``tuning`` are for measuring rules apart (``bench/window_workloads.py``):
+        builds then use those flags instead of the recipe's, and those constants. A session and
+        replay never pass them: what a log means comes from its recipe alone."""
+        self._flags = flags
+        self._tuning = tuning
+        self._heads: dict[str, int] = {}  # v20: each context's head boundary, from its llm.req
+        self._sizes: dict[int, int] = {}  # v20: content bytes of each entry, measured once
         self._contexts = Contexts()
         self._recipe: Recipe | None = None
         self._recipe_seqs: list[int] = []
@@ -161,6 +178,11 @@ class Window:
         raw = data.get("elided", [])
         if not isinstance(raw, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in raw):
             raise CorruptLogError(f"llm.req at seq {event.seq}: elided must be a list of seqs")
+        head = data.get("head")
+        if head is not None:
+            if not isinstance(head, int) or isinstance(head, bool):
+                raise CorruptLogError(f"llm.req at seq {event.seq}: head must be the seq of a unit")
+            self._heads[event.ctx] = head
         new = set(raw) - self._elided
         if new:
             self._elided = self._elided | new
@@ -218,7 +240,7 @@ class Window:
         elided: frozenset[int],
         stale: frozenset[int],
     ) -> Params:
-        policy = recipe.policy
+        policy = self._policy(recipe)
         held: tuple[tuple[str, str], ...] = ()
         if Flag.IMAGES in policy and withheld:
             # only what the request can show: an image of the view not elided
@@ -250,7 +272,7 @@ class Window:
         self, c: Context, recipe: Recipe, turn: TurnOptions
     ) -> tuple[tuple[ToolSpec, ...], bytes, list[str] | None]:
         names: tuple[str, ...] | None = None
-        if Flag.TOOL_SUBSETS in recipe.policy:
+        if Flag.TOOL_SUBSETS in self._policy(recipe):
             names = (
                 () if turn.no_tools else turn.offered_tools if turn.offered_tools is not None else c.offered
             )
@@ -288,7 +310,7 @@ class Window:
         cache = render(c, params, self._folds, withheld)
         items = cache.messages()
         _, tools, _ = self._offered(c, recipe, turn)
-        limits_out = recipe.limits.output_reserve if Flag.OUTPUT_CAP in recipe.policy else None
+        limits_out = recipe.limits.output_reserve if Flag.OUTPUT_CAP in self._policy(recipe) else None
         snap = Snapshot(
             params=params,
             system=encode.system_bytes(cache.system(c)),
@@ -320,6 +342,24 @@ class Window:
         snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
         return self._estimate(snap, full_tools, cache, items)
 
+    def _policy(self, recipe: Recipe) -> Policy:
+        if self._flags is None:
+            return recipe.policy
+        return Policy(version=recipe.version, flags=self._flags | frozenset(recipe.extra_flags))
+
+    def _conversation(self, c: Context) -> tuple[int, int]:
+        """The view's conversation so far in tokens (content, uncut), and this request's number
+        (the view's replies plus one): the growth rule's C and requests."""
+        total = replies = 0
+        sizes = self._sizes
+        for e in c.entries:
+            size = sizes.get(e.seq)
+            if size is None:
+                size = sizes[e.seq] = units.content_bytes(e)
+            total += size
+            replies += e.kind == "assistant"
+        return tokens_of_bytes(total), replies + 1
+
     def _need_recipe(self) -> Recipe:
         if self._recipe is None:
             raise CorruptLogError(
@@ -338,7 +378,7 @@ class Window:
     ) -> Build:
         """The next request of context ``ctx`` to the model at ``origin``, and its ``llm.req`` fields."""
         recipe = self._need_recipe()
-        policy = recipe.policy
+        policy = self._policy(recipe)
         c = self._contexts.buildable(ctx)
         limits = recipe.limits
         headroom = Flag.HEADROOM in policy and turn.headroom
@@ -349,7 +389,42 @@ class Window:
         est = self._estimate(snap, full_tools, cache, items)
         new = {s for s in cache.omitted if s not in self._elided}
         trimmed = est > line
-        if trimmed:
+        v20 = bool(policy.flags & _V20)
+        target = limits.low_water
+        head: int | None = None
+        if trimmed and v20:
+            overhead = encode.overhead(snap.system, full_tools, snap.max_output)
+            keep: int | None = None
+            if Flag.HEAD in policy:
+                head = self._heads.get(c.id)
+                if head is None:
+                    head = units.head_boundary(
+                        items, overhead=overhead, budget=limits.high_water, t=self._tuning
+                    )
+                # while every unit fits in the head, it keeps them all (and is not fixed yet)
+                keep = head if head is not None else self._last_seq + 1
+            conversation, requests = self._conversation(c) if Flag.GROWTH in policy else (0, 0)
+            decision = units.choose(
+                items,
+                overhead=overhead,
+                image_bytes=cache.image_bytes,
+                image_tokens=cache.image_tokens,
+                budget=limits.high_water,
+                low_water=limits.low_water,
+                units=Flag.UNITS in policy,
+                growth=self._tuning if Flag.GROWTH in policy else None,
+                conversation=conversation,
+                requests=requests,
+                keep_before=keep,
+                pairs=Flag.PAIRS in policy,
+                cut=min(new) if new else None,
+                marker_len=lambda item: len(piece(marker_message(item))),
+                run_len=lambda first, last: len(piece(run_message(first, last))),
+                unblocked_len=lambda item: len(piece(self._unblocked(item, cache.params))),
+            )
+            new |= decision.elided
+            self.trim_prediction, target = decision.estimate, decision.target
+        elif trimmed:
             chosen, self.trim_prediction = choose(
                 items,
                 overhead=encode.overhead(snap.system, full_tools, snap.max_output),
@@ -384,8 +459,12 @@ class Window:
         record: dict[str, Any] = {"elided": sorted(new), "estimate": est, "trim": bool(new)}
         if trimmed or headroom:
             record["high_water"] = line
-        if trimmed and est > limits.low_water:
+        if trimmed and est > target:
             record["below_low_blocked"] = True
+        if trimmed and v20:
+            record["target"] = target
+            if head is not None:
+                record["head"] = head
         if Flag.TOOL_SUBSETS in policy:
             if turn.no_tools:
                 record["no_tools"] = True

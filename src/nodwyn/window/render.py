@@ -41,8 +41,17 @@ def piece(message: Message) -> bytes:
     return orjson.dumps(message_to_json(message), option=orjson.OPT_SORT_KEYS)
 
 
-def marker(seq: int) -> str:
-    return f"[elided seq={seq}]"
+def marker(seq: int, last: int | None = None) -> str:
+    """The text an elided entry shows; from v20 a run of elided units shows ``[elided seq=A..B]``,
+    A and B the seqs of its first and last reply."""
+    if last is None or last == seq:
+        return f"[elided seq={seq}]"
+    return f"[elided seq={seq}..{last}]"
+
+
+def run_message(first: int, last: int) -> AssistantMessage:
+    """What a run of elided units shows (v20): one assistant message naming it."""
+    return AssistantMessage(text=marker(first, last))
 
 
 def marker_message(item: Item) -> Message:
@@ -83,6 +92,7 @@ class Item:
     batch: int = -1  # result: item index of its calling batch
     has_blocks: bool = False
     withheld: tuple[tuple[str, str], ...] = ()
+    last: int = 0  # v20: an elided run's last reply seq (0 for anything else)
 
 
 def _item(seq: int, kind: str, message: Message, **kw: object) -> Item:
@@ -111,6 +121,9 @@ class RenderCache:
     streamed: int = 0
     msgs: list[Message] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
+    # v20: the run of elided units being rendered, [first reply seq, last reply seq], pushed as
+    # one item (at index len(items)) when anything else is pushed or the extension ends
+    run: list[int] | None = None
 
     def __post_init__(self) -> None:
         limits_out = (
@@ -126,6 +139,17 @@ class RenderCache:
         return [*self.items, self.pending_plan]
 
     def _push(self, item: Item) -> int:
+        if self.run is not None:
+            self._flush_run()
+        return self._append(item)
+
+    def _flush_run(self) -> None:
+        if self.run is not None:
+            first, last = self.run
+            self.run = None
+            self._append(_item(first, "assistant", run_message(first, last), elided=True, last=last))
+
+    def _append(self, item: Item) -> int:
         if self.pieces:
             self.hasher.update(b",")
         self.hasher.update(item.piece)
@@ -180,6 +204,7 @@ class RenderCache:
                     self._summary(covering)
                 continue
             self._entry(e, folds, withheld)
+        self._flush_run()
         self.upto = len(entries)
 
     def _summary(self, s: Summary) -> None:
@@ -233,7 +258,14 @@ class RenderCache:
         p = self.params
         reply = e.reply
         calls = tuple(c.id for c in reply.calls)
-        if e.seq in p.elided:
+        if e.seq in p.elided and Flag.UNITS in p.policy:
+            # consecutive elided units show as one run: the run is pushed when something else is
+            if self.run is None:
+                self.run = [e.seq, e.seq]
+            else:
+                self.run[1] = e.seq
+            index = len(self.items)  # where the run will be
+        elif e.seq in p.elided:
             msg = AssistantMessage(text=marker(e.seq))
             index = self._push(_item(e.seq, "assistant", msg, elided=True, calls=calls))
         else:
@@ -241,6 +273,11 @@ class RenderCache:
             index = self._push(_item(e.seq, "assistant", msg, calls=calls, has_blocks=bool(msg.blocks)))
         for call in calls:
             self.call_batch[call] = index
+
+    def _batch_elided(self, batch: int) -> bool:
+        if batch < len(self.items):
+            return self.items[batch].elided
+        return self.run is not None and batch == len(self.items)  # a reply of the run being rendered
 
     def blocks_allowed(self, seq: int) -> bool:
         p = self.params
@@ -250,7 +287,7 @@ class RenderCache:
         p = self.params
         policy = p.policy
         batch = self.call_batch.get(e.call_id, -1)
-        if Flag.PAIRS in policy and batch >= 0 and self.items[batch].elided:
+        if Flag.PAIRS in policy and batch >= 0 and self._batch_elided(batch):
             self.omitted.append(e.seq)
             return
         if e.seq in p.elided:
