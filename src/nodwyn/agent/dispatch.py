@@ -13,6 +13,7 @@ from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.errors import ToolError
 from nodwyn.log import SessionLog
 from nodwyn.values.content import ToolCall
+from nodwyn.values.events import Event
 from nodwyn.values.recipe import Flag, Recipe
 
 READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
@@ -45,7 +46,10 @@ def tool_context(
 
 
 def recall_text(log: SessionLog, seq: int) -> str:
-    """The full text of the log entry ``seq`` (what an elision or a cut left out)."""
+    """The full text of the log entry ``seq`` (what an elision or a cut left out). A reply comes
+    back as its unit: its text, its calls and their results, each result under its own seq; so
+    does the request a reply answered, so that any seq inside a run marker ``[elided seq=A..B]``
+    that is a reply, a result or a request brings its part of the run back."""
     if not 1 <= seq <= log.last_seq:
         raise ToolError(f"recall: there is no seq {seq} (the log has 1-{log.last_seq})")
     event = next(iter(log.read(seq, seq)))
@@ -53,10 +57,39 @@ def recall_text(log: SessionLog, seq: int) -> str:
     if event.kind == "tool.result":
         return str(d["text"])
     if event.kind == "llm.resp":
-        return str(d["response"].get("text", ""))
+        return _unit(log, event)
+    if event.kind == "llm.req":
+        reply = next(
+            (e for e in log.read(seq + 1) if e.kind == "llm.resp" and e.ctx == event.ctx),
+            None,
+        )
+        if reply is not None and reply.data.get("req") == seq:
+            return _unit(log, reply)
+        raise ToolError(f"recall: seq {seq} is a request that got no reply; nothing to bring back")
     if event.kind in ("user.msg", "gate.plan", "note"):
         return str(d["text"])
     raise ToolError(f"recall: seq {seq} is a {event.kind} event, which has no text to bring back")
+
+
+def _unit(log: SessionLog, reply: Event) -> str:
+    """A reply with its calls and their results (until the context's next reply)."""
+    response = reply.data["response"]
+    calls = [c for c in response.get("calls", []) if isinstance(c, dict)]
+    text = str(response.get("text", ""))
+    if not calls:
+        return text
+    lines = [f"[reply seq {reply.seq}]", text] if text else [f"[reply seq {reply.seq}]"]
+    lines += [f"[call {c.get('name')} {c.get('arguments', '')}]" for c in calls]
+    ids = {c.get("id") for c in calls}
+    for e in log.read(reply.seq + 1):
+        if e.ctx != reply.ctx:
+            continue
+        if e.kind == "llm.resp":
+            break
+        if e.kind == "tool.result" and e.data.get("call_id") in ids:
+            lines.append(f"[result seq {e.seq} of {e.data.get('name')}]")
+            lines.append(str(e.data.get("text", "")))
+    return "\n".join(lines)
 
 
 def result_data(call: ToolCall, outcome: Outcome) -> dict[str, Any]:

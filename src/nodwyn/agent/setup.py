@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from nodwyn.agent.config import Config, config_dir, load_config, write_cache_asks
@@ -13,21 +14,29 @@ from nodwyn.agent.extensions import Extensions, load_extensions
 from nodwyn.agent.limits import session_limits, shrunk
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Backend, Display
-from nodwyn.agent.session import last_model, resume_session, start_session
+from nodwyn.agent.session import last_model, resume_point, resume_session, start_session
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
-from nodwyn.errors import ConfigError, NodwynError
+from nodwyn.errors import ConfigError, NodwynError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.transport.credentials import Credentials
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import CURRENT_VERSION, EXTRA_FLAGS, Recipe
+from nodwyn.values.recipe import (
+    DEFAULT_VERSION,
+    EXTRA_FLAGS,
+    KNOWN_VERSIONS,
+    Recipe,
+    parse_version,
+    policy_for,
+)
 from nodwyn.window import Window
 
 BASE_SYSTEM = (
     "You are nodwyn, a coding agent working in the person's workspace. Use the tools to read, search, "
     "edit and run things there; paths are relative to the workspace. Record a plan with plan-write for "
     "work of several steps. When the task is done, answer in plain text without calling tools. An "
-    "entry shown as [elided seq=N], or lines a cut left out, can be brought back with recall."
+    "entry shown as [elided seq=N] (or a run of them, [elided seq=A..B]: any seq in it), or lines a cut "
+    "left out, can be brought back with recall."
 )
 
 
@@ -138,9 +147,15 @@ class Opened:
             self.agent.log.close()
 
 
-def make_recipe(config: Config, model: ModelSettings, ext: Extensions, tools: Mapping[str, Tool]) -> Recipe:
+def make_recipe(
+    config: Config,
+    model: ModelSettings,
+    ext: Extensions,
+    tools: Mapping[str, Tool],
+    version: int = DEFAULT_VERSION,
+) -> Recipe:
     return Recipe(
-        version=CURRENT_VERSION,
+        version=version,
         system=ext.system or BASE_SYSTEM,
         tools=catalog(tools.values()),
         limits=session_limits(config.window, model, config.path),
@@ -150,6 +165,17 @@ def make_recipe(config: Config, model: ModelSettings, ext: Extensions, tools: Ma
         plan_header=ext.plan_header,
         extra_flags=EXTRA_FLAGS,
     )
+
+
+def _asked_version(name: str) -> int:
+    """The version ``--recipe window-vN`` asks for, refused before anything is opened if unknown."""
+    try:
+        version = parse_version(name)
+        policy_for(version)
+    except UnknownRecipeError:
+        known = ", ".join(f"window-v{v}" for v in KNOWN_VERSIONS if v >= DEFAULT_VERSION)
+        raise ConfigError(f"recipe {name!r} is not one this nodwyn runs; ask for one of {known}") from None
+    return version
 
 
 def open_agent(
@@ -163,8 +189,12 @@ def open_agent(
     display: Display | None = None,
     backend_for: Callable[[ModelSettings], Backend] | None = None,
     config: Config | None = None,
+    recipe_version: str | None = None,
 ) -> Opened:
+    """``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
+    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151)."""
     config = config or load_config(env)
+    asked = None if recipe_version is None else _asked_version(recipe_version)
     wrote = write_cache_asks(config)
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
@@ -173,6 +203,7 @@ def open_agent(
     if resume is not None:
         session_id = store.resolve(resume)
         recorded, last_model = _where_it_was(store, session_id)
+        last_version = _last_version(store, session_id)
         if recorded is not None:
             if not recorded.is_dir():
                 raise ConfigError(
@@ -190,7 +221,10 @@ def open_agent(
             f"{config.path} [tools] approve: {unknown[0]!r} is not a tool; "
             f"use names from the catalog: {', '.join(sorted(tools))}"
         )
-    recipe = make_recipe(config, model, ext, tools)
+    version = asked if asked is not None else DEFAULT_VERSION
+    if resume is not None and asked is None and last_version is not None:
+        version = last_version  # a session keeps its recipe: a new one changes what it keeps in view
+    recipe = make_recipe(config, model, ext, tools, version)
     if resume is not None:
         log = resume_session(store, session_id, recipe, model.name)
     else:
@@ -230,3 +264,19 @@ def _where_it_was(store: Store, session_id: str) -> tuple[Path | None, str | Non
         if first is not None and first.kind == "session.start" and "workspace" in first.data:
             workspace = Path(first.data["workspace"])
         return workspace, last_model(reader)
+
+
+def _last_version(store: Store, session_id: str) -> int | None:
+    """The recipe version a session last recorded: the recipe in force at its resume point (kept
+    by the start point, or recorded after it), so the cost is the events a resume reads anyway."""
+    version: int | None = None
+    with store.open(session_id) as reader:
+        start, keep = resume_point(reader)
+        kept = (e for seq in keep for e in reader.read(seq, seq))
+        for event in chain(kept, reader.read(start)):
+            if event.kind in ("session.start", "session.resume"):
+                recipe = event.data.get("recipe")
+                name = recipe.get("version") if isinstance(recipe, dict) else None
+                if isinstance(name, str):
+                    version = parse_version(name)
+    return version

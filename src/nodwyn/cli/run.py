@@ -90,7 +90,18 @@ def _finish(agent: Agent) -> None:
     click.echo(f"session {agent.session_id}: {describe(figures)}{since}")
 
 
+def _recipe_option(f: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--recipe",
+        "recipe",
+        default=None,
+        metavar="window-vN",
+        help="The window recipe (default: window-v19 for a new session, its own for a resumed one).",
+    )(f)
+
+
 def _options(f: click.decorators.FC) -> click.decorators.FC:
+    f = _recipe_option(f)
     f = click.option(
         "--model", "model", default=None, help="A [models.NAME] entry (default: [control] model)."
     )(f)
@@ -115,7 +126,13 @@ def _end_on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | None = None) -> Opened:
+def _open(
+    model: str | None,
+    workspace: Path | None,
+    yes: bool,
+    resume: str | None = None,
+    recipe: str | None = None,
+) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
     # `finally` that kills what its shell commands left running and releases the log.
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -128,10 +145,13 @@ def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | No
         yes=yes,
         ask=_ask,
         display=LineDisplay(),
+        recipe_version=recipe,
     )
     agent = opened.agent
     click.secho(
-        f"[session {agent.session_id} · model {agent.model.name} · workspace {agent.workspace}]", dim=True
+        f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.recipe.version}"
+        f" · workspace {agent.workspace}]",
+        dim=True,
     )
     return opened
 
@@ -139,11 +159,18 @@ def _open(model: str | None, workspace: Path | None, yes: bool, resume: str | No
 @click.command()
 @click.argument("task")
 @_options
-def run(task: str, model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...]) -> None:
+def run(
+    task: str,
+    model: str | None,
+    workspace: Path | None,
+    yes: bool,
+    images: tuple[Path, ...],
+    recipe: str | None,
+) -> None:
     """Run one task (one turn) and print the session id and its cache figures."""
     for path in images:
         read_image(path)  # a bad image is refused before a session starts
-    opened = _open(model, workspace, yes)
+    opened = _open(model, workspace, yes, recipe=recipe)
     agent = opened.agent
     try:
         result = agent.user_turn(task, images)
@@ -206,11 +233,13 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...]) -> None:
 
 @click.command()
 @_options
-def chat(model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...]) -> None:
+def chat(
+    model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...], recipe: str | None
+) -> None:
     """Interactive turns: /plan TASK, /compact, /model NAME, /quit."""
     for path in images:
         read_image(path)
-    opened = _open(model, workspace, yes)
+    opened = _open(model, workspace, yes, recipe=recipe)
     agent = opened.agent
     try:
         _chat_loop(opened, images)
@@ -224,9 +253,11 @@ def chat(model: str | None, workspace: Path | None, yes: bool, images: tuple[Pat
 @click.argument("task", required=False)
 @click.option("--model", "model", default=None, help="Switch to this model entry.")
 @click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")
-def resume(session: str, task: str | None, model: str | None, yes: bool) -> None:
-    """Continue SESSION: run TASK as its next turn, or chat if no TASK is given."""
-    opened = _open(model, None, yes, resume=session)
+@_recipe_option
+def resume(session: str, task: str | None, model: str | None, yes: bool, recipe: str | None) -> None:
+    """Continue SESSION: run TASK as its next turn, or chat if no TASK is given. It keeps the window
+    recipe it last ran with unless --recipe asks for another (e.g. --recipe window-v20)."""
+    opened = _open(model, None, yes, resume=session, recipe=recipe)
     agent = opened.agent
     try:
         if task is not None:
