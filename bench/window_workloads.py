@@ -3,13 +3,15 @@
     .venv/bin/python bench/window_workloads.py ../shared/workloads [--budgets 16,32,64]
 
 For each run (mini-swe-agent v1/v2, SWE-agent, OpenHands; see bench/workloads/), request k is
-built from the conversation before the model's k-th reply, by nodwyn's window (``engine``) and by
-a window that drops the oldest messages to fit (``sliding``); ``whole`` sends every request whole
-(no window: the minimum's policy, for reference). Per budget (Ki tokens; a token is
-three bytes of the canonical request) it prints: the share of prompt bytes a single-slot prefix
-cache serves, uncached bytes as a multiple of the append-only minimum, full prefills, requests over
-the budget, mean occupancy and the share of the conversation still visible. Definitions:
-docs/bench-workloads.md.
+built from the conversation before the model's k-th reply, by nodwyn's window under each recipe
+asked for (``v19``, ``v20``, and ``v19+units``, ``v19+growth``, ``v19+head``: v19 with one rule of
+v20 switched on) and by a window that drops the oldest messages to fit (``sliding``); ``whole``
+sends every request whole (no window: the minimum's policy, for reference). Per budget (Ki tokens;
+a token is three bytes of the canonical request) it prints: the share of prompt bytes a
+single-slot prefix cache serves, uncached bytes as a multiple of the append-only minimum, full
+prefills, requests over the budget, mean occupancy, the share of the conversation still visible,
+the share of its last 8 Ki and 16 Ki tokens shown, and the share of requests showing the task
+whole. Definitions: docs/bench-workloads.md.
 """
 
 from __future__ import annotations
@@ -28,10 +30,32 @@ from bench.workloads import Found, WorkloadError, engine, find, load, sliding
 from bench.workloads.measure import Figures, Measured, figures
 from bench.workloads.prepared import prepare
 
+from nodwyn.values.recipe import DEFAULT_VERSION, Flag
+from nodwyn.window.units import V20, Tuning
+
 KI = 1024
-POLICIES = ("engine", "sliding", "whole")
+BASELINES = ("sliding", "whole")
+# recipe name -> (version, v20 rules switched on besides the version's own)
+RECIPES: dict[str, tuple[int, tuple[Flag, ...]]] = {
+    "v19": (19, ()),
+    "v20": (20, ()),
+    "v19+units": (19, (Flag.UNITS,)),
+    "v19+growth": (19, (Flag.GROWTH,)),
+    "v19+head": (19, (Flag.HEAD,)),
+}
 TARGET_BUDGET = 32 * KI
 TARGETS = {"cached_share": 0.95, "uncached_ratio": 1.3, "over_budget": 0, "visible": 0.65}
+# issue 17's bar for v20 at 32 Ki; at every budget it must not be worse than v19 on any of MEASURES
+V20_BAR = {"uncached_ratio": 1.20, "over_budget": 0, "visible": 0.70}
+MEASURES = (  # (field, higher is better)
+    ("cached_share", True),
+    ("uncached_ratio", False),
+    ("over_budget", False),
+    ("visible", True),
+    ("recent8", True),
+    ("recent16", True),
+    ("task_kept", True),
+)
 
 # (source, policy, budget) -> [(requests, minimum)] for each run
 Results = dict[tuple[str, str, int], list[tuple[list[Measured], int]]]
@@ -42,33 +66,82 @@ def source_of(found: Found) -> str:
 
 
 def replay_one(
-    found: Found, budgets: list[int], sizing: engine.Sizing | None
+    found: Found, budgets: list[int], recipes: list[tuple[str, engine.Sizing]], baselines: bool = True
 ) -> tuple[str, dict[str, object]]:
     """Every policy at every budget for one run (runs in a worker process)."""
     p = prepare(load(found))
     out: dict[str, object] = {"minimum": p.minimum, "notes": p.run.notes}
-    whole = sliding.append_only(p)  # no window: every request whole (the minimum's policy)
+    whole = sliding.append_only(p) if baselines else None  # every request whole (the minimum's)
     for b in budgets:
-        out[f"sliding/{b}"] = sliding.replay(p, b)
-        out[f"whole/{b}"] = whole
-        if sizing is not None:
+        if whole is not None:
+            out[f"sliding/{b}"] = sliding.replay(p, b)
+            out[f"whole/{b}"] = whole
+        for name, sizing in recipes:
             res = engine.replay(p, b, sizing)
-            out[f"engine/{b}"] = res.requests
-            out[f"trims/{b}"] = res.trims
+            out[f"{name}/{b}"] = res.requests
+            out[f"trims:{name}/{b}"] = res.trims
     return found.name, out
 
 
 def row(label: str, f: Figures) -> str:
     return (
-        f"{label:<24} {f.runs:>4} {f.requests:>6} {f.cached_share:>7.3f} {f.uncached_ratio:>8.2f}x"
+        f"{label:<22} {f.runs:>4} {f.requests:>6} {f.cached_share:>7.3f} {f.uncached_ratio:>8.3f}x"
         f" {f.full_prefills:>6} {f.over_budget:>5} {f.occupancy:>6.2f} {f.visible:>8.3f}"
+        f" {f.recent8:>6.3f} {f.recent16:>6.3f} {f.task_kept:>5.3f}"
     )
 
 
 HEADER = (
-    f"{'policy @ budget':<24} {'runs':>4} {'reqs':>6} {'cached':>7} {'uncached':>9}"
-    f" {'fulls':>6} {'over':>5} {'occup':>6} {'visible':>8}"
+    f"{'policy @ budget':<22} {'runs':>4} {'reqs':>6} {'cached':>7} {'uncached':>9}"
+    f" {'fulls':>6} {'over':>5} {'occup':>6} {'visible':>8} {'r8Ki':>6} {'r16Ki':>6} {'task':>5}"
 )
+
+
+def parse_tuning(text: str) -> Tuning:
+    """``growth=0.02,head=0.2`` over the v20 constants (ADR 0150)."""
+    values: dict[str, float] = {}
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        key, _, value = part.partition("=")
+        if key not in Tuning.__dataclass_fields__:
+            names = ", ".join(Tuning.__dataclass_fields__)
+            raise ValueError(f"--tune {part!r}: {key!r} is not a v20 constant ({names})")
+        values[key] = float(value)
+    merged = {k: values.get(k, getattr(V20, k)) for k in Tuning.__dataclass_fields__}
+    merged["reserve"] = int(merged["reserve"])
+    return Tuning(**merged)  # type: ignore[arg-type]
+
+
+def worse(v20: Figures, v19: Figures) -> list[str]:
+    """The measures on which ``v20`` is worse than ``v19`` (rounded as printed)."""
+    out = []
+    for name, higher in MEASURES:
+        a, b = getattr(v20, name), getattr(v19, name)
+        if isinstance(a, float):
+            a, b = round(a, 3), round(b, 3)
+        if (a < b) if higher else (a > b):
+            out.append(f"{name} {a} vs {b}")
+    return out
+
+
+def v20_verdict(results: Results, budgets: list[int]) -> list[str]:
+    """Issue 17's bar: at 32 Ki cost <= 1.20x, none over, visible >= 0.70, recent-8Ki and
+    recent-16Ki at least v19's; at every budget not worse than v19 on any measure."""
+    lines = []
+    for b in budgets:
+        if not (results[("all", "v20", b)] and results[("all", "v19", b)]):
+            continue
+        a, base = figures(results[("all", "v20", b)], b), figures(results[("all", "v19", b)], b)
+        missed = worse(a, base)
+        if b == TARGET_BUDGET:
+            if a.uncached_ratio > V20_BAR["uncached_ratio"]:
+                missed.append(f"uncached {a.uncached_ratio:.3f}x > {V20_BAR['uncached_ratio']}x")
+            if a.over_budget > V20_BAR["over_budget"]:
+                missed.append(f"{a.over_budget} requests over the budget")
+            if a.visible < V20_BAR["visible"]:
+                missed.append(f"visible {a.visible:.3f} < {V20_BAR['visible']}")
+        verdict = "meets the bar" if not missed else "misses: " + "; ".join(missed)
+        lines.append(f"v20 against v19 at {b // KI} Ki: {verdict}")
+    return lines
 
 
 def check(f: Figures) -> list[str]:
@@ -100,8 +173,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="low water that share of the way from the fixed prefix (system, tools, task) to the budget",
     )
+    ap.add_argument(
+        "--recipes",
+        default=",".join(RECIPES),
+        help=f"engine recipes to replay (default {','.join(RECIPES)})",
+    )
+    ap.add_argument(
+        "--tune", default="", help="v20 constants for this run, e.g. growth=0.02,head=0.2 (ADR 0150)"
+    )
+    ap.add_argument("--no-baselines", action="store_true", help="skip the sliding and whole policies")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--limit", type=int, default=None, help="replay only the first N runs")
+    ap.add_argument("--every", type=int, default=1, help="replay every K-th run (a sample of each source)")
     ap.add_argument("--baseline-only", action="store_true", help="replay only the sliding window")
     ap.add_argument("--by-source", action="store_true", help="also print each source folder's figures")
     args = ap.parse_args(argv)
@@ -111,32 +194,45 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(
             f"--budgets {args.budgets!r}: give whole numbers of Ki tokens separated by commas, e.g. 16,32,64"
         )
-    sizing = (
-        None
-        if args.baseline_only
-        else engine.Sizing(
-            low_water=args.low_water,
-            max_result_tokens=args.max_result_tokens,
-            above_prefix=args.low_water_above_prefix,
-        )
+    names = [x.strip() for x in args.recipes.split(",") if x.strip()]
+    unknown = [n for n in names if n not in RECIPES]
+    if unknown:
+        ap.error(f"--recipes: {unknown[0]!r} is not one of {', '.join(RECIPES)}")
+    try:
+        tuning = parse_tuning(args.tune) if args.tune else None
+    except ValueError as exc:
+        ap.error(str(exc))
+    base = engine.Sizing(
+        low_water=args.low_water,
+        max_result_tokens=args.max_result_tokens,
+        above_prefix=args.low_water_above_prefix,
+        tuning=tuning,
     )
+    recipes = (
+        [] if args.baseline_only else [(n, base.with_rules(RECIPES[n][0], *RECIPES[n][1])) for n in names]
+    )
+    policies = [n for n, _ in recipes] + ([] if args.no_baselines else list(BASELINES))
     try:
         runs = find(args.folder)
     except WorkloadError as exc:
         print(f"window_workloads: {exc}", file=sys.stderr)
         return 2
+    runs = runs[:: max(args.every, 1)]
     if args.limit:
         runs = runs[: args.limit]
     started = time.perf_counter()
     results: Results = defaultdict(list)
-    trims: dict[tuple[str, int], int] = defaultdict(int)
+    trims: dict[tuple[str, str, int], int] = defaultdict(int)
     by_name = {f.name: f for f in runs}
     try:
         if args.jobs > 1:
             with ProcessPoolExecutor(args.jobs) as pool:
-                done = list(pool.map(replay_one, runs, [budgets] * len(runs), [sizing] * len(runs)))
+                n = len(runs)
+                done = list(
+                    pool.map(replay_one, runs, [budgets] * n, [recipes] * n, [not args.no_baselines] * n)
+                )
         else:
-            done = [replay_one(f, budgets, sizing) for f in runs]
+            done = [replay_one(f, budgets, recipes, not args.no_baselines) for f in runs]
     except WorkloadError as exc:
         print(f"window_workloads: {exc}", file=sys.stderr)
         return 2
@@ -145,35 +241,46 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(minimum, int)
         src = source_of(by_name[name])
         for b in budgets:
-            for policy in POLICIES:
+            for policy in policies:
                 reqs = out.get(f"{policy}/{b}")
                 if isinstance(reqs, list):
                     for key in (("all", policy, b), (src, policy, b)):
                         results[key].append((reqs, minimum))
-            t = out.get(f"trims/{b}")
-            if isinstance(t, int):
-                trims[("all", b)] += t
+                t = out.get(f"trims:{policy}/{b}")
+                if isinstance(t, int):
+                    trims[("all", policy, b)] += t
     elapsed = time.perf_counter() - started
     sources = ["all"] + (sorted({source_of(f) for f in runs}) if args.by_source else [])
     for src in sources:
         print(f"\n== {src}" if src != "all" else f"== {len(runs)} runs from {args.folder}")
         print(HEADER)
         for b in budgets:
-            for policy in POLICIES:
+            for policy in policies:
                 if results[(src, policy, b)]:
                     print(row(f"{policy} @ {b // KI} Ki", figures(results[(src, policy, b)], b)))
-    if TARGET_BUDGET in budgets and results[("all", "engine", TARGET_BUDGET)]:
-        f = figures(results[("all", "engine", TARGET_BUDGET)], TARGET_BUDGET)
+    default = f"v{DEFAULT_VERSION}"
+    if TARGET_BUDGET in budgets and results[("all", default, TARGET_BUDGET)]:
+        f = figures(results[("all", default, TARGET_BUDGET)], TARGET_BUDGET)
         missed = check(f)
         print(
-            "\ntargets at 32 Ki (cached >= 0.95, uncached <= 1.3x, none over, visible >= 0.65): "
-            + ("all met" if not missed else "missed: " + "; ".join(missed))
+            f"\ntargets at 32 Ki for the default recipe {default} (cached >= 0.95, uncached <= 1.3x, "
+            "none over, visible >= 0.65): " + ("all met" if not missed else "missed: " + "; ".join(missed))
         )
-        print(
-            f"engine at 32 Ki: {trims[('all', TARGET_BUDGET)]} trim points; requests that broke the prefix "
-            f"sent {f.refill_share:.0%} of the uncached bytes; on average {f.hidden_by_caps:.1%} of the "
-            f"conversation was hidden by result caps and {1 - f.visible - f.hidden_by_caps:.1%} by elision"
-        )
+    if TARGET_BUDGET in budgets:
+        for name in names:
+            if not results[("all", name, TARGET_BUDGET)]:
+                continue
+            f = figures(results[("all", name, TARGET_BUDGET)], TARGET_BUDGET)
+            print(
+                f"{name} at 32 Ki: {trims[('all', name, TARGET_BUDGET)]} trim points; requests that broke "
+                f"the prefix sent {f.refill_share:.0%} of the uncached bytes; on average "
+                f"{f.hidden_by_caps:.1%} of the conversation was hidden by result caps and "
+                f"{1 - f.visible - f.hidden_by_caps:.1%} by elision"
+            )
+    for line in v20_verdict(results, budgets):
+        print(line)
+    if tuning is not None:
+        print(f"v20 constants for this run: {tuning}")
     print(f"\nreplayed in {elapsed:.1f} s with {args.jobs} worker(s)")
     return 0
 

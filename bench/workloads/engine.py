@@ -9,10 +9,10 @@ k-th reply. The events live in memory; no log is written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from bench.workloads.measure import Measured, content_size, request_size, tokens
+from bench.workloads.measure import Measured, content_size, recent_shares, request_size, tokens
 from bench.workloads.prepared import Prepared
 from bench.workloads.run import WorkloadError
 
@@ -20,8 +20,11 @@ from nodwyn.stats.prefix import common_parts
 from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import MAIN_CTX, Event
-from nodwyn.values.recipe import CURRENT_VERSION, Recipe, WindowLimits
+from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, policy_for
 from nodwyn.values.request import Response
+
+if TYPE_CHECKING:
+    from nodwyn.window.units import Tuning
 
 MODEL = "workload"
 ORIGIN = Origin(model=MODEL)
@@ -35,8 +38,17 @@ class Sizing:
     low_water: float = 0.5  # low water as a share of the budget (high water = the budget)
     max_result_tokens: int | None = None  # None: the window's sizing rule (3,072 for a fixed window)
     output_reserve: int = 4096
-    version: int = CURRENT_VERSION
+    version: int = DEFAULT_VERSION
     above_prefix: bool = False  # low water = fixed prefix + the share of what the budget leaves
+    # for measuring rules apart: build with these flags instead of the version's (v19 + one v20
+    # rule), and these v20 constants instead of the recipe's; the window's measuring hook
+    flags: frozenset[Flag] | None = None
+    tuning: Tuning | None = None
+
+    def with_rules(self, version: int, *extra: Flag) -> Sizing:
+        """The same sizing on ``version``, with ``extra`` rules switched on besides its own."""
+        flags = policy_for(version).flags | set(extra) if extra else None
+        return replace(self, version=version, flags=flags)
 
     def limits(self, budget: int, fixed: int = 0) -> WindowLimits:
         """The window's own sizing rule, for a model whose context is the budget plus the reply cap.
@@ -75,9 +87,10 @@ class EngineResult:
 
 def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     from nodwyn.window import TurnOptions, Window  # the engine; imported only when replayed
+    from nodwyn.window.units import V20
 
     run = p.run
-    window = Window()
+    window = Window(flags=sizing.flags, tuning=sizing.tuning or V20)
     seq = 0
 
     def feed(kind: str, data: dict[str, Any]) -> int:
@@ -103,7 +116,7 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
             estimates.append(int(record.get("estimate", 0)))
             cur = p.parts.chunks(req).parts
             cached = common_parts(prev, cur)[1]
-            shown, shortened = visible(p, i, index_of, elided, req.messages, b.seqs)
+            shown, shortened, recent, task_kept = visible(p, i, index_of, elided, req.messages, b.seqs)
             out.append(
                 Measured(
                     stream=sum(len(x) for x in cur),
@@ -113,6 +126,8 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
                     conversation=p.content[i],
                     shortened=shortened,
                     broken=bool(prev) and cached < sum(len(x) for x in prev),
+                    recent=recent,
+                    task_kept=task_kept,
                 )
             )
             prev = cur
@@ -138,9 +153,10 @@ def visible(
     elided: set[int],
     shown: tuple[Message, ...],
     seqs: tuple[int, ...],
-) -> tuple[int, int]:
-    """Content bytes of ``messages[:end]`` that the request still shows, and those it cut from
-    messages it shows (result caps).
+) -> tuple[int, int, tuple[float, ...], bool]:
+    """Content bytes of ``messages[:end]`` that the request still shows, those it cut from
+    messages it shows (result caps), the share of the recent conversation it shows
+    (``measure.RECENT``), and whether it shows the task (the messages before the first reply) whole.
 
     ``seqs`` names the event each of the request's messages came from. A message whose seq is
     elided shows nothing (its marker is not conversation); another shows the smaller of its
@@ -149,6 +165,7 @@ def visible(
     if len(seqs) != len(shown):
         raise WorkloadError(f"{p.run.name}: the build names {len(seqs)} seqs for {len(shown)} messages")
     total = cut = 0
+    parts: list[tuple[int, float]] = []
     for s, r in zip(seqs, shown, strict=True):
         i = index_of.get(s)
         if i is None or i >= end:
@@ -160,4 +177,8 @@ def visible(
             seen = content_size(r)
             total += min(whole, seen)
             cut += max(0, whole - seen)
-    return total, cut
+            parts.append((i, min(whole, seen) / whole if whole else 1.0))
+    first = p.replies[0] if p.replies else end
+    whole_shown = {i for i, share in parts if share >= 1.0}
+    task_kept = all(i in whole_shown or p.content[i + 1] == p.content[i] for i in range(min(first, end)))
+    return total, cut, recent_shares(p.content, end, sorted(parts)), task_kept

@@ -19,6 +19,7 @@ from nodwyn.window import encode
 
 BYTES_PER_TOKEN = 3
 FULL_PREFILL = 0.5  # a request that shares under half of the previous request is a full prefill
+RECENT = (8192, 16384)  # recent-8Ki and recent-16Ki: the last tokens of conversation measured
 
 
 def request_size(
@@ -53,6 +54,8 @@ class Measured:
     conversation: int  # content bytes of the whole conversation before this reply
     shortened: int = 0  # content bytes of shown messages the request cut (result caps)
     broken: bool = False  # the request does not begin with the whole previous request
+    recent: tuple[float, ...] = (1.0, 1.0)  # share of the last RECENT tokens of conversation shown
+    task_kept: bool = True  # the task (the messages before the first reply) is shown whole
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,13 +74,17 @@ class Figures:
     minimum_tokens: int
     refill_share: float = 0.0  # share of uncached bytes sent by requests that broke the prefix
     hidden_by_caps: float = 0.0  # mean share of the conversation hidden by shortening, not elision
+    recent8: float = 1.0  # mean share of the last 8,192 tokens of conversation shown
+    recent16: float = 1.0  # mean share of the last 16,384 tokens of conversation shown
+    task_kept: float = 1.0  # share of requests that show the task whole
 
 
 def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figures:
     """``runs``: each run's requests, in order, and its append-only minimum (bytes)."""
     stream = cached = minimum = fulls = over = n = 0
     occupancy = visible = capped = 0.0
-    refill = 0
+    recent = [0.0] * len(RECENT)
+    refill = kept = 0
     for reqs, run_minimum in runs:
         minimum += run_minimum
         previous = None
@@ -92,6 +99,9 @@ def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figu
             visible += r.visible / r.conversation if r.conversation else 1.0
             capped += r.shortened / r.conversation if r.conversation else 0.0
             refill += (r.stream - r.cached) if r.broken else 0
+            for k, share in enumerate(r.recent):
+                recent[k] += share
+            kept += r.task_kept
     return Figures(
         runs=len(runs),
         requests=n,
@@ -105,7 +115,31 @@ def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figu
         minimum_tokens=minimum // BYTES_PER_TOKEN,
         refill_share=refill / (stream - cached) if stream > cached else 0.0,
         hidden_by_caps=capped / n if n else 0.0,
+        recent8=recent[0] / n if n else 1.0,
+        recent16=recent[1] / n if n else 1.0,
+        task_kept=kept / n if n else 1.0,
     )
+
+
+def recent_shares(content: Sequence[int], end: int, shown: Sequence[tuple[int, float]]) -> tuple[float, ...]:
+    """For each of ``RECENT``: the share of the last that many tokens of ``messages[:end]`` the
+    request shows. ``content`` holds the prefix sums of content bytes; ``shown`` is (message index,
+    the share of that message shown), a capped result counting as shown in proportion."""
+    total = content[end]
+    out = []
+    for tok in RECENT:
+        start = max(0, total - tok * BYTES_PER_TOKEN)
+        span = total - start
+        if span <= 0:
+            out.append(1.0)
+            continue
+        seen = 0.0
+        for i, share in shown:
+            overlap = content[i + 1] - max(content[i], start)
+            if overlap > 0:
+                seen += overlap * share
+        out.append(seen / span)
+    return tuple(out)
 
 
 def tokens(size: int) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from bench.workloads.measure import BYTES_PER_TOKEN, Measured, request_size
+from bench.workloads.measure import BYTES_PER_TOKEN, Measured, recent_shares, request_size
 from bench.workloads.prepared import Prepared
 
 from nodwyn.stats.prefix import common_parts
@@ -54,6 +54,7 @@ def replay(p: Prepared, budget: int) -> list[Measured]:
                 size=size(cut),
                 visible=p.content[first] + p.content[end] - p.content[cut],
                 conversation=p.content[end],
+                recent=recent_shares(p.content, end, [(i, 1.0) for i in (*range(first), *range(cut, end))]),
             )
         )
         prev = cur

@@ -4,13 +4,15 @@ on the import path here."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKLOADS = ROOT.parent / "shared" / "workloads"
+# beside the repository; NODWYN_WORKLOADS names them from a worktree elsewhere
+WORKLOADS = Path(os.environ.get("NODWYN_WORKLOADS", ROOT.parent / "shared" / "workloads"))
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

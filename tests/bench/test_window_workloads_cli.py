@@ -20,15 +20,19 @@ def test_one_run_prints_both_policies_at_each_budget(
     code = window_workloads.main([str(smallest_run(workloads)), "--budgets", "16,32", "--jobs", "1"])
     out = capsys.readouterr().out
     assert code == 0
-    for row in ("engine @ 16 Ki", "sliding @ 16 Ki", "whole @ 16 Ki", "engine @ 32 Ki", "sliding @ 32 Ki"):
+    for row in ("v19 @ 16 Ki", "sliding @ 16 Ki", "whole @ 16 Ki", "v19 @ 32 Ki", "sliding @ 32 Ki"):
         assert row in out
+    for recipe in ("v20", "v19+units", "v19+growth", "v19+head"):  # v20 and each of its rules alone
+        assert f"{recipe} @ 16 Ki" in out and f"{recipe} @ 32 Ki" in out
+    assert "r8Ki" in out and "r16Ki" in out and "task" in out
     assert "targets at 32 Ki" in out and "trim points" in out
+    assert "v20 against v19 at 32 Ki: " in out
 
 
 def test_the_baseline_alone_needs_no_engine(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = window_workloads.main([str(smallest_run(workloads)), "--budgets", "64", "--baseline-only"])
     out = capsys.readouterr().out
-    assert code == 0 and "sliding @ 64 Ki" in out and "engine @" not in out
+    assert code == 0 and "sliding @ 64 Ki" in out and "v19 @" not in out and "v20 @" not in out
 
 
 def test_a_missing_folder_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,3 +55,14 @@ def test_low_water_above_the_fixed_prefix() -> None:
     assert above.low_water == 12_000 + (32 * 1024 - 12_000) // 2
     assert above.high_water == plain.high_water == above.ceiling == 32 * 1024
     assert above.max_result_tokens == plain.max_result_tokens == 3072
+
+
+def test_tuning_and_recipes_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        window_workloads.main([str(tmp_path), "--recipes", "v19,v99"])
+    assert "'v99' is not one of v19, v20" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        window_workloads.main([str(tmp_path), "--tune", "depth=3"])
+    assert "'depth' is not a v20 constant" in capsys.readouterr().err
+    t = window_workloads.parse_tuning("growth=0.02,reserve=8192")
+    assert t.growth == 0.02 and t.reserve == 8192 and t.head == window_workloads.V20.head

@@ -3,7 +3,8 @@ the figures, and the sliding-window baseline, each checked against a direct comp
 
 from __future__ import annotations
 
-from bench.workloads.measure import Measured, content_size, figures, request_size
+from bench.workloads.engine import Sizing, replay
+from bench.workloads.measure import Measured, content_size, figures, recent_shares, request_size
 from bench.workloads.prepared import prepare
 from bench.workloads.run import Run, user
 from bench.workloads.sliding import append_only
@@ -145,3 +146,28 @@ def test_sliding_window_keeps_the_latest_turn_over_the_budget() -> None:
     assert reqs[2].visible >= 30_000
     assert reqs[3].size <= 2000 * 3  # the next request drops it again
     assert figures([(reqs, p.minimum)], 2000).over_budget == 1
+
+
+def test_recent_shares_count_the_last_tokens_of_the_conversation() -> None:
+    # three messages of 30,000, 20,000 and 10,000 content bytes: the last 8 Ki tokens are the
+    # last 24,576 bytes (all of the third message, 14,576 of the second)
+    content = (0, 30_000, 50_000, 60_000)
+    r8, r16 = recent_shares(content, 3, [(0, 1.0), (1, 1.0), (2, 1.0)])
+    assert r8 == r16 == 1.0
+    r8, r16 = recent_shares(content, 3, [(0, 1.0), (2, 1.0)])  # the second message elided
+    assert r8 == 10_000 / 24_576
+    assert r16 == (19_152 + 10_000) / 49_152  # 16 Ki reaches back into the first message
+    r8, _ = recent_shares(content, 3, [(1, 1.0), (2, 0.5)])  # the third capped to half
+    assert r8 == (14_576 + 5_000) / 24_576
+    assert recent_shares((0, 300), 1, [(0, 1.0)]) == (1.0, 1.0)  # shorter than the window: all of it
+
+
+def test_the_engine_reports_recent_shares_and_the_task() -> None:
+    run = conversation([2500] * 60)
+    p = prepare(run)
+    for version in (19, 20):
+        res = replay(p, 16 * 1024, Sizing(version=version))
+        f = figures([(res.requests, p.minimum)], 16 * 1024)
+        assert f.task_kept == 1.0  # a person's message is never elided
+        assert 0 < f.visible < f.recent16 <= f.recent8 <= 1.0
+        assert res.requests[0].recent == (1.0, 1.0)
