@@ -237,3 +237,25 @@ def test_run_with_an_image(env: dict[str, str]) -> None:
     assert missing.returncode == 2 and "nope.png" in missing.stderr and "does not exist" in missing.stderr
     assert not_image.returncode == 2 and "calc.py: not a PNG, JPEG, GIF or WebP image" in not_image.stderr
     assert len(Store(Path(env["NODWYN_HOME"])).ids()) == 1  # the refused runs started no session
+
+
+def test_resume_keeps_the_sessions_recipe_unless_recipe_asks(env: dict[str, str]) -> None:
+    script = [{"text": "One."}, {"text": "Two."}, {"text": "Three."}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        first = nodwyn(env, "run", "hello", "--recipe", "window-v20")
+        assert first.returncode == 0, first.stderr
+        assert "· window-v20 ·" in first.stdout
+        sid = FIGURES.match(first.stdout.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        kept = nodwyn(env, "resume", sid, "again")
+        assert kept.returncode == 0 and "· window-v20 ·" in kept.stdout, kept.stderr
+        back = nodwyn(env, "resume", sid, "and on v19", "--recipe", "window-v19")
+        assert back.returncode == 0 and "· window-v19 ·" in back.stdout, back.stderr
+        bad = nodwyn(env, "resume", sid, "x", "--recipe", "window-v21")
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+    assert "recipe 'window-v21' is not one this nodwyn runs" in bad.stderr
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        versions = [
+            e.data["recipe"]["version"] for e in log.read(1) if e.kind in ("session.start", "session.resume")
+        ]
+    assert versions == ["window-v20", "window-v20", "window-v19"]

@@ -18,6 +18,7 @@ from nodwyn.agent.tools import Outcome
 from nodwyn.errors import NodwynError
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event
+from nodwyn.values.recipe import DEFAULT_VERSION
 from nodwyn.values.request import Response
 
 
@@ -96,7 +97,7 @@ def _recipe_option(f: click.decorators.FC) -> click.decorators.FC:
         "recipe",
         default=None,
         metavar="window-vN",
-        help="The window recipe (default: window-v19 for a new session, its own for a resumed one).",
+        help=f"The window recipe (default: window-v{DEFAULT_VERSION} for a new session, its own on resume).",
     )(f)
 
 
