@@ -125,3 +125,15 @@ def test_a_late_signature_goes_back_to_a_claude_route(tmp_path: Path, workspace:
     assert back[0]["signature"] and back[0]["text"] == "Read it first."
     first = next(e for e in evs if e.kind == "llm.resp")
     assert orjson.loads(first.data["response"]["blocks"][0]["data"]) == back
+
+
+def test_list_valued_content_reads_as_text_and_thinking(tmp_path: Path, workspace: Path) -> None:
+    script = [
+        {"thinking": "Read it.", "calls": [READ], "quirks": ["list_content"]},
+        {"thinking": "It says alpha.", "text": "alpha", "quirks": ["list_content"]},
+    ]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        entry = f'api = "openai-chat"\nmodel = "fake-model"\nbase_url = "{fake.url}"\n'
+        _, evs = _run(_env(tmp_path, entry), workspace, ["What does a.txt say?"])
+    replies = [e.data["response"] for e in evs if e.kind == "llm.resp"]
+    assert [(r["thinking"], r["text"]) for r in replies] == [("Read it.", ""), ("It says alpha.", "alpha")]

@@ -292,3 +292,27 @@ def test_ollama_sdk_reads_the_fake(stream: bool) -> None:
     assert last.done and last.prompt_eval_count
     for line in raw.content.splitlines():
         ollama.ChatResponse.model_validate(orjson.loads(line))
+
+
+def test_every_fake_model_list_reads_with_the_official_clients() -> None:
+    with (
+        FakeServer(api="openai-chat", models=("m1", "m2")) as chat,
+        FakeServer(api="responses", models=("m1",)) as resp,
+        FakeServer(api="anthropic", models=("m1",)) as claude,
+        FakeServer(api="ollama", models=("m1",)) as local,
+    ):
+        for fake, ids in ((chat, ["m1", "m2"]), (resp, ["m1"])):
+            client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
+            assert [m.id for m in client.models.list()] == ids
+        ac = anthropic.Anthropic(base_url=claude.url, api_key="k", max_retries=0)
+        assert [m.id for m in ac.models.list()] == ["m1"]
+        assert [m.model for m in ollama.Client(host=local.url).list().models] == ["m1"]
+
+
+def test_the_openai_sdk_ends_a_responses_stream_at_a_done_marker() -> None:
+    item = {"text": "Four.", "quirks": ["done_marker"]}
+    with FakeServer(api="responses", script=[item]) as fake:
+        client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
+        with client.responses.stream(model="fake-model", input="2+2?") as s:
+            final = s.get_final_response()
+    assert final.output_text == "Four."
