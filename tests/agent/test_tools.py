@@ -244,3 +244,47 @@ def test_a_rewritten_file_keeps_its_mode(ws: Path) -> None:
     assert not err and script.read_text() == "echo there\n"
     assert script.stat().st_mode & 0o777 == 0o750
     assert not [p for p in ws.iterdir() if p.name.endswith(".nodwyn-tmp")]
+
+
+GREP_FILES = {
+    "empty.txt": "",
+    "no-newline.txt": "alpha\nbeta",
+    "blank-tail.txt": "alpha\n\n\n",
+    "crlf.txt": "alpha\r\nbeta\r\n",
+    "span.txt": "a\nac\nx\nxy\nab c\n",
+    "words.txt": "self.x = 1\n  # note\nTODO: x\n\nend\n",
+}
+GREP_PATTERNS = [
+    r"^$",
+    r"$",
+    r"^",
+    r"a[^b]*c",
+    r"x\s*y",
+    r"\s+$",
+    r"^\s*#",
+    r"\bself\b",
+    r"(?i)todo",
+    "a",
+    r"c$",
+    r"\Aal",
+    r"(?s)a.*c",
+]
+
+
+@pytest.mark.parametrize("pattern", GREP_PATTERNS)
+def test_grep_finds_exactly_the_lines_a_per_line_search_finds(tmp_path: Path, pattern: str) -> None:
+    """fs-grep searches whole files first (RE2, ^/$ at line edges) and then only the lines its
+    matches touch; the lines it reports are exactly those Python's re finds one line at a time."""
+    import re
+
+    for name, text in GREP_FILES.items():
+        (tmp_path / name).write_bytes(text.encode())
+    expected = []
+    for name in sorted(GREP_FILES):
+        for number, line in enumerate(GREP_FILES[name].splitlines(keepends=True), start=1):
+            line = line.rstrip("\n")
+            if re.search(pattern, line):
+                expected.append(f"{name}:{number}: {line}")
+    text, err = call(ctx(tmp_path), "fs-grep", pattern=pattern)
+    got = [] if text.startswith("no match") else text.split("\n")
+    assert got == expected

@@ -7,12 +7,12 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Deadline, Outcome, Tool, ToolContext, declined, fail
 from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry
-from nodwyn.agent.tools.pattern import Pattern, compile_pattern
+from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
@@ -168,19 +168,54 @@ def _row(dir_fd: int, entry: os.DirEntry[str]) -> str:
     return f"{entry.name}  ({kind_of(st.st_mode)})"
 
 
-def _grep_file(f: BinaryIO, rel: str, regex: Pattern, matches: list[str], deadline: Deadline) -> int:
-    """Append ``rel``'s matching lines to ``matches`` (up to MAX_MATCHES); the matches past it."""
+def _grep_file(
+    f: BinaryIO, rel: str, regex: Pattern, whole: Pattern | None, matches: list[str], deadline: Deadline
+) -> int:
+    """Append ``rel``'s matching lines to ``matches`` (up to MAX_MATCHES); the matches past it.
+
+    A line matches when ``regex`` finds a match in it (without its newline). With ``whole`` (the
+    pattern with ``^``/``$`` at line edges), one pass over the file finds where matches can be; a
+    line with a match of its own lies within the span of one of the whole-file matches, so only
+    the lines those spans touch are tried one by one."""
+    text = f.read(MAX_GREP_FILE + 1).decode("utf-8", errors="replace")
+    lines = text.split("\n") if text else []
+    if text.endswith("\n"):
+        lines.pop()
+    if whole is None:
+        candidates: Iterable[int] = range(len(lines))
+    else:
+        candidates = _candidate_lines(text, whole, deadline)
     more = 0
-    for number, raw in enumerate(f, start=1):
-        if number % 1024 == 0:
+    for k, index in enumerate(candidates):
+        if k % 1024 == 1023:
             deadline.check()
-        line = raw.decode("utf-8", errors="replace").rstrip("\n")
+        if index >= len(lines):  # a match of the empty end after the last newline: no line
+            break
+        line = lines[index]
         if regex.search(line):
             if len(matches) < MAX_MATCHES:
-                matches.append(f"{rel}:{number}: {line[:300]}")
+                matches.append(f"{rel}:{index + 1}: {line[:300]}")
             else:
                 more += 1
     return more
+
+
+def _candidate_lines(text: str, whole: Pattern, deadline: Deadline) -> list[int]:
+    """The (0-based) lines touched by the whole-file matches of ``whole``, in order, once each."""
+    found: list[int] = []
+    cursor = 0  # text offset whose line number is ``line``
+    line = 0
+    for n, m in enumerate(whole.finditer(text)):
+        if n % 1024 == 1023:
+            deadline.check()
+        start, end = m.start(), m.end()
+        line += text.count("\n", cursor, start)
+        cursor = start
+        last = line + text.count("\n", start, end)
+        first = line if not found or found[-1] < line else found[-1] + 1
+        found.extend(range(first, last + 1))
+        line, cursor = last, end
+    return found
 
 
 def _grep_at(dir_fd: int, name: str, rel: str, glob: str | None) -> BinaryIO | None:
@@ -207,6 +242,7 @@ def _grep_at(dir_fd: int, name: str, rel: str, glob: str | None) -> BinaryIO | N
 def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     deadline = Deadline("fs-grep", ctx.tool_timeout)
     regex = compile_pattern(args["pattern"])
+    whole = file_filter(args["pattern"])
     raw = args.get("path", ".")
     glob = args.get("glob")
     matches: list[str] = []
@@ -218,7 +254,7 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             if not stat.S_ISDIR(st.st_mode):
                 with os.fdopen(os.dup(fd), "rb") as f:
                     if not _is_binary(f):
-                        more += _grep_file(f, where, regex, matches, deadline)
+                        more += _grep_file(f, where, regex, whole, matches, deadline)
             else:
                 prefix = "" if where == "." else where + "/"
                 for dirpath, dirnames, filenames, dfd in os.fwalk(".", dir_fd=fd):
@@ -229,7 +265,7 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
                         opened = _grep_at(dfd, file, base + file, glob)
                         if opened is not None:
                             with opened:
-                                more += _grep_file(opened, base + file, regex, matches, deadline)
+                                more += _grep_file(opened, base + file, regex, whole, matches, deadline)
         finally:
             os.close(fd)
     if not matches:

@@ -8,6 +8,7 @@ what needs backtracking (backreferences, lookaround) with a message that says so
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import re2
@@ -19,8 +20,27 @@ _OPTIONS.log_errors = False  # RE2 would print parse errors to stderr; we answer
 _OPTIONS.max_mem = 64 << 20
 
 
+class Match(Protocol):
+    def start(self) -> int: ...
+    def end(self) -> int: ...
+
+
 class Pattern(Protocol):
     def search(self, text: str) -> object | None: ...
+    def finditer(self, text: str) -> Iterator[Match]: ...
+
+
+def file_filter(pattern: str) -> Pattern | None:
+    """The pattern for a whole file at once, with ``^``/``$`` at line edges: every line that matches
+    on its own lies within one of its matches, so fs-grep tries only the lines those touch. ``None``
+    when the pattern anchors to the text's own ends (``\\A``, ``\\z``), which a whole file changes."""
+    if "\\A" in pattern or "\\z" in pattern:
+        return None
+    try:
+        compiled: Pattern = re2.compile("(?m)" + pattern, options=_OPTIONS)
+    except re2.error:
+        return None
+    return compiled
 
 
 def compile_pattern(pattern: str) -> Pattern:
