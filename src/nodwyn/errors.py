@@ -18,7 +18,8 @@
     │   ├── ContextLengthError
     │   ├── ProviderUnavailable      (retryable)
     │   └── DecodeError              the provider's reply could not be parsed
-    └── EncodeError                  exit 13  a request cannot be represented in a dialect
+    ├── EncodeError                  exit 13  a request cannot be represented in a dialect
+    └── StorageError                 exit 14  the disk refused: full, read-only, unreadable, not a folder
 
 The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits.
 """
@@ -122,3 +123,9 @@ class DecodeError(ProviderError):
 
 class EncodeError(NodwynError):
     exit_code = 13
+
+
+class StorageError(NodwynError):
+    """The file system refused a read or write of nodwyn's data (the log stays as it was)."""
+
+    exit_code = 14

@@ -26,7 +26,14 @@ def start_session(store: Store, recipe: Recipe, model: str, workspace: str | Non
     data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
     if workspace is not None:
         data["workspace"] = workspace
-    return _first(store.create(), "session.start", data)
+    log = store.create()
+    try:
+        log.append("session.start", data)
+    except BaseException:
+        log.close()
+        store.discard(log.id)  # a start that recorded nothing leaves no empty session behind
+        raise
+    return log
 
 
 def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) -> SessionLog:

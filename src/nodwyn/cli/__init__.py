@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from nodwyn.errors import NodwynError
+from nodwyn.errors import NodwynError, StorageError
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> Any:
     except NodwynError as exc:
         click.echo(f"nodwyn: {one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # the library turns the disk's refusals into StorageError; this is the rest
+        what = f"{exc.strerror or type(exc).__name__}" + (f" ({exc.filename})" if exc.filename else "")
+        click.echo(f"nodwyn: the system refused: {one_line(what)}; check the file named and retry", err=True)
+        sys.exit(StorageError.exit_code)
     except click.exceptions.Abort:
         click.echo("nodwyn: aborted", err=True)
         sys.exit(130)

@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Final
 
 from nodwyn.errors import CorruptLogError, NotFoundError
+from nodwyn.log.paths import storage_error
 
 ATTACHMENTS_NAME: Final = "attachments"
+FILE_MODE: Final = 0o600  # a session's files are the person's alone: prompts, code, tool output
+DIR_MODE: Final = 0o700
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 
 
@@ -43,14 +46,21 @@ class Attachments:
         return self.path / digest
 
     def put(self, data: bytes) -> str:
-        """Store ``data``; return its hex SHA-256. Storing the same bytes twice is a no-op."""
+        """Store ``data``; return its hex SHA-256. Storing the same bytes twice is a no-op.
+        A disk that refuses is a one-line ``StorageError``; no partial file is left under any name."""
+        try:
+            return self._put(data)
+        except OSError as exc:
+            raise storage_error(exc, f"session {self.session}: cannot store an attachment") from None
+
+    def _put(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
         target = self._file(digest)
         if target.exists():
             return digest
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         tmp = self.path / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
         try:
             view = memoryview(data)
             while view:
@@ -73,6 +83,8 @@ class Attachments:
             data = target.read_bytes()
         except FileNotFoundError:
             raise NotFoundError(f"session {self.session}: no attachment {digest} in {self.path}") from None
+        except OSError as exc:
+            raise storage_error(exc, f"session {self.session}: cannot read attachment {digest}") from None
         actual = hashlib.sha256(data).hexdigest()
         if actual != digest:
             raise CorruptLogError(

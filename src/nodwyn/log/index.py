@@ -72,7 +72,8 @@ class IndexFile:
     def write_new(cls, path: Path, ends: Sequence[int]) -> IndexFile:
         """Replace ``path`` atomically by an index holding ``ends``; open the new file for writing."""
         tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-        with open(tmp, "wb") as fh:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        with open(fd, "wb") as fh:
             fh.write(MAGIC)
             fh.write(_bytes(ends))
         os.replace(tmp, path)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from pathlib import Path
 
-from nodwyn.errors import ConfigError
+from nodwyn.errors import ConfigError, StorageError
 
 
 def data_root(env: Mapping[str, str]) -> Path:
@@ -25,3 +26,23 @@ def data_root(env: Mapping[str, str]) -> Path:
 def sessions_dir(root: Path) -> Path:
     """The folder holding one folder per session."""
     return root / "sessions"
+
+
+def storage_error(exc: OSError, what: str) -> StorageError:
+    """``exc`` as one line: what failed, the file, the system's reason, and what to do about it."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    reason = exc.strerror or type(exc).__name__
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free some space on that disk and run again"
+    elif code == errno.EFBIG:
+        fix = "the file hit the size limit (ulimit -f); raise it and run again"
+    elif code == errno.EROFS:
+        fix = "the file system is read-only; set NODWYN_HOME to a writable folder"
+    elif code in (errno.EACCES, errno.EPERM):
+        fix = "give your user read and write access to it, or set NODWYN_HOME to a folder you own"
+    elif code in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+        fix = "a file stands where a folder must be; move it away or set NODWYN_HOME to a folder"
+    else:
+        fix = "check the disk and NODWYN_HOME"
+    return StorageError(f"{what}: {reason}{where}; {fix}")

@@ -25,6 +25,7 @@ from nodwyn.log.ids import session_start_time
 from nodwyn.log.index import INDEX_NAME, IndexFile, check_tail, rebuild, scan_lines
 from nodwyn.log.jsonl import CTX_ID, FIX, KIND, encode_line, parse_line
 from nodwyn.log.lock import SessionLock
+from nodwyn.log.paths import storage_error
 from nodwyn.log.redact import redact
 from nodwyn.values.events import MAIN_CTX, Event
 
@@ -107,9 +108,9 @@ class SessionLog:
         self._end = 0
         self.repaired: Event | None = None  # the log.repaired event a writer's open appended
         self.attachments = Attachments(path / ATTACHMENTS_NAME, session_id, fsync=fsync)
-        if write:
-            self._lock = SessionLock(path, session_id)
         try:
+            if write:
+                self._lock = SessionLock(path, session_id)
             flags = (os.O_RDWR | os.O_APPEND) if write else os.O_RDONLY
             try:
                 self._fd = os.open(path / LOG_NAME, flags | os.O_CLOEXEC)
@@ -120,6 +121,10 @@ class SessionLog:
             self._idx = IndexFile.open(path / INDEX_NAME, writable=write)
             if write:
                 self._recover()
+        except OSError as exc:
+            self.close()
+            how = "for writing" if write else "for reading"
+            raise storage_error(exc, f"cannot open session {session_id} {how}") from None
         except BaseException:
             self.close()
             raise
@@ -299,6 +304,17 @@ class SessionLog:
                 view = view[os.write(self._fd, view) :]
             if self._fsync:
                 os.fdatasync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, start)  # leave no partial line behind
+                kept = "nothing of it was written"
+            except OSError:
+                kept = "the next writer cuts the part that was written"
+            raise storage_error(
+                exc,
+                f"session {self.id}: seq {seq} ({kind}) could not be written to the log ({kept}; "
+                f"the log ends at seq {seq - 1}, whole)",
+            ) from None
         except BaseException:
             os.ftruncate(self._fd, start)  # leave no partial line behind
             raise

@@ -11,16 +11,18 @@ from a prefix or ``latest``, and lists them.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from nodwyn.errors import NodwynError, NotFoundError
-from nodwyn.log.attachments import fsync_dir
+from nodwyn.log.attachments import ATTACHMENTS_NAME, DIR_MODE, FILE_MODE, fsync_dir
 from nodwyn.log.ids import is_session_id, new_session_id, session_start_time
 from nodwyn.log.index import INDEX_NAME, IndexFile
-from nodwyn.log.paths import sessions_dir
+from nodwyn.log.lock import LOCK_NAME
+from nodwyn.log.paths import sessions_dir, storage_error
 from nodwyn.log.session_log import LOG_NAME, SessionInfo, SessionLog, format_time, utc_now
 
 
@@ -36,25 +38,61 @@ class Store:
         self._clock = clock or utc_now
 
     def create(self, now: datetime | None = None) -> SessionLog:
-        """A new, empty session, locked and open for writing."""
+        """A new, empty session, locked and open for writing. A disk that refuses is a
+        ``StorageError`` in one line, and leaves no half-made session folder behind."""
         moment = now or self._clock()
-        self.sessions.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.root.exists() and not self.root.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(self.root))
+            self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            self.sessions.mkdir(mode=DIR_MODE, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot make the sessions folder {self.sessions}") from None
         for _ in range(16):
             sid = new_session_id(moment)
             folder = self.sessions / sid
             try:
-                folder.mkdir()
+                folder.mkdir(mode=DIR_MODE)
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise storage_error(exc, f"cannot create a session in {self.sessions}") from None
             break
         else:  # pragma: no cover - 16 collisions of 32 random bits
             raise NodwynError(f"could not create a new session folder in {self.sessions}")
-        os.close(os.open(folder / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
-        IndexFile.write_new(folder / INDEX_NAME, ()).close()
-        if self.fsync:
-            fsync_dir(folder)
-            fsync_dir(self.sessions)
-        return SessionLog(session_id=sid, path=folder, write=True, fsync=self.fsync, clock=self._clock)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            os.close(os.open(folder / LOG_NAME, flags, FILE_MODE))
+            IndexFile.write_new(folder / INDEX_NAME, ()).close()
+            if self.fsync:
+                fsync_dir(folder)
+                fsync_dir(self.sessions)
+            return SessionLog(session_id=sid, path=folder, write=True, fsync=self.fsync, clock=self._clock)
+        except BaseException as exc:
+            for leftover in folder.glob(f"{INDEX_NAME}.tmp-*"):
+                leftover.unlink(missing_ok=True)
+            self.discard(sid)
+            if isinstance(exc, OSError):
+                raise storage_error(exc, f"cannot create a session in {self.sessions}") from None
+            raise
+
+    def discard(self, session_id: str) -> bool:
+        """Remove a session folder that holds no event (what a start that failed at its first
+        append leaves behind); a folder with anything in its log is left alone. Whether it went."""
+        folder = self.folder(session_id)
+        log = folder / LOG_NAME
+        try:
+            if log.exists() and log.stat().st_size > 0:
+                return False
+            for name in (LOG_NAME, INDEX_NAME, LOCK_NAME):
+                (folder / name).unlink(missing_ok=True)
+            attachments = folder / ATTACHMENTS_NAME
+            if attachments.is_dir():
+                attachments.rmdir()  # fails (and keeps the folder) unless it is empty
+            folder.rmdir()
+        except OSError:
+            return False
+        return True
 
     def folder(self, session_id: str) -> Path:
         if not is_session_id(session_id):
@@ -68,15 +106,23 @@ class Store:
         return folder
 
     def open(self, session_id: str, write: bool = False) -> SessionLog:
-        folder = self.folder(session_id)
+        try:
+            folder = self.folder(session_id)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read the sessions folder {self.sessions}") from None
         return SessionLog(
             session_id=session_id, path=folder, write=write, fsync=self.fsync, clock=self._clock
         )
 
     def ids(self) -> list[str]:
-        if not self.sessions.is_dir():
-            return []
-        return sorted(p.name for p in self.sessions.iterdir() if is_session_id(p.name) and p.is_dir())
+        try:
+            if not self.sessions.is_dir():
+                if self.root.exists() and not self.root.is_dir():
+                    raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(self.root))
+                return []
+            return sorted(p.name for p in self.sessions.iterdir() if is_session_id(p.name) and p.is_dir())
+        except OSError as exc:
+            raise storage_error(exc, f"cannot list the sessions in {self.sessions}") from None
 
     def resolve(self, prefix: str) -> str:
         """The one session id starting with ``prefix``; ``latest`` names the newest session."""
