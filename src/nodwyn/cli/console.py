@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nodwyn.cli.common import ROOT, model_prices, root_dir
-from nodwyn.console.server import check_host
+from nodwyn.console.server import allowed_hosts, bind, check_host
 
 
 @click.command()
@@ -20,15 +20,27 @@ from nodwyn.console.server import check_host
 @click.option(
     "--allow-remote", is_flag=True, help="serve on a non-loopback interface (the console has no login)"
 )
+@click.option(
+    "--allow-host",
+    "allow_host",
+    multiple=True,
+    help="a Host header name to serve besides loopback and the bound address (repeatable)",
+)
 @ROOT
-def console(port: int, host: str, allow_remote: bool, root: Path | None) -> None:
+def console(port: int, host: str, allow_remote: bool, allow_host: tuple[str, ...], root: Path | None) -> None:
     """Serve the web console: sessions, totals, the per-request cache chart, windows, transcripts."""
     import uvicorn
 
     from nodwyn.console.app import make_app
 
     check_host(host, allow_remote=allow_remote)
-    app = make_app(root_dir(root), model_prices(), allow_remote=allow_remote)
-    shown = host if ":" not in host else f"[{host}]"
-    click.echo(f"nodwyn console on http://{shown}:{port}/ (read-only; Ctrl-C stops)")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    sock = bind(host, port)  # before the URL is printed: a taken port is one line, exit 2
+    try:
+        app = make_app(root_dir(root), model_prices(), hosts=allowed_hosts(host, allow_host))
+        bound = sock.getsockname()[1]
+        shown = host if ":" not in host else f"[{host}]"
+        click.echo(f"nodwyn console on http://{shown}:{bound}/ (read-only; Ctrl-C stops)")
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -10,7 +10,7 @@ aggregation.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -72,9 +72,15 @@ def _int(request: Request, name: str, default: int) -> int:
 
 
 def make_app(
-    root: Path, prices: Mapping[str, Prices] | None = None, *, allow_remote: bool = False
+    root: Path,
+    prices: Mapping[str, Prices] | None = None,
+    *,
+    hosts: Sequence[str] = (),
 ) -> Starlette:
-    """The console over the session store at ``root``; ``prices`` by model entry name."""
+    """The console over the session store at ``root``; ``prices`` by model entry name.
+
+    Only requests whose Host header names a loopback address or one of ``hosts`` are served,
+    whatever the interface: a DNS-rebinding page must never reach it (ADR 0141)."""
     source = Source(root)
     registry = Registry(source, prices or {})
     session_page = (STATIC / "session.html").read_text(encoding="utf-8")
@@ -204,7 +210,7 @@ def make_app(
     async def failed(request: Request, exc: Exception) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=500)
 
-    hosts = ["*"] if allow_remote else LOOPBACK_HOSTS
+    allowed = [*LOOPBACK_HOSTS, *(h for h in hosts if h not in LOOPBACK_HOSTS and h != "*")]
     return Starlette(
         routes=[
             Route("/", index),
@@ -216,6 +222,6 @@ def make_app(
             Route("/api/s/{sid}/diagnosis", diagnosis),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ],
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts), Middleware(_Headers)],
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed), Middleware(_Headers)],
         exception_handlers={NotFoundError: not_found, NodwynError: failed},
     )
