@@ -172,7 +172,7 @@ def test_models_set_refuses_bad_values_and_keeps_the_file(tmp_path: Path) -> Non
     edit_model(
         path,
         "fake",
-        {"api": "ollama", "model": "m", "base_url": "http://h", "context_size": "8"},
+        {"api": "ollama", "model": "m", "base_url": "http://h", "context_size": "8192"},
         create=True,
     )
     before = path.read_text()

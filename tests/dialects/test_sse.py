@@ -83,3 +83,22 @@ def test_empty_chunks_keep_the_split_crlf_state() -> None:
     p = SseParser()
     out = p.feed(b"data: a\r") + p.feed(b"") + p.feed(b"\n") + p.feed(b"data: b\n") + p.feed(b"\n")
     assert out == [StreamEvent(event=None, data="a\nb")]
+
+
+@pytest.mark.parametrize("parser", [SseParser, NdjsonParser])
+def test_a_long_line_in_small_chunks_is_framed_in_linear_time(parser: type[SseParser | NdjsonParser]) -> None:
+    """Issue 11 defect 9: re-joining the held-back line on every chunk made this quadratic (a 16 MB
+    line took 44 s); 32 MB in 4 KB chunks is 8,192 chunks, seconds only when each is handled once."""
+    import time
+
+    size, piece = 32 << 20, 4096
+    p = parser()
+    start = time.perf_counter()
+    out = p.feed(b'data: "')
+    block = b"x" * piece
+    for _ in range(size // piece):
+        out += p.feed(block)
+    out += p.feed(b'"\n\n') + p.close()
+    assert time.perf_counter() - start < 5
+    (only,) = out
+    assert len(only.data) == size + 2 + (0 if parser is SseParser else len("data: "))

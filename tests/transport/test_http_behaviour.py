@@ -129,13 +129,25 @@ def test_retry_after_is_bounded_and_retries_are_bounded() -> None:
     assert err.value.status == 529 and "Overloaded" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_a_dead_server_is_retried_with_backoff_then_named() -> None:
+def test_a_dead_server_is_named_at_once_without_retries() -> None:
+    """Connection refused: nothing listens there, so waiting cannot help (ADR 0140)."""
     with FakeServer(api="ollama") as fake:
         url = fake.url
     delays: list[float] = []
     backend = HttpBackend(Credentials(), sleep=delays.append, max_retries=3, backoff=1)
-    with pytest.raises(ProviderUnavailable, match=origin_of(url)):
+    with pytest.raises(ProviderUnavailable, match=origin_of(url)) as err:
         backend.send(_request(), settings_for(url, "ollama", credential=None), session_key=None)
+    assert delays == [] and "refused the connection" in str(err.value)
+
+
+def test_errors_without_retry_after_back_off_exponentially() -> None:
+    items = [{"error": {"status": 503, "message": "busy"}}] * 4
+    delays: list[float] = []
+    with FakeServer(api="ollama", script=items) as fake:
+        backend = HttpBackend(Credentials(), sleep=delays.append, max_retries=3, backoff=1)
+        with pytest.raises(ProviderUnavailable, match="busy"):
+            backend.send(_request(), settings_for(fake.url, "ollama", credential=None), session_key=None)
+        assert len(fake.requests) == 4
     assert delays == [1, 2, 4]
 
 

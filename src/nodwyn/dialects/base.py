@@ -262,7 +262,9 @@ def sub(d: Any, key: str) -> dict[str, Any]:
 
 
 def int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
+    """A count as the provider sent it; anything but a non-negative integer is unknown (None),
+    so a negative count can never show as negative tokens."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
 

@@ -16,27 +16,37 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 
 
 class _Lines:
-    """Splits bytes into lines on LF, CRLF or CR, holding back an unfinished line."""
+    """Splits bytes into lines on LF, CRLF or CR, holding back an unfinished line.
+
+    Linear in the bytes fed, however long a line is: each chunk is searched once, and the pieces
+    of an unfinished line are kept apart and joined once, when its end comes."""
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._parts: list[bytes] = []  # the unfinished line so far
         self._cr = False  # the last chunk ended in CR: an LF starting the next one belongs to it
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        if self._cr and chunk.startswith(b"\n"):
-            chunk = chunk[1:]
-            self._cr = False
         if not chunk:
             return []
-        data = self._buf + chunk if self._buf else chunk
-        lines = _EOL.split(data)
-        self._buf = lines.pop()
-        self._cr = data.endswith(b"\r")
+        if self._cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._cr = False
+        if not chunk:
+            return []
+        lines = _EOL.split(chunk)
+        tail = lines.pop()
+        if lines and self._parts:
+            self._parts.append(lines[0])
+            lines[0] = b"".join(self._parts)
+            self._parts = []
+        if tail:
+            self._parts.append(tail)
+        self._cr = chunk.endswith(b"\r")
         return lines
 
     def rest(self) -> bytes:
-        rest = self._buf
-        self._buf = b""
+        rest = b"".join(self._parts)
+        self._parts = []
         self._cr = False
         return rest
 

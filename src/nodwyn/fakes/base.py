@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from nodwyn.fakes.cache import CacheModel, Lookup, Prompt
-from nodwyn.fakes.script import Script, ScriptError, ScriptItem
+from nodwyn.fakes.script import Script, ScriptError, ScriptItem, Stall
 
 FIXED_TIME = "2026-01-01T00:00:00Z"
 CREATED = 1767225600  # FIXED_TIME in Unix seconds, as OpenAI's ``created`` fields give it
@@ -35,7 +35,7 @@ class ReceivedRequest:
 class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    chunks: list[bytes] = field(default_factory=list)  # written and flushed one by one
+    chunks: Iterable[bytes] = field(default_factory=list)  # written and flushed one by one (may be lazy)
 
 
 class ApiError(Exception):
@@ -96,6 +96,8 @@ class State:
         self.lookups: list[Lookup] = []
         self.counter = 0
         self.extra: dict[str, Any] = {}  # per-API memory (e.g. which reasoning item a call followed)
+        self.stall: Stall | None = None  # the stall of the item the request being handled took
+        self.closing = threading.Event()  # set when the server closes: stalls end
 
     def next_id(self, prefix: str) -> str:
         self.counter += 1
@@ -126,6 +128,7 @@ class State:
                 "add replies to the script",
                 type="invalid_request_error",
             )
+        self.stall = item.stall
         if item.error is not None and not item.error.mid_stream:
             raise ApiError.scripted(item.error)
         return item
@@ -162,7 +165,7 @@ def sse(data: Any, event: str | None = None) -> bytes:
     return head + b"data: " + payload + b"\n\n"
 
 
-def event_stream(chunks: list[bytes], headers: Mapping[str, str] | None = None) -> Reply:
+def event_stream(chunks: Iterable[bytes], headers: Mapping[str, str] | None = None) -> Reply:
     """A 200 SSE reply of the given events (the stream ends where ``chunks`` end)."""
     return Reply(headers={"content-type": "text/event-stream", **(headers or {})}, chunks=chunks)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -34,7 +36,7 @@ from nodwyn.fakes.base import (
 )
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
 from nodwyn.fakes.openrouter import check_details, detail_fragments, merged_details
-from nodwyn.fakes.script import ScriptError, ScriptItem
+from nodwyn.fakes.script import Flood, ScriptError, ScriptItem
 
 _UNANSWERED = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
@@ -277,6 +279,12 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             chunks.append(chunk({"reasoning_details": []}))
     for frag in split_text(item.text):
         chunks.append(chunk({"content": [{"type": "text", "text": frag}] if listed else frag}))
+    if item.stall is not None and item.stall.when == "drip":  # text deltas forever, never the end
+        return event_stream(itertools.chain(chunks, itertools.repeat(chunk({"content": "."}))))
+    if item.flood is not None:
+        return event_stream(
+            itertools.chain(chunks, flood(item.flood, chunk), [chunk({}, "stop"), sse(b"[DONE]")])
+        )
     arg_texts = []
     calls: list[dict[str, Any]] = []
     for j, call in enumerate(item.calls):
@@ -351,6 +359,30 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         )
     chunks.append(sse(b"[DONE]"))
     return event_stream(chunks)
+
+
+FLOOD_PIECE = 64 * 1024
+
+
+def flood(spec: Flood, chunk: Callable[[dict[str, Any]], bytes]) -> Iterator[bytes]:
+    """A text ``spec.bytes`` long, made piece by piece as it is sent: many 64 KB deltas, or one
+    ``data:`` line whose JSON string is written in pieces (a line no client can read in one go)."""
+    if not spec.line:
+        whole, rest = divmod(spec.bytes, FLOOD_PIECE)
+        piece = chunk({"content": "x" * FLOOD_PIECE})
+        for _ in range(whole):
+            yield piece
+        if rest:
+            yield chunk({"content": "x" * rest})
+        return
+    head, tail = chunk({"content": "\x00"}).split(b"\\u0000", 1)
+    yield head
+    left = spec.bytes
+    block = b"x" * FLOOD_PIECE
+    while left > 0:
+        yield block[: min(left, FLOOD_PIECE)]
+        left -= FLOOD_PIECE
+    yield tail
 
 
 def stream_error(family: str, base: dict[str, Any], e: ScriptError) -> dict[str, Any]:

@@ -12,7 +12,16 @@ A script item (one JSON object per line in a ``.jsonl`` file)::
      "cut": true,                          # end the stream before its terminal event
      "empty_output": true,                 # Responses: a terminal event whose output is []
      "phase": "commentary",                # Responses: the message item's phase
-     "quirks": ["done_marker", ...]}       # what real servers send that a client must read
+     "quirks": ["done_marker", ...],       # what real servers send that a client must read
+     "stall": {"when": "accept", "interval": 0.05},   # a provider fault (below)
+     "flood": {"bytes": 200000000, "line": false}}    # openai-chat: a reply this large
+
+A ``stall`` makes the server misbehave in time, until the client goes away or the server closes:
+``accept`` reads the request and answers nothing; ``headers`` sends the 200 headers and then
+nothing; ``keepalive`` sends the headers and then an SSE comment every ``interval`` seconds;
+``drip`` (openai-chat) sends the reply and then one more text delta every ``interval`` seconds,
+never its end. A ``flood`` (openai-chat) streams a reply whose text is ``bytes`` long, made as it
+is sent (never held whole), in 64 KB deltas, or as one ``data:`` line when ``line`` is true.
 
 An ``error`` item answers that HTTP error in the API's own shape instead of a reply. ``quirks``
 (each recorded from a real server): ``done_marker`` (Responses: ``data: [DONE]`` after the
@@ -48,8 +57,11 @@ _KEYS = {
     "empty_output",
     "phase",
     "quirks",
+    "stall",
+    "flood",
 }
 QUIRKS = frozenset({"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations"})
+STALLS = ("accept", "headers", "keepalive", "drip")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +88,18 @@ class ScriptError:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Stall:
+    when: str  # one of STALLS
+    interval: float = 0.05
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flood:
+    bytes: int
+    line: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ScriptItem:
     text: str = ""
     thinking: str = ""
@@ -87,6 +111,8 @@ class ScriptItem:
     empty_output: bool = False
     phase: str | None = None
     quirks: frozenset[str] = frozenset()
+    stall: Stall | None = None
+    flood: Flood | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
@@ -131,6 +157,8 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
     if phase is not None and not isinstance(phase, str):
         raise ConfigError(f"{where}: phase must be a string")
     return ScriptItem(
+        stall=_stall(raw.get("stall"), where),
+        flood=_flood(raw.get("flood"), where),
         text=str(raw.get("text") or ""),
         thinking=str(raw.get("thinking") or ""),
         calls=tuple(calls),
@@ -145,12 +173,48 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
     )
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _stall(raw: Any, where: str) -> Stall | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("when") not in STALLS or set(raw) - {"when", "interval"}:
+        raise ConfigError(
+            f'{where}: stall must be {{"when": one of {", ".join(STALLS)}, "interval": seconds}}'
+        )
+    interval = raw.get("interval", 0.05)
+    if not _number(interval) or not 0 < interval <= 60:
+        raise ConfigError(f"{where}: stall interval must be a number of seconds in (0, 60]")
+    return Stall(when=raw["when"], interval=float(interval))
+
+
+def _flood(raw: Any, where: str) -> Flood | None:
+    if raw is None:
+        return None
+    size = raw.get("bytes") if isinstance(raw, dict) else None
+    if (
+        not isinstance(raw, dict)
+        or set(raw) - {"bytes", "line"}
+        or not isinstance(size, int)
+        or isinstance(size, bool)
+        or size < 1
+    ):
+        raise ConfigError(f'{where}: flood must be {{"bytes": a positive integer, "line": true|false}}')
+    return Flood(bytes=size, line=bool(raw.get("line")))
+
+
 def load_script(path: Path) -> list[ScriptItem]:
     """Read a JSONL script; a bad line is named by its number."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ConfigError(f"cannot read script {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"script {path} is not UTF-8 text (byte {exc.start}); give a JSONL file, one JSON object per line"
+        ) from None
     items = []
     for n, line in enumerate(lines, 1):
         if not line.strip():

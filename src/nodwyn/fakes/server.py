@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, get_args
 
+from nodwyn.errors import ConfigError
 from nodwyn.fakes import anthropic, ollama, openai_chat, responses
 from nodwyn.fakes.base import Handler, ReceivedRequest, Reply, State
 from nodwyn.fakes.cache import REPLICAS, CacheKind, Lookup, make_cache
-from nodwyn.fakes.script import Script, ScriptItem
+from nodwyn.fakes.script import Script, ScriptItem, Stall
 from nodwyn.values.model import Family
 
 FakeApi = Literal["ollama", "openai-chat", "responses", "anthropic"]
@@ -58,19 +60,40 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         with state.lock:
             state.requests.append(received)
+            state.stall = None
             reply = self.server.handler(state, received)
-        self._write(reply)
+            stall = state.stall
+        if stall is not None and stall.when == "accept":
+            state.closing.wait()  # the request was read; nothing is ever answered
+            return
+        self._write(reply, stall)
 
-    def _write(self, reply: Reply) -> None:
+    def _write(self, reply: Reply, stall: Stall | None = None) -> None:
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
         self.send_header("connection", "close")
         self.end_headers()
+        closing = self.server.state.closing
         try:
+            if stall is not None and stall.when == "headers":
+                self.wfile.flush()
+                closing.wait()
+                return
+            if stall is not None and stall.when == "keepalive":
+                while not closing.is_set():
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    closing.wait(stall.interval)
+                return
+            pause = stall.interval if stall is not None and stall.when == "drip" else 0.0
             for chunk in reply.chunks:
+                if closing.is_set():
+                    return
                 self.wfile.write(chunk)
                 self.wfile.flush()
+                if pause:
+                    time.sleep(pause)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -119,7 +142,13 @@ class FakeServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> FakeServer:
-        server = _Server(("127.0.0.1", self._port), _Handler)
+        try:
+            server = _Server(("127.0.0.1", self._port), _Handler)
+        except OSError as exc:
+            raise ConfigError(
+                f"fake {self.api}: cannot listen on 127.0.0.1:{self._port} ({exc.strerror}); "
+                "pick another --port (0 picks a free one)"
+            ) from None
         server.state = State(
             api=self.api,
             family=self._family,
@@ -139,6 +168,7 @@ class FakeServer:
 
     def close(self) -> None:
         if self._server is not None:
+            self._server.state.closing.set()  # stalled replies end
             self._server.shutdown()
             self._server.server_close()
         if self._thread is not None:

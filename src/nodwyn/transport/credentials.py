@@ -39,7 +39,10 @@ Header = Literal["authorization", "x-api-key"]
 
 def origin_of(url: str) -> str:
     """``scheme://host:port`` of a URL, lower-cased, with the scheme's default port made explicit."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL" for http://[::1
+        raise ConfigError(f"{url!r} is not a valid URL ({exc}); give e.g. https://api.example.com") from None
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         raise ConfigError(f"{url!r} is not an http(s) URL with a host; give e.g. https://api.example.com")

@@ -11,11 +11,23 @@ to ``max_retries`` times, after the server's ``Retry-After`` when it gave one (c
 ``max_delay``), else after ``backoff * 2**n`` seconds (capped too). A retryable error in the
 middle of a stream is retried only when nothing of the reply has been shown yet. A Responses
 stream that ends without its terminal event is asked again once, and the reply's notes say so.
+Each retry is announced through ``on_retry`` as it happens (``retrying in 4 s (2/5): 503 ...``).
+A refused connection is not retried: nothing listens there, and waiting will not change that.
+
+Deadlines and size (ADR 0140, ``limits.NetworkLimits``): the connection must open within
+``connect_timeout``; no byte may take longer than ``idle_timeout``; no stream *event* longer than
+``progress_timeout`` (SSE keep-alive comments are bytes, not progress); the whole send, retries and
+their waits included, ends by ``reply_timeout``; a reply body larger than ``max_reply_bytes`` is
+refused. A watchdog thread enforces the two event deadlines even while a read is blocked, by
+shutting the socket down, so a server that trickles bytes cannot outlast them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,12 +39,16 @@ from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
 from nodwyn.errors import ConfigError, DecodeError, OriginError, ProviderError, ProviderUnavailable
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
+from nodwyn.transport.limits import MIB, NetworkLimits
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response
 
 OnDelta = Callable[[str, str], None]  # (kind: "text" | "thinking", fragment)
+OnRetry = Callable[[str], None]  # one line: "retrying in 4 s (2/5): 503 ..."
 ASKED_AGAIN = "stream ended without a terminal event; asked again"
 USER_AGENT = "nodwyn"
+ERROR_BODY_MAX = 1 * MIB  # an error body is read up to this much, the rest left unread
+_SUMMARY_MAX = 160
 
 
 class _Incomplete(Exception):
@@ -56,21 +72,25 @@ class HttpBackend:
         self,
         credentials: Credentials,
         *,
+        limits: NetworkLimits | None = None,
         client: httpx.Client | None = None,
-        timeout: float = 300.0,
-        connect_timeout: float = 15.0,
-        max_retries: int = 4,
+        max_retries: int | None = None,
         backoff: float = 1.0,
         max_delay: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        on_retry: OnRetry | None = None,
     ) -> None:
         self.credentials = credentials
+        self.limits = limits or NetworkLimits()
         self._own_client = client is None
-        self.client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout))
-        self.max_retries = max_retries
+        self.client = client or httpx.Client(
+            timeout=httpx.Timeout(self.limits.idle_timeout, connect=self.limits.connect_timeout)
+        )
+        self.max_retries = self.limits.max_retries if max_retries is None else max_retries
         self.backoff = backoff
         self.max_delay = max_delay
         self.sleep = sleep
+        self.on_retry = on_retry
 
     def close(self) -> None:
         if self._own_client:
@@ -109,11 +129,12 @@ class HttpBackend:
         notes: list[str] = []
         asked_again = False
         attempt = 0
+        deadline = time.monotonic() + self.limits.reply_timeout
         while True:
             shown = [False]
             try:
                 response = self._stream_once(
-                    dialect, settings, wire.method, url, headers, body, on_delta, shown
+                    dialect, settings, wire.method, url, headers, body, on_delta, shown, deadline
                 )
             except _Incomplete as inc:
                 if dialect.asks_again_when_cut and not asked_again:
@@ -123,7 +144,7 @@ class HttpBackend:
                 inc.decoder.finish()  # raises the dialect's DecodeError naming what was missing
                 raise DecodeError(f"{settings.name}: the stream ended before its terminal event") from None
             except ProviderError as exc:
-                if not shown[0] and self._waited_to_retry(exc, attempt):
+                if not shown[0] and self._waited_to_retry(exc, attempt, deadline):
                     attempt += 1
                     continue
                 raise
@@ -139,12 +160,13 @@ class HttpBackend:
         url = self._url(settings, wire.path)
         headers = self._headers(wire, credential, settings, url)
         attempt = 0
+        deadline = time.monotonic() + self.limits.reply_timeout
         while True:
             try:
-                reply = self._request(dialect, settings, wire.method, url, headers)
+                reply = self._request(dialect, settings, wire.method, url, headers, deadline)
                 break
             except ProviderError as exc:
-                if self._waited_to_retry(exc, attempt):
+                if self._waited_to_retry(exc, attempt, deadline):
                     attempt += 1
                     continue
                 raise
@@ -158,11 +180,21 @@ class HttpBackend:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _waited_to_retry(self, exc: ProviderError, attempt: int) -> bool:
-        """Whether ``exc`` may be tried again after ``attempt`` retries; if so, after the wait."""
+    def _waited_to_retry(self, exc: ProviderError, attempt: int, deadline: float) -> bool:
+        """Whether ``exc`` may be tried again after ``attempt`` retries; if so, after the wait,
+        announced first. A retry whose wait would end past the reply deadline is not made."""
         if not exc.retryable or attempt >= self.max_retries:
             return False
-        self.sleep(self.delay(exc, attempt))
+        wait = self.delay(exc, attempt)
+        if time.monotonic() + wait >= deadline:
+            raise _with_message(
+                exc,
+                f"{exc} (not retried: waiting {wait:g} s would pass the reply_timeout of "
+                f"{self.limits.reply_timeout:g} s; raise [network] reply_timeout in config.toml)",
+            ) from None
+        if self.on_retry is not None:
+            self.on_retry(f"retrying in {wait:g} s ({attempt + 2}/{self.max_retries + 1}): {_summary(exc)}")
+        self.sleep(wait)
         return True
 
     def _credential(self, settings: ModelSettings) -> Credential | None:
@@ -193,24 +225,50 @@ class HttpBackend:
             headers.update(credential.auth_headers(settings.api))
         return headers
 
+    def _timeout(self, deadline: float) -> httpx.Timeout:
+        """httpx's per-read timeouts for one attempt, never past the reply deadline."""
+        left = max(deadline - time.monotonic(), 0.001)
+        lim = self.limits
+        return httpx.Timeout(
+            connect=min(lim.connect_timeout, left),
+            read=min(lim.idle_timeout, left),
+            write=min(lim.idle_timeout, left),
+            pool=min(lim.connect_timeout, left),
+        )
+
     def _request(
-        self, dialect: Dialect, settings: ModelSettings, method: str, url: str, headers: dict[str, str]
+        self,
+        dialect: Dialect,
+        settings: ModelSettings,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        deadline: float,
     ) -> Any:
+        guard = _Guard(self.limits, settings, url, deadline)
         try:
-            resp = self.client.request(method, url, headers=headers)
+            with self.client.stream(method, url, headers=headers, timeout=self._timeout(deadline)) as resp:
+                if resp.status_code >= 400:
+                    raise dialect.parse_error(
+                        resp.status_code, _read_capped(resp, ERROR_BODY_MAX), dict(resp.headers)
+                    )
+                if resp.status_code >= 300 or resp.status_code == 204:
+                    raise _unexpected(settings, url, resp)
+                parts: list[bytes] = []
+                for chunk in resp.iter_bytes():
+                    guard.took(chunk, progress=True)
+                    parts.append(chunk)
+                content = b"".join(parts)
+                status = resp.status_code
         except httpx.HTTPError as exc:
-            raise _unreachable(settings, url, exc) from None
-        if resp.status_code >= 400:
-            raise dialect.parse_error(resp.status_code, resp.content, dict(resp.headers))
-        if resp.status_code >= 300:
-            raise _unexpected(settings, url, resp)
+            raise guard.failure(exc) from None
         try:
-            return orjson.loads(resp.content)
+            return orjson.loads(content)
         except orjson.JSONDecodeError:
             raise DecodeError(
                 f"{settings.name}: the model list at {origin_of(url)} is not JSON; "
                 "check that base_url points at the API, not at a web page or proxy",
-                status=resp.status_code,
+                status=status,
             ) from None
 
     def _stream_once(
@@ -223,9 +281,11 @@ class HttpBackend:
         body: bytes,
         on_delta: OnDelta | None,
         shown: list[bool],
+        deadline: float,
     ) -> Response:
         parser = parser_for(settings)
         decoder = dialect.decoder(settings.origin)
+        guard = _Guard(self.limits, settings, url, deadline)
 
         def feed(events: list[StreamEvent]) -> None:
             for ev in events:
@@ -236,32 +296,229 @@ class HttpBackend:
                         on_delta(kind, text)
 
         try:
-            with self.client.stream(method, url, headers=headers, content=body) as resp:
+            with self.client.stream(
+                method, url, headers=headers, content=body, timeout=self._timeout(deadline)
+            ) as resp:
                 if resp.status_code >= 400:
-                    raise dialect.parse_error(resp.status_code, resp.read(), dict(resp.headers))
+                    raise dialect.parse_error(
+                        resp.status_code, _read_capped(resp, ERROR_BODY_MAX), dict(resp.headers)
+                    )
                 if resp.status_code >= 300 or resp.status_code == 204:
                     raise _unexpected(settings, url, resp)
-                for chunk in resp.iter_bytes():
-                    feed(parser.feed(chunk))
-                feed(parser.close())
+                with guard.watching(resp):
+                    for chunk in resp.iter_bytes():
+                        events = parser.feed(chunk)
+                        guard.took(chunk, progress=bool(events))
+                        feed(events)
+                    guard.check()
+                    feed(parser.close())
         except httpx.HTTPError as exc:
-            raise _unreachable(settings, url, exc) from None
+            raise guard.failure(exc) from None
         if not decoder.complete:
             raise _Incomplete(decoder)
         return decoder.finish()
 
 
-def _unreachable(settings: ModelSettings, url: str, exc: httpx.HTTPError) -> ProviderUnavailable:
-    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
-    return ProviderUnavailable(
-        f"{settings.name}: the connection to {origin_of(url)} {kind} ({type(exc).__name__}); "
-        "check that the server is running and base_url is right",
-        provider=settings.server or settings.api,
+class _Guard:
+    """One attempt's deadlines and byte count (see the module docstring).
+
+    The reading thread reports each chunk (``took``) and checks after it; a watchdog thread,
+    while ``watching``, shuts the socket down when the reply or progress deadline passes with a
+    read still blocked, and the reader then finds ``fired`` set and raises the deadline's error."""
+
+    def __init__(self, limits: NetworkLimits, settings: ModelSettings, url: str, deadline: float) -> None:
+        self.limits = limits
+        self.settings = settings
+        self.url = url
+        self.deadline = deadline
+        self.progress_at = time.monotonic()
+        self.size = 0
+        self.fired: str | None = None
+        self._done = threading.Event()
+
+    def took(self, chunk: bytes, *, progress: bool) -> None:
+        self.size += len(chunk)
+        if self.size > self.limits.max_reply_bytes:
+            raise ProviderError(
+                f"{self.settings.name}: the reply from {origin_of(self.url)} passed "
+                f"{_size(self.limits.max_reply_bytes)} and was cut off; raise [network] max_reply_mb in "
+                "config.toml if replies this large are expected",
+                provider=self.settings.server or self.settings.api,
+            )
+        if progress:
+            self.progress_at = time.monotonic()
+        self.check()
+
+    def due(self) -> tuple[float, str]:
+        """The next deadline and its name."""
+        progress = self.progress_at + self.limits.progress_timeout
+        return (progress, "progress") if progress < self.deadline else (self.deadline, "reply")
+
+    def check(self) -> None:
+        when, name = self.due()
+        if self.fired is None and time.monotonic() >= when:
+            self.fired = name
+        if self.fired is not None:
+            raise self._expired(self.fired)
+
+    def _expired(self, name: str) -> ProviderUnavailable:
+        where = f"{self.settings.name}: {origin_of(self.url)}"
+        lim = self.limits
+        if name == "progress":
+            return ProviderUnavailable(
+                f"{where} sent no stream event for {lim.progress_timeout:g} s (keep-alives do not count); "
+                "raise [network] progress_timeout in config.toml if the model thinks that long",
+                provider=self.settings.server or self.settings.api,
+            )
+        return ProviderUnavailable(
+            f"{where} did not finish its reply within {lim.reply_timeout:g} s; "
+            "raise [network] reply_timeout in config.toml if replies take that long",
+            provider=self.settings.server or self.settings.api,
+        )
+
+    def failure(self, exc: httpx.HTTPError) -> ProviderError:
+        """What an httpx error means here (a read the watchdog cut short is its deadline's error)."""
+        if self.fired is not None:
+            return self._expired(self.fired)
+        return _unreachable(self.settings, self.url, exc, self.limits)
+
+    def watching(self, resp: httpx.Response) -> _Watch:
+        return _Watch(self, resp)
+
+    def watch(self, sock: socket.socket) -> None:
+        """The watchdog's loop: wait for the next deadline, re-reading it as progress moves it."""
+        while True:
+            when, name = self.due()
+            left = when - time.monotonic()
+            if left <= 0:
+                break
+            if self._done.wait(left):
+                return
+        if self._done.is_set():
+            return
+        self.fired = name
+        # the plain socket's shutdown (an SSL socket's own would drop its state under the reader)
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+class _Watch:
+    """Context manager running ``_Guard.watch`` on the response's socket, when httpx exposes it."""
+
+    def __init__(self, guard: _Guard, resp: httpx.Response) -> None:
+        self.guard = guard
+        self.thread: threading.Thread | None = None
+        stream = resp.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            self.thread = threading.Thread(
+                target=guard.watch, args=(sock,), name="nodwyn-reply-watchdog", daemon=True
+            )
+
+    def __enter__(self) -> _Watch:
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.guard.stop()
+        if self.thread is not None:
+            self.thread.join()
+
+
+def _read_capped(resp: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of a body (an error page has no business being larger)."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in resp.iter_bytes():
+        parts.append(chunk[: limit - size])
+        size += len(parts[-1])
+        if size >= limit:
+            break
+    return b"".join(parts)
+
+
+def _size(n: int) -> str:
+    return f"{n / MIB:g} MB" if n >= MIB else f"{n} bytes"
+
+
+def _summary(exc: ProviderError) -> str:
+    """An error on one short line, its status first."""
+    text = " ".join(str(exc).split())
+    if exc.status is not None:
+        text = f"{exc.status} {text}"
+    return text if len(text) <= _SUMMARY_MAX else text[: _SUMMARY_MAX - 1] + "…"
+
+
+def _with_message(exc: ProviderError, message: str) -> ProviderError:
+    """``exc`` again, same class and evidence, with a new message."""
+    new = type(exc)(
+        message,
+        status=exc.status,
+        provider=exc.provider,
+        field=exc.field,
+        body=exc.body,
+        retry_after=exc.retry_after,
     )
+    new.retryable = False
+    return new
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connect failure was a refusal (nothing listens there)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return "connection refused" in str(exc).lower()
+
+
+def _unreachable(
+    settings: ModelSettings, url: str, exc: httpx.HTTPError, limits: NetworkLimits
+) -> ProviderUnavailable:
+    where = f"{settings.name}: {origin_of(url)}"
+    provider = settings.server or settings.api
+    if isinstance(exc, httpx.ConnectError) and _refused(exc):
+        refused = ProviderUnavailable(
+            f"{where} refused the connection; start the server, or check base_url's host and port",
+            provider=provider,
+        )
+        refused.retryable = False  # nothing listens there: waiting will not change that
+        return refused
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        message = (
+            f"{where} did not accept a connection within {limits.connect_timeout:g} s; check that the "
+            "server is up and reachable (or raise [network] connect_timeout in config.toml)"
+        )
+    elif isinstance(exc, httpx.TimeoutException):
+        message = (
+            f"{where} sent nothing for {limits.idle_timeout:g} s; the server is stalled or overloaded "
+            "(raise [network] idle_timeout in config.toml if it is just slow)"
+        )
+    else:
+        message = (
+            f"{where}: the connection failed ({type(exc).__name__}); "
+            "check that the server is running and base_url is right"
+        )
+    return ProviderUnavailable(message, provider=provider)
 
 
 def _unexpected(settings: ModelSettings, url: str, resp: httpx.Response) -> ProviderError:
-    """A redirect is never followed: the credential is bound to this origin, not to where it points."""
+    """A redirect is never followed: the credential is bound to this origin, not to where it points.
+    Any other status below 400 that is not 200 (a 204, a 1xx) brings no reply at all."""
+    if not 300 <= resp.status_code < 400:
+        return ProviderError(
+            f"{settings.name}: {origin_of(url)} answered HTTP {resp.status_code} with no reply to read; "
+            "check that base_url points at the model API, not at a proxy or another service",
+            status=resp.status_code,
+            provider=settings.server or settings.api,
+        )
     where = resp.headers.get("location", "")
     to = f" to {where.split('?', 1)[0]}" if where else ""
     return ProviderError(

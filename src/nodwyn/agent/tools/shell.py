@@ -12,6 +12,7 @@ ends (``procs.ProcessGroups``). ADR 0122.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import subprocess
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.procs import ProcessGroups, group_alive, kill_group
+from nodwyn.errors import ToolError
 from nodwyn.values.request import ToolSpec
 
 MAX_OUTPUT = 256 * 1024  # bytes kept (head and tail) of a command's output
@@ -81,12 +83,25 @@ def _drain(fd: int, out: _Output, pgid: int) -> None:
         out.done.set()
 
 
+def capped_timeout(asked: Any, cap: float) -> float:
+    """The model's timeout within [1 s, cap]; one that is not a finite number gets the cap.
+    The comparisons are written so that a NaN on either side can never lift the cap (ADR 0143)."""
+    if not math.isfinite(cap) or cap <= 0:
+        raise ToolError(f"shell: the configured timeout {cap!r} is not a positive number of seconds")
+    try:
+        value = float(asked)
+    except (TypeError, ValueError, OverflowError):
+        return cap
+    if not math.isfinite(value) or value >= cap:
+        return cap
+    return min(cap, max(1.0, value))
+
+
 def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     command: str = args["command"]
     if not command.strip():
         return fail("shell: command is empty")
-    timeout = float(args.get("timeout", ctx.shell_timeout))
-    timeout = max(1.0, min(timeout, ctx.shell_timeout))
+    timeout = capped_timeout(args.get("timeout"), ctx.shell_timeout)
     if not ctx.approve("shell", command):
         return declined("shell", f"run: {command}")
     groups: ProcessGroups = ctx.processes if ctx.processes is not None else _FALLBACK_GROUPS
