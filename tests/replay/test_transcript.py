@@ -112,7 +112,7 @@ def test_a_damaged_log_reads_past_the_damage(store: Store, capfd: pytest.Capture
     path.write_bytes(b"".join(lines) + b'{"seq":99,"t":"20')
     (store.sessions / s.id / "index.bin").unlink()
     code, out, err = run(store, capfd, "replay", s.id)
-    assert code == 0
+    assert code == 5  # shown whole, and the exit code says the log is damaged
     assert f"!! damaged line at byte {offset} (15 bytes)" in out
     assert "first question" in out and "second question" in out and "second answer" in out
     assert "!! torn tail at byte" in out

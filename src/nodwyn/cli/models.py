@@ -11,7 +11,7 @@ from nodwyn.agent.config import config_path, edit_model, load_config, write_cach
 from nodwyn.agent.extensions import trust as trust_dir
 from nodwyn.agent.probe import probe, report
 from nodwyn.agent.setup import backends
-from nodwyn.errors import ConfigError
+from nodwyn.errors import ConfigError, ProviderError
 
 
 @click.group()
@@ -60,6 +60,11 @@ def set_(name: str, pairs: tuple[str, ...]) -> None:
     click.echo(f"updated [models.{name}] in {path}")
 
 
+def _notice(text: str) -> None:
+    """Each retry, as it happens, on stderr."""
+    click.echo(f"nodwyn: {text}", err=True)
+
+
 @models.command("test")
 @click.argument("name")
 def test(name: str) -> None:
@@ -68,8 +73,16 @@ def test(name: str) -> None:
     for line in write_cache_asks(config):
         click.echo(f"nodwyn: {line}", err=True)
     settings = config.model(name)
-    for line in report(settings, probe(backends(os.environ, config)(settings), settings)):
+    results = probe(backends(os.environ, config, _notice)(settings), settings)
+    for line in report(settings, results):
         click.echo(line)
+    refused = next((r for r in results if not r.ok), None)
+    if refused is not None:
+        raise ProviderError(
+            f"model {name}: the provider refused request {refused.request} (see above); "
+            "fix the entry with `nodwyn models set` and test again",
+            field=refused.field,
+        )
 
 
 @click.command()

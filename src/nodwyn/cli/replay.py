@@ -10,7 +10,7 @@ import click
 import orjson
 
 from nodwyn.cli.common import ROOT, store_for
-from nodwyn.errors import NodwynError
+from nodwyn.errors import CorruptLogError, NodwynError
 from nodwyn.log import SessionLog
 from nodwyn.replay.exact import Verdict, replay_request, verify_all
 from nodwyn.replay.tolerant import tolerant_events
@@ -63,7 +63,8 @@ def _all(log: SessionLog, as_json: bool) -> int:
     return 0 if first_error is None else first_error.exit_code
 
 
-def _transcript(log: SessionLog, as_json: bool) -> None:
+def _transcript(log: SessionLog, as_json: bool) -> bool:
+    """Print the transcript, damage and all; whether the log was whole (no damage, no gap)."""
     counted = _Counting(tolerant_events(log))
     if as_json:
         for item in counted:
@@ -75,6 +76,14 @@ def _transcript(log: SessionLog, as_json: bool) -> None:
     else:
         for line in transcript(counted):
             click.echo(line)
+    if counted.gaps:
+        before, after = counted.gaps[0]
+        click.echo(
+            f"nodwyn: session {log.id}: events are missing: seq {after} follows seq {before}"
+            + (f" (and {len(counted.gaps) - 1} more gap(s))" if len(counted.gaps) > 1 else "")
+            + "; the log was cut or edited; restore it from a copy, exact replay refuses it",
+            err=True,
+        )
     if counted.damaged:
         click.echo(
             f"nodwyn: session {log.id}: {counted.damaged} damaged line(s), shown as '!! damaged line'; "
@@ -87,6 +96,7 @@ def _transcript(log: SessionLog, as_json: bool) -> None:
             "event: a torn write, or one in progress",
             err=True,
         )
+    return not counted.gaps and not counted.damaged
 
 
 class _Counting:
@@ -96,14 +106,20 @@ class _Counting:
         self.items = items
         self.damaged = 0
         self.torn = 0
+        self.gaps: list[tuple[int, int]] = []  # (seq before, seq after) where events are missing
 
     def __iter__(self) -> Iterator[Event | Damaged]:
+        last = 0
         for item in self.items:
             if isinstance(item, Damaged):
                 if item.torn:
                     self.torn += 1
                 else:
                     self.damaged += 1
+            else:
+                if item.seq != last + 1:
+                    self.gaps.append((last, item.seq))
+                last = item.seq
             yield item
 
 
@@ -154,7 +170,8 @@ def replay(
                 sys.exit(code)
             return
         if seq is None:
-            _transcript(log, as_json)
+            if not _transcript(log, as_json):  # a damaged log is shown whole, warned, exit 5
+                sys.exit(CorruptLogError.exit_code)
             return
         r = replay_request(
             log, seq, expect=expect.read_bytes() if expect is not None else None, complete=True
