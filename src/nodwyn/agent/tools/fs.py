@@ -22,6 +22,7 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "node_modules", "__pycac
 MAX_LIST = 500
 MAX_MATCHES = 200
 MAX_GREP_FILE = 4 * 1024 * 1024
+MAX_EDIT_FILE = 64 * 1024 * 1024  # fs-edit holds the file in memory (twice, briefly)
 
 
 def _is_binary(f: BinaryIO) -> bool:
@@ -305,9 +306,9 @@ def _read_whole(ctx: ToolContext, raw: object) -> tuple[bytes | None, str]:
     with _open_text(ctx, raw) as (f, st, name):
         if f is None or _is_binary(f):
             return None, name
-        if st.st_size > MAX_GREP_FILE:
+        if st.st_size > MAX_EDIT_FILE:
             raise ToolError(
-                f"{name} is {_size(st.st_size)}; fs-edit edits files up to {_size(MAX_GREP_FILE)}"
+                f"{name} is {_size(st.st_size)}; fs-edit edits files up to {_size(MAX_EDIT_FILE)}"
             )
         return f.read(), name
 
