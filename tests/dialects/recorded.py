@@ -463,6 +463,9 @@ def comparable(api: str, turn: list[Any], *, nodwyn: bool) -> list[Any]:
             for c in m.get("tool_calls") or []
         ]
         out.append({"text": _text_of(m.get("content")), "calls": calls})
+        for key in ("reasoning", "reasoning_content"):
+            if m.get(key):
+                out.append({"thinking": (key, m[key])})
         if m.get("reasoning_details") is not None:
             out.append({"reasoning_details": m["reasoning_details"]})
         return out
@@ -522,6 +525,11 @@ def as_the_server_gave(api: str, parts: list[Any], oracle: Seen) -> tuple[list[A
         for p in parts:
             if "text" in p:
                 out.append({"text": text(p["text"]), "calls": [(call_id(c[0]), *c[1:]) for c in p["calls"]]})
+            elif "thinking" in p:
+                key, said = p["thinking"]
+                if said != oracle.thinking:
+                    notes.append("thinking text")
+                out.append({"thinking": (key, oracle.thinking)})
             else:
                 if p["reasoning_details"] != oracle.blocks:
                     notes.append("reasoning_details")
