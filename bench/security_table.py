@@ -32,11 +32,17 @@ CLASSES = {
     "credentials": "",
     "redaction shapes": "",
     "terminal output": "",
-    "console": "",
-    "CLI inputs": "",
-    "storage": "",
-    "config": "",
-    "provider faults": "",
+    "console": "DNS-rebinding Host headers on loopback and wildcard binds (with --allow-remote), a taken "
+    "port; the real `nodwyn console` command",
+    "CLI inputs": "binary and non-UTF-8 fake scripts, a fake on a taken port, a log with a seq gap, "
+    "`models test` against a provider that refuses the key",
+    "storage": "a full disk (tiny tmpfs), a file-size limit, read-only, unreadable and non-folder "
+    "NODWYN_HOME; the log stays whole and resumable; session file modes",
+    "config": "unparsable base_url, TOML nested 50,000 deep, context_size 1 and 2^64, NaN/inf/negative "
+    "timeouts and prices, unknown keys; a model's timeout against the shell cap",
+    "provider faults": "servers that never answer, send headers only, keep-alives forever, drip forever; "
+    "floods past the cap (deltas and one line), refused and never-accepted connections, retries "
+    "inside the reply deadline, 204, negative usage, an origin refusal's note",
     "extension trust": "newline-injected trust entries, odd names, the old trust file, linked `.nodwyn` "
     "and files, swapped trusted paths, damaged trust lists, mutating tools without approval, hanging "
     "and failing extension tools",
