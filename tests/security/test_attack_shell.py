@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nodwyn.agent.tools import ToolContext, builtin_tools, run_call
+from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.agent.tools.shell import MAX_OUTPUT
 from nodwyn.fakes import FakeServer
@@ -273,3 +274,55 @@ def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -
                 proc.kill()
                 proc.wait()
     assert "interrupted" in err and "next answer" in out
+
+
+COMMON_SECRET_NAMES = [
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "XAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "GH_TOKEN",
+    "GITLAB_TOKEN",
+    "NPM_TOKEN",
+    "PYPI_TOKEN",
+    "TWINE_PASSWORD",
+    "DOCKER_PASSWORD",
+    "SLACK_BOT_TOKEN",
+    "STRIPE_SECRET_KEY",
+    "SENTRY_AUTH_TOKEN",
+    "SENTRY_DSN",
+    "DATABASE_URL",
+    "REDIS_PASSWORD",
+    "MYSQL_PWD_HASH",
+    "JWT_SECRET",
+    "SECRET_KEY_BASE",
+    "DJANGO_SECRET_KEY",
+    "GPG_PASSPHRASE",
+    "SSH_PRIVATE_KEY",
+    "CLOUDFLARE_API_TOKEN",
+    "VAULT_TOKEN",
+    "COOKIE_SECRET",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "my_service_apikey",
+]
+BENIGN = ["PATH", "HOME", "LANG", "TERM", "PWD", "SSH_AUTH_SOCK", "EDITOR", "SHELL", "TOKENIZERS_PARALLELISM"]
+
+
+@pytest.mark.parametrize("name", COMMON_SECRET_NAMES)
+def test_a_secret_looking_name_is_left_out(name: str) -> None:
+    kept = scrub_env({name: "value-of-no-known-shape", "PATH": "/usr/bin"})
+    assert kept == {"PATH": "/usr/bin"}
+    assert scrub_env({name: "v"}, allow=[name]) == {name: "v"}  # unless allowed by name
+
+
+def test_ordinary_variables_are_kept() -> None:
+    env = {name: "/usr/bin:/bin" if name == "PATH" else "x" for name in BENIGN}
+    assert scrub_env(env) == env
