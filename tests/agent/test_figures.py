@@ -23,7 +23,9 @@ def test_figures_count_only_replies_that_report_a_cache_read(tmp_path: Path) -> 
         reply(log, {"prompt_tokens": 5000})  # cache read not reported (Ollama): left out of the share
         figures = cache_figures(log.read(1))
     assert (figures.requests, figures.prompt_tokens, figures.cached_tokens) == (3, 2200, 1000)
-    assert describe(figures) == "3 requests, cached 45% of prompt tokens (1,000 of 2,200), prefill 1,050 ms"
+    assert describe(figures) == (
+        "3 requests, cached 45% of prompt tokens (1,000 of 2,200), prefill 1,050 ms, cost unknown"
+    )
 
 
 def test_figures_when_nothing_reports_a_cache_read(tmp_path: Path) -> None:
@@ -31,7 +33,7 @@ def test_figures_when_nothing_reports_a_cache_read(tmp_path: Path) -> None:
         reply(log, {"prompt_tokens": 5000})
         figures = cache_figures(log.read(1))
     assert figures.cached_share is None
-    assert describe(figures) == "1 request, cache: not reported"
+    assert describe(figures) == "1 request, cache: not reported, cost unknown"
 
 
 def test_run_rounds_the_cached_share_half_up_as_stats_and_the_console_do(tmp_path: Path) -> None:
@@ -49,7 +51,7 @@ def test_run_rounds_the_cached_share_half_up_as_stats_and_the_console_do(tmp_pat
     out = CliRunner().invoke(stats, [sid, "--root", str(tmp_path)], catch_exceptions=False).output
     stats_line = next(line for line in out.splitlines() if "Token cache rate" in line)
     assert stats_line.split()[3] == "13%"
-    assert describe(figures) == "1 request, cached 13% of prompt tokens (1 of 8)"
+    assert describe(figures) == "1 request, cached 13% of prompt tokens (1 of 8), cost unknown"
     for cached, prompt in [(1, 8), (3, 8), (5, 8), (1, 200), (199, 200), (0, 5), (5, 5)]:
         js_math_round = int((cached / prompt) * 100 + 0.5)  # Math.round for a non-negative number
         assert f"cached {js_math_round}%" in describe(cache_figures_of(cached, prompt)), (

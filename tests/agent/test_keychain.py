@@ -9,6 +9,7 @@ import pytest
 from nodwyn.agent.setup import open_agent
 from nodwyn.errors import ConfigError, OriginError
 from nodwyn.fakes import FakeServer
+from nodwyn.log import Store
 from nodwyn.transport.credentials import write_keychain
 
 SECRET = "kc-value-not-a-known-shape-123"
@@ -70,7 +71,6 @@ def test_a_keychain_others_may_read_is_refused(tmp_path: Path, workspace: Path) 
     write_keychain(keychain, {"team-key": {"value": SECRET, "origins": ["http://127.0.0.1:9"]}})
     keychain.chmod(0o644)
     env = _env(tmp_path, _config(tmp_path, "http://127.0.0.1:9"), keychain)
-    agent = open_agent(env=env, workspace=workspace).agent
-    with pytest.raises(ConfigError, match="chmod 600"):
-        agent.user_turn("hi")
-    agent.log.close()
+    with pytest.raises(ConfigError, match="chmod 600"):  # before a session is written (issue 14, 4)
+        open_agent(env=env, workspace=workspace)
+    assert Store(Path(env["NODWYN_HOME"])).ids() == []

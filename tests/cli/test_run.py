@@ -3,11 +3,9 @@ command in a subprocess, against fake providers on 127.0.0.1 (and, marked slow, 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,6 @@ import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
-from nodwyn.replay.exact import verify_all
 
 NODWYN = [str(Path(sys.executable).parent / "nodwyn")]
 FIGURES = re.compile(
@@ -25,28 +22,6 @@ FIGURES = re.compile(
 
 def call(name: str, cid: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "id": cid, "arguments": arguments}
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """The environment of a person's shell; on teardown every request of every session the test's
-    commands recorded must replay to its recorded digest."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    yield {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path),
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(tmp_path / "config.toml"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "WS": str(ws),
-    }
-    store = Store(tmp_path / "home")
-    for sid in store.ids():
-        with store.open(sid) as log:
-            refused = [(v.seq, str(v.error)) for v in verify_all(log) if v.error is not None]
-        assert not refused, f"session {sid}: requests that do not replay: {refused}"
 
 
 def nodwyn(
@@ -81,10 +56,10 @@ def test_run_streams_tools_and_ends_with_the_session_and_its_cache_figures(env: 
         configure(env, fake.url)
         done = nodwyn(env, "run", "Fix calc.py.", "--yes")
     assert done.returncode == 0, done.stderr
-    out = done.stdout.splitlines()
+    assert done.stdout == "Fixed: add now adds.\n"  # the answer alone on stdout; the rest on stderr
+    out = done.stderr.splitlines()
     assert '→ fs-read {"path":"calc.py"}' in out
     assert any(line.startswith("  ✓ ") for line in out)
-    assert "Fixed: add now adds." in done.stdout
     m = FIGURES.match(out[-1])
     assert m, out[-1]
     sid, requests, share, cached, prompt = m.groups()
@@ -109,13 +84,13 @@ def test_chat_commands_and_resume(env: dict[str, str]) -> None:
         chat = nodwyn(env, "chat", stdin="hello\n/model nope\n/plan answer\n/compact\n/quit\n")
         assert chat.returncode == 0, chat.stderr
         assert "model 'nope' is not configured" in chat.stderr
-        assert "[compacted; the note is 23 characters]" in chat.stdout
-        assert FIGURES.match(chat.stdout.splitlines()[-1]), chat.stdout[-600:]
-        sid = FIGURES.match(chat.stdout.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        assert "[compacted; the note is 23 characters]" in chat.stderr
+        assert FIGURES.match(chat.stderr.splitlines()[-1]), chat.stderr[-600:]
+        sid = FIGURES.match(chat.stderr.splitlines()[-1]).group(1)  # type: ignore[union-attr]
         resumed = nodwyn(env, "resume", sid[:17], "Anything else?")
         assert resumed.returncode == 0, resumed.stderr
-        assert "Resumed." in resumed.stdout
-        assert FIGURES.match(resumed.stdout.splitlines()[-1]).group(1) == sid  # type: ignore[union-attr]
+        assert resumed.stdout == "Resumed.\n"
+        assert FIGURES.match(resumed.stderr.splitlines()[-1]).group(1) == sid  # type: ignore[union-attr]
         bodies = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
     assert "tools" not in bodies[1] or not bodies[1]["tools"]
     assert bodies[4]["messages"][0]["content"].startswith("# Handover note")
@@ -181,7 +156,7 @@ def test_trust_lets_workspace_extensions_load(env: dict[str, str]) -> None:
         second = nodwyn(env, "run", "y")
         assert "not trusted" not in second.stderr
         chat = nodwyn(env, "chat", stdin="/hello\n/quit\n")
-        assert "/hello" in chat.stdout and chat.returncode == 0
+        assert "/hello" in chat.stderr and chat.returncode == 0
         bodies = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
     assert bodies[1]["messages"][-1]["content"].startswith("# Job")
     assert bodies[2]["messages"][-1]["content"] == "# Job\n\nhi from hello"
@@ -195,16 +170,17 @@ def test_the_readme_command_on_the_local_model_and_a_warm_resume(env: dict[str, 
     # the README's main command: run, then resume the latest session
     done = nodwyn(env, "run", "Say what this project does", timeout=600)
     assert done.returncode == 0, done.stderr
-    last = done.stdout.splitlines()[-1]
+    last = done.stderr.splitlines()[-1]
     m = FIGURES.match(last)
-    assert m and m.group(2) == "1" and "prefill" in last, done.stdout[-500:]
-    assert done.stderr == ""  # nothing from llama.cpp on the person's terminal
+    assert m and m.group(2) == "1" and "prefill" in last, done.stderr[-500:]
+    # nothing from llama.cpp on the person's terminal (stderr holds our progress only)
+    assert "llama_" not in done.stderr and "ggml_" not in done.stderr
     # a later process resumes the session and reuses the prefix the first one left in the KV cache
     again = nodwyn(env, "resume", "latest", "And how would you test it?", timeout=600)
     assert again.returncode == 0, again.stderr
-    m2 = FIGURES.match(again.stdout.splitlines()[-1])
+    m2 = FIGURES.match(again.stderr.splitlines()[-1])
     assert m2 and m2.group(1) == m.group(1) and m2.group(2) == "2"
-    assert int(m2.group(4).replace(",", "")) > 0, again.stdout[-500:]
+    assert int(m2.group(4).replace(",", "")) > 0, again.stderr[-500:]
 
 
 def test_run_with_an_image(env: dict[str, str]) -> None:
@@ -245,12 +221,12 @@ def test_resume_keeps_the_sessions_recipe_unless_recipe_asks(env: dict[str, str]
         configure(env, fake.url)
         first = nodwyn(env, "run", "hello", "--recipe", "window-v20")
         assert first.returncode == 0, first.stderr
-        assert "· window-v20 ·" in first.stdout
-        sid = FIGURES.match(first.stdout.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        assert "· window-v20 ·" in first.stderr
+        sid = FIGURES.match(first.stderr.splitlines()[-1]).group(1)  # type: ignore[union-attr]
         kept = nodwyn(env, "resume", sid, "again")
-        assert kept.returncode == 0 and "· window-v20 ·" in kept.stdout, kept.stderr
+        assert kept.returncode == 0 and "· window-v20 ·" in kept.stderr, kept.stderr
         back = nodwyn(env, "resume", sid, "and on v19", "--recipe", "window-v19")
-        assert back.returncode == 0 and "· window-v19 ·" in back.stdout, back.stderr
+        assert back.returncode == 0 and "· window-v19 ·" in back.stderr, back.stderr
         bad = nodwyn(env, "resume", sid, "x", "--recipe", "window-v21")
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
     assert "recipe 'window-v21' is not one this nodwyn runs" in bad.stderr

@@ -73,7 +73,7 @@ context_size = 32000
 """
     )
     write_keychain(
-        cfg / "keychain.json",
+        tmp / "keychain.json",  # beside config.toml, where NODWYN_CONFIG puts it
         {"corpvault": {"value": "kc-plainvalue-keychainvalue-0012", "origins": ["https://example.com"]}},
     )
     return {

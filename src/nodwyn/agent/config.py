@@ -50,9 +50,10 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -110,9 +111,16 @@ class Config:
             return self.models[key]
         known = ", ".join(sorted(self.models)) or "none"
         raise NotFoundError(
-            f"model {key!r} is not configured (known: {known}); add it with `nodwyn models add {key} ...` "
+            f"model {key!r} is not configured{did_you_mean(key, self.models)} (known: {known}); "
+            f"add it with `nodwyn models add {key} ...` "
             f"or a [models.{key}] table in {self.path}"
         )
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``; did you mean 'glm'?`` for the closest known name, or nothing."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def config_dir(env: Mapping[str, str]) -> Path:
@@ -475,3 +483,28 @@ def write_cache_asks(config: Config) -> list[str]:
         f'nothing without it; set cache_control = "{NO_ASK}" to send none'
         for name in config.unasked
     ]
+
+
+def set_control(path: Path, name: str) -> Config:
+    """Make ``name`` the ``[control] model`` (the default), keeping the file's comments and order;
+    the edited file is validated before it is written, so an unknown name leaves it as it was."""
+    text = _read(path) or ""
+    known = parse_config(text, path).models
+    if name not in known:
+        raise NotFoundError(
+            f"model {name!r} is not configured{did_you_mean(name, known)} "
+            f"(known: {', '.join(sorted(known))}); add it with `nodwyn models add {name} ...`"
+        )
+    doc = tomlkit.parse(text)
+    control = doc.get("control")
+    if control is None:
+        control = tomlkit.table()
+        doc["control"] = control
+    control["model"] = name
+    new_text = tomlkit.dumps(doc)
+    config = parse_config(new_text, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(new_text, encoding="utf-8")
+    os.replace(tmp, path)
+    return config

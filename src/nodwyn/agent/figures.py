@@ -1,14 +1,18 @@
 """A session's cache figures as ``nodwyn run`` ends with them: the cached share of prompt tokens
-(the seed's token cache rate, as ``nodwyn stats`` computes it: ``stats.totals``) and the prefill
-time the replies reported."""
+(the seed's token cache rate, as ``nodwyn stats`` computes it: ``stats.totals``), the prefill
+time the replies reported, and the cost at the prices the session's recipe recorded (the
+``prices`` given serve logs whose recipes record none). ``after`` limits the figures to the replies
+recorded after that seq: one turn's figures."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from nodwyn.stats.totals import Aggregator, cache_rate, percent
+from nodwyn.stats.totals import Aggregator, cache_rate, contributes, percent
 from nodwyn.values.events import Event
+from nodwyn.values.model import Prices
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,28 +21,67 @@ class CacheFigures:
     prompt_tokens: int  # over the replies that report a cache read
     cached_tokens: int
     prefill_ms: float | None  # summed over the replies that report it
+    output_tokens: int = 0
+    cost_usd: float = 0.0  # over the replies with a known cost
+    cost_unknown: int = 0  # replies without a price (or without a count the price needs)
 
     @property
     def cached_share(self) -> float | None:
         return cache_rate(self.cached_tokens, self.prompt_tokens)
 
+    @property
+    def cost(self) -> float | None:
+        """The cost in US dollars; None when no reply has a price (unknown, not $0)."""
+        if self.requests and self.cost_unknown == self.requests:
+            return None
+        return self.cost_usd
 
-def cache_figures(events: Iterable[Event]) -> CacheFigures:
-    agg = Aggregator()
+
+def cache_figures(
+    events: Iterable[Event], prices: Mapping[str, Prices] | None = None, *, after: int = 0
+) -> CacheFigures:
+    agg = Aggregator(prices)
     times: list[float] = []
     for e in events:
         agg.feed(e)
-        if e.kind == "llm.resp":
+        if e.kind == "llm.resp" and e.seq > after:
             ms = e.data.get("response", {}).get("timings", {}).get("prefill_ms")
             if ms is not None:
                 times.append(ms)
-    sums = agg.totals().all
+    replies = prompt = cached = output = unknown = 0
+    usd = 0.0
+    for row in agg.rows:
+        if row.resp is None or row.resp <= after or row.usage is None:
+            continue
+        replies += 1
+        u = row.usage
+        if contributes(u):
+            prompt += u.prompt_tokens or 0
+            cached += u.cached_tokens or 0
+        output += u.output_tokens or 0
+        if row.cost is None or not row.cost.complete:
+            unknown += 1
+        if row.cost is not None:
+            usd += row.cost.usd
     return CacheFigures(
-        requests=sums.replies,
-        prompt_tokens=sums.rate_prompt,
-        cached_tokens=sums.rate_cached,
+        requests=replies,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
         prefill_ms=sum(times) if times else None,
+        output_tokens=output,
+        cost_usd=usd,
+        cost_unknown=unknown,
     )
+
+
+def cost_text(f: CacheFigures) -> str:
+    """``$0.0123``; ``unknown`` when no reply has a price; a lower bound when some lack one."""
+    cost = f.cost
+    if cost is None:
+        return "unknown"
+    if f.cost_unknown:
+        return f"at least ${cost:.4f} ({f.cost_unknown} of {f.requests} replies unpriced)"
+    return f"${cost:.4f}"
 
 
 def describe(f: CacheFigures) -> str:
@@ -50,4 +93,18 @@ def describe(f: CacheFigures) -> str:
         parts.append(f"cached {percent(share)} of prompt tokens ({f.cached_tokens:,} of {f.prompt_tokens:,})")
     if f.prefill_ms is not None:
         parts.append(f"prefill {f.prefill_ms:,.0f} ms")
+    if f.requests:
+        parts.append(f"cost {cost_text(f)}")
     return ", ".join(parts)
+
+
+def figures_json(f: CacheFigures) -> dict[str, Any]:
+    """The figures as ``--json`` prints them."""
+    return {
+        "requests": f.requests,
+        "tokens": {"prompt": f.prompt_tokens, "cached": f.cached_tokens, "output": f.output_tokens},
+        "cache_share": f.cached_share,
+        "prefill_ms": f.prefill_ms,
+        "cost_usd": f.cost,
+        "cost_complete": f.cost_unknown == 0,
+    }

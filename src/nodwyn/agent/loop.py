@@ -19,6 +19,7 @@ from typing import Any
 
 from nodwyn.agent import reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
+from nodwyn.agent.config import did_you_mean
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.ports import Backend, Display, Quiet
 from nodwyn.agent.session import resumed_events, send_request
@@ -77,6 +78,7 @@ class Agent:
         shell_env: Mapping[str, str] | None = None,
         display: Display | None = None,
         max_steps: int = MAX_STEPS,
+        check_model: Callable[[ModelSettings], None] | None = None,
     ) -> None:
         self.log = log
         self.window = window
@@ -87,6 +89,7 @@ class Agent:
         self.workspace = workspace
         self.display: Display = display or Quiet()
         self.max_steps = max_steps
+        self.check_model = check_model  # refuses a model its first request would fail on
         self.requests = 0
         self.tool_context = tool_context(
             recipe,
@@ -296,10 +299,14 @@ class Agent:
         return [f.target for f in folds]
 
     def switch_model(self, name: str) -> ModelSettings:
+        """Switch to model entry ``name``, checked now (configured, its credential and extra at
+        hand) rather than at the next request."""
         if name not in self.models:
-            known = ", ".join(sorted(self.models))
             raise NotFoundError(
-                f"model {name!r} is not configured (known: {known}); see `nodwyn models list`"
+                f"model {name!r} is not configured{did_you_mean(name, self.models)} "
+                f"(known: {', '.join(sorted(self.models))}); see `nodwyn models list`"
             )
+        if self.check_model is not None:
+            self.check_model(self.models[name])
         self.append("model.switch", {"model": name})
         return self.model

@@ -3,13 +3,14 @@ before the first message. The CLI calls ``open_agent``; tests call it with their
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.agent.config import Config, config_dir, load_config, write_cache_asks
+from nodwyn.agent.config import Config, config_path, load_config, write_cache_asks
 from nodwyn.agent.extensions import Extensions, load_extensions
 from nodwyn.agent.limits import session_limits, shrunk
 from nodwyn.agent.loop import Agent
@@ -17,10 +18,10 @@ from nodwyn.agent.ports import Backend, Display
 from nodwyn.agent.session import last_model, resume_point, resume_session, start_session
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
-from nodwyn.errors import ConfigError, NodwynError, UnknownRecipeError
+from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.transport.credentials import Credentials
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelSettings, Prices
 from nodwyn.values.recipe import (
     DEFAULT_VERSION,
     EXTRA_FLAGS,
@@ -47,9 +48,45 @@ def cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def keychain_path(env: Mapping[str, str]) -> Path:
-    """``$NODWYN_KEYCHAIN``, else ``keychain.json`` beside config.toml (mode 0600 required)."""
+    """``$NODWYN_KEYCHAIN``, else ``keychain.json`` beside config.toml (mode 0600 required), also
+    when ``NODWYN_CONFIG`` puts config.toml elsewhere."""
     named = env.get("NODWYN_KEYCHAIN")
-    return Path(named) if named else config_dir(env) / "keychain.json"
+    return Path(named) if named else config_path(env).parent / "keychain.json"
+
+
+def keychain_where(env: Mapping[str, str]) -> str:
+    """Where the keychain was looked for, and why there: for error messages."""
+    path = keychain_path(env)
+    if env.get("NODWYN_KEYCHAIN"):
+        return f"{path} (NODWYN_KEYCHAIN)"
+    if env.get("NODWYN_CONFIG"):
+        return f"{path} (beside NODWYN_CONFIG)"
+    return f"{path} (beside config.toml; NODWYN_KEYCHAIN names another)"
+
+
+def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> None:
+    """Refuse, before a session is created or a model switched to, what would fail its first
+    request: a local model without the local extra, a keychain that cannot be read, a credential
+    neither the environment nor the keychain holds."""
+    if model.api == "local":
+        try:
+            importlib.import_module("llama_cpp")
+        except ImportError:
+            raise ConfigError(
+                f"model {model.name!r} runs in-process and needs the local extra: "
+                "pip install 'nodwyn[local]' (or pick another model with -m NAME)"
+            ) from None
+        return
+    found = credentials(env, config)  # a keychain that cannot be read fails here, named
+    if model.credential is None or model.credential in found.by_name:
+        return
+    path = keychain_path(env)
+    chain = f"keychain {keychain_where(env)}" + ("" if path.exists() else ", which does not exist")
+    raise ConfigError(
+        f"model {model.name!r} needs credential {model.credential!r}: checked the environment variable "
+        f"{model.credential} (unset) and the {chain}; export {model.credential}=... or run "
+        f"`nodwyn keys set {model.credential}`"
+    )
 
 
 def credentials(env: Mapping[str, str], config: Config) -> Credentials:
@@ -58,7 +95,12 @@ def credentials(env: Mapping[str, str], config: Config) -> Credentials:
     that ``NODWYN_KEYCHAIN`` names must exist; the default one is optional."""
     found = Credentials.from_env_for_models(env, config.models.values())
     path = keychain_path(env)
-    if env.get("NODWYN_KEYCHAIN") or path.exists():
+    if env.get("NODWYN_KEYCHAIN") and not path.exists():
+        raise NotFoundError(
+            f"NODWYN_KEYCHAIN names {path}, which does not exist; add a key with `nodwyn keys set NAME` "
+            "or unset NODWYN_KEYCHAIN"
+        )
+    if path.exists():
         found = found.merged(Credentials.from_keychain(path))
     return found
 
@@ -154,6 +196,18 @@ class Opened:
             self.agent.log.close()
 
 
+def recorded_prices(config: Config) -> tuple[tuple[str, Prices], ...]:
+    """The prices a session runs with, by model entry, for its recipe: each entry's stated prices;
+    an in-process model (api local) costs nothing; an entry without prices is left out (unknown)."""
+    found: list[tuple[str, Prices]] = []
+    for name, m in sorted(config.models.items()):
+        if m.prices is not None:
+            found.append((name, m.prices))
+        elif m.api == "local":
+            found.append((name, Prices()))
+    return tuple(found)
+
+
 def make_recipe(
     config: Config,
     model: ModelSettings,
@@ -171,6 +225,7 @@ def make_recipe(
         task_header=ext.task_header,
         plan_header=ext.plan_header,
         extra_flags=EXTRA_FLAGS,
+        prices=recorded_prices(config),
     )
 
 
@@ -228,6 +283,8 @@ def open_agent(
             f"{config.path} [tools] approve: {unknown[0]!r} is not a tool; "
             f"use names from the catalog: {', '.join(sorted(tools))}"
         )
+    if backend_for is None:  # a caller's own backends need no credential or extra of ours
+        preflight(env, config, model)
     version = asked if asked is not None else DEFAULT_VERSION
     if resume is not None and asked is None and last_version is not None:
         version = last_version  # a session keeps its recipe: a new one changes what it keeps in view
@@ -253,6 +310,7 @@ def open_agent(
         tool_timeout=config.tool_timeout,
         shell_env=shell_env(env, config),
         display=display,
+        check_model=None if made is None else (lambda m: preflight(env, config, m)),
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")

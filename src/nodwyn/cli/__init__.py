@@ -6,7 +6,9 @@ turned into one line on stderr and its class's exit code here, in one place.
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -22,10 +24,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "cache": ("nodwyn.cli.stats", "cache", "Why each request of a session hit or missed the cache."),
     "console": ("nodwyn.cli.console", "console", "Serve the read-only web console on 127.0.0.1."),
     "fake": ("nodwyn.cli.fake", "fake", "Run a fake provider on 127.0.0.1 for offline tests."),
-    "run": ("nodwyn.cli.run", "run", "Run one task; end with the session id and its cache figures."),
+    "run": ("nodwyn.cli.run", "run", "Run one task: the answer on stdout, figures on stderr (-q, --json)."),
     "chat": ("nodwyn.cli.run", "chat", "Interactive session: /plan, /compact, /model NAME, /quit."),
     "resume": ("nodwyn.cli.run", "resume", "Continue a session from its log."),
-    "models": ("nodwyn.cli.models", "models", "List, add, set and test model entries."),
+    "models": ("nodwyn.cli.models", "models", "List, add, set, test model entries; set the default."),
+    "keys": ("nodwyn.cli.keys", "keys", "Set, list and remove credentials in the keychain file."),
     "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
     "replay": ("nodwyn.cli.replay", "replay", "Transcript of a session; --window SEQ proves one request."),
     "summary": ("nodwyn.cli.summary", "summary", "Add, revoke and list reviewed summaries of a session."),
@@ -45,6 +48,16 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise click.UsageError(f"no command {name!r}{hint} (`nodwyn --help` lists them)", ctx)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
@@ -63,8 +76,10 @@ def one_line(message: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    # NO_COLOR (https://no-color.org): set and not empty, no colour even on a terminal
+    color = False if os.environ.get("NO_COLOR") else None
     try:
-        return cli.main(args=argv, prog_name="nodwyn", standalone_mode=False)
+        return cli.main(args=argv, prog_name="nodwyn", standalone_mode=False, color=color)
     except NodwynError as exc:
         click.echo(f"nodwyn: {one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)

@@ -34,7 +34,7 @@ def model_prices() -> dict[str, Prices]:
     from nodwyn.agent.config import load_config
 
     try:
-        return {name: m.prices for name, m in load_config(os.environ).models.items()}
+        return {n: m.prices for n, m in load_config(os.environ).models.items() if m.prices is not None}
     except ConfigError as exc:
         click.echo(f"nodwyn: costs unknown: {exc}", err=True)
         return {}

@@ -9,7 +9,7 @@ from typing import Any, get_args
 
 import click
 
-from nodwyn.fakes.script import load_script
+from nodwyn.fakes.script import ITEM_KEYS, load_script
 from nodwyn.fakes.server import DEFAULT_CACHE, HANDLERS, FakeServer
 from nodwyn.values.model import Family
 
@@ -19,7 +19,16 @@ def fake() -> None:
     """Fake providers that speak each API on 127.0.0.1 with a modelled prompt cache."""
 
 
-@fake.command()
+def _script_help() -> str:
+    lines = "\n".join(f"  {key}: {what}" for key, what in ITEM_KEYS.items())
+    return (
+        "The script (--script) is JSON Lines: one reply per line, answered in order, each an object "
+        "with these keys (all optional):\n\n\b\n" + lines + '\n\nExample line: {"text": "Looking.", '
+        '"calls": [{"name": "fs-read", "arguments": {"path": "a.py"}}]}'
+    )
+
+
+@fake.command(epilog=_script_help())
 @click.option("--api", "api", type=click.Choice(sorted(HANDLERS)), required=True, help="The API to speak.")
 @click.option(
     "--cache",

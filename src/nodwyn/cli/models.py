@@ -6,12 +6,15 @@ import os
 from pathlib import Path
 
 import click
+import orjson
 
-from nodwyn.agent.config import config_path, edit_model, load_config, write_cache_asks
+from nodwyn.agent.config import config_path, edit_model, load_config, set_control, write_cache_asks
 from nodwyn.agent.extensions import trust as trust_dir
 from nodwyn.agent.probe import probe, report
 from nodwyn.agent.setup import backends
+from nodwyn.cli.complete import complete_models
 from nodwyn.errors import ConfigError, ProviderError
+from nodwyn.values.codec import prices_to_json
 
 
 @click.group()
@@ -20,9 +23,26 @@ def models() -> None:
 
 
 @models.command("list")
-def list_models() -> None:
-    """The configured models; * marks the [control] model."""
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per model, one per line.")
+def list_models(as_json: bool) -> None:
+    """The configured models; * marks the [control] model (the default)."""
     config = load_config(os.environ)
+    if as_json:
+        for name in sorted(config.models):
+            m = config.models[name]
+            doc = {
+                "name": name,
+                "default": name == config.control,
+                "api": m.api,
+                "model": m.model,
+                "context_size": m.context_size,
+                "base_url": m.base_url,
+                "credential": m.credential,
+                "takes_images": m.takes_images,
+                "prices": None if m.prices is None else prices_to_json(m.prices),
+            }
+            click.echo(orjson.dumps(doc).decode())
+        return
     for name in sorted(config.models):
         m = config.models[name]
         mark = "*" if name == config.control else " "
@@ -60,13 +80,22 @@ def set_(name: str, pairs: tuple[str, ...]) -> None:
     click.echo(f"updated [models.{name}] in {path}")
 
 
+@models.command("default")
+@click.argument("name", shell_complete=complete_models)
+def default(name: str) -> None:
+    """Make NAME the model sessions use when no -m is given ([control] model)."""
+    path = config_path(os.environ)
+    set_control(path, name)
+    click.echo(f"default model: {name} ([control] model in {path})")
+
+
 def _notice(text: str) -> None:
     """Each retry, as it happens, on stderr."""
     click.echo(f"nodwyn: {text}", err=True)
 
 
 @models.command("test")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_models)
 def test(name: str) -> None:
     """Send two requests as a task would; report what the provider accepted and its cache figures."""
     config = load_config(os.environ)

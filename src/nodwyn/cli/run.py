@@ -1,137 +1,253 @@
-"""``nodwyn run``, ``nodwyn chat`` and ``nodwyn resume``: sessions in the terminal."""
+"""``nodwyn run``, ``nodwyn chat`` and ``nodwyn resume``: sessions in the terminal.
+
+Streams (ADR 0180): the answer goes to stdout; progress and figures (``[session …]``,
+``[request …]``, ``[reply …]``, tool lines, the final figures line) go to stderr. When stdout is a
+terminal the answer streams there as it comes; otherwise (a pipe, a file) the reply text streams
+to stderr as progress and only the turn's final answer is written to stdout. ``--quiet`` drops the
+progress, ``--json`` prints one JSON object instead of the answer.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
+import orjson
+from click.globals import resolve_color_default
 
 from nodwyn.agent.attach import read_image
-from nodwyn.agent.figures import cache_figures, describe
-from nodwyn.agent.loop import Agent
+from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
+from nodwyn.agent.loop import Agent, TurnResult
 from nodwyn.agent.setup import Opened, open_agent
 from nodwyn.agent.tools import Outcome
+from nodwyn.cli.complete import complete_models, complete_sessions
 from nodwyn.errors import NodwynError
+from nodwyn.stats.totals import percent
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import DEFAULT_VERSION
 from nodwyn.values.request import Response
 
+WAIT_TICK = 1.0  # seconds between updates of the waiting line
+
+
+def _err(text: str, *, nl: bool = True, **style: Any) -> None:
+    click.secho(text, nl=nl, err=True, **style)
+
+
+class StatusLine:
+    """``waiting for the model… 12 s`` on stderr while a request has produced nothing yet; only on
+    a terminal, redrawn in place and erased when the first fragment (or the reply) arrives. It is
+    drawn from its own thread, so it writes to the terminal itself (click's context, which knows
+    NO_COLOR, belongs to the main thread)."""
+
+    ERASE = "\r\x1b[2K"  # to the line's start, clear it: cursor control, not colour
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.styled = resolve_color_default() is not False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _write(self, text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def start(self) -> None:
+        if not self.enabled or self._thread is not None:
+            return
+        self._stop.clear()
+        started = time.monotonic()
+
+        def draw() -> None:
+            text = f"waiting for the model… {int(time.monotonic() - started)} s"
+            self._write(self.ERASE + (click.style(text, dim=True) if self.styled else text))
+
+        def tick() -> None:
+            while not self._stop.wait(WAIT_TICK):
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    draw()
+
+        draw()  # at once, however soon the reply comes
+
+        self._thread = threading.Thread(target=tick, name="nodwyn-status", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        with self._lock:
+            self._stop.set()
+            self._write(self.ERASE)
+        self._thread.join()
+        self._thread = None
+
 
 class LineDisplay:
-    """Line mode: the reply as it streams, one line per tool call and result, a cache line per request."""
+    """Line mode: the reply as it streams, one line per tool call and result, one per request and
+    reply; the answer on stdout, the rest on stderr (see the module's docstring)."""
 
-    def __init__(self, verbose: bool = True) -> None:
-        self.verbose = verbose
-        self._open = False
+    def __init__(self, *, answer_live: bool, progress: bool, status: bool, answer: bool = True) -> None:
+        self.answer_live = answer_live  # the reply text streams to stdout (a terminal)
+        self.answer_out = answer  # the turn's answer goes to stdout (not with --json)
+        self.progress = progress
+        self.status = StatusLine(status and progress)
+        self._open_out = False
+        self._open_err = False
 
-    def _end_line(self) -> None:
-        if self._open:
+    def _end_lines(self) -> None:
+        if self._open_out:
             click.echo()
-            self._open = False
+            self._open_out = False
+        if self._open_err:
+            click.echo(err=True)
+            self._open_err = False
 
     def delta(self, kind: str, fragment: str) -> None:
-        if kind == "text":
+        self.status.stop()
+        if kind == "text" and self.answer_live:
             click.echo(fragment, nl=False)
-            self._open = not fragment.endswith("\n")
-        else:
-            click.secho(fragment, nl=False, dim=True)
+            self._open_out = not fragment.endswith("\n")
+        elif self.progress:
+            _err(fragment, nl=False, dim=kind != "text")
+            self._open_err = not fragment.endswith("\n")
 
     def request(self, event: Event) -> None:
-        d = event.data
-        extra = []
-        if d.get("trim"):
-            extra.append(f"trim, elided {len(d.get('elided', []))}")
-        if d.get("no_tools"):
-            extra.append("no tools")
-        if d.get("offered_tools"):
-            extra.append("tools: " + ",".join(d["offered_tools"]))
-        tail = f" ({'; '.join(extra)})" if extra else ""
-        click.secho(f"[request {event.seq} in {event.ctx}, ~{d.get('estimate', '?')} tokens{tail}]", dim=True)
+        if self.progress:
+            self._end_lines()
+            d = event.data
+            extra = []
+            if d.get("trim"):
+                extra.append(f"trim, elided {len(d.get('elided', []))}")
+            if d.get("no_tools"):
+                extra.append("no tools")
+            if d.get("offered_tools"):
+                extra.append("tools: " + ",".join(d["offered_tools"]))
+            tail = f" ({'; '.join(extra)})" if extra else ""
+            _err(f"[request {event.seq} in {event.ctx}, ~{d.get('estimate', '?')} tokens{tail}]", dim=True)
+        self.status.start()
 
     def response(self, event: Event, response: Response) -> None:
-        self._end_line()
+        self.status.stop()
+        self._end_lines()
+        if not self.progress:
+            return
         u = response.usage
         cached = "?" if u.cached_tokens is None else f"{u.cached_tokens:,}"
         prompt = "?" if u.prompt_tokens is None else f"{u.prompt_tokens:,}"
         ms = response.timings.prefill_ms
         timing = "" if ms is None else f", prefill {ms:,.0f} ms"
-        click.secho(f"[reply {event.seq}: {cached} of {prompt} prompt tokens cached{timing}]", dim=True)
+        _err(f"[reply {event.seq}: {cached} of {prompt} prompt tokens cached{timing}]", dim=True)
 
     def tool_call(self, ctx: str, call: ToolCall) -> None:
-        args = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "…"
-        click.secho(f"→ {call.name} {args}", fg="cyan")
+        if self.progress:
+            self._end_lines()
+            args = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "…"
+            _err(f"→ {call.name} {args}", fg="cyan")
 
     def tool_result(self, ctx: str, call: ToolCall, outcome: Outcome) -> None:
+        if not self.progress:
+            return
         first = outcome.text.strip().splitlines()[0] if outcome.text.strip() else ""
         lines = outcome.text.count("\n") + 1
         if outcome.error:
-            click.secho(f"  ✗ {first[:300]}", fg="red")
+            _err(f"  ✗ {first[:300]}", fg="red")
         else:
-            click.secho(f"  ✓ {lines} lines" + (f": {first[:100]}" if first else ""), dim=True)
+            _err(f"  ✓ {lines} lines" + (f": {first[:100]}" if first else ""), dim=True)
 
     def notice(self, text: str) -> None:
-        self._end_line()
-        click.secho(f"nodwyn: {text}", fg="yellow", err=True)
+        self.status.stop()
+        self._end_lines()
+        _err(f"nodwyn: {text}", fg="yellow")
+
+    def answer(self, result: TurnResult) -> None:
+        """After a turn: the final answer on stdout, unless it already streamed there."""
+        self.status.stop()
+        if self.answer_live:
+            self._end_lines()
+        elif result.text and self.answer_out:
+            self._end_lines()
+            click.echo(result.text.rstrip("\n"))
 
 
 def _ask(question: str) -> bool:
     return click.confirm(f"allow {question}?", default=False, err=True)
 
 
-def _finish(agent: Agent) -> None:
-    """The session's cache figures, over the events the agent holds: all of them, or for a session
-    resumed from a start point past its first event, those from there on (ADR 0114)."""
-    figures = cache_figures(agent.log.read(agent.first_seq))
-    since = f" (from seq {agent.first_seq}, where the resumed window starts)" if agent.first_seq > 1 else ""
-    click.echo(f"session {agent.session_id}: {describe(figures)}{since}")
-
-
-def _recipe_option(f: click.decorators.FC) -> click.decorators.FC:
-    return click.option(
-        "--recipe",
-        "recipe",
-        default=None,
-        metavar="window-vN",
-        help=f"The window recipe (default: window-v{DEFAULT_VERSION} for a new session, its own on resume).",
-    )(f)
-
-
-def _options(f: click.decorators.FC) -> click.decorators.FC:
-    f = _recipe_option(f)
-    f = click.option(
-        "--model", "model", default=None, help="A [models.NAME] entry (default: [control] model)."
-    )(f)
-    f = click.option(
-        "--workspace",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="The directory the tools work in (default: the current directory).",
-    )(f)
-    f = click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")(f)
-    f = click.option(
-        "--image",
-        "images",
-        multiple=True,
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help="Attach an image.",
-    )(f)
-    return f
-
-
 def _end_on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
+
+
+class Output:
+    """How a command prints: ``--quiet``, ``--json``, and whether stdout/stderr are terminals."""
+
+    def __init__(self, *, quiet: bool = False, as_json: bool = False) -> None:
+        self.quiet = quiet
+        self.as_json = as_json
+        self.display = LineDisplay(
+            answer_live=sys.stdout.isatty() and not as_json,
+            progress=not quiet,
+            status=sys.stderr.isatty(),
+            answer=not as_json,
+        )
+
+    def info(self, text: str) -> None:
+        if not self.quiet:
+            _err(text, dim=True)
+
+    def turn_line(self, agent: Agent, before: int) -> None:
+        """The turn's figures and cost, after each chat turn."""
+        if self.quiet:
+            return
+        f = cache_figures(agent.log.read(agent.first_seq), after=before)
+        if f.requests:
+            share = "cache: not reported" if f.cached_share is None else f"cached {percent(f.cached_share)}"
+            n = f"{f.requests} request" + ("" if f.requests == 1 else "s")
+            _err(f"[turn: {n}, {share}, cost {cost_text(f)}]", dim=True)
+
+    def finish(self, agent: Agent, result: TurnResult | None = None, before: int = 0) -> None:
+        """The answer as JSON, or the session's figures line: over the events the agent holds (all
+        of them, or for a session resumed from a start point past its first event, those from
+        there on: ADR 0114)."""
+        figures = cache_figures(agent.log.read(agent.first_seq))
+        if self.as_json:
+            turn = cache_figures(agent.log.read(agent.first_seq), after=before)
+            doc: dict[str, Any] = {
+                "session": agent.session_id,
+                "model": agent.model.name,
+                "text": None if result is None else result.text,
+                "stopped": None if result is None else result.stopped,
+                **figures_json(figures),
+                "turn": figures_json(turn),
+            }
+            click.echo(orjson.dumps(doc).decode())
+        elif not self.quiet:
+            since = (
+                f" (from seq {agent.first_seq}, where the resumed window starts)"
+                if agent.first_seq > 1
+                else ""
+            )
+            _err(f"session {agent.session_id}: {describe(figures)}{since}")
 
 
 def _open(
     model: str | None,
     workspace: Path | None,
     yes: bool,
+    out: Output,
     resume: str | None = None,
+    images: tuple[Path, ...] = (),
     recipe: str | None = None,
 ) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
@@ -145,128 +261,303 @@ def _open(
         resume=resume,
         yes=yes,
         ask=_ask,
-        display=LineDisplay(),
+        display=out.display,
         recipe_version=recipe,
     )
     agent = opened.agent
-    click.secho(
+    out.info(
         f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.recipe.version}"
-        f" · workspace {agent.workspace}]",
-        dim=True,
+        f" · workspace {agent.workspace}]"
     )
+    if images and not agent.model.takes_images:  # said now, not after the request
+        out.display.notice(
+            f"model {agent.model.name!r} takes no images (its entry does not set takes_images = true): "
+            f"the {len(images)} attached image(s) are kept in the log but not sent"
+        )
     return opened
 
 
+def _piped_stdin() -> str | None:
+    """What a pipe or file on stdin holds; None on a terminal."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return sys.stdin.read()
+
+
+def _task(task: str | None) -> str | None:
+    """The task: ``-`` (or none) reads it from a pipe; otherwise a pipe's text is context, placed
+    before the task (as ``cat notes.txt | nodwyn run "summarise"`` means)."""
+    piped = _piped_stdin()
+    if task is None or task == "-":
+        if piped is None or not piped.strip():
+            return None
+        return piped.strip("\n")
+    if piped is not None and piped.strip():
+        return f"{piped.rstrip()}\n\n{task}"
+    return task
+
+
+def _session_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--recipe",
+        "recipe",
+        default=None,
+        metavar="window-vN",
+        help=f"The window recipe (default: window-v{DEFAULT_VERSION} for a new session, its own on resume).",
+    )(f)
+    f = click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON object (answer, session, figures, cost)."
+    )(f)
+    f = click.option("-q", "--quiet", is_flag=True, help="Print only the answer (no progress on stderr).")(f)
+    f = click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")(f)
+    f = click.option(
+        "-m",
+        "--model",
+        "model",
+        default=None,
+        shell_complete=complete_models,
+        help="A [models.NAME] entry (default: [control] model; `nodwyn models default NAME` sets it).",
+    )(f)
+    return f
+
+
+def _new_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = _session_options(f)
+    f = click.option(
+        "-c", "--continue", "cont", is_flag=True, help="Continue the latest session instead of a new one."
+    )(f)
+    f = click.option(
+        "--workspace",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="The directory the tools work in (default: the current directory).",
+    )(f)
+    f = click.option(
+        "--image",
+        "images",
+        multiple=True,
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Attach an image.",
+    )(f)
+    return f
+
+
+def _one_turn(opened: Opened, task: str, images: tuple[Path, ...], out: Output) -> None:
+    agent = opened.agent
+    before = agent.log.last_seq
+    result: TurnResult | None = None
+    try:
+        result = agent.user_turn(task, images)
+        out.display.answer(result)
+        if result.stopped:
+            _err(f"nodwyn: the turn ended without an answer: {result.stopped}")
+    finally:
+        out.finish(agent, result, before)
+        opened.close()
+
+
 @click.command()
-@click.argument("task")
-@_options
+@click.argument("task", required=False)
+@_new_options
 def run(
-    task: str,
+    task: str | None,
     model: str | None,
     workspace: Path | None,
     yes: bool,
     images: tuple[Path, ...],
+    cont: bool,
+    quiet: bool,
+    as_json: bool,
     recipe: str | None,
 ) -> None:
-    """Run one task (one turn) and print the session id and its cache figures."""
+    """Run one task (one turn): the answer on stdout, progress and figures on stderr.
+
+    TASK `-` (or no TASK) reads the task from stdin; with a TASK, piped input is context for it.
+    """
+    text = _task(task)
+    if text is None:
+        raise click.UsageError("no TASK: give one, or `-` with the task on stdin")
     for path in images:
         read_image(path)  # a bad image is refused before a session starts
-    opened = _open(model, workspace, yes, recipe=recipe)
-    agent = opened.agent
-    try:
-        result = agent.user_turn(task, images)
-        if result.stopped:
-            click.echo(f"(turn ended: {result.stopped})", err=True)
-    finally:
-        _finish(agent)
-        opened.close()
+    out = Output(quiet=quiet, as_json=as_json)
+    opened = _open(
+        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe
+    )
+    _one_turn(opened, text, images, out)
 
 
-def _chat_loop(opened: Opened, first_images: tuple[Path, ...]) -> None:
+SLASH = {
+    "plan": "/plan TASK: plan first (no tools), then do it",
+    "compact": "/compact: replace the conversation with a note",
+    "model": "/model [NAME]: show or switch the model",
+    "models": "/models: the configured models",
+    "help": "/help: these commands",
+    "quit": "/quit (or /exit, Ctrl-D): end the chat",
+    "exit": "",
+}
+
+
+def _reader(opened: Opened) -> Callable[[], str]:
+    """A line reader: prompt_toolkit's editor and history on a terminal, plain lines otherwise.
+    Raises EOFError at the end (Ctrl-D)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+
+        def plain() -> str:
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line
+
+        return plain
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import WordCompleter
+    from prompt_toolkit.history import FileHistory
+
+    from nodwyn.log import data_root
+
+    history = data_root(os.environ) / "chat-history"
+    history.parent.mkdir(parents=True, exist_ok=True)
+    words = [f"/{name}" for name in SLASH] + [f"/{name}" for name in opened.extensions.strategies]
+    session: PromptSession[str] = PromptSession(
+        history=FileHistory(str(history)),
+        completer=WordCompleter(words, sentence=True),
+        complete_while_typing=False,
+    )
+
+    def edited() -> str:
+        while True:
+            try:
+                return session.prompt("you> ")
+            except KeyboardInterrupt:  # Ctrl-C at the prompt clears the line, as a shell does
+                continue
+
+    return edited
+
+
+def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> None:
     agent = opened.agent
     strategies = opened.extensions.strategies
     images = first_images
     extra = "".join(f", /{name}" for name in sorted(strategies))
-    click.secho(f"chat: type a message; /plan TASK, /compact, /model NAME{extra}, /quit", dim=True)
+    commands = [f"/{c}" for c in SLASH if c != "exit"] + [f"/{s}" for s in sorted(strategies)]
+    out.info(f"chat: type a message; /plan TASK, /compact, /model NAME, /models{extra}, /help, /quit")
+    read = _reader(opened)
     while True:
         try:
-            line = click.prompt("you", prompt_suffix="> ", default="", show_default=False, err=True)
+            line = read()
         except (EOFError, click.exceptions.Abort):
             break
         text = line.strip()
         if not text:
             continue
+        before = agent.log.last_seq
         try:
-            if text in ("/quit", "/exit"):
-                break
-            if text == "/compact":
-                note = agent.compact()
-                click.secho(f"[compacted; the note is {len(note)} characters]", dim=True)
-            elif text.startswith("/model"):
-                name = text.removeprefix("/model").strip()
-                if not name:
-                    click.echo(f"model: {agent.model.name}; configured: {', '.join(sorted(agent.models))}")
+            if text.startswith("/"):
+                name, _, arg = text[1:].partition(" ")
+                arg = arg.strip()
+                if name in ("quit", "exit"):
+                    break
+                if name == "compact":
+                    note = agent.compact()
+                    out.info(f"[compacted; the note is {len(note)} characters]")
+                elif name == "model":
+                    if not arg:
+                        click.echo(
+                            f"model: {agent.model.name}; configured: {', '.join(sorted(agent.models))}"
+                        )
+                    else:
+                        out.info(f"[model {agent.switch_model(arg).name}]")
+                elif name == "models":
+                    for m in sorted(agent.models):
+                        mark = "*" if m == agent.model.name else " "
+                        click.echo(f"{mark} {m}")
+                elif name == "plan":
+                    if not arg:
+                        _err("usage: /plan TASK")
+                        continue
+                    out.display.answer(agent.user_turn(arg, images, plan_first=True))
+                    images = ()
+                elif name in strategies:
+                    strategies[name](agent)  # an extension file's strategy
+                elif name == "help":
+                    for c in commands:
+                        click.echo(SLASH.get(c[1:]) or c)
                 else:
-                    click.secho(f"[model {agent.switch_model(name).name}]", dim=True)
-            elif text.startswith("/plan"):
-                task = text.removeprefix("/plan").strip()
-                if not task:
-                    click.echo("usage: /plan TASK")
+                    from nodwyn.agent.config import did_you_mean
+
+                    hint = did_you_mean(f"/{name}", commands)
+                    _err(f"nodwyn: unknown command /{name}{hint}; commands: {', '.join(commands)}", fg="red")
                     continue
-                agent.user_turn(task, images, plan_first=True)
-                images = ()
-            elif text.startswith("/") and text[1:].split()[0] in strategies:
-                strategies[text[1:].split()[0]](agent)  # an extension file's strategy
-            elif text.startswith("/"):
-                click.echo(f"commands: /plan TASK, /compact, /model NAME{extra}, /quit")
             else:
-                agent.user_turn(text, images)
+                out.display.answer(agent.user_turn(text, images))
                 images = ()
         except NodwynError as exc:
             # A failed request is in the log; the person can go on or /quit and resume later.
-            click.secho(f"nodwyn: {exc}", fg="red", err=True)
+            out.display.status.stop()
+            _err(f"nodwyn: {exc}", fg="red")
             agent.settle()
         except KeyboardInterrupt:
-            click.secho("\nnodwyn: interrupted; the log keeps everything so far", fg="yellow", err=True)
+            out.display.status.stop()
+            _err("\nnodwyn: interrupted; the log keeps everything so far", fg="yellow")
             agent.settle()
-        click.echo()
+        out.turn_line(agent, before)
 
 
 @click.command()
-@_options
+@_new_options
 def chat(
-    model: str | None, workspace: Path | None, yes: bool, images: tuple[Path, ...], recipe: str | None
+    model: str | None,
+    workspace: Path | None,
+    yes: bool,
+    images: tuple[Path, ...],
+    cont: bool,
+    quiet: bool,
+    as_json: bool,
+    recipe: str | None,
 ) -> None:
-    """Interactive turns: /plan TASK, /compact, /model NAME, /quit."""
+    """Interactive turns with line editing and history: /plan TASK, /compact, /model NAME, /models,
+    /help, /quit."""
     for path in images:
         read_image(path)
-    opened = _open(model, workspace, yes, recipe=recipe)
+    out = Output(quiet=quiet, as_json=as_json)
+    opened = _open(
+        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe
+    )
     agent = opened.agent
     try:
-        _chat_loop(opened, images)
+        _chat_loop(opened, images, out)
     finally:
-        _finish(agent)
+        out.finish(agent)
         opened.close()
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.argument("task", required=False)
-@click.option("--model", "model", default=None, help="Switch to this model entry.")
-@click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")
-@_recipe_option
-def resume(session: str, task: str | None, model: str | None, yes: bool, recipe: str | None) -> None:
-    """Continue SESSION: run TASK as its next turn, or chat if no TASK is given. It keeps the window
-    recipe it last ran with unless --recipe asks for another (e.g. --recipe window-v20)."""
-    opened = _open(model, None, yes, resume=session, recipe=recipe)
+@_session_options
+def resume(
+    session: str,
+    task: str | None,
+    model: str | None,
+    yes: bool,
+    quiet: bool,
+    as_json: bool,
+    recipe: str | None,
+) -> None:
+    """Continue SESSION (an id, its random suffix, a unique prefix, or latest/last): run TASK as its
+    next turn (`-` reads it from stdin), or chat if no TASK is given on a terminal. It keeps the
+    window recipe it last ran with unless --recipe asks for another (e.g. --recipe window-v20)."""
+    text = _task(task) if task is not None or not sys.stdin.isatty() else None
+    out = Output(quiet=quiet, as_json=as_json)
+    if text is None and not sys.stdin.isatty():
+        raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
+    opened = _open(model, None, yes, out, resume=session, recipe=recipe)
+    if text is not None:
+        _one_turn(opened, text, (), out)
+        return
     agent = opened.agent
     try:
-        if task is not None:
-            agent.user_turn(task)
-        elif sys.stdin.isatty():
-            _chat_loop(opened, ())
-        else:
-            click.echo("nodwyn: no TASK given and no terminal to chat in; pass TASK", err=True)
+        _chat_loop(opened, (), out)
     finally:
-        _finish(agent)
+        out.finish(agent)
         opened.close()

@@ -13,7 +13,7 @@ from nodwyn.cli.common import ROOT, model_prices, root_dir
 from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.console.views import diagnosis_json, row_json, totals_json
-from nodwyn.stats.totals import Aggregator, RequestRow, percent
+from nodwyn.stats.totals import Aggregator, RequestRow, Sums, percent
 
 
 def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]:
@@ -35,12 +35,19 @@ def _s(count: int) -> str:
     return "" if count == 1 else "s"
 
 
+def _cost(s: Sums, *, short: bool = False) -> str:
+    """``$0.0123``; ``unknown`` when no reply has a price, never ``$0.0000``."""
+    if s.replies and s.cost_unknown == s.replies:
+        return "unknown"
+    if s.cost_unknown and not short:
+        return f"${s.cost_usd:.4f} ({s.cost_unknown} replies without a price or count)"
+    return f"${s.cost_usd:.4f}"
+
+
 def _totals_text(sid: str, agg: Aggregator) -> list[str]:
     t = agg.totals()
     a = t.all
-    cost = f"${a.cost_usd:.4f}" + (
-        f" ({a.cost_unknown} replies without a price or count)" if a.cost_unknown else ""
-    )
+    cost = _cost(a)
     lines = [
         f"session {sid}",
         f"  Token cache rate        {pct(a.cache_rate)}"
@@ -63,7 +70,7 @@ def _totals_text(sid: str, agg: Aggregator) -> list[str]:
     if len(t.by_model) > 1:
         lines.append("  by model:")
         lines += [
-            f"    {m:<24} {pct(s.cache_rate):>8}  {s.requests:>5} requests  ${s.cost_usd:.4f}"
+            f"    {m:<24} {pct(s.cache_rate):>8}  {s.requests:>5} requests  {_cost(s, short=True)}"
             for m, s in t.by_model
         ]
     if t.by_turn:

@@ -62,6 +62,25 @@ _KEYS = {
 }
 QUIRKS = frozenset({"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations"})
 STALLS = ("accept", "headers", "keepalive", "drip")
+# What each key of a script item does, for `nodwyn fake serve --help`.
+ITEM_KEYS: dict[str, str] = {
+    "text": "the reply's text",
+    "thinking": "its reasoning text",
+    "calls": 'tool calls: [{"name": ..., "arguments": {...}, "id": optional}]',
+    "reasoning_details": "OpenRouter reasoning_details, sent back as streamed",
+    "blocks": 'reasoning blocks: [{"type": "thinking"|"redacted_thinking", "thinking": ..., "position": N}]',
+    "error": 'answer an HTTP error instead: {"status": 429, "message": ..., "retry_after": 2, "type": ..., '
+    '"param": ..., "mid_stream": false}',
+    "cut": "true: end the stream before its terminal event",
+    "empty_output": "true (Responses): a terminal event whose output is []",
+    "phase": 'Responses: the message item\'s phase, e.g. "commentary"',
+    "quirks": "what real servers send: " + ", ".join(sorted(QUIRKS)),
+    "stall": 'a provider fault in time: {"when": one of ' + ", ".join(STALLS) + ', "interval": seconds} '
+    "(accept: answer nothing; headers: the 200 headers, then nothing; keepalive: SSE comments every "
+    "interval; drip: openai-chat, the reply then one more delta every interval, never its end)",
+    "flood": 'openai-chat: a reply whose text is this large: {"bytes": N, "line": true|false} '
+    "(64 KB deltas, or one data: line)",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -125,15 +125,20 @@ class Store:
             raise storage_error(exc, f"cannot list the sessions in {self.sessions}") from None
 
     def resolve(self, prefix: str) -> str:
-        """The one session id starting with ``prefix``; ``latest`` names the newest session."""
+        """The one session id starting with ``prefix``, or whose random suffix starts with it
+        (``fcdd3c3d`` for ``20261129T170712Z-fcdd3c3d``); ``latest`` (or ``last``) names the newest."""
         if is_session_id(prefix):
             return prefix
-        if prefix == "latest":
+        if prefix in ("latest", "last"):
             ids = self.ids()
             if not ids:
                 raise NotFoundError(f"no sessions under {self.sessions}; start one with `nodwyn run`")
             return ids[-1]
-        matches = [sid for sid in self.ids() if sid.startswith(prefix)] if prefix else []
+        matches = (
+            [sid for sid in self.ids() if sid.startswith(prefix) or sid[17:].startswith(prefix)]
+            if prefix
+            else []
+        )
         if len(matches) == 1:
             return matches[0]
         if not matches:

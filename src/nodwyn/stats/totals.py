@@ -23,7 +23,7 @@ from nodwyn.errors import NodwynError
 from nodwyn.stats.causes import Cause, event_cause, request_causes
 from nodwyn.stats.cost import Cost, reply_cost
 from nodwyn.stats.prefix import tolerance
-from nodwyn.values.codec import usage_from_json
+from nodwyn.values.codec import recipe_prices, usage_from_json
 from nodwyn.values.events import MAIN_CTX, Event
 from nodwyn.values.model import Prices
 from nodwyn.values.recipe import Flag, parse_version, policy_for
@@ -170,11 +170,15 @@ class Aggregator:
     """Totals and per-request rows kept up to date one event at a time (events in seq order).
 
     ``prices`` maps a model entry's name to its prices; a model without an entry has no cost.
-    Events at or below ``last_seq`` are ignored, so feeding an overlapping range is harmless.
+    A recipe that records prices (``session.start``/``session.resume``) replaces them for the
+    requests after it, so a session is costed at the prices it ran with; ``prices`` serve only
+    logs whose recipes record none. Events at or below ``last_seq`` are ignored, so feeding an
+    overlapping range is harmless.
     """
 
     def __init__(self, prices: Mapping[str, Prices] | None = None) -> None:
-        self._prices = dict(prices or {})
+        self._given = dict(prices or {})
+        self._prices = self._given
         self._all = _Acc()
         self._by_turn: dict[int, _Acc] = {}
         self._by_model: dict[str, _Acc] = {}
@@ -228,6 +232,15 @@ class Aggregator:
             self._problems.append(f"seq {event.seq}: {exc}")
             return
         self._headers_in_system = Flag.IN_CONVERSATION not in policy
+        recorded = recipe.get("prices") if isinstance(recipe, dict) else None
+        if recorded is None:
+            self._prices = self._given
+            return
+        try:
+            self._prices = dict(recipe_prices(recorded, f"seq {event.seq} recipe.prices") or ())
+        except NodwynError as exc:
+            self._problems.append(str(exc))
+            self._prices = {}
 
     def _request(self, event: Event) -> None:
         data = event.data

@@ -225,3 +225,49 @@ def write_keychain(path: Path, entries: Mapping[str, Mapping[str, Any]]) -> None
     with os.fdopen(fd, "w") as fh:
         os.fchmod(fh.fileno(), 0o600)
         json.dump({"credentials": entries}, fh, indent=2)
+
+
+def entry_json(credential: Credential) -> dict[str, Any]:
+    """A credential as its keychain entry."""
+    entry: dict[str, Any] = {"value": credential.value, "origins": sorted(credential.origins)}
+    if credential.scopes:
+        entry["scopes"] = sorted(credential.scopes)
+    if credential.header is not None:
+        entry["header"] = credential.header
+    return entry
+
+
+def save_keychain(path: Path, credentials: Credentials) -> None:
+    """Write the keychain whole: a temporary file created with mode 0600 beside it, then renamed
+    over it, so the file is never readable by others nor half written."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            os.fchmod(fh.fileno(), 0o600)
+            entries = {name: entry_json(c) for name, c in sorted(credentials.by_name.items())}
+            json.dump({"credentials": entries}, fh, indent=2)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def new_credential(
+    name: str, value: str, origins: Iterable[str], scopes: Iterable[str] = (), header: str | None = None
+) -> Credential:
+    """A credential from what a person typed: origins normalised, the header checked."""
+    if header not in (None, "authorization", "x-api-key"):
+        raise ConfigError(
+            f'credential {name!r}: header must be "authorization" or "x-api-key", not {header!r}'
+        )
+    return Credential(
+        name=name,
+        value=value,
+        origins=_origins(name, list(origins)),
+        scopes=frozenset(scopes),
+        header=header,  # type: ignore[arg-type]
+    )

@@ -23,6 +23,7 @@ from nodwyn.values.content import (
     UserMessage,
     UserPart,
 )
+from nodwyn.values.model import Prices
 from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag
 from nodwyn.values.request import Request, Response, Timings, ToolSpec, Usage
 
@@ -275,9 +276,36 @@ def response_from_json(d: Any, where: str = "response") -> Response:
 # -- recipe ------------------------------------------------------------------------------------
 
 
+def prices_to_json(p: Prices) -> Json:
+    out: dict[str, float] = {"input": p.input, "output": p.output}
+    if p.cached_input is not None:
+        out["cached_input"] = p.cached_input
+    if p.cache_write is not None:
+        out["cache_write"] = p.cache_write
+    return out
+
+
+def prices_from_json(d: Any, where: str) -> Prices:
+    num = (int, float)
+    opt = (int, float, type(None))
+    for key in d if isinstance(d, dict) else ():
+        if key not in ("input", "output", "cached_input", "cache_write"):
+            raise CorruptLogError(f"{where}: unknown price {key!r}")
+    return Prices(
+        input=float(_get(d, "input", num, where)),
+        output=float(_get(d, "output", num, where)),
+        cached_input=_float_or_none(_get(d, "cached_input", opt, where, None)),
+        cache_write=_float_or_none(_get(d, "cache_write", opt, where, None)),
+    )
+
+
+def _float_or_none(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
 def recipe_to_json(r: Recipe) -> Json:
     lim = r.limits
-    return {
+    out: dict[str, Any] = {
         "version": f"window-v{r.version}",
         "system": r.system,
         "tools": [tool_to_json(t) for t in r.tools],
@@ -294,6 +322,9 @@ def recipe_to_json(r: Recipe) -> Json:
         "plan_header": r.plan_header,
         **({"flags": [f.value for f in r.extra_flags]} if r.extra_flags else {}),
     }
+    if r.prices is not None:  # written only when recorded, so older recipes encode as they did
+        out["prices"] = {name: prices_to_json(p) for name, p in r.prices}
+    return out
 
 
 def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
@@ -322,6 +353,7 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
         task_header=_get(d, "task_header", opt, where, None),
         plan_header=_get(d, "plan_header", opt, where, None),
         extra_flags=_flags(_get(d, "flags", list, where, []), f"{where}.flags"),
+        prices=recipe_prices(_get(d, "prices", (dict, type(None)), where, None), f"{where}.prices"),
     )
 
 
@@ -334,3 +366,11 @@ def _flags(raw: list[Any], where: str) -> tuple[Flag, ...]:
     if len(set(out)) != len(out):
         raise CorruptLogError(f"{where}: a flag is named twice")
     return tuple(out)
+
+
+def recipe_prices(d: Any, where: str) -> tuple[tuple[str, Prices], ...] | None:
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise CorruptLogError(f"{where}: expected an object of prices by model entry")
+    return tuple((name, prices_from_json(p, f"{where}.{name}")) for name, p in sorted(d.items()))

@@ -50,7 +50,7 @@ class ModelSettings:
     reasoning_details_only: bool = False
     takes_images: bool = False
     reasoning_effort: str | None = None
-    prices: Prices = Prices()
+    prices: Prices | None = None  # None: the entry states no prices (its cost is unknown)
 
     @property
     def origin(self) -> Origin:

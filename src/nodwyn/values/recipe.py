@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from nodwyn.errors import UnknownRecipeError
+from nodwyn.values.model import Prices
 from nodwyn.values.request import ToolSpec
 
 
@@ -132,6 +133,9 @@ class Recipe:
     task_header: str | None = None  # None means the default text
     plan_header: str | None = None
     extra_flags: tuple[Flag, ...] = ()  # flags of their own beside the version's (EXTRA_FLAGS)
+    # The prices (by model entry) the session ran with, for its cost; None in logs written before
+    # they were recorded. Not read by the window: no request depends on it (ADR 0180).
+    prices: tuple[tuple[str, Prices], ...] | None = None
 
     @property
     def policy(self) -> Policy:
