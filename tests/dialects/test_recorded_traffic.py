@@ -30,6 +30,8 @@ from .recorded import (
 )
 
 CASES = all_cases()
+# The openai SDK warns while serialising a web_search_call it parsed itself (its own union types).
+pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
 
 
 def decode(case: Case, base_url: str | None = None) -> Response:
