@@ -260,3 +260,105 @@ def test_blobs_reach_the_log_byte_for_byte(tmp_path: Path) -> None:
     assert read == event
     assert read.data["reasoning_details"] == blobs
     assert read.data["_redaction"] == {"replaced": {}, "unknown_entropy": 60}
+
+
+# -- the rule set (gitleaks' rules as data) and the shapes added for issue 11 ------------------
+
+
+def test_every_vendored_rule_compiles_and_needs_ten_characters() -> None:
+    import re._parser as sre_parse  # the minimum width of a pattern
+
+    from nodwyn.log.redact import _GITLEAKS_SHORT
+    from nodwyn.log.ruleset import EXCLUDED, gitleaks
+
+    rules = gitleaks().rules
+    assert len(rules) >= 200
+    assert not {r.id for r in rules} & EXCLUDED
+    for rule in rules:
+        low, _ = sre_parse.parse(rule.regex.pattern, rule.regex.flags).getwidth()
+        assert low >= _GITLEAKS_SHORT, rule.id  # redact skips the rule set on shorter strings
+
+
+@pytest.mark.parametrize(
+    ("go", "python"),
+    [
+        (r"\b(SG\.(?i)[a-z0-9=_\-\.]{66})", r"\b(SG\.(?i:[a-z0-9=_\-\.]{66}))"),
+        ("a(?i)b|c", "a(?i:b)|(?i:c)"),
+        (r"(?i)x(?-i:[Aa]pi)", r"(?i)x(?-i:[Aa]pi)"),
+        (r"[[:alnum:]]{14}\z", r"[A-Za-z0-9]{14}\Z"),
+        (r"[\w[]", r"[\w\[]"),
+    ],
+)
+def test_go_regexes_are_translated(go: str, python: str) -> None:
+    from nodwyn.log.ruleset import translate
+
+    assert translate(go) == python
+
+
+def test_a_leading_word_boundary_becomes_a_literal_first() -> None:
+    import re
+
+    from nodwyn.log.ruleset import literal_first
+
+    fast = literal_first(r"\b(npm_[a-z0-9]{36})\b")
+    assert fast.startswith("(npm_")
+    for text in ["x npm_" + "a1" * 18 + " y", "xnpm_" + "a1" * 18, "_npm_" + "a1" * 18]:
+        assert bool(re.search(fast, text)) == bool(re.search(r"\b(npm_[a-z0-9]{36})\b", text))
+
+
+CODE_LOOKALIKES = [
+    "self.password = password",
+    "    token = self.next_token()",
+    "def login(user: str, password: str) -> None:",
+    "key_password=self.key_password,",
+    'credential = "OPENROUTER_API_KEY"',
+    "PASSWD = getpass.getpass(prompt)",
+    "_PER_TOKEN = 1e-6",
+    "headers = {'Authorization': f'Bearer {token}'}",
+    "access_token=None,",
+    "password: ${DB_PASSWORD}",
+    'export OPENAI_API_KEY="$OPENAI_API_KEY"',
+    "the secret of a good cache is a stable prefix; the key is the session id",
+]
+
+
+@pytest.mark.parametrize("text", CODE_LOOKALIKES)
+def test_code_and_prose_that_names_secrets_is_not_changed(text: str) -> None:
+    out, report = redact_text(text)
+    assert out == text
+    assert report.replaced == ()
+
+
+def test_the_security_corpus_redacts_idempotently() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "security"))
+    from test_attack_redaction import SHAPES as CORPUS
+
+    text = "\n".join(t.format(s) for _, t, s in CORPUS)
+    once, _ = redact_text(text)
+    twice, second = redact_text(once)
+    assert twice == once
+    assert second.replaced == ()
+
+
+def test_known_credential_values_are_replaced_whatever_their_shape() -> None:
+    from nodwyn.log.redact import Known
+
+    held = Known.of(["kc-value-not-a-known-shape-123", "short"])  # 'short' is below MIN_KNOWN
+    out, report = redact(
+        {"a": "env: X=kc-value-not-a-known-shape-123;", "kc-value-not-a-known-shape-123": "short"}, held
+    )
+    assert out == {"a": "env: X=[redacted:credential];", "[redacted:credential]": "short"}
+    assert dict(report.replaced) == {"credential": 2}
+    assert "kc-value" not in repr(held)
+
+
+def test_a_known_value_is_found_inside_a_long_blob() -> None:
+    from nodwyn.log.redact import Known
+
+    value = "QmFzZTY0TG9va2luZ0tleVZhbHVlMTIz"
+    blob = base64.b64encode(random.Random(3).randbytes(3000)).decode()
+    out, report = redact(blob[:2000] + value + blob[2000:], Known.of([value]))
+    assert value not in out
+    assert dict(report.replaced) == {"credential": 1}

@@ -1,0 +1,107 @@
+"""Redaction speed on what sessions append: prose, source code, a tool's env dump, reasoning blobs.
+
+For each payload, the median time of ``redact(payload)`` is compared with the same run's baseline,
+``orjson.dumps(payload)`` (what every append does anyway). ``--old FILE`` also times another
+``redact.py`` (e.g. an earlier release's, from ``git show REV:src/nodwyn/log/redact.py``), so a
+change to the rules can be reported before/after on the same machine and load.
+
+    git show 12cbafd:src/nodwyn/log/redact.py > /tmp/redact_old.py
+    .venv/bin/python bench/redact.py --old /tmp/redact_old.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib.util
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from nodwyn.log.redact import Known, redact
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def payloads() -> dict[str, dict[str, Any]]:
+    rng = random.Random(7)
+    words = "the quick brown fox jumps over the lazy dog while the build runs its tests "
+    code = (ROOT / "src/nodwyn/agent/loop.py").read_text()
+    env = "\n".join(f"VAR_{i}=value-{i}" for i in range(60)) + "\nHOME=/root\nPATH=/usr/bin:/bin\n"
+    return {
+        "prose 500 B": {"text": (words * 10)[:500], "i": 1, "call_id": "call_00000001"},
+        "code 4 KB": {"text": code[:4096]},
+        "code 64 KB": {"text": (code * 8)[:65536]},
+        "env dump 1 KB": {"text": env},
+        "reasoning blobs 10 x 16 KB": {
+            "reasoning_details": [
+                {
+                    "type": "reasoning.encrypted",
+                    "data": base64.urlsafe_b64encode(rng.randbytes(16384)).decode(),
+                }
+                for _ in range(10)
+            ]
+        },
+    }
+
+
+def timed(fn: Callable[[], object], runs: int) -> float:
+    fn()
+    samples = []
+    for _ in range(runs):
+        n = 0
+        start = time.perf_counter()
+        while True:
+            fn()
+            n += 1
+            elapsed = time.perf_counter() - start
+            if elapsed > 0.05:
+                break
+        samples.append(elapsed / n)
+    return statistics.median(samples)
+
+
+def load_old(path: Path) -> Callable[[Any], Any]:
+    spec = importlib.util.spec_from_file_location("redact_old", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["redact_old"] = module
+    spec.loader.exec_module(module)
+    old: Callable[[Any], Any] = module.redact
+    return old
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=7, help="samples per case; the median is reported")
+    parser.add_argument("--old", type=Path, default=None, help="another redact.py to time beside this one")
+    args = parser.parse_args()
+    old = load_old(args.old) if args.old else None
+    known = Known.of(["kc-" + "9f8e7d6c5b4a" * 3])
+    head = "| payload | orjson.dumps (baseline) | redact | vs baseline |"
+    rule = "|---|---:|---:|---:|"
+    if old:
+        head += " old redact | new vs old |"
+        rule += "---:|---:|"
+    print(head)
+    print(rule)
+    for name, payload in payloads().items():
+        base = timed(lambda p=payload: orjson.dumps(p), args.runs)  # type: ignore[misc]
+        new = timed(lambda p=payload: redact(p, known), args.runs)  # type: ignore[misc]
+        row = f"| {name} | {base * 1e6:,.1f} µs | {new * 1e6:,.1f} µs | {new / base:.1f}x |"
+        if old:
+            was = timed(lambda p=payload: old(p), args.runs)  # type: ignore[misc]
+            row += f" {was * 1e6:,.1f} µs | {new / was:.2f}x |"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
