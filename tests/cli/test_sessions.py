@@ -37,15 +37,17 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return code, out, err
 
 
-def test_sessions_lists_id_start_last_events_size(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sessions_lists_id_start_model_requests_cache_cost_first_message(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     first, second = _session(home, 3), _session(home, 5)
     code, out, err = _run(["sessions"], capsys)
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split() == ["SESSION", "START", "LAST", "EVENT", "EVENTS", "SIZE"]
+    assert lines[0].split() == ["SESSION", "START", "MODEL", "REQS", "CACHE", "COST", "FIRST", "MESSAGE"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert set(rows) == {first, second}
-    assert rows[second][5] == "5"
+    assert rows[second][3:] == ["-", "0", "-", "-", "message", "0"]  # no model request yet
     code, out, _ = _run(["sessions", "--json"], capsys)
     items = {d["id"]: d for d in map(orjson.loads, out.splitlines())}
     with Store(home).open(second) as log:

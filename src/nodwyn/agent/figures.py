@@ -108,3 +108,48 @@ def figures_json(f: CacheFigures) -> dict[str, Any]:
         "cost_usd": f.cost,
         "cost_complete": f.cost_unknown == 0,
     }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overview:
+    """A session as ``nodwyn sessions`` lists it: its first message, the model it last ran on, its
+    figures and cost, and whether a search matched its messages or replies."""
+
+    first_message: str | None
+    model: str | None
+    figures: CacheFigures
+    matched: bool
+
+
+def overview(
+    events: Iterable[Event], prices: Mapping[str, Prices] | None = None, *, query: str | None = None
+) -> Overview:
+    """One pass over a session's events; ``query`` is searched (ignoring case) in the person's
+    messages and the replies' text."""
+    needle = query.casefold() if query else None
+    first: str | None = None
+    model: str | None = None
+    matched = needle is None
+
+    def watch(events: Iterable[Event]) -> Iterable[Event]:
+        nonlocal first, model, matched
+        for e in events:
+            if e.kind == "user.msg" and e.ctx == "main":
+                text = e.data.get("text")
+                if isinstance(text, str):
+                    if first is None:
+                        first = text
+                    if needle is not None and not matched and needle in text.casefold():
+                        matched = True
+            elif e.kind in ("session.start", "session.resume", "model.switch"):
+                named = e.data.get("model")
+                model = named if isinstance(named, str) else model
+            elif e.kind == "llm.resp" and needle is not None and not matched:
+                response = e.data.get("response")
+                text = response.get("text") if isinstance(response, dict) else None
+                if isinstance(text, str) and needle in text.casefold():
+                    matched = True
+            yield e
+
+    figures = cache_figures(watch(events), prices)
+    return Overview(first_message=first, model=model, figures=figures, matched=matched)

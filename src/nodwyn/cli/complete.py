@@ -24,7 +24,7 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
     except (NodwynError, OSError):
         return []
     names = ["latest", "last", *reversed(ids)]
-    return [CompletionItem(n) for n in names if n.startswith(incomplete) or n.endswith(f"-{incomplete}")]
+    return [CompletionItem(n) for n in names if n.startswith(incomplete) or n[17:].startswith(incomplete)]
 
 
 def complete_models(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:

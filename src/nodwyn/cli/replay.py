@@ -10,6 +10,7 @@ import click
 import orjson
 
 from nodwyn.cli.common import ROOT, store_for
+from nodwyn.cli.complete import complete_sessions
 from nodwyn.errors import CorruptLogError, NodwynError
 from nodwyn.log import SessionLog
 from nodwyn.replay.exact import Verdict, replay_request, verify_all
@@ -124,7 +125,7 @@ class _Counting:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.option(
     "--window", "seq", type=click.IntRange(min=1), default=None, help="rebuild request SEQ and prove it"
 )

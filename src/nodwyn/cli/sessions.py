@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, store_for
-from nodwyn.errors import NotFoundError
-from nodwyn.log import SessionInfo
+from nodwyn.agent.figures import Overview, overview
+from nodwyn.cli.common import ROOT, model_prices, store_for
+from nodwyn.cli.complete import complete_sessions
+from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.log import SessionInfo, Store
 from nodwyn.log.jsonl import encode_event
+from nodwyn.stats.totals import percent
 from nodwyn.values.events import Event
+from nodwyn.values.model import Prices
 
 _DATA_WIDTH = 160
 
@@ -31,42 +36,78 @@ def _when(t: str | None) -> str:
     return "-" if t is None else t[:19].replace("T", " ")
 
 
-def _info_json(info: SessionInfo) -> bytes:
-    return orjson.dumps(
-        {
-            "id": info.id,
-            "start": info.start,
-            "last": info.last,
-            "events": info.events,
-            "size": info.size,
-            "torn_bytes": info.torn_bytes,
-            "error": info.error,
-        }
-    )
+def _info_json(info: SessionInfo, view: Overview | None) -> bytes:
+    doc: dict[str, Any] = {
+        "id": info.id,
+        "start": info.start,
+        "last": info.last,
+        "events": info.events,
+        "size": info.size,
+        "torn_bytes": info.torn_bytes,
+        "error": info.error,
+    }
+    if view is not None:
+        doc.update(
+            first_message=view.first_message,
+            model=view.model,
+            requests=view.figures.requests,
+            cache_share=view.figures.cached_share,
+            cost_usd=view.figures.cost,
+        )
+    return orjson.dumps(doc)
+
+
+def _overview(store: Store, sid: str, prices: dict[str, Prices], query: str | None) -> Overview | None:
+    try:
+        with store.open(sid) as session_log:
+            return overview(session_log.read(1), prices, query=query)
+    except NodwynError:
+        return None  # the info row says why it cannot be read
+
+
+def _line(text: str | None, width: int) -> str:
+    if not text:
+        return "-"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per session, one per line")
+@click.option("-q", "--query", default=None, help="only sessions whose messages or replies hold TEXT")
 @ROOT
-def sessions(as_json: bool, root: Path | None) -> None:
-    """List sessions, oldest first: id, start, last event, events, size."""
+def sessions(as_json: bool, query: str | None, root: Path | None) -> None:
+    """List sessions, oldest first: id, start, model, requests, cache share, cost, first message."""
     store = store_for(root)
     infos = store.list()
+    prices = model_prices()
+    rows = [(info, _overview(store, info.id, prices, query)) for info in infos]
+    if query is not None:
+        rows = [(info, view) for info, view in rows if view is not None and view.matched]
     if as_json:
-        for info in infos:
-            click.echo(_info_json(info))
+        for info, view in rows:
+            click.echo(_info_json(info, view))
         return
-    if not infos:
-        click.echo(f"no sessions under {store.sessions}")
+    if not rows:
+        click.echo(f"no sessions under {store.sessions}" + (f" match {query!r}" if query else ""))
         return
-    click.echo(f"{'SESSION':<25}  {'START':<19}  {'LAST EVENT':<19}  {'EVENTS':>8}  {'SIZE':>9}")
-    for info in infos:
+    click.echo(
+        f"{'SESSION':<25}  {'START':<16}  {'MODEL':<12}  {'REQS':>5}  {'CACHE':>5}  {'COST':>9}  "
+        "FIRST MESSAGE"
+    )
+    for info, view in rows:
         note = f"  unreadable: {info.error}" if info.error else ""
         if info.torn_bytes and not info.error:
             note = f"  ({info.torn_bytes} bytes after the last whole event)"
+        if view is None:
+            click.echo(f"{info.id:<25}  {_when(info.start)[:16]:<16}{note}")
+            continue
+        f = view.figures
+        cost = "-" if not f.requests else ("unknown" if f.cost is None else f"${f.cost:.4f}")
+        share = "-" if f.cached_share is None else percent(f.cached_share)
         click.echo(
-            f"{info.id:<25}  {_when(info.start):<19}  {_when(info.last):<19}  "
-            f"{info.events:>8}  {_size(info.size):>9}{note}"
+            f"{info.id:<25}  {_when(info.start)[:16]:<16}  {_line(view.model, 12):<12}  {f.requests:>5}  "
+            f"{share:>5}  {cost:>9}  {_line(view.first_message, 60)}{note}"
         )
 
 
@@ -78,7 +119,7 @@ def _event_text(event: Event) -> str:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.option("--from", "first", type=click.IntRange(min=1), default=1, show_default=True, help="first seq")
 @click.option("--to", "last", type=click.IntRange(min=1), default=None, help="last seq (default: the last)")
 @click.option("--json", "as_json", is_flag=True, help="print each event as its JSON line")

@@ -10,6 +10,7 @@ import click
 import orjson
 
 from nodwyn.cli.common import ROOT, model_prices, root_dir
+from nodwyn.cli.complete import complete_sessions
 from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.console.views import diagnosis_json, row_json, totals_json
@@ -104,7 +105,7 @@ def _emit_json(value: Any) -> None:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.option("--json", "as_json", is_flag=True, help="print the totals and rows as JSON")
 @ROOT
 def stats(session: str, as_json: bool, root: Path | None) -> None:
@@ -126,7 +127,7 @@ def stats(session: str, as_json: bool, root: Path | None) -> None:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.option("--json", "as_json", is_flag=True, help="print the diagnoses as JSON")
 @ROOT
 def cache(session: str, as_json: bool, root: Path | None) -> None:

@@ -8,6 +8,7 @@ import click
 import orjson
 
 from nodwyn.cli.common import ROOT, store_for
+from nodwyn.cli.complete import complete_sessions
 from nodwyn.errors import ConfigError
 from nodwyn.replay.summaries import SummaryInfo, add_summary, revoke_summary, summaries
 
@@ -29,7 +30,7 @@ def _read_text(path: Path) -> str:
 
 
 @summary.command("add")
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.option(
     "--from", "first", type=click.IntRange(min=1), required=True, help="seq of the span's first event"
 )
@@ -47,7 +48,7 @@ def add(session: str, first: int, last: int, file: Path, root: Path | None) -> N
 
 
 @summary.command("revoke")
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.argument("summary_seq", type=click.IntRange(min=1))
 @ROOT
 def revoke(session: str, summary_seq: int, root: Path | None) -> None:
@@ -68,7 +69,7 @@ def _line(s: SummaryInfo) -> str:
 
 
 @summary.command("list")
-@click.argument("session")
+@click.argument("session", shell_complete=complete_sessions)
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per summary")
 @ROOT
 def list_(session: str, as_json: bool, root: Path | None) -> None:
