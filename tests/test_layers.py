@@ -21,7 +21,19 @@ ALLOWED: dict[str, set[str]] = {
     "fakes": {"log"},
     "agent": {"log", "window", "replay", "dialects", "transport", "stats"},
     "console": {"log", "window", "replay", "stats", "agent"},
-    "cli": {"log", "window", "replay", "dialects", "transport", "agent", "stats", "fakes", "console"},
+    "export": {"log", "replay", "stats", "console"},
+    "cli": {
+        "log",
+        "window",
+        "replay",
+        "dialects",
+        "transport",
+        "agent",
+        "stats",
+        "fakes",
+        "console",
+        "export",
+    },
 }
 PURE = {"values", "window", "dialects", "stats"}
 # Modules that reach the disk, the network, the clock, the environment or other processes.

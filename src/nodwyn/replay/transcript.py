@@ -213,6 +213,69 @@ def _other(ev: Event) -> list[str]:
     return [f"? unknown event kind {k!r}: {_s(d)}"]
 
 
+# What a person calls each kind of event (the console's transcript and the Markdown export).
+LABELS = {
+    "session.start": "session started",
+    "session.resume": "session resumed",
+    "user.msg": "person",
+    "llm.req": "request",
+    "llm.resp": "reply",
+    "tool.result": "tool result",
+    "gate.plan": "plan",
+    "result.fold": "tool result folded",
+    "summary.add": "summary",
+    "summary.revoke": "summary withdrawn",
+    "ctx.open": "context opened",
+    "ctx.close": "context closed",
+    "ctx.widen": "context widened",
+    "model.switch": "model switched",
+    "note": "note",
+    "log.repaired": "log repaired",
+}
+
+
+def label(kind: str) -> str:
+    return LABELS.get(kind, kind)
+
+
+def in_words(ev: Event) -> str | None:
+    """A sentence for the bookkeeping events (contexts, folds, summaries, switches, repairs) as a
+    person would say it, instead of their fields; None for the kinds shown by their own text."""
+    d = _dict(ev.data)
+    k = ev.kind
+    cid = _s(d.get("id"))
+    if k == "ctx.open" and d.get("kind") == "sub":
+        tools = [_s(t) for t in _list(d.get("offered_tools"))]
+        return f"A sub-agent started ({cid})" + (f" with the tools {', '.join(tools)}" if tools else "") + "."
+    if k == "ctx.open" and d.get("lasting") is True:
+        return (
+            "The conversation was compacted: later requests start from the note the model wrote; "
+            "the earlier conversation stays in the log."
+        )
+    if k == "ctx.open":
+        return f"The conversation narrowed to a side task ({cid}); what came before is hidden until it ends."
+    if k == "ctx.close":
+        return f"The side conversation {cid} ended" + (": its answer follows." if "result" in d else ".")
+    if k == "ctx.widen":
+        return f"The side conversation {cid} ended and joined the conversation it came from."
+    if k == "result.fold":
+        return f"The tool result at #{_s(d.get('target'))} was replaced by a short note to save room."
+    if k == "summary.add":
+        return f"Events #{_s(d.get('first'))} to #{_s(d.get('last'))} are shown to the model as a summary."
+    if k == "summary.revoke":
+        return (
+            f"The summary at #{_s(d.get('summary'))} was withdrawn; the events it stood for are shown again."
+        )
+    if k == "model.switch":
+        return f"Switched to the model {_s(d.get('model'))}."
+    if k == "log.repaired":
+        return (
+            f"A torn last line ({_s(d.get('truncated_bytes'))} bytes, from a run that stopped mid-write) "
+            "was cut when the session was opened again."
+        )
+    return None
+
+
 _RENDER = {
     "user.msg": _user,
     "llm.req": _request,

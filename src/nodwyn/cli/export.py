@@ -1,0 +1,121 @@
+"""``nodwyn export SESSION --format md|json|otel``: a session for people and other tools."""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import click
+import orjson
+
+from nodwyn.cli.common import ROOT, model_prices, store_for
+from nodwyn.errors import ConfigError
+
+
+def _version() -> str:
+    try:
+        return version("nodwyn")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _headers(pairs: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(
+                f"--otlp-header {pair!r} is not NAME=VALUE; pass e.g. --otlp-header x-api-key=..."
+            )
+        out[name.strip()] = value.strip()
+    return out
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "json", "otel"]),
+    default="md",
+    show_default=True,
+    help="md: a Markdown transcript; json: the session as one JSON document; otel: OpenTelemetry spans",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="write here instead of stdout",
+)
+@click.option(
+    "--otlp-endpoint",
+    default=None,
+    metavar="URL",
+    help="otel: send the spans to this OTLP/HTTP endpoint (e.g. http://127.0.0.1:4318), not to stdout",
+)
+@click.option(
+    "--otlp-protocol",
+    type=click.Choice(["protobuf", "json"]),
+    default="protobuf",
+    show_default=True,
+    help="otel: the body sent to --otlp-endpoint",
+)
+@click.option(
+    "--otlp-header", multiple=True, metavar="NAME=VALUE", help="otel: a header to send (repeatable)"
+)
+@ROOT
+def export(
+    session: str,
+    fmt: str,
+    out: Path | None,
+    otlp_endpoint: str | None,
+    otlp_protocol: str,
+    otlp_header: tuple[str, ...],
+    root: Path | None,
+) -> None:
+    """Export SESSION (an id, a unique prefix, or latest) as Markdown, JSON or OpenTelemetry spans."""
+    if otlp_endpoint is not None and fmt != "otel":
+        raise click.UsageError("--otlp-endpoint sends spans: use it with --format otel")
+    headers = _headers(otlp_header)
+    store = store_for(root)
+    sid = store.resolve(session)
+    with store.open(sid) as log:
+        events = list(log.read())
+    from nodwyn.stats.totals import Aggregator
+
+    agg = Aggregator(model_prices())
+    body: bytes
+    if fmt == "json":
+        from nodwyn.export.document import document
+
+        body = orjson.dumps(document(events, sid, agg, nodwyn_version=_version()), option=orjson.OPT_INDENT_2)
+        body += b"\n"
+    elif fmt == "md":
+        from nodwyn.export.markdown import markdown
+
+        agg.feed_all(events)
+        body = ("\n".join(markdown(events, sid, agg.totals())).rstrip() + "\n").encode()
+    else:
+        from nodwyn.export import otel
+
+        found = otel.spans(events, sid)
+        if otlp_endpoint is not None:
+            from nodwyn.export.send import post_otlp
+
+            encoded = (
+                otel.otlp_protobuf(found, sid, _version())
+                if otlp_protocol == "protobuf"
+                else orjson.dumps(otel.otlp_json(found, sid, _version()))
+            )
+            url = post_otlp(otlp_endpoint, encoded, otlp_protocol, headers=headers)
+            click.echo(f"sent {len(found)} spans of session {sid} to {url}", err=True)
+            return
+        body = orjson.dumps(otel.otlp_json(found, sid, _version()), option=orjson.OPT_INDENT_2) + b"\n"
+    if out is not None:
+        out.write_bytes(body)
+        click.echo(f"wrote {out}", err=True)
+    else:
+        sys.stdout.buffer.write(body)
+        sys.stdout.flush()

@@ -1,0 +1,1 @@
+"""Sessions exported for people and other tools: Markdown, one JSON document, OpenTelemetry."""

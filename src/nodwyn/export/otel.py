@@ -1,0 +1,415 @@
+"""A session as OpenTelemetry spans following the GenAI semantic conventions (ADR 0190).
+
+One trace per session: a root ``invoke_agent nodwyn`` span from the first event to the last, an
+``invoke_agent`` span per sub-agent or narrowing context, one ``chat {model}`` span (kind CLIENT)
+per model request, from its ``llm.req`` to its ``llm.resp``, and one ``execute_tool {name}`` span
+(kind INTERNAL) per tool call, from the reply that asked for it to its ``tool.result``. Ids are
+derived from the session id and the event's seq, so exporting a session twice gives the same
+spans (a backend deduplicates them) and nothing random enters.
+
+This module is pure: ``spans(events, session)`` builds the spans; ``otlp_json`` and
+``otlp_protobuf`` encode an ``ExportTraceServiceRequest`` in OTLP's JSON mapping and in protobuf
+wire format (written here: no SDK, no generated classes; the official ``opentelemetry-proto``
+decodes it in the tests). Sending is ``send.post_otlp``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from nodwyn.values.events import MAIN_CTX, Event
+
+SCOPE = "nodwyn.export"
+# The GenAI conventions this mapping follows (attribute names as of semantic conventions 1.37+).
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+KIND_INTERNAL = 1
+KIND_CLIENT = 3
+STATUS_UNSET = 0
+STATUS_ERROR = 2
+
+AttrValue = str | int | float | bool | tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
+    trace_id: bytes  # 16 bytes
+    span_id: bytes  # 8 bytes
+    parent_id: bytes  # 8 bytes, or b"" for the root
+    name: str
+    kind: int
+    start_ns: int
+    end_ns: int
+    attributes: tuple[tuple[str, AttrValue], ...]
+    status: int = STATUS_UNSET
+    message: str = ""
+
+
+def _id(*parts: str, size: int) -> bytes:
+    return hashlib.sha256("\x00".join(parts).encode()).digest()[:size]
+
+
+def unix_ns(t: str) -> int:
+    """An event time (ISO 8601 UTC, as the log writes it) in nanoseconds since the epoch; 0 if
+    the log holds something else (a damaged time is not a reason to drop the span)."""
+    try:
+        moment = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _server(origin: dict[str, Any]) -> list[tuple[str, AttrValue]]:
+    """``gen_ai.provider.name`` and ``server.*`` from the request's origin. The log records the
+    model entry's server name and URL, not which company runs it, and nothing is guessed from a
+    URL: the provider is the server the entry names, else the URL's host."""
+    out: list[tuple[str, AttrValue]] = []
+    url = origin.get("url")
+    host, port = None, None
+    if isinstance(url, str) and url:
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+            if port is None and parts.scheme in ("http", "https"):
+                port = 443 if parts.scheme == "https" else 80
+        except ValueError:
+            host = None
+    server = origin.get("server")
+    provider = server if isinstance(server, str) and server else host
+    out.append(("gen_ai.provider.name", provider or "unknown"))
+    if host:
+        out.append(("server.address", host))
+        if port is not None:
+            out.append(("server.port", port))
+    return out
+
+
+def _usage(usage: dict[str, Any]) -> list[tuple[str, AttrValue]]:
+    """Token counts the provider reported; a count it did not report is left out, not zero.
+    ``prompt_tokens`` is the whole prompt, cache reads and writes included, as the conventions
+    ask of ``gen_ai.usage.input_tokens``."""
+    pairs = [
+        ("gen_ai.usage.input_tokens", "prompt_tokens"),
+        ("gen_ai.usage.output_tokens", "output_tokens"),
+        ("gen_ai.usage.cache_read.input_tokens", "cached_tokens"),
+        ("gen_ai.usage.cache_creation.input_tokens", "cache_write_tokens"),
+        ("gen_ai.usage.reasoning.output_tokens", "reasoning_tokens"),
+    ]
+    out: list[tuple[str, AttrValue]] = []
+    for name, key in pairs:
+        value = _int(usage.get(key))
+        if value is not None:
+            out.append((name, value))
+    return out
+
+
+def spans(events: Iterable[Event], session: str, *, agent: str = "nodwyn") -> list[Span]:
+    """The session's spans: the root first, then in the order their events were logged."""
+    trace = _id("nodwyn-trace", session, size=16)
+    root = _id("nodwyn-span", session, "session", size=8)
+    ctx_span: dict[str, bytes] = {MAIN_CTX: root}
+    ctx_open: dict[str, tuple[Event, str]] = {}  # ctx id -> its ctx.open and its kind
+    requests: dict[int, Event] = {}  # llm.req seq -> event, until answered
+    calls: dict[str, tuple[Event, dict[str, Any]]] = {}  # tool call id -> the reply asking, the call
+    out: list[Span] = []
+    first_t = last_t = ""
+    first_model = ""
+
+    def parent(ctx: str) -> bytes:
+        return ctx_span.get(ctx, root)
+
+    def common() -> list[tuple[str, AttrValue]]:
+        return [("gen_ai.conversation.id", session)]
+
+    for ev in events:
+        first_t = first_t or ev.t
+        last_t = ev.t
+        data = _d(ev.data)
+        if ev.kind in ("session.start", "session.resume") and not first_model:
+            model = data.get("model")
+            first_model = model if isinstance(model, str) else ""
+        elif ev.kind == "ctx.open":
+            cid = data.get("id")
+            if isinstance(cid, str):
+                ctx_span[cid] = _id("nodwyn-span", session, str(ev.seq), size=8)
+                kind = data.get("kind")
+                ctx_open[cid] = (ev, kind if isinstance(kind, str) else "sub")
+        elif ev.kind == "ctx.close":
+            cid = data.get("id")
+            opened = ctx_open.pop(cid, None) if isinstance(cid, str) else None
+            if opened is not None and isinstance(cid, str):
+                out.append(_context_span(trace, ctx_span[cid], parent(opened[0].ctx), opened, ev, session))
+        elif ev.kind == "llm.req":
+            requests[ev.seq] = ev
+        elif ev.kind == "llm.resp":
+            req_seq = data.get("req")
+            req = requests.pop(req_seq, None) if isinstance(req_seq, int) else None
+            if req is None:
+                continue
+            out.append(_chat_span(trace, parent(req.ctx), req, ev, session))
+            for call in _d(data.get("response")).get("calls") or []:
+                c = _d(call)
+                if isinstance(c.get("id"), str):
+                    calls[c["id"]] = (ev, c)
+        elif ev.kind == "tool.result":
+            call_id = data.get("call_id")
+            asked = calls.pop(call_id, None) if isinstance(call_id, str) else None
+            start = asked[0].t if asked is not None else ev.t
+            name = data.get("name") if isinstance(data.get("name"), str) else "?"
+            attrs: list[tuple[str, AttrValue]] = [
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", str(name)),
+                ("gen_ai.tool.type", "function"),
+                *common(),
+            ]
+            if isinstance(call_id, str):
+                attrs.append(("gen_ai.tool.call.id", call_id))
+            attrs += [("nodwyn.seq", ev.seq), ("nodwyn.context", ev.ctx)]
+            failed = data.get("error") is True
+            if failed:
+                attrs.append(("error.type", "tool_error"))
+            text = data.get("text")
+            out.append(
+                Span(
+                    trace_id=trace,
+                    span_id=_id("nodwyn-span", session, str(ev.seq), size=8),
+                    parent_id=parent(ev.ctx),
+                    name=f"execute_tool {name}",
+                    kind=KIND_INTERNAL,
+                    start_ns=unix_ns(start),
+                    end_ns=unix_ns(ev.t),
+                    attributes=tuple(attrs),
+                    status=STATUS_ERROR if failed else STATUS_UNSET,
+                    message=(text.splitlines() or [""])[0][:200] if failed and isinstance(text, str) else "",
+                )
+            )
+    for req in requests.values():  # asked and never answered (the run stopped, or it failed)
+        span = _chat_span(trace, parent(req.ctx), req, None, session)
+        out.append(span)
+    for cid, opened in ctx_open.items():  # still open when the log ends
+        out.append(_context_span(trace, ctx_span[cid], parent(opened[0].ctx), opened, None, session))
+    root_span = Span(
+        trace_id=trace,
+        span_id=root,
+        parent_id=b"",
+        name=f"invoke_agent {agent}",
+        kind=KIND_INTERNAL,
+        start_ns=unix_ns(first_t),
+        end_ns=unix_ns(last_t),
+        attributes=(
+            ("gen_ai.operation.name", "invoke_agent"),
+            ("gen_ai.agent.name", agent),
+            *common(),
+            *((("nodwyn.model.entry", first_model),) if first_model else ()),
+        ),
+    )
+    return [root_span, *out]
+
+
+def _chat_span(trace: bytes, parent: bytes, req: Event, resp: Event | None, session: str) -> Span:
+    data = _d(req.data)
+    origin = _d(data.get("origin"))
+    wire_model = origin.get("model") if isinstance(origin.get("model"), str) else data.get("model")
+    model = wire_model if isinstance(wire_model, str) else "?"
+    attrs: list[tuple[str, AttrValue]] = [
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.request.model", model),
+        *_server(origin),
+        ("gen_ai.conversation.id", session),
+    ]
+    max_output = _int(data.get("max_output"))
+    if max_output is not None:
+        attrs.append(("gen_ai.request.max_tokens", max_output))
+    status, message = STATUS_UNSET, ""
+    if resp is not None:
+        response = _d(_d(resp.data).get("response"))
+        if isinstance(response.get("model"), str):
+            attrs.append(("gen_ai.response.model", response["model"]))
+        if isinstance(response.get("finish"), str):
+            attrs.append(("gen_ai.response.finish_reasons", (response["finish"],)))
+        attrs += _usage(_d(response.get("usage")))
+    else:
+        status, message = STATUS_ERROR, "no reply recorded"
+        attrs.append(("error.type", "no_reply"))
+    attrs.append(("nodwyn.seq", req.seq))
+    if isinstance(data.get("model"), str):
+        attrs.append(("nodwyn.model.entry", data["model"]))
+    attrs.append(("nodwyn.context", req.ctx))
+    if isinstance(data.get("digest"), str):
+        attrs.append(("nodwyn.request.digest", data["digest"]))
+    if data.get("trim") is True:
+        attrs.append(("nodwyn.trim", True))
+    end = resp.t if resp is not None else req.t
+    return Span(
+        trace_id=trace,
+        span_id=_id("nodwyn-span", session, str(req.seq), size=8),
+        parent_id=parent,
+        name=f"chat {model}",
+        kind=KIND_CLIENT,
+        start_ns=unix_ns(req.t),
+        end_ns=unix_ns(end),
+        attributes=tuple(attrs),
+        status=status,
+        message=message,
+    )
+
+
+def _context_span(
+    trace: bytes, span_id: bytes, parent: bytes, opened: tuple[Event, str], closed: Event | None, session: str
+) -> Span:
+    ev, kind = opened
+    cid = _d(ev.data).get("id")
+    name = "sub-agent" if kind == "sub" else "narrowed context"
+    return Span(
+        trace_id=trace,
+        span_id=span_id,
+        parent_id=parent,
+        name=f"invoke_agent {name}",
+        kind=KIND_INTERNAL,
+        start_ns=unix_ns(ev.t),
+        end_ns=unix_ns(closed.t if closed is not None else ev.t),
+        attributes=(
+            ("gen_ai.operation.name", "invoke_agent"),
+            ("gen_ai.agent.name", name),
+            ("gen_ai.agent.id", str(cid)),
+            ("gen_ai.conversation.id", session),
+            ("nodwyn.seq", ev.seq),
+        ),
+    )
+
+
+def _resource(session: str, version: str) -> list[tuple[str, AttrValue]]:
+    return [("service.name", "nodwyn"), ("service.version", version), ("nodwyn.session", session)]
+
+
+# -- OTLP JSON (the protobuf JSON mapping OTLP/HTTP accepts) ------------------------------------
+
+
+def _any_json(value: AttrValue) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}  # int64 is a string in the JSON mapping
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, tuple):
+        return {"arrayValue": {"values": [_any_json(v) for v in value]}}
+    return {"stringValue": value}
+
+
+def _attrs_json(attrs: Iterable[tuple[str, AttrValue]]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _any_json(v)} for k, v in attrs]
+
+
+def otlp_json(found: Sequence[Span], session: str, version: str) -> dict[str, Any]:
+    """An ``ExportTraceServiceRequest`` in OTLP/JSON: ids as hex, int64 as strings, enums as numbers."""
+    items = []
+    for s in found:
+        item: dict[str, Any] = {
+            "traceId": s.trace_id.hex(),
+            "spanId": s.span_id.hex(),
+            "name": s.name,
+            "kind": s.kind,
+            "startTimeUnixNano": str(s.start_ns),
+            "endTimeUnixNano": str(s.end_ns),
+            "attributes": _attrs_json(s.attributes),
+        }
+        if s.parent_id:
+            item["parentSpanId"] = s.parent_id.hex()
+        if s.status != STATUS_UNSET or s.message:
+            item["status"] = {"code": s.status, **({"message": s.message} if s.message else {})}
+        items.append(item)
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _attrs_json(_resource(session, version))},
+                "scopeSpans": [
+                    {"scope": {"name": SCOPE, "version": version}, "spans": items, "schemaUrl": SCHEMA_URL}
+                ],
+                "schemaUrl": SCHEMA_URL,
+            }
+        ]
+    }
+
+
+# -- OTLP protobuf (opentelemetry/proto/collector/trace/v1, written by hand) ----------------------
+
+
+def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1  # negative int64 as two's complement, as protobuf encodes it
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _key(field: int, wire: int) -> bytes:
+    return _varint(field << 3 | wire)
+
+
+def _len(field: int, payload: bytes) -> bytes:
+    return _key(field, 2) + _varint(len(payload)) + payload
+
+
+def _str(field: int, text: str) -> bytes:
+    return _len(field, text.encode()) if text else b""
+
+
+def _any_pb(value: AttrValue) -> bytes:
+    if isinstance(value, bool):
+        return _key(2, 0) + _varint(int(value))
+    if isinstance(value, int):
+        return _key(3, 0) + _varint(value)
+    if isinstance(value, float):
+        return _key(4, 1) + struct.pack("<d", value)
+    if isinstance(value, tuple):
+        return _len(5, b"".join(_len(1, _any_pb(v)) for v in value))
+    return _len(1, value.encode())  # an empty string is still a string value
+
+
+def _kv_pb(field: int, attrs: Iterable[tuple[str, AttrValue]]) -> bytes:
+    return b"".join(_len(field, _str(1, k) + _len(2, _any_pb(v))) for k, v in attrs)
+
+
+def _span_pb(s: Span) -> bytes:
+    body = _len(1, s.trace_id) + _len(2, s.span_id)
+    if s.parent_id:
+        body += _len(4, s.parent_id)
+    body += _str(5, s.name) + _key(6, 0) + _varint(s.kind)
+    body += _key(7, 1) + struct.pack("<Q", s.start_ns) + _key(8, 1) + struct.pack("<Q", s.end_ns)
+    body += _kv_pb(9, s.attributes)
+    if s.status != STATUS_UNSET or s.message:
+        status = _str(2, s.message) + (_key(3, 0) + _varint(s.status) if s.status else b"")
+        body += _len(15, status)
+    return body
+
+
+def otlp_protobuf(found: Sequence[Span], session: str, version: str) -> bytes:
+    """The same ``ExportTraceServiceRequest`` in protobuf wire format (OTLP/HTTP's default)."""
+    scope = _str(1, SCOPE) + _str(2, version)
+    scope_spans = _len(1, scope) + b"".join(_len(2, _span_pb(s)) for s in found) + _str(3, SCHEMA_URL)
+    resource = _kv_pb(1, _resource(session, version))
+    resource_spans = _len(1, resource) + _len(2, scope_spans) + _str(3, SCHEMA_URL)
+    return _len(1, resource_spans)
