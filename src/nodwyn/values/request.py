@@ -65,3 +65,6 @@ class Response:
     # Responses: the assistant message's ``phase`` ("commentary", "final_answer"), resent with it;
     # None when the API gave none (and then absent from the log, so older replies read the same).
     phase: str | None = None
+    # The reply exactly as a local model wrote it, when its calls were written in the text (``text``
+    # is then the prose without them); it goes back as written. None: ``text`` and ``calls`` are it.
+    raw: str | None = None

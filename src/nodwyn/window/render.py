@@ -311,6 +311,7 @@ def assistant_message(e: Entry, p: Params, *, with_blocks: bool) -> AssistantMes
         calls=reply.calls,
         blocks=kept,
         phase=reply.phase,
+        raw=reply.raw,
     )
 
 

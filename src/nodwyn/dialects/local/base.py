@@ -1,0 +1,85 @@
+"""What a local model's prompt format is: a request rendered as pieces of text, and a reply read back.
+
+A prompt is a sequence of ``Piece``s, each tokenized on its own: ``special`` pieces are the format's
+own markup and the model's own replies (their special tokens, such as ``<|im_end|>``, are read as
+such); the other pieces are what people, files and tools wrote, where such a string is only text.
+A request that appends messages renders to the pieces of its predecessor followed by more pieces,
+so its tokens extend the previous prompt's token for token and the KV cache serves them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from nodwyn.values.content import ImagePart, TextPart, ToolCall, UserMessage
+from nodwyn.values.request import Request
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    text: str
+    special: bool = False  # tokenized with the model's special tokens recognised
+
+
+class PromptFormat(Protocol):
+    name: str
+    stops: tuple[str, ...]  # special tokens that end a reply
+
+    def render(self, request: Request) -> tuple[Piece, ...]:
+        """The request as the prompt the model continues (ending with the assistant's turn opened)."""
+        ...
+
+
+def user_text(m: UserMessage) -> str:
+    out = []
+    for p in m.parts:
+        if isinstance(p, TextPart):
+            out.append(p.text)
+        elif isinstance(p, ImagePart):
+            out.append(f"[image {p.digest} not shown: this model takes no images]")
+    return "\n".join(out)
+
+
+def split_tags(text: str, tags: Sequence[str]) -> list[Piece]:
+    """``text`` as plain pieces with each of ``tags`` (special tokens of the model) its own special
+    piece: the tool-call tags a model writes are read back as the tokens it wrote, while any other
+    special-looking string in its text (quoted from a file, say) stays text."""
+    pieces: list[Piece] = []
+    rest = text
+    while rest:
+        hits = [(rest.find(t), t) for t in tags if t in rest]
+        if not hits:
+            pieces.append(Piece(rest))
+            break
+        at, tag = min(hits)
+        if at:
+            pieces.append(Piece(rest[:at]))
+        pieces.append(Piece(tag, special=True))
+        rest = rest[at + len(tag) :]
+    return pieces
+
+
+def call_json(call: ToolCall) -> str:
+    """``{"name": …, "arguments": …}`` as chat templates write a call (arguments as a JSON value)."""
+    try:
+        args = json.dumps(json.loads(call.arguments), ensure_ascii=False)
+    except json.JSONDecodeError:
+        args = json.dumps(call.arguments, ensure_ascii=False)
+    return f'{{"name": {json.dumps(call.name, ensure_ascii=False)}, "arguments": {args}}}'
+
+
+def text_of(pieces: Sequence[Piece]) -> str:
+    """The prompt as one string (for people and tests; the backend tokenizes piece by piece)."""
+    return "".join(p.text for p in pieces)
+
+
+def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

@@ -1,0 +1,194 @@
+"""Tool calls written as text by a local model (pure): found, cut at the first complete one, parsed.
+
+A small instruction-tuned model writes a call in one of three ways, and all three are calls:
+
+* tagged: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (what its chat template asks);
+* fenced: a Markdown code block holding the object (`````json`` … `````);
+* bare: the object on its own in the text.
+
+The object is ``{"name": NAME, "arguments": {…}}`` (``"parameters"`` is taken for ``"arguments"``,
+and arguments given as a JSON string are decoded). A JSON object of another shape is text. The
+name and arguments are not judged here: the tool runner checks them against the tool's schema and
+a bad call comes back to the model as an error result.
+
+A model may go on to write the result it expects (``<tool_response>…``): that is never a result.
+Nothing from it on is read for calls, and ``reply_end`` tells the backend to stop generating there
+(and after the first complete call: the call's real result is what the model should read next).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from nodwyn.values.content import ToolCall
+
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+FABRICATED = "<tool_response>"
+FENCE = "```"
+
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Found:
+    """One call in a reply: where its text starts and ends, and the call it makes."""
+
+    start: int
+    end: int
+    name: str
+    arguments: str
+
+
+def _as_call(value: Any) -> tuple[str, str] | None:
+    """``(name, arguments JSON)`` if ``value`` is a call object, else None."""
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+        return None
+    key = "arguments" if "arguments" in value else "parameters" if "parameters" in value else None
+    if key is None:
+        return None
+    args = value[key]
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return value["name"], args  # the runner says what is wrong with it
+    return value["name"], json.dumps(args, ensure_ascii=False)
+
+
+def _object_at(text: str, i: int) -> tuple[Any, int] | None:
+    """The JSON value starting at ``text[i]`` and the index after it, if one parses there."""
+    try:
+        return _DECODER.raw_decode(text, i)
+    except json.JSONDecodeError:
+        return None
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _tagged(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
+    """A ``<tool_call>`` block at ``i``: the call (or None if its body is no call) and where it ends;
+    None while the block is not closed (a finished reply's unclosed block ends with the reply)."""
+    close = text.find(CALL_CLOSE, i + len(CALL_OPEN))
+    if close < 0 and not final:
+        return None
+    if close < 0:
+        close = end = len(text)
+    else:
+        end = close + len(CALL_CLOSE)
+    body = text[i + len(CALL_OPEN) : close].strip()
+    if body.startswith(FENCE):  # a fence inside the tags
+        body = body[len(FENCE) :]
+        body = body[body.find("\n") + 1 :] if "\n" in body else ""
+        body = body.rstrip().removesuffix(FENCE)
+    parsed = _object_at(body, _skip_space(body, 0)) if body else None
+    call = _as_call(parsed[0]) if parsed is not None else None
+    if call is None:
+        return None, end
+    return Found(start=i, end=end, name=call[0], arguments=call[1]), end
+
+
+def _past_fence(text: str, start: int) -> tuple[None, int] | None:
+    """Skip a code block that holds no call: to after its closing fence (None while it is open)."""
+    close = text.find(FENCE, start)
+    return (None, close + len(FENCE)) if close >= 0 else None
+
+
+def _fenced(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
+    """A code fence at ``i``: if its body is one call object, the call and the index after the
+    closing fence; a block holding anything else is skipped whole. None while it is open (a
+    finished reply's open block holding a whole call object is a call)."""
+    line_end = text.find("\n", i + len(FENCE))
+    if line_end < 0:
+        return (None, len(text)) if final else None
+    info = text[i + len(FENCE) : line_end].strip()
+    body_start = _skip_space(text, line_end + 1)
+    if info not in ("", "json", "JSON", "tool_call") or (body_start < len(text) and text[body_start] != "{"):
+        return _past_fence(text, line_end + 1) or ((None, len(text)) if final else None)
+    parsed = _object_at(text, body_start) if body_start < len(text) else None
+    if parsed is None:
+        return _past_fence(text, body_start) or ((None, len(text)) if final else None)
+    call = _as_call(parsed[0])
+    after = _skip_space(text, parsed[1])
+    if text.startswith(FENCE, after):
+        end = after + len(FENCE)
+    elif after >= len(text) or FENCE.startswith(text[after:]):
+        if not final:
+            return None  # the closing fence has not come yet
+        end = len(text)
+    else:
+        return _past_fence(text, after) or ((None, len(text)) if final else None)
+    if call is None:
+        return None, end
+    return Found(start=i, end=end, name=call[0], arguments=call[1]), end
+
+
+def scan(text: str, *, final: bool = True) -> tuple[list[Found], int | None]:
+    """The calls in ``text`` (before any fabricated tool response), and where a reply should end:
+    after its first complete call, or at a fabricated tool response; None if it may go on.
+
+    ``final``: the reply is finished, so a block left open ends with it; while it is being
+    generated (``final=False``) an open block is not read until it closes."""
+    fabricated = text.find(FABRICATED)
+    limit = len(text) if fabricated < 0 else fabricated
+    found: list[Found] = []
+    i = 0
+    while i < limit:
+        candidates = [p for p in (text.find(CALL_OPEN, i), text.find(FENCE, i), text.find("{", i)) if p >= 0]
+        if not candidates:
+            break
+        i = min(candidates)
+        if i >= limit:
+            break
+        if text.startswith(CALL_OPEN, i):
+            got = _tagged(text[:limit], i, final)
+        elif text.startswith(FENCE, i):
+            got = _fenced(text[:limit], i, final)
+        else:
+            parsed = _object_at(text[:limit], i)
+            if parsed is None:
+                got = (None, i + 1)
+            else:
+                call = _as_call(parsed[0])
+                got = (
+                    Found(start=i, end=parsed[1], name=call[0], arguments=call[1]) if call else None,
+                    parsed[1],
+                )
+        if got is None:  # an open block: what follows is not read until it closes
+            break
+        call_found, i = got
+        if call_found is not None:
+            found.append(call_found)
+    if found:
+        return found, found[0].end
+    return found, fabricated if fabricated >= 0 else None
+
+
+def reply_end(text: str) -> int | None:
+    """Where a reply being generated should stop: after its first complete call, or where it starts
+    writing a tool response itself. None: let it go on."""
+    return scan(text, final=False)[1]
+
+
+def parse_calls(text: str, call_prefix: str) -> tuple[str, tuple[ToolCall, ...]]:
+    """A reply's prose (its calls taken out, and anything from a fabricated tool response on) and
+    its calls, with ids ``{call_prefix}-{n}``."""
+    found, _ = scan(text)
+    fabricated = text.find(FABRICATED)
+    prose_text = text if fabricated < 0 else text[:fabricated]
+    kept: list[str] = []
+    at = 0
+    for f in found:
+        kept.append(prose_text[at : f.start])
+        at = f.end
+    kept.append(prose_text[at:])
+    calls = tuple(
+        ToolCall(id=f"{call_prefix}-{n}", name=f.name, arguments=f.arguments) for n, f in enumerate(found)
+    )
+    return "".join(kept).strip(), calls

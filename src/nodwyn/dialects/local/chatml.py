@@ -1,0 +1,131 @@
+"""ChatML as Qwen2.5's chat template writes it (pure), for the local Qwen2.5-Coder model.
+
+    <|im_start|>system
+    SYSTEM
+
+    # Tools
+    … <tools>
+    {"type": "function", "function": {"name": …, "description": …, "parameters": …}}
+    </tools> … <|im_end|>
+    <|im_start|>user
+    TASK<|im_end|>
+    <|im_start|>assistant
+    REPLY (its calls as <tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>)<|im_end|>
+    <|im_start|>user
+    <tool_response>
+    RESULT
+    </tool_response><|im_end|>
+    <|im_start|>assistant
+
+The tools block is the template's own words and layout (each tool as the template's ``tojson`` of
+the function; the schema's keys sorted, so a tool's JSON never depends on dict order). Consecutive tool
+results share one user turn, each in ``<tool_response>`` tags, as the template groups them; an error
+result starts with ``Error:``. A reply goes back as the model wrote it (``raw``) when the log kept
+that; otherwise as the template writes a reply with calls. A request with no tools has no tools
+block (the template's other branch), which changes its first turn.
+"""
+
+from __future__ import annotations
+
+import json
+
+from nodwyn.dialects.local.base import Piece, call_json, split_tags, user_text
+from nodwyn.dialects.local.calls import CALL_CLOSE, CALL_OPEN
+from nodwyn.values.content import AssistantMessage, ToolMessage, UserMessage
+from nodwyn.values.request import Request, ToolSpec
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+END_OF_TEXT = "<|endoftext|>"
+
+TOOLS_HEAD = (
+    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+TOOLS_TAIL = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+    "within <tool_call></tool_call> XML tags:\n"
+)
+TOOLS_FORMAT = '\n{"name": <function-name>, "arguments": <args-json-object>}\n'
+
+
+def _dumps(value: object, *, sort: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=sort)
+
+
+def tool_json(t: ToolSpec) -> str:
+    """One tool as the template lists it: its keys in the template's order, the schema's sorted."""
+    return (
+        f'{{"type": "function", "function": {{"name": {_dumps(t.name)}, "description": '
+        f'{_dumps(t.description)}, "parameters": {_dumps(t.parameters, sort=True)}}}}}'
+    )
+
+
+def _open(role: str) -> list[Piece]:
+    return [Piece(IM_START, special=True), Piece(role)]
+
+
+def _close() -> list[Piece]:
+    return [Piece(IM_END, special=True), Piece("\n")]
+
+
+def _system(request: Request) -> list[Piece]:
+    pieces = [*_open("system\n"), Piece(request.system)]
+    if request.tools:
+        listed = "".join("\n" + tool_json(t) for t in request.tools)
+        pieces += [
+            Piece(TOOLS_HEAD + listed + TOOLS_TAIL),
+            Piece(CALL_OPEN, special=True),
+            Piece(TOOLS_FORMAT),
+            Piece(CALL_CLOSE, special=True),
+        ]
+    return pieces + _close()
+
+
+def _reply(m: AssistantMessage) -> list[Piece]:
+    if m.raw is not None:
+        return split_tags(m.raw, (CALL_OPEN, CALL_CLOSE))
+    pieces = [Piece(m.text)] if m.text else []
+    for call in m.calls:
+        pieces += [
+            Piece("\n" if pieces else ""),  # "assistant\n" opened the turn
+            Piece(CALL_OPEN, special=True),
+            Piece("\n" + call_json(call) + "\n"),
+            Piece(CALL_CLOSE, special=True),
+        ]
+    return pieces
+
+
+def _result(m: ToolMessage) -> str:
+    text = f"Error: {m.text}" if m.error and not m.text.startswith("Error") else m.text
+    return f"\n<tool_response>\n{text}\n</tool_response>"
+
+
+class ChatML:
+    name = "chatml"
+    stops: tuple[str, ...] = (IM_END, END_OF_TEXT, IM_START)
+
+    def render(self, request: Request) -> tuple[Piece, ...]:
+        pieces = _system(request)
+        in_results = False
+        for m in request.messages:
+            if isinstance(m, ToolMessage):
+                if not in_results:
+                    pieces += _open("user")
+                    in_results = True
+                pieces.append(Piece(_result(m)))
+                continue
+            if in_results:
+                pieces += _close()
+                in_results = False
+            if isinstance(m, UserMessage):
+                pieces += [*_open("user\n"), Piece(user_text(m)), *_close()]
+            else:
+                pieces += [*_open("assistant\n"), *_reply(m), *_close()]
+        if in_results:
+            pieces += _close()
+        pieces += _open("assistant\n")
+        return tuple(p for p in pieces if p.text)
+
+
+CHATML = ChatML()

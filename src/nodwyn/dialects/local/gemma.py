@@ -1,0 +1,86 @@
+"""Gemma's turn format (pure), for the local Gemma 3 270M *base* model (``local-tiny``).
+
+The GGUF carries no chat template, so we render Gemma's turn markers ourselves, one turn per
+message; Gemma has no system role, so the system prompt and the tool list open the first user turn.
+Calls are asked for as ``<tool_call>{…}</tool_call>`` and read back by ``calls`` like any local
+model's; results go back as ``<tool_result>`` blocks in a user turn.
+"""
+
+from __future__ import annotations
+
+import json
+
+from nodwyn.dialects.local.base import Piece, call_json, user_text
+from nodwyn.dialects.local.calls import CALL_CLOSE, CALL_OPEN
+from nodwyn.values.content import AssistantMessage, Message, ToolMessage
+from nodwyn.values.request import Request, ToolSpec
+
+START = "<start_of_turn>"
+END = "<end_of_turn>"
+
+
+def _tools_text(tools: tuple[ToolSpec, ...]) -> str:
+    if not tools:
+        return ""
+    lines = [
+        "# Tools",
+        f'To call a tool, write {CALL_OPEN}{{"name": NAME, "arguments": {{...}}}}{CALL_CLOSE}.',
+    ]
+    for t in tools:
+        schema = json.dumps(t.parameters, sort_keys=True, separators=(",", ":"))
+        lines.append(f"- {t.name}: {t.description} Arguments: {schema}")
+    return "\n".join(lines)
+
+
+def _assistant_text(m: AssistantMessage) -> str:
+    if m.raw is not None:
+        return m.raw
+    return m.text + "".join(f"{CALL_OPEN}{call_json(c)}{CALL_CLOSE}" for c in m.calls)
+
+
+def _tool_text(m: ToolMessage) -> str:
+    status = " error" if m.error else ""
+    return f'<tool_result name="{m.name}" id="{m.call_id}"{status}>\n{m.text}\n</tool_result>'
+
+
+def _turn(role: str, text: str) -> list[Piece]:
+    return [
+        Piece(START, special=True),
+        Piece(f"{role}\n"),
+        Piece(text),
+        Piece(END, special=True),
+        Piece("\n"),
+    ]
+
+
+class Gemma:
+    name = "gemma"
+    stops: tuple[str, ...] = (END, START)
+
+    def render(self, request: Request) -> tuple[Piece, ...]:
+        """Every message is its own turn, so appending messages extends the prompt."""
+        preamble = "\n\n".join(s for s in (request.system, _tools_text(request.tools)) if s)
+        pieces: list[Piece] = []
+        messages: list[Message] = list(request.messages)
+        first = True
+        for m in messages:
+            if isinstance(m, AssistantMessage):
+                role, text = "model", _assistant_text(m)
+            elif isinstance(m, ToolMessage):
+                role, text = "user", _tool_text(m)
+            else:
+                role, text = "user", user_text(m)
+            if first and preamble:
+                if role == "user":
+                    text = f"{preamble}\n\n{text}"
+                else:
+                    pieces += _turn("user", preamble)
+            first = False
+            pieces += _turn(role, text)
+        if first and preamble:
+            pieces += _turn("user", preamble)
+        pieces += [Piece(START, special=True), Piece("model\n")]
+        return tuple(p for p in pieces if p.text)
+
+
+GEMMA = Gemma()
