@@ -4,7 +4,7 @@ Each log is a long session: ``session.start`` (a real recipe), then turns of a p
 request, a reply and a tool result (8-16 KB) up to the size asked, written with the log's own line
 encoder and index format (writing them through ``log.append`` would only make the setup slower),
 then a real ``session.resume``, a lasting narrowing (a compaction: nothing before it reaches a later
-window) and five real turns recorded with ``agent.session.send_request``. The last request is the
+window) and five real turns recorded with ``record.Recorder``. The last request is the
 one replayed: ``replay_request`` seeks to the start point its ``llm.req`` recorded and feeds the
 window the events from there, so its cost should not grow with the log. Each replay opens the
 session afresh; ``--repeat`` times, the pages warm. The baseline is the 10 MB log in the same run.
@@ -24,18 +24,17 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from nodwyn.agent.session import resume_session, send_request, start_session
 from nodwyn.log import Store
 from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.jsonl import encode_line
 from nodwyn.log.session_log import LOG_NAME, format_time
+from nodwyn.record import Recorder, resume_session, start_session
 from nodwyn.replay.exact import replay_request
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ToolCall
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec, Usage
-from nodwyn.window import Window
 
 MB = 1 << 20
 ORIGIN = Origin(model="bench-model", url="http://127.0.0.1:9/v1", credential="BENCH_KEY")
@@ -101,23 +100,19 @@ def build(root: Path, target: int, seed: int) -> tuple[Store, str, int, bytes, i
     ends = [len(head)] + _filler(folder, 2, len(head), target, seed)
     IndexFile.write_new(folder / INDEX_NAME, ends).close()
     log = resume_session(store, sid, RECIPE, "bench")
-    window = Window()
-    resumed = next(log.read(log.last_seq, log.last_seq))
-    window.feed(resumed)  # the window from its start: the recipe, then the compaction on
-    ev = log.append("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Go on."})
-    window.feed(ev)
-    window.feed(log.append("user.msg", {"text": "handover: the work so far is done"}, ctx="c1"))
+    rec = Recorder(log)
+    rec.feed([next(log.read(log.last_seq, log.last_seq))])  # the recipe, then the compaction on
+    rec.append("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Go on."})
+    rec.append("user.msg", {"text": "handover: the work so far is done"}, ctx="c1")
     sent = b""
     last = 0
     for i in range(5):
-        b, req = send_request(log, window, "c1", ORIGIN, None, None, "bench")
+        b, req = rec.request("c1", ORIGIN, model="bench")
         call = ToolCall(id=f"t{i}", name="shell", arguments=f'{{"cmd":"step {i}"}}')
         resp = Response(text=f"step {i}", calls=(call,), usage=Usage(prompt_tokens=1))
-        window.feed(
-            log.append("llm.resp", {"req": req.seq, "response": codec.response_to_json(resp)}, ctx="c1")
-        )
+        rec.append("llm.resp", {"req": req.seq, "response": codec.response_to_json(resp)}, ctx="c1")
         result = {"call_id": call.id, "name": "shell", "text": f"output {i}\n" * 50, "error": False}
-        window.feed(log.append("tool.result", result, ctx="c1"))
+        rec.append("tool.result", result, ctx="c1")
         sent, last = canonical_bytes(codec.request_to_json(b.request)), req.seq
         start = req.data["start"]["seq"]
     log.close()

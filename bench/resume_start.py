@@ -3,7 +3,7 @@
 Each log is the long session of ``bench/replay_tail.py`` (turns of a person's message, a request,
 a reply and an 8-16 KB tool result up to the size asked, written with the log's own line encoder
 and index format), then a real ``session.resume``, a lasting narrowing (a compaction: nothing
-before it reaches a later window) and five real turns recorded with ``send_request``, so the last
+before it reaches a later window) and five real turns recorded with ``record.Recorder``, so the last
 request's ``llm.req.start`` is the narrowing (size 0: the narrowing and its turns alone, a small
 session). Each is then resumed as ``nodwyn resume`` does it
 (``open_agent(resume=...)``: the recipe recorded, the window and the loop's state rebuilt), and the
@@ -23,13 +23,13 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from nodwyn.agent.session import resume_session, send_request, start_session
 from nodwyn.agent.setup import open_agent
 from nodwyn.agent.state import LoopState
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.session_log import LOG_NAME
+from nodwyn.record import Recorder, resume_session, start_session
 from nodwyn.values import codec
 from nodwyn.values.content import ToolCall
 from nodwyn.values.request import Response, Usage
@@ -48,20 +48,18 @@ def build(root: Path, workspace: Path, target: int, seed: int) -> tuple[Store, s
     ends = [len(head)] + _filler(folder, 2, len(head), target, seed)
     IndexFile.write_new(folder / INDEX_NAME, ends).close()
     log = resume_session(store, sid, RECIPE, "bench")
-    window = Window()
-    window.feed(next(log.read(log.last_seq, log.last_seq)))  # the window from its start
-    window.feed(log.append("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Go on."}))
-    window.feed(log.append("user.msg", {"text": "handover: the work so far is done"}, ctx="c1"))
+    rec = Recorder(log)
+    rec.feed([next(log.read(log.last_seq, log.last_seq))])  # the window from its start
+    rec.append("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Go on."})
+    rec.append("user.msg", {"text": "handover: the work so far is done"}, ctx="c1")
     start = 0
     for i in range(5):
-        _, req = send_request(log, window, "c1", ORIGIN, None, None, "bench")
+        _, req = rec.request("c1", ORIGIN, model="bench")
         call = ToolCall(id=f"t{i}", name="shell", arguments=f'{{"cmd":"step {i}"}}')
         resp = Response(text=f"step {i}", calls=(call,), usage=Usage(prompt_tokens=1))
-        window.feed(
-            log.append("llm.resp", {"req": req.seq, "response": codec.response_to_json(resp)}, ctx="c1")
-        )
+        rec.append("llm.resp", {"req": req.seq, "response": codec.response_to_json(resp)}, ctx="c1")
         result = {"call_id": call.id, "name": "shell", "text": f"output {i}\n" * 50, "error": False}
-        window.feed(log.append("tool.result", result, ctx="c1"))
+        rec.append("tool.result", result, ctx="c1")
         start = req.data["start"]["seq"]
     log.close()
     return store, sid, start

@@ -8,15 +8,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from nodwyn.agent.session import send_request
 from nodwyn.agent.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.record import Recorder
 from nodwyn.replay.exact import replay_request
 from nodwyn.values import codec
 from nodwyn.values.content import Origin, TextPart, UserMessage
 from nodwyn.values.recipe import Flag, Recipe, WindowLimits
-from nodwyn.window import TurnOptions, Window
 
 
 def _env(tmp_path: Path, url: str) -> dict[str, str]:
@@ -102,16 +101,16 @@ def test_a_recipe_without_the_flag_builds_every_message_under_the_current_header
     origin = Origin(model="m", url="http://127.0.0.1:9/v1")
     for flags, first in (((), "# Errand\n\none"), ((Flag.KEPT_HEADERS,), "# Job\n\none")):
         with Store(tmp_path / "home").create() as log:
-            w = Window()
+            rec = Recorder(log)
             start = replace(base, extra_flags=flags)
-            w.feed(log.append("session.start", {"recipe": codec.recipe_to_json(start), "model": "m"}))
-            w.feed(log.append("user.msg", {"text": "one"}))
-            _, req = send_request(log, w, "main", origin, TurnOptions())
-            w.feed(log.append("llm.resp", {"req": req.seq, "response": {"text": "ok"}}))
+            rec.append("session.start", {"recipe": codec.recipe_to_json(start), "model": "m"})
+            rec.append("user.msg", {"text": "one"})
+            _, req = rec.request("main", origin)
+            rec.append("llm.resp", {"req": req.seq, "response": {"text": "ok"}})
             new = replace(start, task_header="# Errand")
-            w.feed(log.append("session.resume", {"recipe": codec.recipe_to_json(new), "model": "m"}))
-            w.feed(log.append("user.msg", {"text": "two"}))
-            build, req = send_request(log, w, "main", origin, TurnOptions())
+            rec.append("session.resume", {"recipe": codec.recipe_to_json(new), "model": "m"})
+            rec.append("user.msg", {"text": "two"})
+            build, req = rec.request("main", origin)
             texts = [m.parts[0].text for m in build.request.messages if isinstance(m, UserMessage)]
             assert texts == [first, "# Errand\n\ntwo"]
             assert replay_request(log, req.seq).digest == req.data["digest"]

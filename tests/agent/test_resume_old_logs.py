@@ -16,11 +16,11 @@ import pytest
 from nodwyn.agent.config import WindowConfig, load_config
 from nodwyn.agent.limits import session_limits
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.session import last_model, resume_session
 from nodwyn.agent.setup import BASE_SYSTEM, Backends
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.record import last_model, resume_session
 from nodwyn.replay.exact import verify_all
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import CURRENT_VERSION, EXTRA_FLAGS, Recipe

@@ -2,7 +2,7 @@
 
 A ``Script`` appends each event with ``log.append`` (so it is redacted as in a real session),
 feeds the event the log returns to a ``Window``, and sends requests with
-``agent.session.send_request``, keeping the canonical bytes it built: the bytes the provider layer
+``record.Recorder``, keeping the canonical bytes it built: the bytes the provider layer
 would have been given. Tests compare replay against those, never against digests written by hand.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nodwyn.agent.session import resume_session, send_request, start_session
 from nodwyn.log import SessionLog, Store
+from nodwyn.record import Recorder, resume_session, start_session
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
@@ -108,7 +108,9 @@ class Script:
         withheld: dict[str, str] | None = None,
     ) -> Event:
         assert self.log is not None
-        b, ev = send_request(self.log, self.window, ctx, origin, turn, withheld, self.model)
+        b, ev = Recorder(self.log, self.window).request(
+            ctx, origin, turn=turn, withheld=withheld, model=self.model
+        )
         sent = canonical_bytes(codec.request_to_json(b.request))
         assert b.canonical == sent, "the window's incremental bytes differ from the request's canonical form"
         self.sent[ev.seq] = sent

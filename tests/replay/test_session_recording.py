@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from nodwyn.agent.session import resume_session, start_session
 from nodwyn.errors import LockedError, UnknownRecipeError
 from nodwyn.log import Store
+from nodwyn.record import resume_session, start_session
 from nodwyn.values import codec
 from nodwyn.values.canonical import digest
 
@@ -51,7 +51,7 @@ def test_a_live_session_cannot_be_resumed_twice(store: Store) -> None:
     s.close()
 
 
-def test_send_request_records_the_digest_of_what_it_built(store: Store) -> None:
+def test_the_recorder_records_the_digest_of_what_it_built(store: Store) -> None:
     s = Script(store, recipe())
     s.user("hello")
     req = s.request()

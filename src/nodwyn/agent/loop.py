@@ -1,6 +1,6 @@
 """The turn loop: request -> streamed reply -> tool calls -> results, every step logged.
 
-Every request is built by the window from the log (``agent.session.send_request`` records its
+Every request is built by the window from the log (``record.Recorder.request`` records its
 ``llm.req`` with the digest before it is sent); the reply is logged as ``llm.resp`` (``agent.reply``
 decides what of it the log may keep), each call's answer as ``tool.result`` (``agent.dispatch``).
 A tool never raises into the loop: bad input comes back to the model as an error result. A provider
@@ -22,13 +22,13 @@ from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.config import did_you_mean
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.ports import Backend, Display, Quiet
-from nodwyn.agent.session import resumed_events, send_request
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ConfigError, EncodeError, NotFoundError, OriginError, ProviderError, ToolError
 from nodwyn.log import SessionLog
+from nodwyn.record import Recorder, resumed_events
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import Event
@@ -82,6 +82,7 @@ class Agent:
     ) -> None:
         self.log = log
         self.window = window
+        self.recorder = Recorder(log, window)
         self.recipe = recipe
         self.tools = dict(tools)
         self.models = models
@@ -121,8 +122,7 @@ class Agent:
         return self.models[self.state.model]
 
     def append(self, kind: str, data: dict[str, Any], ctx: str | None = None) -> Event:
-        event: Event = self.log.append(kind, data, ctx=ctx or self.state.ctx)
-        self.window.feed(event)
+        event = self.recorder.append(kind, data, ctx or self.state.ctx)
         self.state.follow(event)
         return event
 
@@ -130,8 +130,13 @@ class Agent:
         ctx = ctx or self.state.ctx
         settings = self.model
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
-        build, req = send_request(
-            self.log, self.window, ctx, settings.origin, turn, reasons, settings.name, cache_ask(settings)
+        build, req = self.recorder.request(
+            ctx,
+            settings.origin,
+            turn=turn,
+            withheld=reasons,
+            model=settings.name,
+            cache_ask=cache_ask(settings),
         )
         self.state.follow(req)
         self.requests += 1

@@ -15,11 +15,11 @@ from nodwyn.agent.extensions import Extensions, load_extensions
 from nodwyn.agent.limits import session_limits, shrunk
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Backend, Display
-from nodwyn.agent.session import last_model, resume_point, resume_session, start_session
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
+from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.weights import weights_for
 from nodwyn.values.model import ModelSettings, Prices

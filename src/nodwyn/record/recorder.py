@@ -1,0 +1,116 @@
+"""The one recording path: a session log and the window folded from it, kept in step.
+
+Every event goes to the log first and the event the log returns (redacted, seq assigned) is fed to
+the window. A request is built by the window, its digest recorded in ``llm.req`` immediately
+before the caller hands the request to a provider, and that event fed back, so the log holds
+exactly what replay needs to rebuild it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from nodwyn.log import SessionLog, Store
+from nodwyn.values import codec
+from nodwyn.values.content import Origin
+from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.recipe import Recipe, policy_for
+from nodwyn.window import Build, TurnOptions, Window
+
+
+class EventLog(Protocol):
+    """What a recorder writes to: ``nodwyn.log.SessionLog``, or an in-memory log in tests."""
+
+    def append(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event: ...
+
+
+class Recorder:
+    """``log`` and ``window`` in step: ``append`` writes an event and feeds it back; ``request``
+    builds, digests, records ``llm.req`` and feeds it back. ``window`` must already hold the
+    log's earlier events (``feed`` them, or start from an empty log)."""
+
+    __slots__ = ("log", "window")
+
+    def __init__(self, log: EventLog, window: Window | None = None) -> None:
+        self.log = log
+        self.window = window if window is not None else Window()
+
+    def feed(self, events: Iterable[Event]) -> None:
+        """Fold events already in the log (a resumed session's) into the window."""
+        for event in events:
+            self.window.feed(event)
+
+    def append(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
+        event = self.log.append(kind, data, ctx)
+        self.window.feed(event)
+        return event
+
+    def request(
+        self,
+        ctx: str,
+        origin: Origin,
+        *,
+        turn: TurnOptions | None = None,
+        withheld: Mapping[str, str] | None = None,
+        model: str = "",
+        cache_ask: str | None = None,
+    ) -> tuple[Build, Event]:
+        """Build the next request of ``ctx``, record ``llm.req`` with its digest, feed it back.
+
+        The digest is the SHA-256 of ``build.canonical``, the canonical bytes the window assembled
+        while building; replay computes the bytes of the rebuilt request afresh, so a drift of that
+        incremental encoding shows as a refused replay. ``start`` records where a window that
+        rebuilds this request may start reading the log (``window.Start``), a hint the digest
+        check makes safe (ADR 0037). ``model``: the model entry's name (the origin's model if
+        empty). ``cache_ask``: the cache ask sent with the request for an API that has one
+        (``cache_control`` or ``"none"``), recorded for ``nodwyn cache``; wire-only, never in the
+        digest (ADR 0112).
+        """
+        build = self.window.build(
+            ctx, origin=origin, turn=turn or TurnOptions(), withheld=dict(withheld or {})
+        )
+        start = self.window.start
+        data: dict[str, Any] = {
+            "model": model or origin.model,
+            "origin": codec.origin_to_json(origin),
+            "digest": build.digest,
+            **build.record,
+            "start": {"seq": start.seq, "keep": list(start.keep)},
+        }
+        if cache_ask is not None:
+            data["cache_ask"] = cache_ask
+        return build, self.append("llm.req", data, ctx)
+
+
+def start_session(store: Store, recipe: Recipe, model: str, workspace: str | None = None) -> SessionLog:
+    """A new session, locked for writing, whose first event records ``recipe``."""
+    policy_for(recipe.version)  # refuses an unknown version before anything is written
+    data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
+    if workspace is not None:
+        data["workspace"] = workspace
+    log = store.create()
+    try:
+        log.append("session.start", data)
+    except BaseException:
+        log.close()
+        store.discard(log.id)  # a start that recorded nothing leaves no empty session behind
+        raise
+    return log
+
+
+def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) -> SessionLog:
+    """Open ``session_id`` for writing and record the recipe its next requests are built under.
+
+    Earlier requests keep replaying under the recipe recorded before them. The caller rebuilds its
+    window from the log's events (``resumed_events``); the new recipe applies from the next request.
+    """
+    policy_for(recipe.version)
+    data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
+    log = store.open(session_id, write=True)
+    try:
+        log.append("session.resume", data)
+    except BaseException:
+        log.close()
+        raise
+    return log

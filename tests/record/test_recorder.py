@@ -1,0 +1,69 @@
+"""The one recording path: what ``Recorder.request`` writes, and that the window sees every event."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nodwyn.log import Store
+from nodwyn.record import Recorder, resume_session, resumed_events, start_session
+from nodwyn.replay.exact import replay_request, verify_all
+from nodwyn.values.canonical import digest
+from nodwyn.values.codec import origin_from_json, request_to_json
+from nodwyn.values.content import Origin
+from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.window import TurnOptions
+
+LIMITS = WindowLimits(high_water=900, low_water=450, max_result_tokens=80, output_reserve=200, ceiling=1400)
+RECIPE = Recipe(version=19, system="Be careful.", tools=(), limits=LIMITS, context_size=4096)
+ORIGIN = Origin(model="m-1", url="http://127.0.0.1:9/v1")
+
+
+def test_a_request_records_digest_start_model_and_cache_ask_and_is_fed_back(tmp_path: Path) -> None:
+    store = Store(tmp_path, fsync=False)
+    with start_session(store, RECIPE, "entry", "/ws") as log:
+        rec = Recorder(log)
+        rec.feed(log.read())
+        rec.append("user.msg", {"text": "hello"})
+        build, req = rec.request(
+            "main", ORIGIN, turn=TurnOptions(no_tools=True), model="entry", cache_ask="none"
+        )
+        assert req.kind == "llm.req" and req.seq == 3
+        assert req.data["digest"] == build.digest == digest(request_to_json(build.request))
+        assert req.data["model"] == "entry" and origin_from_json(req.data["origin"]) == ORIGIN
+        assert req.data["start"] == {"seq": 1, "keep": []} and req.data["cache_ask"] == "none"
+        assert {k: req.data[k] for k in build.record} == build.record
+        rec.append("llm.resp", {"req": req.seq, "response": {"text": "hi"}})
+        rec.append("user.msg", {"text": "again"})
+        later, _ = rec.request("main", ORIGIN)  # the window saw the request, its reply and the message
+        assert len(later.request.messages) == 3
+        assert replay_request(log, req.seq).digest == req.data["digest"]
+    with store.open(log.id) as reader:
+        assert all(v.error is None for v in verify_all(reader))
+
+
+def test_the_model_name_defaults_to_the_origins_model(tmp_path: Path) -> None:
+    with start_session(Store(tmp_path, fsync=False), RECIPE, "entry") as log:
+        rec = Recorder(log)
+        rec.feed(log.read())
+        rec.append("user.msg", {"text": "hello"})
+        _, req = rec.request("main", ORIGIN)
+        assert req.data["model"] == "m-1" and "cache_ask" not in req.data
+
+
+def test_a_resumed_recorder_continues_from_the_recorded_start_point(tmp_path: Path) -> None:
+    store = Store(tmp_path, fsync=False)
+    with start_session(store, RECIPE, "entry") as log:
+        rec = Recorder(log)
+        rec.feed(log.read())
+        rec.append("user.msg", {"text": "one"})
+        _, first = rec.request("main", ORIGIN)
+        rec.append("llm.resp", {"req": first.seq, "response": {"text": "ok"}})
+        sid = log.id
+    with resume_session(store, sid, RECIPE, "entry") as log:
+        rec = Recorder(log)
+        start, events = resumed_events(log)
+        rec.feed(events)
+        rec.append("user.msg", {"text": "two"})
+        build, req = rec.request("main", ORIGIN)
+        assert start == 1 and len(build.request.messages) == 3
+        assert replay_request(log, req.seq).digest == req.data["digest"]
