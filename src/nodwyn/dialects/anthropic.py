@@ -210,6 +210,9 @@ class AnthropicDecoder:
         self.provider = provider
         self.origin = origin
         self.blocks: dict[int, dict[str, Any]] = {}
+        # streamed pieces per (block, field), joined once at finish: appending to a str each time
+        # made a long text or tool input quadratic (issue 11, defect 9)
+        self.pieces: dict[tuple[int, str], list[str]] = {}
         self.usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.model: str | None = None
@@ -263,7 +266,10 @@ class AnthropicDecoder:
         elif kind == "content_block_start":
             cb = data.get("content_block")
             if isinstance(cb, dict):
-                self.blocks[int(data.get("index", len(self.blocks)))] = dict(cb, partial="")
+                index = int(data.get("index", len(self.blocks)))
+                self.blocks[index] = dict(cb, partial="")
+                for key in [k for k in self.pieces if k[0] == index]:
+                    del self.pieces[key]
         elif kind == "content_block_delta":
             return self._block_delta(data)
         elif kind == "message_delta":
@@ -273,7 +279,8 @@ class AnthropicDecoder:
         return []
 
     def _block_delta(self, data: dict[str, Any]) -> list[Fragment]:
-        b = self.blocks.get(int(data.get("index", -1)))
+        index = int(data.get("index", -1))
+        b = self.blocks.get(index)
         d = data.get("delta")
         if b is None or not isinstance(d, dict):
             raise DecodeError(
@@ -283,22 +290,31 @@ class AnthropicDecoder:
         p = self.provider
         if t == "text_delta":
             piece = opt_str(d.get("text"), "content_block_delta.delta.text", p) or ""
-            b["text"] = str(b.get("text", "")) + piece
+            self.pieces.setdefault((index, "text"), []).append(piece)
             return [("text", piece)] if piece else []
         if t == "thinking_delta":
             piece = opt_str(d.get("thinking"), "content_block_delta.delta.thinking", p) or ""
-            b["thinking"] = str(b.get("thinking", "")) + piece
+            self.pieces.setdefault((index, "thinking"), []).append(piece)
             return [("thinking", piece)] if piece else []
         if t == "signature_delta":
             piece = opt_str(d.get("signature"), "content_block_delta.delta.signature", p) or ""
-            b["signature"] = str(b.get("signature", "")) + piece
+            self.pieces.setdefault((index, "signature"), []).append(piece)
         elif t == "input_json_delta":
-            b["partial"] += opt_str(d.get("partial_json"), "content_block_delta.delta.partial_json", p) or ""
+            piece = opt_str(d.get("partial_json"), "content_block_delta.delta.partial_json", p) or ""
+            self.pieces.setdefault((index, "partial"), []).append(piece)
         return []
+
+    def _join_pieces(self) -> None:
+        """Each block's streamed pieces after what its start gave, joined once."""
+        for (index, key), parts in self.pieces.items():
+            b = self.blocks[index]
+            b[key] = str(b.get(key, "")) + "".join(parts)
+        self.pieces = {}
 
     def finish(self) -> Response:
         if not self.stopped:
             raise stream_incomplete(self.provider, "its message_stop event")
+        self._join_pieces()
         texts: list[str] = []
         thoughts: list[str] = []
         calls: list[ToolCall] = []

@@ -308,6 +308,7 @@ class ChatDecoder:
         self.details: list[dict[str, Any]] | None = None
         self.details_raw: str | None = None  # a non-streamed array, kept as it came
         self.calls: dict[int, dict[str, str]] = {}
+        self.arg_pieces: dict[int, list[str]] = {}  # each call's streamed arguments
         self.finish_raw: str | None = None
         self.usage: dict[str, Any] | None = None
         self.timings: dict[str, Any] | None = None
@@ -386,7 +387,7 @@ class ChatDecoder:
             idx = tc.get("index", len(self.calls))
             if isinstance(idx, bool) or not isinstance(idx, int):
                 raise wrong_type(p, f"{at}.index", idx, "an integer")
-            slot = self.calls.setdefault(idx, {"id": "", "name": "", "arguments": ""})
+            slot = self.calls.setdefault(idx, {"id": "", "name": ""})
             call_id = opt_str(tc.get("id"), f"{at}.id", p)
             if call_id:
                 slot["id"] = call_id
@@ -398,8 +399,11 @@ class ChatDecoder:
             if isinstance(args, dict) and not streamed:  # a server that gives the object itself
                 args = dumps(args)
             args = opt_str(args, f"{at}.function.arguments", p)
-            if args is not None:
-                slot["arguments"] = slot["arguments"] + args if streamed else args
+            if args is not None:  # pieces joined once at finish: appending each was quadratic
+                if streamed:
+                    self.arg_pieces.setdefault(idx, []).append(args)
+                else:
+                    self.arg_pieces[idx] = [args]
         return shown
 
     def finish(self) -> Response:
@@ -412,7 +416,8 @@ class ChatDecoder:
                 raise DecodeError(f"{self.provider}: tool call {k} has no name", provider=self.provider)
             # A call without an id (Gemini's and Ollama's OpenAI-compatible servers) keeps "": the
             # agent mints one unique in the session from the request's seq (values.content.mint_call_ids).
-            calls.append(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]))
+            arguments = "".join(self.arg_pieces.get(k, ()))
+            calls.append(ToolCall(id=c["id"], name=c["name"], arguments=arguments))
         blocks: tuple[ThinkingBlock, ...] = ()
         notes: list[str] = []
         if self.details is not None:
