@@ -181,6 +181,12 @@ def _full_backlog() -> Iterator[str]:
             c.connect_ex(("127.0.0.1", port))
             fillers.append(c)
         time.sleep(0.1)
+        try:  # a kernel that still completes a handshake here cannot stage the fault
+            socket.create_connection(("127.0.0.1", port), timeout=0.3).close()
+        except OSError:
+            pass
+        else:
+            pytest.skip("this kernel accepts connections past a full backlog")
         yield f"http://127.0.0.1:{port}"
     finally:
         for c in fillers:
