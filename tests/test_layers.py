@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "agent": {"log", "window", "record", "replay", "dialects", "transport", "stats"},
     "console": {"log", "window", "record", "replay", "stats", "agent"},
     "export": {"log", "replay", "stats", "console"},
+    "testing": {"log", "window", "record", "transport", "fakes"},
     "cli": {
         "log",
         "window",

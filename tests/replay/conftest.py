@@ -9,12 +9,14 @@ import pytest
 
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request, verify_all
+from nodwyn.testing import SessionBuilder, recipe
+from nodwyn.values.content import Origin
 from nodwyn.values.recipe import Recipe
 
-from .scripted import Script, recipe
+OTHER_ORIGIN = Origin(model="other-model", server="elsewhere")
 
 
-def assert_replays(store: Store, script: Script) -> int:
+def assert_replays(store: Store, script: SessionBuilder) -> int:
     """Every request of ``script`` replays to the bytes it sent; returns how many."""
     with store.open(script.id) as log:
         verdicts = list(verify_all(log))
@@ -34,12 +36,12 @@ def store(tmp_path: Path) -> Store:
 
 
 @pytest.fixture
-def session(store: Store) -> Iterator[Callable[..., Script]]:
+def session(store: Store) -> Iterator[Callable[..., SessionBuilder]]:
     """A factory of recorded sessions; on teardown every request of each must replay exactly."""
-    made: list[Script] = []
+    made: list[SessionBuilder] = []
 
-    def make(rec: Recipe | None = None, model: str = "test") -> Script:
-        s = Script(store, rec or recipe(), model)
+    def make(rec: Recipe | None = None, model: str = "test") -> SessionBuilder:
+        s = SessionBuilder(rec or recipe(), store=store, model=model)
         made.append(s)
         return s
 

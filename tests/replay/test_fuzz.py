@@ -34,41 +34,43 @@ from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.replay.tolerant import tolerant_events
 from nodwyn.replay.transcript import transcript
+from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.window import TurnOptions
 
 from .invoke import run
-from .scripted import ORIGIN, Script, recipe
 
 MUTANTS = 10_000
 NAMED = (DigestMismatchError, LegacyRequestError, UnknownRecipeError, CorruptLogError, NotFoundError)
 
 
-def _sessions(store: Store) -> list[Script]:
-    a = Script(store, recipe(19))
+def _sessions(store: Store) -> list[SessionBuilder]:
+    a = SessionBuilder(store=store, recipe=recipe(19))
     a.turn("read a", [[("fs-read", '{"path":"a"}', "alpha\n" * 5)]], "a is alpha")
     a.turn("two calls", [[("shell", '{"cmd":"ls"}', "x y"), ("fs-read", '{"path":"x"}', "ex")]], "ok")
     a.close()
 
-    b = Script(store, recipe(16, high_water=700, low_water=300, ceiling=1_000, max_result_tokens=120))
+    b = SessionBuilder(
+        store=store, recipe=recipe(16, high_water=700, low_water=300, ceiling=1_000, max_result_tokens=120)
+    )
     for i in range(4):
         b.turn(f"job {i}", [[("shell", f'{{"cmd":"j{i}"}}', f"out {i} " + "z" * 300)]], f"job {i} ok")
     b.close()
 
-    c = Script(store, recipe(18))
+    c = SessionBuilder(store=store, recipe=recipe(18))
     c.user(
         "plan",
         images=[{"digest": "sha256:" + "ab" * 32, "media_type": "image/png", "width": 64, "height": 64}],
     )
     p = c.request(turn=TurnOptions(no_tools=True), withheld={"sha256:" + "ab" * 32: "no images"})
     c.reply(p, "plan: read", thinking="think")
-    c.event("gate.plan", {"text": "1. read"})
+    c.add("gate.plan", {"text": "1. read"})
     q = c.request()
     blk = ThinkingBlock(type="thinking", origin=ORIGIN, data="sig", text="t", position=0)
     _, calls = c.reply(q, calls=[("fs-read", '{"path":"f"}')], blocks=[blk])
     r = c.result(calls[0], "file body " * 10)
-    c.event("result.fold", {"target": r.seq, "text": "[folded]"})
-    c.event("ctx.open", {"id": "n1", "kind": "narrow", "lasting": True, "system": "Go on."})
+    c.add("result.fold", {"target": r.seq, "text": "[folded]"})
+    c.add("ctx.open", {"id": "n1", "kind": "narrow", "lasting": True, "system": "Go on."})
     c.turn("after compaction", [[("shell", '{"cmd":"t"}', "t")]], "fine", ctx="n1")
     c.close()
     return [a, b, c]

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from nodwyn.errors import ConfigError
 from nodwyn.log import Store
 from nodwyn.replay.summaries import add_summary, revoke_summary
+from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.values.recipe import KNOWN_VERSIONS
 from nodwyn.window import TurnOptions
 
-from .conftest import assert_replays
-from .scripted import ORIGIN, OTHER_ORIGIN, Script, recipe
+from .conftest import OTHER_ORIGIN, assert_replays
 
 
 def _recipe(rng: random.Random) -> object:
@@ -40,8 +40,8 @@ def _recipe(rng: random.Random) -> object:
     )
 
 
-def _script(store: Store, rng: random.Random) -> Script:
-    s = Script(store, _recipe(rng))  # type: ignore[arg-type]
+def _script(store: Store, rng: random.Random) -> SessionBuilder:
+    s = SessionBuilder(store=store, recipe=_recipe(rng))  # type: ignore[arg-type]
     ctx = "main"
     results: list[int] = []
     summaries: list[int] = []
@@ -62,11 +62,11 @@ def _script(store: Store, rng: random.Random) -> Script:
             s.resume(_recipe(rng))  # type: ignore[arg-type]
             continue
         if op < 0.2 and results:
-            s.event("result.fold", {"target": rng.choice(results), "text": f"[folded at step {step}]"}, ctx)
+            s.add("result.fold", {"target": rng.choice(results), "text": f"[folded at step {step}]"}, ctx)
         if op < 0.26:
-            s.event("gate.plan", {"text": f"plan {step}:\n1. look\n2. fix"}, ctx)
+            s.add("gate.plan", {"text": f"plan {step}:\n1. look\n2. fix"}, ctx)
         if op > 0.93 and not compacted and ctx == "main":
-            s.event("ctx.open", {"id": "compact", "kind": "narrow", "lasting": True, "system": "Go on."})
+            s.add("ctx.open", {"id": "compact", "kind": "narrow", "lasting": True, "system": "Go on."})
             ctx, compacted = "compact", True
             results = []
         images = None
@@ -102,10 +102,10 @@ def _script(store: Store, rng: random.Random) -> Script:
             )
             if rng.random() < 0.1:
                 sub = f"sub{len(s.sent)}"
-                s.event("ctx.open", {"id": sub, "kind": "sub", "parent_call": calls[0].id}, ctx)
+                s.add("ctx.open", {"id": sub, "kind": "sub", "parent_call": calls[0].id}, ctx)
                 s.user("sub task", sub)
                 s.reply(s.request(sub), "sub done")
-                s.event("ctx.close", {"id": sub}, ctx)
+                s.add("ctx.close", {"id": sub}, ctx)
             for call in calls:
                 body = "".join(
                     f"line {i} " + "x" * rng.randint(0, 60) + "\n" for i in range(rng.randint(1, 80))

@@ -19,14 +19,14 @@ from nodwyn.errors import (
 )
 from nodwyn.log import Store
 from nodwyn.replay.exact import Verdict, offset_of, replay_request, verify_all
+from nodwyn.testing import SessionBuilder, recipe
 
 from .invoke import run as nodwyn
 from .logfile import Line, log_path, read_lines, rewrite, seq_of, write_raw
-from .scripted import Script, recipe
 
 
-def _recorded(store: Store) -> Script:
-    s = Script(store, recipe())
+def _recorded(store: Store) -> SessionBuilder:
+    s = SessionBuilder(store=store, recipe=recipe())
     s.turn("read a", [[("fs-read", '{"path":"a"}', "alpha\n")]], "a is alpha")
     s.turn("read b", [[("fs-read", '{"path":"b"}', "beta\n")]], "b is beta")
     s.close()
@@ -237,10 +237,10 @@ def test_not_a_request(store: Store, capfdbinary: pytest.CaptureFixture[bytes]) 
 
 def test_replay_reads_only_from_the_start_point(store: Store) -> None:
     """Damage before a compaction's start is not read by a late request's replay, but --all sees it."""
-    s = Script(store, recipe())
+    s = SessionBuilder(store=store, recipe=recipe())
     for i in range(3):
         s.turn(f"early {i}", [[("shell", f'{{"cmd":"e{i}"}}', f"early output {i}")]])
-    s.event("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Continue."})
+    s.add("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Continue."})
     s.user("handover", ctx="c1")
     s.turn("late", [[("shell", '{"cmd":"late"}', "late output")]], ctx="c1")
     s.close()
@@ -270,7 +270,7 @@ def test_mismatch_of_every_request_is_reported_by_all(store: Store) -> None:
     assert all(isinstance(v.error, DigestMismatchError) for v in verdicts)
 
 
-def test_a_session_fixture_request_equals_sent(session: Callable[..., Script]) -> None:
+def test_a_session_fixture_request_equals_sent(session: Callable[..., SessionBuilder]) -> None:
     s = session(recipe(8))
     s.turn("old recipe v8", [[("shell", '{"cmd":"true"}', "")]], "ok")
 

@@ -1,6 +1,6 @@
 """Replay's canonical bytes equal the bytes the provider layer was given, scenario by scenario.
 
-Each session is recorded through the real log and window (``scripted.Script``); the ``session``
+Each session is recorded through the real log and window (``scripted.SessionBuilder``); the ``session``
 fixture then replays every request of it (``verify_all`` and ``replay_request``) and compares
 with what ``send_request`` built. The tests here also check that each scenario really did what it
 is named for, so a replay that passes is a replay of that behaviour.
@@ -15,13 +15,14 @@ import orjson
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
 from nodwyn.replay.summaries import add_summary, revoke_summary
+from nodwyn.testing import ORIGIN, TOOLS, SessionBuilder, recipe
 from nodwyn.values.content import AssistantMessage, ThinkingBlock, ToolMessage
 from nodwyn.values.request import ToolSpec
 from nodwyn.window import TurnOptions
 
-from .scripted import ORIGIN, OTHER_ORIGIN, TOOLS, Script, recipe
+from .conftest import OTHER_ORIGIN
 
-Make = Callable[..., Script]
+Make = Callable[..., SessionBuilder]
 
 GREP = ToolSpec(
     name="grep",
@@ -150,7 +151,7 @@ def test_folds(session: Make) -> None:
     _, calls = s.reply(req, calls=[("fs-read", '{"path":"big.txt"}')])
     res = s.result(calls[0], "the whole stale content " * 20)
     s.request()
-    s.event("result.fold", {"target": res.seq, "text": "[folded: big.txt was read; stale]"})
+    s.add("result.fold", {"target": res.seq, "text": "[folded: big.txt was read; stale]"})
     last = s.request()
     assert b"stale content" not in s.sent[last.seq] and b"[folded: big.txt" in s.sent[last.seq]
 
@@ -197,16 +198,14 @@ def test_turn_options_and_contexts(session: Make) -> None:
     s.user("plan first")
     plan = s.request(turn=TurnOptions(no_tools=True))
     s.reply(plan, "1. read 2. fix")
-    s.event("gate.plan", {"text": "1. read\n2. fix"})
+    s.add("gate.plan", {"text": "1. read\n2. fix"})
     req = s.request(turn=TurnOptions(offered_tools=("fs-read",)))
     _, calls = s.reply(req, calls=[("shell", '{"cmd":"agent"}')])
-    s.event(
-        "ctx.open", {"id": "sub1", "kind": "sub", "offered_tools": ["fs-read"], "parent_call": calls[0].id}
-    )
+    s.add("ctx.open", {"id": "sub1", "kind": "sub", "offered_tools": ["fs-read"], "parent_call": calls[0].id})
     s.user("sub task", ctx="sub1")
     sub = s.request(ctx="sub1")
     s.reply(sub, "sub answer")
-    s.event("ctx.close", {"id": "sub1"}, ctx="main")
+    s.add("ctx.close", {"id": "sub1"}, ctx="main")
     s.result(calls[0], "sub answer")
     head = s.request(turn=TurnOptions(headroom=True))
     assert "no_tools" in s.builds[plan.seq].record and _json(s.sent[plan.seq])["tools"] == []
@@ -219,7 +218,7 @@ def test_compaction_moves_the_start(session: Make, store: Store) -> None:
     s = session()
     for i in range(3):
         s.turn(f"early {i}", [[("shell", f'{{"cmd":"e{i}"}}', f"early output {i}")]])
-    s.event(
+    s.add(
         "ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Continue from the handover."}
     )
     s.user("handover: early work done", ctx="c1")

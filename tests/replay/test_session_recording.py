@@ -10,10 +10,9 @@ import pytest
 from nodwyn.errors import LockedError, UnknownRecipeError
 from nodwyn.log import Store
 from nodwyn.record import resume_session, start_session
+from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values import codec
 from nodwyn.values.canonical import digest
-
-from .scripted import Script, recipe
 
 
 def test_start_and_resume_record_the_recipe(store: Store) -> None:
@@ -45,14 +44,14 @@ def test_an_unknown_version_writes_nothing(store: Store) -> None:
 
 
 def test_a_live_session_cannot_be_resumed_twice(store: Store) -> None:
-    s = Script(store, recipe())
+    s = SessionBuilder(store=store, recipe=recipe())
     with pytest.raises(LockedError):
         resume_session(store, s.id, recipe(), "test")
     s.close()
 
 
 def test_the_recorder_records_the_digest_of_what_it_built(store: Store) -> None:
-    s = Script(store, recipe())
+    s = SessionBuilder(store=store, recipe=recipe())
     s.user("hello")
     req = s.request()
     b = s.builds[req.seq]
@@ -64,7 +63,7 @@ def test_the_recorder_records_the_digest_of_what_it_built(store: Store) -> None:
 
 
 def test_the_recipe_is_recorded_redacted_and_requests_use_what_was_recorded(
-    session: Callable[..., Script], store: Store
+    session: Callable[..., SessionBuilder], store: Store
 ) -> None:
     key = "sk-ant-api03-" + "Qw7" * 12
     s = session(recipe(system=f"You are a coding agent. Deploy with {key} when asked."))

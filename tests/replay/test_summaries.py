@@ -10,16 +10,16 @@ import pytest
 from nodwyn.errors import ConfigError, LockedError, NotFoundError
 from nodwyn.log import Store
 from nodwyn.replay.summaries import add_summary, revoke_summary, summaries
+from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values.events import Event
 from nodwyn.window import source_digest
 
 from .invoke import run
-from .scripted import Script, recipe
 
-Make = Callable[..., Script]
+Make = Callable[..., SessionBuilder]
 
 
-def _three_turns(make: Make) -> Script:
+def _three_turns(make: Make) -> SessionBuilder:
     s = make()
     s.turn("first", [[("fs-read", '{"path":"a"}', "alpha\n")]], "a is alpha")
     s.turn(
@@ -97,11 +97,11 @@ def test_span_must_stay_in_one_context(session: Make, store: Store) -> None:
     s.user("delegate")
     req = s.request()
     _, calls = s.reply(req, calls=[("shell", '{"cmd":"agent"}')])
-    s.event("ctx.open", {"id": "sub1", "kind": "sub", "parent_call": calls[0].id})
+    s.add("ctx.open", {"id": "sub1", "kind": "sub", "parent_call": calls[0].id})
     s.user("sub task", ctx="sub1")
     sub = s.request(ctx="sub1")
     s.reply(sub, "sub answer")
-    s.event("ctx.close", {"id": "sub1"})
+    s.add("ctx.close", {"id": "sub1"})
     s.result(calls[0], "sub answer")
     s.reply(s.request(), "delegated")
     s.turn("next", [], "ok")

@@ -9,14 +9,14 @@ import pytest
 
 from nodwyn.log import Store
 from nodwyn.replay.transcript import render_event, transcript
+from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.values.events import Event
 
 from .invoke import run
 from .logfile import Line, rewrite
-from .scripted import ORIGIN, Script, recipe
 
-Make = Callable[..., Script]
+Make = Callable[..., SessionBuilder]
 
 
 def test_a_session_reads_as_a_conversation(
@@ -34,8 +34,8 @@ def test_a_session_reads_as_a_conversation(
         blocks=[block],
     )
     res = s.result(calls[0], "def parse():\n    pass\n", rng={"start": 1, "end": 2, "total": 2})
-    s.event("gate.plan", {"text": "1. read\n2. fix"})
-    s.event("result.fold", {"target": res.seq, "text": "[parse.py read]"})
+    s.add("gate.plan", {"text": "1. read\n2. fix"})
+    s.add("result.fold", {"target": res.seq, "text": "[parse.py read]"})
     s.reply(s.request(), "Fixed.")
     s.close()
     code, out, err = run(store, capfd, "replay", s.id)
@@ -66,7 +66,7 @@ def test_a_session_reads_as_a_conversation(
 
 
 def test_logs_exact_replay_refuses_still_read(store: Store, capfd: pytest.CaptureFixture[str]) -> None:
-    s = Script(store, recipe())  # not the fixture: this log is damaged on purpose
+    s = SessionBuilder(store=store, recipe=recipe())  # not the fixture: this log is damaged on purpose
     s.turn("hello", [], "hi")
     s.close()
 
@@ -101,7 +101,7 @@ def test_damaged_payloads_render_without_crashing() -> None:
 
 
 def test_a_damaged_log_reads_past_the_damage(store: Store, capfd: pytest.CaptureFixture[str]) -> None:
-    s = Script(store, recipe())  # damaged on purpose below
+    s = SessionBuilder(store=store, recipe=recipe())  # damaged on purpose below
     s.turn("first question", [], "first answer")
     s.turn("second question", [], "second answer")
     s.close()

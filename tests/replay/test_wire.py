@@ -8,12 +8,11 @@ from nodwyn.dialects import dialect_for
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
+from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values import codec
 from nodwyn.values.model import ModelSettings
-
-from .scripted import Script, recipe
 
 
 def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
@@ -31,7 +30,7 @@ def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
         settings = ModelSettings(
             name="chat", api="openai-chat", model="fake-model", base_url=fake.url, context_size=32_000
         )
-        s = Script(store, recipe(19))
+        s = SessionBuilder(store=store, recipe=recipe(19))
         key = "session-key"
         results = {"c1": "alpha\n", "c2": "a\nb\n"}
         for ask in ("read a", "list files"):
@@ -39,9 +38,9 @@ def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
             while True:
                 req = s.request(origin=settings.origin)
                 response = backend.send(s.builds[req.seq].request, settings, session_key=key)
-                s.event("llm.resp", {"req": req.seq, "response": codec.response_to_json(response)})
+                s.add("llm.resp", {"req": req.seq, "response": codec.response_to_json(response)})
                 for call in response.calls:
-                    s.event(
+                    s.add(
                         "tool.result",
                         {"call_id": call.id, "name": call.name, "text": results[call.id], "error": False},
                     )

@@ -27,7 +27,6 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 
 from tests.agent.conftest import tiny_png  # noqa: E402
-from tests.replay.scripted import Script, recipe  # noqa: E402
 from tests.replay.test_fixture_logs import GOLDEN, TRANSCRIPT, snapshot  # noqa: E402
 
 from nodwyn.agent.loop import Agent  # noqa: E402
@@ -36,6 +35,7 @@ from nodwyn.errors import ProviderError  # noqa: E402
 from nodwyn.fakes import FakeServer  # noqa: E402
 from nodwyn.log import Store  # noqa: E402
 from nodwyn.replay.summaries import add_summary, revoke_summary  # noqa: E402
+from nodwyn.testing import SessionBuilder, recipe  # noqa: E402
 from nodwyn.values.recipe import KNOWN_VERSIONS  # noqa: E402
 
 
@@ -360,7 +360,7 @@ def recipe_versions(run: Run) -> None:
         "output_reserve": 256,
     }
     versions = sorted(KNOWN_VERSIONS)
-    s = Script(Store(run.home), recipe(versions[0], **small))
+    s = SessionBuilder(store=Store(run.home), recipe=recipe(versions[0], **small))
     for n, v in enumerate(versions):
         if n:
             s.resume(recipe(v, **small))
@@ -372,11 +372,11 @@ def contexts(run: Run) -> None:
     """What the agent never writes but the log and window take: a narrowing that is not lasting,
     widened back (ctx.widen), and a torn tail cut by the next writer (log.repaired)."""
     store = Store(run.home)
-    s = Script(store, recipe())
+    s = SessionBuilder(store=store, recipe=recipe())
     s.turn("first", [[("fs-read", '{"path":"a.py"}', "print('a')\n")]], "a prints a")
-    s.event("ctx.open", {"id": "n1", "kind": "narrow", "lasting": False, "system": "Only the narrow task."})
+    s.add("ctx.open", {"id": "n1", "kind": "narrow", "lasting": False, "system": "Only the narrow task."})
     s.turn("narrow task", [], "narrow done", ctx="n1")
-    s.event("ctx.widen", {"id": "n1"})
+    s.add("ctx.widen", {"id": "n1"})
     s.turn("wide again", [], "wide done")
     s.close()
     with (run.home / "sessions" / s.id / "log.jsonl").open("ab") as f:
