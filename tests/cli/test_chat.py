@@ -159,7 +159,7 @@ def test_chat_slash_commands_through_a_pipe(env: dict[str, str]) -> None:
         chat = nodwyn(env, "chat", stdin="/models\n/model s\n/nope\n/model other\nhi\n/help\n/quit\n")
         bodies = chat_bodies(fake)
     assert chat.returncode == 0, chat.stderr
-    assert chat.stdout.splitlines()[:3] == ["* fake", "  local", "  other"]
+    assert chat.stdout.splitlines()[:4] == ["* fake", "  local", "  local-tiny", "  other"]
     assert "model 's' is not configured" in chat.stderr  # /model s is not /models
     assert "unknown command /nope; commands: /plan, /compact, /model, /models, /help, /quit" in chat.stderr
     assert "[model other]" in chat.stderr and bodies[0]["model"] == "other-model"

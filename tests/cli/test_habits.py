@@ -106,7 +106,7 @@ def test_run_redirected_leaves_only_the_answer_and_json_carries_session_and_cost
     models = [orjson.loads(line) for line in listed.stdout.splitlines()]
     fake_entry = next(m for m in models if m["name"] == "fake")
     assert fake_entry["default"] is True and fake_entry["prices"]["cached_input"] == 0.5
-    assert {m["name"] for m in models} == {"fake", "other", "local"}
+    assert {m["name"] for m in models} == {"fake", "other", "local", "local-tiny"}
 
 
 def test_resume_json(env: dict[str, str]) -> None:

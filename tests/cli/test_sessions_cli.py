@@ -60,4 +60,4 @@ def test_sessions_table_search_suffix_last_and_completion(env: dict[str, str]) -
     assert set(complete(env, "resume", "")) >= {"latest", "last", first, second}
     assert complete(env, "replay", second[-8:-4]) == [second]
     assert complete(env, "run", "-m", "o") == ["other"]
-    assert complete(env, "models", "default", "") == ["fake", "local", "other"]
+    assert complete(env, "models", "default", "") == ["fake", "local", "local-tiny", "other"]
