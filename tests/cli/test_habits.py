@@ -294,3 +294,18 @@ def test_a_sessions_cost_keeps_the_prices_it_ran_with(env: dict[str, str]) -> No
         recipe = next(log.read(1)).data["recipe"]
     assert recipe["prices"]["fake"] == {"input": 2.0, "output": 8.0, "cached_input": 0.5}
     assert "other" not in recipe["prices"] and recipe["prices"]["local"] == {"input": 0.0, "output": 0.0}
+
+
+def test_a_retry_is_a_line_on_stderr_and_the_answer_stays_alone(env: dict[str, str]) -> None:
+    busy = {"error": {"status": 503, "message": "overloaded", "retry_after": 0}}
+    script = [busy, {"text": "Fine now."}, busy, {"text": "Fine again."}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        done = nodwyn(env, "run", "x")
+        shown = _on_terminal({**env, "NO_COLOR": "1"}, "run", "y")
+    assert done.returncode == 0 and done.stdout == "Fine now.\n", done.stderr
+    retry = [line for line in done.stderr.splitlines() if line.startswith("nodwyn: retrying in 0 s (2/")]
+    assert len(retry) == 1 and "503" in retry[0], done.stderr
+    # on a terminal the waiting line comes back after the retry's line
+    after = shown[shown.index(b"nodwyn: retrying in 0 s") :]
+    assert b"waiting for the model\xe2\x80\xa6 0 s" in after and b"Fine again." in after, shown

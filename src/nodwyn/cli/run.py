@@ -84,6 +84,10 @@ class StatusLine:
         self._thread = threading.Thread(target=tick, name="nodwyn-status", daemon=True)
         self._thread.start()
 
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
     def stop(self) -> None:
         if self._thread is None:
             return
@@ -167,9 +171,12 @@ class LineDisplay:
             _err(f"  ✓ {lines} lines" + (f": {first[:100]}" if first else ""), dim=True)
 
     def notice(self, text: str) -> None:
+        waiting = self.status.running  # a retry's notice comes while the request waits
         self.status.stop()
         self._end_lines()
         _err(f"nodwyn: {text}", fg="yellow")
+        if waiting:
+            self.status.start()
 
     def answer(self, result: TurnResult) -> None:
         """After a turn: the final answer on stdout, unless it already streamed there."""
