@@ -28,6 +28,7 @@ from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ConfigError, EncodeError, NotFoundError, OriginError, ProviderError, ToolError
 from nodwyn.log import SessionLog
+from nodwyn.log.redact import redact_error
 from nodwyn.record import Recorder, resumed_events
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
@@ -150,12 +151,13 @@ class Agent:
                 images=images,
             )
         except (ProviderError, OriginError, ConfigError, EncodeError) as exc:
+            redact_error(exc, self.log.known)  # shown and logged only redacted: it may echo the key
             # every failed send leaves its reason beside the llm.req it recorded
             self.append("note", {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
             raise
         if not all(c.id for c in response.calls):  # ids the server did not give, minted from the log
             response = dataclasses.replace(response, calls=mint_call_ids(response.calls, req.seq))
-        logged, left_out = reply.for_log(response)
+        logged, left_out = reply.for_log(response, self.log.known)
         for note in left_out:
             self.display.notice(note)
         event = self.append("llm.resp", {"req": req.seq, "response": response_to_json(logged)}, ctx=ctx)

@@ -12,6 +12,7 @@ from nodwyn.agent.setup import BASE_SYSTEM
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ProviderError
+from nodwyn.log.redact import NO_KNOWN, Known, redact_error
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response
@@ -56,7 +57,11 @@ def probe(backend: Backend, settings: ModelSettings, max_output: int = 32) -> li
         try:
             response = backend.send(request, settings, session_key=key)
         except ProviderError as exc:
-            results.append(ProbeResult(request=n, ok=False, error=str(exc), field=exc.field))
+            creds = getattr(backend, "credentials", None)  # the provider may echo the key it was sent
+            held = Known.of(c.value for c in creds.by_name.values()) if creds is not None else NO_KNOWN
+            results.append(
+                ProbeResult(request=n, ok=False, error=str(redact_error(exc, held)), field=exc.field)
+            )
             break
         results.append(ProbeResult(request=n, ok=True, response=response))
         request = Request(

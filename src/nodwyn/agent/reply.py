@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from nodwyn.log.redact import redact
+from nodwyn.log.redact import NO_KNOWN, Known, redact
 from nodwyn.values.codec import block_to_json
 from nodwyn.values.request import Response
 
 
-def for_log(response: Response) -> tuple[Response, list[str]]:
+def for_log(response: Response, known: Known = NO_KNOWN) -> tuple[Response, list[str]]:
     """``response`` without the reasoning blocks the log's redaction would change, and the notes
     (also on the response) saying what was left out and why."""
     kept = []
     added: list[str] = []
     for block in response.blocks:
-        _, report = redact(block_to_json(block))
+        _, report = redact(block_to_json(block), known)
         if report.changed:
             shapes = ", ".join(name for name, _ in report.replaced)
             added.append(

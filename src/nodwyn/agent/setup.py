@@ -3,6 +3,7 @@ before the first message. The CLI calls ``open_agent``; tests call it with their
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Mapping
@@ -19,6 +20,7 @@ from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
+from nodwyn.log.redact import Known
 from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.weights import weights_for
@@ -101,6 +103,19 @@ def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> N
         f"{model.credential} (unset) and the {chain}; export {model.credential}=... or run "
         f"`nodwyn keys set {model.credential}`"
     )
+
+
+def held_values(env: Mapping[str, str], config: Config) -> Known:
+    """The values of every credential nodwyn holds: the environment variables model entries name,
+    and the keychain's. Every log append, attachment and line shown to the person is cleared of them,
+    whatever their shape (ADR 0131). A keychain that cannot be read adds nothing here; the backend
+    says what is wrong with it when a model needs it."""
+    values = [env.get(m.credential, "") for m in config.models.values() if m.credential]
+    path = keychain_path(env)
+    if env.get("NODWYN_KEYCHAIN") or path.exists():
+        with contextlib.suppress(NodwynError):
+            values.extend(c.value for c in Credentials.from_keychain(path).by_name.values())
+    return Known.of(v for v in values if v)
 
 
 def credentials(env: Mapping[str, str], config: Config) -> Credentials:
@@ -277,7 +292,7 @@ def open_agent(
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
     workspace = workspace.resolve()
-    store = Store(data_root(env))
+    store = Store(data_root(env), known=held_values(env, config))
     if resume is not None:
         session_id = store.resolve(resume)
         recorded, last_model = _where_it_was(store, session_id)

@@ -72,8 +72,11 @@ def cli() -> None:
 
 
 def one_line(message: str) -> str:
-    """An error is one line, whatever text (a file's, a provider's) its message carries."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
+    """An error is one line, whatever text (a file's, a provider's) its message carries: credentials
+    redacted, control characters (newlines too) spelled out (cli/screen.py)."""
+    from nodwyn.cli.screen import shown
+
+    return shown(message, newlines=False)
 
 
 def main(argv: list[str] | None = None) -> Any:

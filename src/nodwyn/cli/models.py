@@ -13,6 +13,7 @@ from nodwyn.agent.extensions import trust as trust_dir
 from nodwyn.agent.probe import probe, report
 from nodwyn.agent.setup import backends
 from nodwyn.cli.complete import complete_models
+from nodwyn.cli.screen import shown
 from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.values.codec import prices_to_json
 
@@ -91,7 +92,7 @@ def default(name: str) -> None:
 
 def _notice(text: str) -> None:
     """Each retry, as it happens, on stderr."""
-    click.echo(f"nodwyn: {text}", err=True)
+    click.echo(f"nodwyn: {shown(text)}", err=True)
 
 
 @models.command("test")
@@ -104,7 +105,7 @@ def test(name: str) -> None:
     settings = config.model(name)
     results = probe(backends(os.environ, config, _notice)(settings), settings)
     for line in report(settings, results):
-        click.echo(line)
+        click.echo(shown(line))
     refused = next((r for r in results if not r.ok), None)
     if refused is not None:
         raise ProviderError(

@@ -11,6 +11,7 @@ import orjson
 
 from nodwyn.cli.common import ROOT, store_for
 from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.screen import hold_configured, json_safe, shown
 from nodwyn.errors import CorruptLogError, NodwynError
 from nodwyn.log import SessionLog
 from nodwyn.replay.exact import Verdict, replay_request, verify_all
@@ -73,10 +74,11 @@ def _transcript(log: SessionLog, as_json: bool) -> bool:
                 row = {"damaged": True, "torn": item.torn, "offset": item.offset, "size": item.size}
                 click.echo(orjson.dumps({**row, "reason": item.reason}))
             else:
-                click.echo(orjson.dumps(transcript_json(item)))
+                click.echo(json_safe(orjson.dumps(transcript_json(item)).decode()))
     else:
+        hold_configured()
         for line in transcript(counted):
-            click.echo(line)
+            click.echo(shown(line))
     if counted.gaps:
         before, after = counted.gaps[0]
         click.echo(

@@ -29,6 +29,7 @@ from nodwyn.agent.loop import Agent, TurnResult
 from nodwyn.agent.setup import Opened, open_agent
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
+from nodwyn.cli.screen import Stream, hold, redacted, shown
 from nodwyn.errors import NodwynError
 from nodwyn.stats.totals import percent
 from nodwyn.values.content import ToolCall
@@ -109,8 +110,11 @@ class LineDisplay:
         self.status = StatusLine(status and progress)
         self._open_out = False
         self._open_err = False
+        self._streams: dict[str, Stream] = {}
 
     def _end_lines(self) -> None:
+        for kind in list(self._streams):
+            self._emit(kind, self._streams.pop(kind).flush())
         if self._open_out:
             click.echo()
             self._open_out = False
@@ -118,14 +122,24 @@ class LineDisplay:
             click.echo(err=True)
             self._open_err = False
 
-    def delta(self, kind: str, fragment: str) -> None:
-        self.status.stop()
+    def _emit(self, kind: str, text: str) -> None:
+        if not text:
+            return
         if kind == "text" and self.answer_live:
-            click.echo(fragment, nl=False)
-            self._open_out = not fragment.endswith("\n")
-        elif self.progress:
-            _err(fragment, nl=False, dim=kind != "text")
-            self._open_err = not fragment.endswith("\n")
+            click.echo(text, nl=False)
+            self._open_out = not text.endswith("\n")
+        else:
+            _err(text, nl=False, dim=kind != "text")
+            self._open_err = not text.endswith("\n")
+
+    def delta(self, kind: str, fragment: str) -> None:
+        """A piece of the reply, shown a whole line at a time, redacted and escaped (screen.Stream)."""
+        self.status.stop()
+        if not (kind == "text" and self.answer_live) and not self.progress:
+            return
+        for other in [k for k in self._streams if k != kind]:  # keep the order text and thinking came in
+            self._emit(other, self._streams.pop(other).flush())
+        self._emit(kind, self._streams.setdefault(kind, Stream()).feed(fragment))
 
     def request(self, event: Event) -> None:
         if self.progress:
@@ -157,13 +171,15 @@ class LineDisplay:
     def tool_call(self, ctx: str, call: ToolCall) -> None:
         if self.progress:
             self._end_lines()
-            args = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "…"
-            _err(f"→ {call.name} {args}", fg="cyan")
+            args = shown(call.arguments, newlines=False)
+            args = args if len(args) <= 200 else args[:200] + "…"  # the approval prompt shows it whole
+            _err(f"→ {shown(call.name)} {args}", fg="cyan")
 
     def tool_result(self, ctx: str, call: ToolCall, outcome: Outcome) -> None:
         if not self.progress:
             return
-        first = outcome.text.strip().splitlines()[0] if outcome.text.strip() else ""
+        text = redacted(outcome.text)  # before any cut: half a key is still a key
+        first = shown(text.strip().splitlines()[0], newlines=False) if text.strip() else ""
         lines = outcome.text.count("\n") + 1
         if outcome.error:
             _err(f"  ✗ {first[:300]}", fg="red")
@@ -174,7 +190,7 @@ class LineDisplay:
         waiting = self.status.running  # a retry's notice comes while the request waits
         self.status.stop()
         self._end_lines()
-        _err(f"nodwyn: {text}", fg="yellow")
+        _err(f"nodwyn: {shown(text)}", fg="yellow")
         if waiting:
             self.status.start()
 
@@ -185,11 +201,13 @@ class LineDisplay:
             self._end_lines()
         elif result.text and self.answer_out:
             self._end_lines()
-            click.echo(result.text.rstrip("\n"))
+            click.echo(shown(result.text.rstrip("\n")))
 
 
 def _ask(question: str) -> bool:
-    return click.confirm(f"allow {question}?", default=False, err=True)
+    """The approval prompt: the whole command, on one line, credentials redacted and every control
+    character spelled out (a ``\\r`` or ``ESC [2K`` cannot hide what runs)."""
+    return click.confirm(f"allow {shown(question, newlines=False)}?", default=False, err=True)
 
 
 def _end_on_signal(signum: int, frame: FrameType | None) -> None:
@@ -211,7 +229,7 @@ class Output:
 
     def info(self, text: str) -> None:
         if not self.quiet:
-            _err(text, dim=True)
+            _err(shown(text), dim=True)
 
     def turn_line(self, agent: Agent, before: int) -> None:
         """The turn's figures and cost, after each chat turn."""
@@ -233,7 +251,7 @@ class Output:
             doc: dict[str, Any] = {
                 "session": agent.session_id,
                 "model": agent.model.name,
-                "text": None if result is None else result.text,
+                "text": None if result is None else redacted(result.text),
                 "stopped": None if result is None else result.stopped,
                 **figures_json(figures),
                 "turn": figures_json(turn),
@@ -272,6 +290,7 @@ def _open(
         recipe_version=recipe,
     )
     agent = opened.agent
+    hold(agent.log.known)  # what the screen clears of credentials from here on
     out.info(
         f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.recipe.version}"
         f" · workspace {agent.workspace}]"
@@ -501,7 +520,7 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> N
         except NodwynError as exc:
             # A failed request is in the log; the person can go on or /quit and resume later.
             out.display.status.stop()
-            _err(f"nodwyn: {exc}", fg="red")
+            _err(f"nodwyn: {shown(str(exc))}", fg="red")
             agent.settle()
         except KeyboardInterrupt:
             out.display.status.stop()

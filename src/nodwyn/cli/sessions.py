@@ -11,6 +11,7 @@ import orjson
 from nodwyn.agent.figures import Overview, overview
 from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.screen import hold_configured, json_safe, redacted, shown
 from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.log import SessionInfo, Store
 from nodwyn.log.jsonl import encode_event
@@ -100,19 +101,19 @@ def sessions(as_json: bool, query: str | None, root: Path | None) -> None:
         if info.torn_bytes and not info.error:
             note = f"  ({info.torn_bytes} bytes after the last whole event)"
         if view is None:
-            click.echo(f"{info.id:<25}  {_when(info.start)[:16]:<16}{note}")
+            click.echo(f"{info.id:<25}  {_when(info.start)[:16]:<16}{shown(note)}")
             continue
         f = view.figures
         cost = "-" if not f.requests else ("unknown" if f.cost is None else f"${f.cost:.4f}")
         share = "-" if f.cached_share is None else percent(f.cached_share)
         click.echo(
-            f"{info.id:<25}  {_when(info.start)[:16]:<16}  {_line(view.model, 12):<12}  {f.requests:>5}  "
-            f"{share:>5}  {cost:>9}  {_line(view.first_message, 60)}{note}"
+            f"{info.id:<25}  {_when(info.start)[:16]:<16}  {_line(shown(view.model, newlines=False), 12):<12}  {f.requests:>5}  "
+            f"{share:>5}  {cost:>9}  {_line(shown(view.first_message, newlines=False), 60)}{shown(note)}"
         )
 
 
 def _event_text(event: Event) -> str:
-    data = orjson.dumps(event.data).decode()
+    data = redacted(orjson.dumps(event.data).decode())  # before the cut: half a key is still a key
     if len(data) > _DATA_WIDTH:
         data = data[: _DATA_WIDTH - 1] + "…"
     return f"{event.seq:>7}  {event.t}  {event.ctx:<8}  {event.kind:<14}  {data}"
@@ -130,15 +131,16 @@ def log(session: str, first: int, last: int | None, as_json: bool, root: Path | 
     sid = store.resolve(session)
     if last is not None and last < first:
         raise click.UsageError(f"--to {last} is before --from {first}")
+    hold_configured()
     with store.open(sid) as session_log:
         count = session_log.last_seq
         if first > count and first > 1:
             raise NotFoundError(f"session {sid} has no seq {first} (its last seq is {count})")
         for event in session_log.read(first, last):
             if as_json:
-                click.echo(encode_event(event), nl=False)
+                click.echo(json_safe(encode_event(event).decode()), nl=False)
             else:
-                click.echo(_event_text(event))
+                click.echo(shown(_event_text(event)))
         torn = session_log.torn_bytes
         if torn:
             click.echo(

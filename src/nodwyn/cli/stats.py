@@ -11,6 +11,7 @@ import orjson
 
 from nodwyn.cli.common import ROOT, model_prices, root_dir
 from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.screen import shown
 from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.console.views import diagnosis_json, row_json, totals_json
@@ -117,13 +118,13 @@ def stats(session: str, as_json: bool, root: Path | None) -> None:
         )
         return
     for line in _totals_text(sid, agg):
-        click.echo(line)
+        click.echo(shown(line))
     click.echo("")
     click.echo(
         f"{'seq':>7} {'ctx':<10} {'model':<20} {'turn':>4} {'prompt':>10} {'cached':>10} {'rate':>8}  notes"
     )
     for row in agg.rows:
-        click.echo(_row_text(row))
+        click.echo(shown(_row_text(row)))
 
 
 @click.command()
@@ -141,6 +142,6 @@ def cache(session: str, as_json: bool, root: Path | None) -> None:
     counts: dict[str, int] = {}
     for d in diagnoses:
         counts[d.kind] = counts.get(d.kind, 0) + 1
-        click.echo(f"{d.seq:>7} {d.ctx[:10]:<10} {d.kind:<12} {d.detail}")
+        click.echo(shown(f"{d.seq:>7} {d.ctx[:10]:<10} {d.kind:<12} {d.detail}"))
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     click.echo(f"\nsession {sid}: {len(diagnoses)} requests: {summary or 'none'}")

@@ -13,8 +13,9 @@ import secrets
 from pathlib import Path
 from typing import Final
 
-from nodwyn.errors import CorruptLogError, NotFoundError
+from nodwyn.errors import CorruptLogError, NodwynError, NotFoundError
 from nodwyn.log.paths import storage_error
+from nodwyn.log.redact import NO_KNOWN, Known
 
 ATTACHMENTS_NAME: Final = "attachments"
 FILE_MODE: Final = 0o600  # a session's files are the person's alone: prompts, code, tool output
@@ -31,12 +32,13 @@ def fsync_dir(path: Path) -> None:
 
 
 class Attachments:
-    __slots__ = ("_fsync", "path", "session")
+    __slots__ = ("_fsync", "known", "path", "session")
 
-    def __init__(self, path: Path, session: str, fsync: bool = True) -> None:
+    def __init__(self, path: Path, session: str, fsync: bool = True, known: Known = NO_KNOWN) -> None:
         self.path = path
         self.session = session
         self._fsync = fsync
+        self.known = known
 
     def _file(self, digest: str) -> Path:
         if not _DIGEST.fullmatch(digest):
@@ -48,6 +50,13 @@ class Attachments:
     def put(self, data: bytes) -> str:
         """Store ``data``; return its hex SHA-256. Storing the same bytes twice is a no-op.
         A disk that refuses is a one-line ``StorageError``; no partial file is left under any name."""
+        for value in self.known.values:
+            if value.encode() in data:
+                # bytes cannot be redacted in place (an image would break): refuse them instead
+                raise NodwynError(
+                    f"session {self.session}: an attachment holds the value of a credential nodwyn holds; "
+                    "it was not stored: remove the credential from the file and attach it again"
+                )
         try:
             return self._put(data)
         except OSError as exc:

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from nodwyn.log.ruleset import Rule, RuleSet, gitleaks
 
@@ -759,3 +759,19 @@ def redact(value: Any, known: Known = NO_KNOWN) -> tuple[Any, RedactionReport]:
 def redact_text(text: str, known: Known = NO_KNOWN) -> str:
     """One string, redacted (for what is shown rather than logged)."""
     return _Walk(known).text(text)
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def redact_error(exc: _E, known: Known = NO_KNOWN) -> _E:
+    """``exc`` with its message (and a provider error's ``body``) redacted, in place: a provider
+    that echoes the key it was sent puts it in both (issue 11, defect 4)."""
+    message = str(exc)
+    clean = redact_text(message, known)
+    if clean != message:
+        exc.args = (clean,)
+    body = getattr(exc, "body", None)
+    if isinstance(body, str):
+        exc.body = redact_text(body, known)  # type: ignore[attr-defined]
+    return exc

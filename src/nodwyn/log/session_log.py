@@ -26,7 +26,7 @@ from nodwyn.log.index import INDEX_NAME, IndexFile, check_tail, rebuild, scan_li
 from nodwyn.log.jsonl import CTX_ID, FIX, KIND, encode_line, parse_line
 from nodwyn.log.lock import SessionLock
 from nodwyn.log.paths import storage_error
-from nodwyn.log.redact import redact
+from nodwyn.log.redact import NO_KNOWN, Known, redact
 from nodwyn.values.events import MAIN_CTX, Event
 
 LOG_NAME: Final = "log.jsonl"
@@ -95,8 +95,10 @@ class SessionLog:
         write: bool,
         fsync: bool = True,
         clock: Callable[[], datetime] = utc_now,
+        known: Known = NO_KNOWN,
     ) -> None:
         self.id = session_id
+        self.known = known  # held credential values: replaced in every append and attachment
         self.path = path
         self.writable = write
         self._fsync = fsync
@@ -107,7 +109,7 @@ class SessionLog:
         self._count = 0
         self._end = 0
         self.repaired: Event | None = None  # the log.repaired event a writer's open appended
-        self.attachments = Attachments(path / ATTACHMENTS_NAME, session_id, fsync=fsync)
+        self.attachments = Attachments(path / ATTACHMENTS_NAME, session_id, fsync=fsync, known=known)
         try:
             if write:
                 self._lock = SessionLock(path, session_id)
@@ -287,7 +289,7 @@ class SessionLog:
             raise CanonicalError(
                 f"session {self.id}: {kind} data may not hold {REDACTION_KEY!r}; the log sets it"
             )
-        clean, report = redact(data)
+        clean, report = redact(data, self.known)
         if report.changed or report.unknown_entropy:
             clean[REDACTION_KEY] = report.as_json()
         seq = self._count + 1

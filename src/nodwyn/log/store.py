@@ -23,6 +23,7 @@ from nodwyn.log.ids import is_session_id, new_session_id, session_start_time
 from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.lock import LOCK_NAME
 from nodwyn.log.paths import sessions_dir, storage_error
+from nodwyn.log.redact import NO_KNOWN, Known
 from nodwyn.log.session_log import LOG_NAME, SessionInfo, SessionLog, format_time, utc_now
 
 
@@ -30,11 +31,17 @@ class Store:
     """All sessions under ``root`` (the data root; see ``nodwyn.log.paths.data_root``)."""
 
     def __init__(
-        self, root: Path, *, fsync: bool = True, clock: Callable[[], datetime] | None = None
+        self,
+        root: Path,
+        *,
+        fsync: bool = True,
+        clock: Callable[[], datetime] | None = None,
+        known: Known = NO_KNOWN,
     ) -> None:
         self.root = Path(root)
         self.sessions = sessions_dir(self.root)
         self.fsync = fsync
+        self.known = known  # credential values every log it opens for writing redacts
         self._clock = clock or utc_now
 
     def create(self, now: datetime | None = None) -> SessionLog:
@@ -67,7 +74,9 @@ class Store:
             if self.fsync:
                 fsync_dir(folder)
                 fsync_dir(self.sessions)
-            return SessionLog(session_id=sid, path=folder, write=True, fsync=self.fsync, clock=self._clock)
+            return SessionLog(
+                session_id=sid, path=folder, write=True, fsync=self.fsync, clock=self._clock, known=self.known
+            )
         except BaseException as exc:
             for leftover in folder.glob(f"{INDEX_NAME}.tmp-*"):
                 leftover.unlink(missing_ok=True)
@@ -111,7 +120,12 @@ class Store:
         except OSError as exc:
             raise storage_error(exc, f"cannot read the sessions folder {self.sessions}") from None
         return SessionLog(
-            session_id=session_id, path=folder, write=write, fsync=self.fsync, clock=self._clock
+            session_id=session_id,
+            path=folder,
+            write=write,
+            fsync=self.fsync,
+            clock=self._clock,
+            known=self.known,
         )
 
     def ids(self) -> list[str]:

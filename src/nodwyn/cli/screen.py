@@ -1,0 +1,91 @@
+"""What the person sees, cleared of credentials and of control characters (issue 11: 3, 5).
+
+``shown(text)`` is the one filter for text nodwyn did not write itself (a model's reply, a tool's
+output, a command, an error a provider sent, a log's contents): credentials are redacted (the
+values nodwyn holds, which ``hold`` sets when a session opens, and every shape the log redacts),
+then control characters are spelled out (``values.terminal``). ``Stream`` does the same for a reply
+as it streams: it lets out whole lines only, so a secret split across fragments, or a header and
+its token, is seen whole before it is shown; a private key block is held until its END line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Final
+
+from nodwyn.log.redact import NO_KNOWN, Known, redact_text
+from nodwyn.values.terminal import escape_controls, escape_json_controls
+
+_HELD: list[Known] = [NO_KNOWN]
+_PEM_HOLD: Final = 64 << 10  # an unterminated key block is held back up to this many characters
+_LINE_HOLD: Final = 16 << 10  # a line without its end is let out past this many characters
+
+
+def hold(known: Known) -> None:
+    """The credential values this process holds (set when a session opens)."""
+    _HELD[0] = known
+
+
+def hold_configured() -> None:
+    """Hold the credentials config.toml and the keychain name, for a command that opens no session
+    (``log``, ``replay``): an old log may hold a value the redaction of its time did not know."""
+    from nodwyn.agent.config import load_config
+    from nodwyn.agent.setup import held_values
+    from nodwyn.errors import NodwynError
+
+    with contextlib.suppress(NodwynError):  # no config: only the shapes
+        hold(held_values(os.environ, load_config(os.environ)))
+
+
+def json_safe(line: str) -> str:
+    """A JSON line for a terminal: JSON escapes C0 controls itself, not DEL, C1 or bidi controls."""
+    return escape_json_controls(redacted(line))
+
+
+def held() -> Known:
+    return _HELD[0]
+
+
+def redacted(text: str) -> str:
+    """``text`` without credentials (for JSON output, which escapes control characters itself)."""
+    return redact_text(text, _HELD[0]) if text else text
+
+
+def shown(text: str, *, newlines: bool = True) -> str:
+    """``text`` as it may be shown: credentials redacted, control characters spelled out."""
+    return escape_controls(redacted(text), newlines=newlines)
+
+
+class Stream:
+    """A streamed reply, let out line by line through ``shown``."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, fragment: str) -> str:
+        """What may be shown now (whole lines), keeping the rest for later."""
+        self._pending += fragment
+        cut = self._pending.rfind("\n") + 1
+        if cut == 0 and len(self._pending) > _LINE_HOLD:
+            cut = len(self._pending) - 4096  # a very long line: let out all but a key's length
+            space = self._pending.rfind(" ", 0, cut)
+            cut = space + 1 if space > 0 else cut
+        if cut == 0:
+            return ""
+        ready = self._pending[:cut]
+        start = ready.rfind("-----BEGIN ")
+        unended = start >= 0 and "PRIVATE KEY" in ready[start:] and "-----END " not in ready[start + 11 :]
+        if unended and len(self._pending) < _PEM_HOLD:
+            return ""  # hold the block until its end is here
+        self._pending = self._pending[cut:]
+        return shown(ready)
+
+    def flush(self) -> str:
+        """The rest, at the end of the reply."""
+        rest, self._pending = self._pending, ""
+        return shown(rest) if rest else ""
+
+    @property
+    def open(self) -> bool:
+        return bool(self._pending)
