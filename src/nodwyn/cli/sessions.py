@@ -69,7 +69,7 @@ def _overview(store: Store, sid: str, prices: dict[str, Prices], query: str | No
 def _line(text: str | None, width: int) -> str:
     if not text:
         return "-"
-    flat = " ".join(text.split())
+    flat = shown(" ".join(text.split()), newlines=False)  # redacted before the cut
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -107,8 +107,8 @@ def sessions(as_json: bool, query: str | None, root: Path | None) -> None:
         cost = "-" if not f.requests else ("unknown" if f.cost is None else f"${f.cost:.4f}")
         share = "-" if f.cached_share is None else percent(f.cached_share)
         click.echo(
-            f"{info.id:<25}  {_when(info.start)[:16]:<16}  {_line(shown(view.model, newlines=False), 12):<12}  {f.requests:>5}  "
-            f"{share:>5}  {cost:>9}  {_line(shown(view.first_message, newlines=False), 60)}{shown(note)}"
+            f"{info.id:<25}  {_when(info.start)[:16]:<16}  {_line(view.model, 12):<12}  {f.requests:>5}  "
+            f"{share:>5}  {cost:>9}  {_line(view.first_message, 60)}{shown(note)}"
         )
 
 
