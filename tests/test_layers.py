@@ -1,44 +1,57 @@
-"""The architecture as a test: imports flow downward, and the pure layers do no I/O."""
+"""The architecture as a test: layers have ranks, a module imports only layers of lower rank, and
+the pure layers do no I/O.
+
+``RANKS`` is the one order of the layers (AGENTS.md lists the packages in it). ``ALLOWED`` is
+exactly the set of imports between layers that exist today: each must go down the ranks, and a
+new one is added here on purpose (the test names it) or the import is wrong. ``errors`` and
+``values`` sit at the bottom and every layer may import them without a line in the table.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "nodwyn"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "nodwyn"
 
-# layer -> layers it may import (besides itself, nodwyn.errors and nodwyn.values)
-ALLOWED: dict[str, set[str]] = {
-    "values": set(),
-    "log": set(),
-    "window": set(),
-    "dialects": set(),
-    "stats": set(),
-    "transport": {"dialects"},
-    "record": {"log", "window"},
-    "replay": {"log", "window"},
-    "fakes": {"log"},
-    "agent": {"log", "window", "record", "replay", "dialects", "transport", "stats"},
-    "console": {"log", "window", "record", "replay", "stats", "agent"},
-    "export": {"log", "replay", "stats", "console"},
-    "testing": {"log", "window", "record", "transport", "fakes"},
-    "cli": {
-        "log",
-        "window",
-        "record",
-        "replay",
-        "dialects",
-        "transport",
-        "agent",
-        "stats",
-        "fakes",
-        "console",
-        "export",
-    },
-}
+# Lowest first. A layer may import a layer only if that layer comes earlier here.
+RANKS: tuple[str, ...] = (
+    "errors",
+    "values",
+    "window",
+    "dialects",
+    "stats",
+    "log",
+    "record",
+    "replay",
+    "transport",
+    "fakes",
+    "agent",
+    "testing",
+    "console",
+    "export",
+    "cli",
+)
+RANK = {layer: i for i, layer in enumerate(RANKS)}
+BASE = {"errors", "values"}  # any layer may import these; they are not listed in ALLOWED
 PURE = {"values", "window", "dialects", "stats"}
+
+# Every import between layers that exists (importer -> imported), besides imports of BASE.
+ALLOWED: dict[str, frozenset[str]] = {
+    "transport": frozenset({"dialects"}),
+    "record": frozenset({"log", "window"}),
+    "replay": frozenset({"log", "window"}),
+    "agent": frozenset({"window", "dialects", "stats", "log", "record", "transport"}),
+    "testing": frozenset({"window", "log", "record", "transport", "fakes"}),
+    "console": frozenset({"stats", "log", "replay"}),
+    "export": frozenset({"stats", "replay", "console"}),
+    "cli": frozenset({"stats", "log", "replay", "transport", "fakes", "agent", "console", "export"}),
+}
+
 # Modules that reach the disk, the network, the clock, the environment or other processes.
 IMPURE_MODULES = {
     "os",
@@ -58,39 +71,188 @@ IMPURE_MODULES = {
 }
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+def module_of(path: Path) -> str:
+    """``src/nodwyn/log/store.py`` -> ``nodwyn.log.store``; a package's ``__init__`` is the package."""
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> str | None:
+    """``nodwyn.log.store`` -> ``log``; ``nodwyn`` itself belongs to no layer."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "nodwyn" and len(parts) > 1 else None
+
+
+def imports_of(text: str, module: str, *, is_package: bool = False) -> set[str]:
+    """Every module ``text`` imports, anywhere in it (function-level imports too), relative
+    imports resolved against ``module``."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            else:
+                up = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            names.add(base)
+            if node.level and not node.module:  # from . import x: x is a module of the package
+                names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
 
 
-def _layer_files() -> list[tuple[str, Path]]:
+def problems(
+    module: str, text: str, allowed: dict[str, frozenset[str]], *, is_package: bool = False
+) -> list[str]:
+    """Why ``module`` (whose source is ``text``) breaks the layering: an import of a layer of equal
+    or higher rank, of a layer with no rank, or of a layer not in ``allowed`` for it."""
+    own = layer_of(module)
+    if own is None:
+        return []
+    if own not in RANK:
+        return [f"{module}: layer {own!r} has no rank; add it to RANKS in tests/test_layers.py"]
     out = []
-    for layer in ALLOWED:
-        folder = SRC / layer
-        out.extend((layer, p) for p in sorted(folder.rglob("*.py")))
+    for name in sorted(imports_of(text, module, is_package=is_package)):
+        target = layer_of(name)
+        if target is None or target == own:
+            continue
+        if target not in RANK:
+            out.append(f"{module} imports {name}: layer {target!r} has no rank")
+        elif RANK[target] >= RANK[own]:
+            out.append(
+                f"{module} imports {name}: {own} (rank {RANK[own]}) may import only lower ranks, "
+                f"and {target} has rank {RANK[target]}"
+            )
+        elif target not in BASE and target not in allowed.get(own, frozenset()):
+            out.append(
+                f"{module} imports {name}: the edge {own} -> {target} is new; add it to ALLOWED "
+                "in tests/test_layers.py if it is meant"
+            )
     return out
 
 
-@pytest.mark.parametrize(("layer", "path"), _layer_files(), ids=lambda v: str(v))
-def test_imports_flow_downward(layer: str, path: Path) -> None:
-    for name in _imports(path):
-        if not name.startswith("nodwyn."):
+def table_problems(allowed: dict[str, frozenset[str]]) -> list[str]:
+    """Entries of an ALLOWED table that go up or sideways, or name an unranked layer."""
+    out = []
+    for own, targets in allowed.items():
+        for target in sorted(targets):
+            if own not in RANK or target not in RANK:
+                out.append(f"{own} -> {target}: a layer without a rank")
+            elif RANK[target] >= RANK[own]:
+                out.append(
+                    f"{own} -> {target}: {target} (rank {RANK[target]}) is not below {own} ({RANK[own]})"
+                )
+    return out
+
+
+def _files() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def existing_edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in _files():
+        module = module_of(path)
+        own = layer_of(module)
+        if own is None:
             continue
-        target = name.split(".")[1]
-        if target in {layer, "errors", "values"}:
-            continue
-        assert target in ALLOWED[layer], f"{path.relative_to(SRC)} ({layer}) imports {name}"
+        for name in imports_of(path.read_text(), module, is_package=path.name == "__init__.py"):
+            target = layer_of(name)
+            if target is not None and target != own and target not in BASE:
+                edges.setdefault(own, set()).add(target)
+    return edges
+
+
+# -- the source tree -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_go_down_the_ranks(path: Path) -> None:
+    found = problems(module_of(path), path.read_text(), ALLOWED, is_package=path.name == "__init__.py")
+    assert not found, "\n".join(found)
+
+
+def test_the_table_goes_down_the_ranks() -> None:
+    assert table_problems(ALLOWED) == []
+
+
+def test_the_table_lists_only_edges_that_exist() -> None:
+    edges = existing_edges()
+    stale = sorted(
+        f"{own} -> {t}" for own, ts in ALLOWED.items() for t in ts if t not in edges.get(own, set())
+    )
+    assert not stale, f"ALLOWED lists imports nothing makes; remove them: {stale}"
+
+
+def test_every_package_has_a_rank() -> None:
+    layers = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    layers |= {p.stem for p in SRC.glob("*.py") if p.name != "__init__.py"}
+    assert layers - set(RANKS) == set(), "a new package needs a place in RANKS"
+
+
+def test_pure_layers_rank_below_every_io_layer() -> None:
+    """So a pure layer cannot import one that does I/O, whatever the table says."""
+    top_pure = max(RANK[p] for p in PURE)
+    io_layers = [x for x in RANKS if x not in PURE | {"errors"}]
+    assert all(RANK[x] > top_pure for x in io_layers), io_layers
+
+
+def test_agents_md_lists_the_packages_in_rank_order() -> None:
+    text = (ROOT / "AGENTS.md").read_text()
+    layout = text.split("## Layout", 1)[1].split("```", 2)[1]
+    listed = [m.group(1) for m in re.finditer(r"^  (\w+)(?:/|\.py)\s", layout, re.M)]
+    ranked = [x for x in listed if x in RANK]
+    assert ranked == sorted(ranked, key=RANK.__getitem__), ranked
+    present = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert present <= set(listed), f"AGENTS.md's layout misses {sorted(present - set(listed))}"
+
+
+@pytest.mark.parametrize("path", [p for p in _files() if layer_of(module_of(p)) in PURE], ids=str)
+def test_pure_layers_do_no_io(path: Path) -> None:
+    names = imports_of(path.read_text(), module_of(path))
+    bad = {n for n in names if n in IMPURE_MODULES or n.split(".")[0] in {"httpx", "socket"}}
+    assert not bad, f"{path.relative_to(SRC)} is in a pure layer but imports {sorted(bad)}"
+
+
+# -- the checker itself: it must fail on a wrong import ------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("layer", "path"), [lp for lp in _layer_files() if lp[0] in PURE], ids=lambda v: str(v)
+    ("module", "text", "says"),
+    [
+        # a pure layer reaching up to the log
+        ("nodwyn.stats.diagnosis", "from nodwyn.log import SessionLog\n", "may import only lower ranks"),
+        # the console reaching up to the CLI
+        ("nodwyn.console.views", "import nodwyn.cli.common\n", "may import only lower ranks"),
+        # hidden in a function, and relative
+        ("nodwyn.window.fold", "def f():\n    from ..agent import loop\n", "may import only lower ranks"),
+        ("nodwyn.dialects.local", "from ...transport import local\n", "may import only lower ranks"),
+        # sideways: two layers of one rank do not exist, so replay -> record goes up
+        ("nodwyn.record.recorder", "from nodwyn.replay.exact import replay_request\n", "rank"),
+        # downward, but not an edge anything makes today
+        ("nodwyn.fakes.server", "from nodwyn.log import Store\n", "the edge fakes -> log is new"),
+        # a package nobody ranked
+        ("nodwyn.plugins.x", "import nodwyn.values\n", "has no rank"),
+        ("nodwyn.agent.loop", "from nodwyn.plugins import x\n", "has no rank"),
+    ],
 )
-def test_pure_layers_do_no_io(layer: str, path: Path) -> None:
-    bad = {n for n in _imports(path) if n in IMPURE_MODULES or n.split(".")[0] in {"httpx", "socket"}}
-    assert not bad, f"{path.relative_to(SRC)} is in the pure {layer} layer but imports {sorted(bad)}"
+def test_the_checker_fails_on_a_wrong_import(module: str, text: str, says: str) -> None:
+    found = problems(module, text, ALLOWED, is_package=module == "nodwyn.dialects.local")
+    assert found and says in found[0], found
+
+
+def test_the_checker_passes_what_the_ranks_and_table_allow() -> None:
+    assert problems("nodwyn.transport.http", "from nodwyn.dialects import dialect_for\n", ALLOWED) == []
+    assert (
+        problems("nodwyn.stats.cost", "from nodwyn.values.model import Prices\nimport orjson\n", ALLOWED)
+        == []
+    )
+    assert problems("nodwyn.log.store", "from . import paths\nfrom .lock import Lock\n", ALLOWED) == []
+
+
+def test_a_table_edge_that_goes_up_is_refused() -> None:
+    up = f"log -> agent: agent (rank {RANK['agent']}) is not below log ({RANK['log']})"
+    assert table_problems({"log": frozenset({"agent"})}) == [up]
+    assert table_problems({"stats": frozenset({"stats"})})  # sideways is not down
