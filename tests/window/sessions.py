@@ -13,11 +13,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from nodwyn.values.codec import origin_from_json, origin_to_json, recipe_to_json, response_to_json
+from nodwyn import testing
+from nodwyn.testing import MemoryLog, SessionBuilder
+from nodwyn.values.codec import origin_from_json
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe, WindowLimits
-from nodwyn.values.request import Response, ToolSpec
+from nodwyn.values.request import ToolSpec, Usage
 from nodwyn.window import (
     Build,
     Start,
@@ -26,7 +28,6 @@ from nodwyn.window import (
     build_window,
     recorded_turn,
     recorded_withheld,
-    source_digest,
 )
 
 LIMITS = WindowLimits(high_water=900, low_water=450, max_result_tokens=80, output_reserve=200, ceiling=1400)
@@ -42,14 +43,11 @@ ORIGIN_B = Origin(model="model-b", url="http://127.0.0.1:9/v1", credential="KEY_
 
 
 def recipe(version: int = 19, limits: WindowLimits = LIMITS, **kw: Any) -> Recipe:
-    return Recipe(
-        version=version,
-        system=kw.pop("system", "You are a careful agent."),
-        tools=kw.pop("tools", TOOLS),
-        limits=limits,
-        context_size=kw.pop("context_size", 4096),
-        **kw,
-    )
+    """The window tests' recipe: small limits, the four tools above."""
+    kw.setdefault("system", "You are a careful agent.")
+    kw.setdefault("tools", TOOLS)
+    kw.setdefault("context_size", 4096)
+    return testing.recipe(version, limits=limits, **kw)
 
 
 @dataclass(slots=True)
@@ -65,34 +63,29 @@ class Built:
     predicted: int | None  # what the trim's accounting predicted (None: no trim ran)
 
 
-@dataclass(slots=True)
-class Sim:
-    events: list[Event] = field(default_factory=list)
-    window: Window = field(default_factory=Window)
-    builds: list[Built] = field(default_factory=list)
-    version: int = 19
+class Sim(SessionBuilder):
+    """An in-memory ``SessionBuilder`` (every request recorded through the one recording path) with
+    the window tests' probes: each build's estimate before trimming and the trim's prediction, and
+    the events before a seq."""
 
-    def add(self, kind: str, data: dict[str, Any], ctx: str = "main") -> Event:
-        event = Event(seq=len(self.events) + 1, t="2026-11-29T00:00:00Z", kind=kind, ctx=ctx, data=data)
-        self.events.append(event)
-        self.window.feed(event)
-        return event
+    def __init__(
+        self, window: Window | None = None, events: list[Event] | None = None, version: int = 19
+    ) -> None:
+        super().__init__(origin=ORIGIN_A, window=window)
+        assert isinstance(self.log, MemoryLog)
+        self.log.events.extend(events or ())  # earlier events, not fed: the test feeds them
+        self.built: list[Built] = []  # each build with its probes, in order
+        self.version = version
 
     def start(self, r: Recipe) -> Event:
         self.version = r.version
-        return self.add("session.start", {"recipe": recipe_to_json(r), "model": "control"})
+        return super().start(r)
 
-    def resume(self, r: Recipe) -> Event:
+    def resume(self, r: Recipe, model: str | None = None) -> Event:
         self.version = r.version
-        return self.add("session.resume", {"recipe": recipe_to_json(r), "model": "control"})
+        return super().resume(r, model)
 
-    def user(self, text: str, ctx: str = "main", images: list[dict[str, Any]] | None = None) -> Event:
-        data: dict[str, Any] = {"text": text}
-        if images:
-            data["images"] = images
-        return self.add("user.msg", data, ctx)
-
-    def request(
+    def request(  # type: ignore[override]
         self,
         ctx: str = "main",
         origin: Origin = ORIGIN_A,
@@ -100,20 +93,17 @@ class Sim:
         withheld: Mapping[str, str] | None = None,
     ) -> Build:
         held = dict(withheld or {})
-        start = self.window.start
         measure = self.window.measure(ctx, origin=origin, turn=turn, withheld=held)
         self.window.trim_prediction = None
-        b = self.window.build(ctx, origin=origin, turn=turn, withheld=held)
+        super().request(ctx, origin, turn, held)
+        sent = self.requests[-1]
         predicted = self.window.trim_prediction
-        ev = self.add(
-            "llm.req",
-            {"model": origin.model, "origin": origin_to_json(origin), "digest": b.digest, **b.record},
-            ctx,
+        self.built.append(
+            Built(sent.seq, ctx, origin, turn, held, sent.build, sent.start, measure, predicted)
         )
-        self.builds.append(Built(ev.seq, ctx, origin, turn, held, b, start, measure, predicted))
-        return b
+        return sent.build
 
-    def reply(
+    def reply(  # type: ignore[override]
         self,
         ctx: str = "main",
         text: str = "",
@@ -121,10 +111,14 @@ class Sim:
         calls: tuple[ToolCall, ...] = (),
         blocks: tuple[ThinkingBlock, ...] = (),
     ) -> Event:
-        response = Response(text=text, thinking=thinking, calls=calls, blocks=blocks)
-        return self.add("llm.resp", {"req": len(self.events), "response": response_to_json(response)}, ctx)
+        """The reply to the last event, a request of ``ctx``."""
+        req = self.events[-1]
+        event, _ = super().reply(
+            req, text, thinking=thinking, calls=calls, blocks=blocks, usage=Usage(), ctx=ctx
+        )
+        return event
 
-    def result(
+    def result(  # type: ignore[override]
         self,
         call_id: str,
         text: str,
@@ -133,40 +127,8 @@ class Sim:
         error: bool = False,
         rng: tuple[int, int, int] | None = None,
     ) -> Event:
-        data: dict[str, Any] = {"call_id": call_id, "name": name, "text": text, "error": error}
-        if rng is not None:
-            data["range"] = {"start": rng[0], "end": rng[1], "total": rng[2]}
-        return self.add("tool.result", data, ctx)
-
-    def plan(self, text: str, ctx: str = "main") -> Event:
-        return self.add("gate.plan", {"text": text}, ctx)
-
-    def fold(self, target: int, text: str, ctx: str = "main") -> Event:
-        return self.add("result.fold", {"target": target, "text": text}, ctx)
-
-    def open(self, cid: str, kind: str, ctx: str = "main", **kw: Any) -> Event:
-        return self.add("ctx.open", {"id": cid, "kind": kind, **kw}, ctx)
-
-    def close(self, cid: str, ctx: str, result: str | None = None) -> Event:
-        data: dict[str, Any] = {"id": cid}
-        if result is not None:
-            data["result"] = result
-        return self.add("ctx.close", data, ctx)
-
-    def widen(self, cid: str, ctx: str) -> Event:
-        return self.add("ctx.widen", {"id": cid}, ctx)
-
-    def summary(
-        self, first: int, last: int, text: str, ctx: str = "main", digest: str | None = None
-    ) -> Event:
-        if digest is None:
-            digest = source_digest(e for e in self.events if first <= e.seq <= last)
-        return self.add(
-            "summary.add", {"first": first, "last": last, "text": text, "source_digest": digest}, ctx
-        )
-
-    def revoke(self, summary: int, ctx: str = "main") -> Event:
-        return self.add("summary.revoke", {"summary": summary}, ctx)
+        r = None if rng is None else {"start": rng[0], "end": rng[1], "total": rng[2]}
+        return super().result(ToolCall(id=call_id, name=name, arguments="{}"), text, ctx, error, r)
 
     def before(self, seq: int) -> list[Event]:
         return self.events[: seq - 1]
@@ -329,7 +291,7 @@ class Driver:
         kw: dict[str, Any] = {"lasting": lasting}
         if rnd.random() < 0.7:
             kw["system"] = "You are compacting. Handover: " + "note " * rnd.randrange(1, 40)
-        self.sim.open(cid, "narrow", self.ctx.id, **kw)
+        self.sim.open_ctx(cid, "narrow", self.ctx.id, **kw)
         self.stack.append(_Ctx(cid, "narrow", lasting))
         self.sim.user("continue from the handover", cid)
 
@@ -339,10 +301,10 @@ class Driver:
             return
         self.stack.pop()
         if rnd.random() < 0.7:
-            self.sim.widen(c.id, self.ctx.id)
+            self.sim.widen_ctx(c.id, self.ctx.id)
             self.ctx.results.extend(c.results)
         else:
-            self.sim.close(c.id, self.ctx.id, "narrowing done: " + "x" * rnd.randrange(0, 50))
+            self.sim.close_ctx(c.id, self.ctx.id, "narrowing done: " + "x" * rnd.randrange(0, 50))
 
     def sub(self, rnd: random.Random) -> None:
         parent = self.ctx.id
@@ -351,7 +313,7 @@ class Driver:
         self.sim.reply(parent, calls=(ToolCall(id=cid, name="spawn", arguments="{}"),))
         self.opened += 1
         sid = f"s{self.opened}"
-        self.sim.open(
+        self.sim.open_ctx(
             sid, "sub", parent, system="You are a sub-agent.", offered_tools=["fs-read"], parent_call=cid
         )
         self.stack.append(_Ctx(sid, "sub"))
@@ -361,7 +323,7 @@ class Driver:
         self.sim.request(sid, self.origin, TurnOptions(), self.withheld)
         self.sim.reply(sid, text="found it")
         self.stack.pop()
-        self.sim.close(sid, parent, "found it")
+        self.sim.close_ctx(sid, parent, "found it")
         ev = self.sim.result(cid, "found it", parent, "spawn")
         self.ctx.results.append(ev.seq)
 

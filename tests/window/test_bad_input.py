@@ -62,7 +62,7 @@ payloads = st.dictionaries(st.sampled_from(FIELDS), values, max_size=6)
 @given(kind=st.sampled_from(sorted(KINDS)), data=payloads, ctx=st.sampled_from(["main", "n1", "s1", "zz"]))
 def test_any_payload_is_taken_or_refused_cleanly(kind: str, data: dict[str, Any], ctx: str) -> None:
     sim = started(19)
-    sim.open("n1", "narrow")
+    sim.open_ctx("n1", "narrow")
     sim.user("ask", "n1")
     batch(sim, [("a", "out")], ctx="n1")
     before = sim.window.build("n1", origin=ORIGIN_A)

@@ -84,7 +84,7 @@ def test_an_elision_of_an_earlier_entry_drops_later_blocks_and_elided_replies_ta
     sim.user("ask")
     for i in range(8):
         batch(sim, [(f"c{i}", "r" * 250)], thinking="t", blocks=(block(ORIGIN_A, f"s{i}" * 40),))
-    trims = [x for x in sim.builds if x.build.record["trim"]]
+    trims = [x for x in sim.built if x.build.record["trim"]]
     assert trims
     t = trims[0]
     first_elided = min(t.build.record["elided"])
@@ -96,8 +96,8 @@ def test_an_elision_of_an_earlier_entry_drops_later_blocks_and_elided_replies_ta
     plain.user("ask")
     for i in range(8):
         batch(plain, [(f"c{i}", "r" * 250)], thinking="t")
-    first_plain = next(i for i, x in enumerate(plain.builds) if x.build.record["trim"])
-    assert first_plain > sim.builds.index(t)
+    first_plain = next(i for i, x in enumerate(plain.built) if x.build.record["trim"])
+    assert first_plain > sim.built.index(t)
 
 
 def test_replay_rebuilds_the_blocks_with_the_request() -> None:
@@ -105,7 +105,7 @@ def test_replay_rebuilds_the_blocks_with_the_request() -> None:
     sim.user("ask")
     batch(sim, [("a", "1")], blocks=(DETAILS,))
     b = sim.request()
-    again = build_window(sim.before(sim.builds[-1].seq), origin=ORIGIN_A)
+    again = build_window(sim.before(sim.built[-1].seq), origin=ORIGIN_A)
     assert again.digest == b.digest and _reply(again.request.messages).blocks == (DETAILS,)
 
 
@@ -115,7 +115,7 @@ def test_a_reply_made_after_an_elision_keeps_its_blocks() -> None:
     sim.user("ask")
     for i in range(10):
         batch(sim, [(f"c{i}", "r" * 400)])
-    trims = [x for x in sim.builds if x.build.record["trim"]]
+    trims = [x for x in sim.built if x.build.record["trim"]]
     assert trims
     after = block(ORIGIN_A, "made-after-the-trim")
     batch(sim, [("late", "ok")], thinking="t", blocks=(after,))

@@ -25,7 +25,7 @@ def test_a_narrowing_has_its_own_system_prompt_and_starts_at_the_narrowing_point
     sim = started(19)
     sim.user("old ask")
     batch(sim, [("a", "old result")])
-    sim.open("n1", "narrow", system="Compacted. Handover: parser fixed.", lasting=True)
+    sim.open_ctx("n1", "narrow", system="Compacted. Handover: parser fixed.", lasting=True)
     sim.user("go on", "n1")
     b = sim.request("n1")
     assert b.request.system == "Compacted. Handover: parser fixed."
@@ -40,10 +40,10 @@ def test_widening_joins_the_narrowing_to_its_parent() -> None:
     sim.user("ask")
     before = sim.request()
     sim.reply(text="looking")
-    sim.open("n1", "narrow", system="Focus on one file.")
+    sim.open_ctx("n1", "narrow", system="Focus on one file.")
     sim.user("only parse.py", "n1")
     batch(sim, [("a", "parse.py contents")], ctx="n1")
-    sim.widen("n1", "main")
+    sim.widen_ctx("n1", "main")
     b = sim.request()
     assert b.request.system == "You are a careful agent."
     assert _texts(b.request.messages) == [
@@ -64,11 +64,11 @@ def test_closing_a_narrowing_folds_it_away_with_its_plan_and_shows_its_result() 
     sim.user("ask")
     sim.request()
     sim.reply(text="let me look aside")
-    sim.open("n1", "narrow")
+    sim.open_ctx("n1", "narrow")
     sim.user("side task", "n1")
     sim.plan("side plan", "n1")
     batch(sim, [("a", "side result")], ctx="n1", blocks=())
-    sim.close("n1", "main", "the side task found nothing")
+    sim.close_ctx("n1", "main", "the side task found nothing")
     b = sim.request()
     assert _texts(b.request.messages) == ["# Task\n\nask", "let me look aside", "the side task found nothing"]
 
@@ -78,14 +78,14 @@ def test_a_sub_agent_has_its_own_conversation_and_answers_as_its_parents_result(
     sim.user("ask")
     sim.request()
     sim.reply(calls=(ToolCall(id="spawn1", name="spawn", arguments="{}"),))
-    sim.open("s1", "sub", system="You are a sub-agent.", offered_tools=["fs-read"], parent_call="spawn1")
+    sim.open_ctx("s1", "sub", system="You are a sub-agent.", offered_tools=["fs-read"], parent_call="spawn1")
     sim.user("find the file", "s1")
     b = sim.request("s1")
     assert b.request.system == "You are a sub-agent."
     assert [t.name for t in b.request.tools] == ["fs-read"] and b.record["offered_tools"] == ["fs-read"]
     assert _texts(b.request.messages) == ["# Task\n\nfind the file"]
     sim.reply("s1", text="it is parse.py")
-    sim.close("s1", "main", "it is parse.py")
+    sim.close_ctx("s1", "main", "it is parse.py")
     sim.result("spawn1", "it is parse.py", name="spawn")
     parent = sim.request()
     assert _texts(parent.request.messages) == ["# Task\n\nask", "", "it is parse.py"]
@@ -96,7 +96,7 @@ def test_a_plan_written_inside_a_compacted_context_shows_from_v15_only() -> None
     for version, shown in ((14, False), (15, True)):
         sim = started(version)
         sim.user("ask")
-        sim.open("n1", "narrow", system="Compacted.", lasting=True)
+        sim.open_ctx("n1", "narrow", system="Compacted.", lasting=True)
         sim.user("continue", "n1")
         sim.plan("the plan", "n1")
         b = sim.request("n1")
@@ -106,15 +106,15 @@ def test_a_plan_written_inside_a_compacted_context_shows_from_v15_only() -> None
 
 def test_context_misuse_is_refused_naming_the_event() -> None:
     sim = started(19)
-    sim.open("n1", "narrow", lasting=True)
+    sim.open_ctx("n1", "narrow", lasting=True)
     with pytest.raises(CorruptLogError, match="lasting narrowing"):
-        sim.close("n1", "main")
+        sim.close_ctx("n1", "main")
     sim2 = started(19)
-    sim2.open("s1", "sub")
-    sim2.close("s1", "main")
+    sim2.open_ctx("s1", "sub")
+    sim2.close_ctx("s1", "main")
     with pytest.raises(CorruptLogError, match="'s1', which was closed"):
         sim2.user("late", "s1")
     with pytest.raises(CorruptLogError, match="already exists"):
-        sim2.open("s1", "sub")
+        sim2.open_ctx("s1", "sub")
     with pytest.raises(NotFoundError, match="no context 'nope'"):
         sim2.window.build("nope", origin=ORIGIN_A)

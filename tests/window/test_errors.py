@@ -59,7 +59,7 @@ def test_a_refused_event_leaves_the_window_as_it_was() -> None:
 
 def test_a_refused_close_leaves_the_context_open() -> None:
     sim = started(19)
-    sim.open("n1", "narrow")
+    sim.open_ctx("n1", "narrow")
     with pytest.raises(CorruptLogError, match="result must be a string"):
         sim.window.feed(_ev(3, "ctx.close", {"id": "n1", "result": 7}))
     sim.window.feed(_ev(3, "user.msg", {"text": "still narrowed"}, ctx="n1"))

@@ -52,7 +52,7 @@ def test_an_image_that_cannot_be_sent_is_replaced_by_a_line_and_recorded() -> No
         TextPart(text=f"[attached image shot.png was not sent: {reason}]"),
     )
     assert b.record["withheld_images"] == [{"digest": IMG["digest"], "reason": reason}]
-    again = build_window(sim.before(sim.builds[-1].seq), origin=ORIGIN_A, withheld={IMG["digest"]: reason})
+    again = build_window(sim.before(sim.built[-1].seq), origin=ORIGIN_A, withheld={IMG["digest"]: reason})
     assert again.digest == b.digest  # replay applies the recorded reasons without reading a file
 
 
@@ -66,7 +66,7 @@ def test_images_are_trimmed_with_their_line_oldest_attachment_first_the_text_sta
     for i in range(3):
         batch(sim, [(f"c{i}", "ok")])
     b = sim.request()
-    trimmed = [x for x in sim.builds if x.build.record["trim"]]
+    trimmed = [x for x in sim.built if x.build.record["trim"]]
     assert trimmed and trimmed[0].build.record["elided"][0] == first.seq
     req = trimmed[0].build
     assert req.request.messages[1] == UserMessage(parts=(TextPart(text=f"[elided seq={first.seq}]"),))

@@ -35,10 +35,10 @@ def _fill(sim: Sim, batches: list[list[tuple[str, str]]], **kw: object) -> list[
 
 
 def _first_trim(sim: Sim) -> dict[str, object]:
-    """The record of the first request that trimmed (that build becomes ``sim.builds[-1]``)."""
+    """The record of the first request that trimmed (that build becomes ``sim.built[-1]``)."""
     sim.request()
-    first = next(b for b in sim.builds if b.build.record["trim"])
-    sim.builds.append(first)
+    first = next(b for b in sim.built if b.build.record["trim"])
+    sim.built.append(first)
     return first.build.record
 
 
@@ -51,7 +51,7 @@ def test_eliding_a_multi_call_batch_omits_all_its_results_in_any_order() -> None
     reply, results = made[0]
     assert reply in rec["elided"]  # type: ignore[operator]
     assert set(results) <= set(rec["elided"])  # type: ignore[arg-type]
-    b = sim.builds[-1].build
+    b = sim.built[-1].build
     assert all(s not in b.seqs for s in results)  # omitted, not shown as markers
     assert _pairs_ok(b.request.messages)
 
@@ -62,7 +62,7 @@ def test_a_reused_call_id_refers_to_its_latest_batch() -> None:
     (r1, s1), (r2, s2) = _fill(sim, [[("same", "first")], [("same", "second")]])
     _fill(sim, [[(f"x{i}", "ok")] for i in range(4)])
     rec = _first_trim(sim)
-    b = sim.builds[-1].build
+    b = sim.built[-1].build
     assert r1 in rec["elided"] and s1[0] in rec["elided"]  # type: ignore[operator]
     if r2 not in rec["elided"]:  # type: ignore[operator]
         assert s2[0] in b.seqs  # the second batch's result stays with the second batch
@@ -76,7 +76,7 @@ def test_failed_results_are_paired_like_any_other() -> None:
     _fill(sim, [[(f"x{i}", "ok")] for i in range(5)])
     rec = _first_trim(sim)
     assert reply in rec["elided"] and set(seqs) <= set(rec["elided"])  # type: ignore[operator,arg-type]
-    assert _pairs_ok(sim.builds[-1].build.request.messages)
+    assert _pairs_ok(sim.built[-1].build.request.messages)
 
 
 def test_a_protected_result_protects_its_batch() -> None:
@@ -105,7 +105,7 @@ def test_an_incomplete_batch_is_not_newly_elided() -> None:
     sim.result("done", "ok")
     _fill(sim, [[(f"x{i}", "ok")] for i in range(6)])
     sim.request()
-    trims = [b.build.record for b in sim.builds if b.build.record["trim"]]
+    trims = [b.build.record for b in sim.built if b.build.record["trim"]]
     assert trims
     assert all(lonely not in rec["elided"] for rec in trims)
     assert any(sim.events[s - 1].kind == "llm.resp" for rec in trims for s in rec["elided"])
@@ -117,9 +117,9 @@ def test_sticky_estimates_leave_with_the_omitted_results() -> None:
     _fill(sim, [[("a", "r" * 300), ("b", "r" * 300)]])
     _fill(sim, [[(f"x{i}", "ok")] for i in range(5)])
     sim.request()
-    trims = [b for b in sim.builds if b.build.record["trim"]]
+    trims = [b for b in sim.built if b.build.record["trim"]]
     assert trims and any(len(b.build.record["elided"]) >= 3 for b in trims)  # a reply and its two results
-    for built in sim.builds:  # the recorded estimate is the request's, with omitted results gone
+    for built in sim.built:  # the recorded estimate is the request's, with omitted results gone
         assert built.build.record["estimate"] == -(-len(built.build.canonical) // 3)
 
 
@@ -129,7 +129,7 @@ def test_before_v16_an_elided_reply_leaves_its_results_as_they_were() -> None:
     (reply, seqs), *_ = _fill(sim, [[("a", "1"), ("b", "2")]])
     _fill(sim, [[(f"x{i}", "ok")] for i in range(5)])
     rec = _first_trim(sim)
-    b = sim.builds[-1].build
+    b = sim.built[-1].build
     assert reply in rec["elided"]  # type: ignore[operator]
     assert all(s in b.seqs for s in seqs)  # the malformed old shape: orphan results kept
     assert not _pairs_ok(b.request.messages)
@@ -150,6 +150,6 @@ def test_a_v15_to_v16_resume_omits_results_of_batches_elided_before() -> None:
     assert "recipe" in b.record["moved"]
     assert all(s not in b.seqs for s in seqs)
     assert _pairs_ok(b.request.messages)
-    for built in sim.builds:  # old and new requests replay to their recorded digests
+    for built in sim.built:  # old and new requests replay to their recorded digests
         again = build_window(sim.before(built.seq), built.ctx, origin=built.origin, turn=built.turn)
         assert again.digest == built.build.digest

@@ -35,8 +35,8 @@ MOVERS = {"result.fold", "summary.add", "summary.revoke", "session.resume", "ctx
 
 
 def _previous(sim: Sim, index: int) -> Built | None:
-    b = sim.builds[index]
-    return next((p for p in reversed(sim.builds[:index]) if p.ctx == b.ctx), None)
+    b = sim.built[index]
+    return next((p for p in reversed(sim.built[:index]) if p.ctx == b.ctx), None)
 
 
 def _version_at(sim: Sim, seq: int) -> int:
@@ -89,7 +89,7 @@ def _legit_move(sim: Sim, prev: Built, b: Built) -> bool:
 @PROPS
 @given(sessions())
 def test_a_requests_extend_their_predecessor_unless_recorded(sim: Sim) -> None:
-    for i, b in enumerate(sim.builds):
+    for i, b in enumerate(sim.built):
         prev = _previous(sim, i)
         moved = b.build.record.get("moved")
         if prev is None:
@@ -116,7 +116,7 @@ def test_a_requests_extend_their_predecessor_unless_recorded(sim: Sim) -> None:
 @given(sessions())
 def test_b_elided_set_only_grows(sim: Sim) -> None:
     sticky: set[int] = set()
-    by_seq = {b.seq: b for b in sim.builds}
+    by_seq = {b.seq: b for b in sim.built}
     for e in sim.events:
         if e.kind in ("summary.add", "summary.revoke"):
             sticky = set()  # a summary lifecycle change resets the derived elision state
@@ -143,7 +143,7 @@ def test_b_elided_set_only_grows(sim: Sim) -> None:
 @given(sessions())
 def test_c_hysteresis(sim: Sim) -> None:
     sticky: set[int] = set()
-    by_seq = {b.seq: b for b in sim.builds}
+    by_seq = {b.seq: b for b in sim.built}
     for e in sim.events:
         if e.kind in ("summary.add", "summary.revoke"):
             sticky = set()
@@ -180,7 +180,7 @@ def test_c_hysteresis(sim: Sim) -> None:
 @PROPS
 @given(sessions(versions=(16, 17, 18, 19, 20)))
 def test_d_no_orphan_results_or_unanswered_calls(sim: Sim) -> None:
-    for b in sim.builds:
+    for b in sim.built:
         if Flag.PAIRS not in policy_for(_version_at(sim, b.seq)):
             continue
         messages = b.build.request.messages
@@ -200,7 +200,7 @@ def test_d_no_orphan_results_or_unanswered_calls(sim: Sim) -> None:
 @PROPS
 @given(sessions())
 def test_e_built_from_its_start_equals_built_from_all(sim: Sim) -> None:
-    for b in sim.builds:
+    for b in sim.built:
         before = sim.before(b.seq)
         from_start = list(b.start.select(before))
         rebuilt = build_window(from_start, b.ctx, origin=b.origin, turn=b.turn, withheld=b.withheld)
@@ -211,7 +211,7 @@ def test_e_built_from_its_start_equals_built_from_all(sim: Sim) -> None:
 @PROPS
 @given(sessions())
 def test_replay_rebuilds_every_request_and_its_record_from_the_record_alone(sim: Sim) -> None:
-    for b in sim.builds:
+    for b in sim.built:
         rebuilt = sim.replayed(b.seq)
         assert rebuilt.digest == b.build.digest
         assert rebuilt.record == b.build.record

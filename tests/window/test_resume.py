@@ -26,7 +26,7 @@ def test_a_resume_with_a_changed_catalog_and_prompt_moves_and_every_request_stil
     b = sim.request()
     assert b.request.system.endswith("with grep.") and b.request.tools[-1].name == "grep"
     assert {"recipe", "system", "tools"} <= set(b.record["moved"])
-    for built in sim.builds:
+    for built in sim.built:
         again = build_window(sim.before(built.seq), built.ctx, origin=built.origin, turn=built.turn)
         assert again.digest == built.build.digest
 

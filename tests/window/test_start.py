@@ -20,10 +20,10 @@ def test_the_start_cuts_at_a_lasting_narrowing() -> None:
     sim = started(19)
     sim.user("ask")
     batch(sim, [("a", "x" * 500)])
-    sim.open("n1", "narrow", system="Compacted.")  # does not last: no cut
+    sim.open_ctx("n1", "narrow", system="Compacted.")  # does not last: no cut
     sim.user("aside", "n1")
     assert _same_from_start(sim, "n1").seq == 1
-    lasting = sim.open("n2", "narrow", "n1", system="Compacted again.", lasting=True)
+    lasting = sim.open_ctx("n2", "narrow", "n1", system="Compacted again.", lasting=True)
     sim.user("go on", "n2")
     batch(sim, [("b", "y")], ctx="n2")
     start = _same_from_start(sim, "n2")
@@ -37,9 +37,9 @@ def test_the_start_cuts_at_a_lasting_narrowing() -> None:
 def test_cutting_at_a_narrowing_that_does_not_last_would_be_wrong() -> None:
     sim = started(19)
     sim.user("ask")
-    opened = sim.open("n1", "narrow", system="aside")
+    opened = sim.open_ctx("n1", "narrow", system="aside")
     sim.user("aside", "n1")
-    sim.widen("n1", "main")
+    sim.widen_ctx("n1", "main")
     assert sim.window.start.seq == 1
     wrong = Start(seq=opened.seq, keep=(1,))
     full = build_window(sim.events, origin=ORIGIN_A)
@@ -49,7 +49,7 @@ def test_cutting_at_a_narrowing_that_does_not_last_would_be_wrong() -> None:
 def test_a_session_with_a_summary_is_held_whole() -> None:
     sim = started(19)
     sim.user("ask")
-    sim.open("n1", "narrow", lasting=True)
+    sim.open_ctx("n1", "narrow", lasting=True)
     sim.user("go on", "n1")
     assert sim.window.start.seq > 1
     sim.summary(2, 2, "s")

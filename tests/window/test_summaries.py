@@ -99,7 +99,7 @@ def test_a_lifecycle_change_resets_the_sticky_elided_set() -> None:
         batch(sim, [(f"big{i}", "r" * 300)])
     sim.reply(text="ok")
     u += _turns(sim, 2, start=2)
-    elided = {s for x in sim.builds for s in x.build.record["elided"]}
+    elided = {s for x in sim.built for s in x.build.record["elided"]}
     assert elided
     sim.reply(text="ok")
     sim.summary(u[0], u[1] - 1, "the first turn, short")
@@ -114,7 +114,7 @@ def test_later_edits_never_change_an_earlier_request() -> None:
     sim = started(2)
     u = _turns(sim, 3)
     before = sim.request()
-    seq = sim.builds[-1].seq
+    seq = sim.built[-1].seq
     sim.reply(text="ok")
     s = sim.summary(u[0], u[1] - 1, "later edit")
     sim.revoke(s.seq)

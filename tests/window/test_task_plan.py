@@ -64,7 +64,7 @@ def test_task_and_plan_are_never_trimmed() -> None:
     for i in range(8):
         batch(sim, [(f"c{i}", "r" * 500)], text="t" * 100)
     b = sim.request()
-    assert any(x.build.record["trim"] for x in sim.builds)
+    assert any(x.build.record["trim"] for x in sim.built)
     assert _texts(b.request.messages)[:2] == ["# Task\n\nthe ask", "# Plan\n\nthe plan"]
 
 
@@ -98,5 +98,5 @@ def test_an_absent_header_rebuilds_older_logs_byte_for_byte() -> None:
     sim = started(15)
     sim.user("ask")
     b = sim.request()
-    again = build_window(sim.before(sim.builds[-1].seq), origin=ORIGIN_A)
+    again = build_window(sim.before(sim.built[-1].seq), origin=ORIGIN_A)
     assert again.canonical == b.canonical

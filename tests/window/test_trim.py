@@ -18,7 +18,7 @@ def grow_until_trim(sim: Sim, size: int = 600, limit: int = 30) -> int:
     for i in range(limit):
         b, _, _ = batch(sim, [(f"c{i}", "r" * size)])
         if b.record["trim"]:
-            return len(sim.builds) - 1
+            return len(sim.built) - 1
     raise AssertionError("never trimmed")
 
 
@@ -41,7 +41,7 @@ def test_below_high_water_nothing_is_elided() -> None:
     sim.user("task")
     for i in range(3):
         batch(sim, [(f"c{i}", "small result")])
-    for built in sim.builds:
+    for built in sim.built:
         assert built.build.record["elided"] == [] and built.build.record["trim"] is False
         assert "high_water" not in built.build.record
 
@@ -51,7 +51,7 @@ def test_trim_elides_oldest_results_first_down_to_low_water_and_never_the_person
     sim = started(19, limits=lim)
     sim.user("task")
     i = grow_until_trim(sim)
-    built = sim.builds[i]
+    built = sim.built[i]
     rec = built.build.record
     kinds = {sim.events[s - 1].kind for s in rec["elided"]}
     assert kinds == {"tool.result"}  # results suffice: no reply text elided
@@ -68,7 +68,7 @@ def test_elision_is_in_place_and_sticky_below_high_water() -> None:
     sim = started(19, limits=ROOMY)
     sim.user("task")
     i = grow_until_trim(sim)
-    trimmed = sim.builds[i].build
+    trimmed = sim.built[i].build
     elided = trimmed.record["elided"]
     nxt = sim.request()
     assert nxt.record["elided"] == [] and "moved" not in nxt.record  # below high water: appended only
@@ -84,12 +84,12 @@ def test_hysteresis_then_nothing_until_the_next_crossing() -> None:
     sim.user("task")
     first = grow_until_trim(sim)
     second = grow_until_trim(sim)
-    between = sim.builds[first + 1 : second]
+    between = sim.built[first + 1 : second]
     assert between, "a trim to low water leaves room for several requests"
     for built in between:
         assert built.build.record["elided"] == [] and "moved" not in built.build.record
         assert built.measure <= ROOMY.high_water
-    assert sim.builds[second].measure > ROOMY.high_water
+    assert sim.built[second].measure > ROOMY.high_water
 
 
 def test_reply_text_is_elided_after_results_and_its_calls_cleared() -> None:
@@ -97,7 +97,7 @@ def test_reply_text_is_elided_after_results_and_its_calls_cleared() -> None:
     sim.user("task")
     for i in range(8):
         batch(sim, [(f"c{i}", "tiny")], text="t" * 350)
-    trims = [b for b in sim.builds if b.build.record["trim"]]
+    trims = [b for b in sim.built if b.build.record["trim"]]
     assert trims
     rec = trims[0].build.record
     kinds = [sim.events[s - 1].kind for s in rec["elided"]]

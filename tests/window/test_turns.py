@@ -19,7 +19,7 @@ def test_a_turn_without_tools_omits_the_catalog_and_records_it() -> None:
     b = sim.request(turn=TurnOptions(no_tools=True))
     assert b.request.tools == () and b.record["no_tools"] is True
     assert b.record["estimate"] == full.record["estimate"]  # the budget counts the whole catalog
-    again = build_window(sim.before(sim.builds[-1].seq), origin=ORIGIN_A, turn=TurnOptions(no_tools=True))
+    again = build_window(sim.before(sim.built[-1].seq), origin=ORIGIN_A, turn=TurnOptions(no_tools=True))
     assert again.digest == b.digest
 
 

@@ -30,7 +30,7 @@ def grow(sim: Sim, n: int, size: int = 900, start: int = 0) -> list[tuple[int, l
 
 
 def first_trim(sim: Sim) -> int:
-    return next(i for i, b in enumerate(sim.builds) if b.build.record["trim"])
+    return next(i for i, b in enumerate(sim.built) if b.build.record["trim"])
 
 
 def test_v20_flags_are_its_three_rules() -> None:
@@ -42,7 +42,7 @@ def test_whole_units_go_oldest_first_and_a_run_shows_one_marker_naming_it() -> N
     sim.user("fix the parser")
     units = grow(sim, 14)
     i = first_trim(sim)
-    b = sim.builds[i].build
+    b = sim.built[i].build
     elided = set(b.record["elided"])
     replies = [r for r, _ in units]
     gone = [r for r in replies if r in elided]
@@ -67,7 +67,7 @@ def test_a_persons_message_between_units_splits_the_run() -> None:
     grow(sim, 4)
     ask = sim.user("also the lexer").seq
     grow(sim, 30, start=4)
-    last = sim.builds[-1].build
+    last = sim.built[-1].build
     texts = [
         m.text
         for m in last.request.messages
@@ -82,10 +82,10 @@ def test_the_next_trim_extends_the_run_and_the_requests_between_only_append() ->
     sim = started(20, limits=LIM)
     sim.user("fix the parser")
     grow(sim, 40)
-    trims = [b for b in sim.builds if b.build.record["trim"]]
+    trims = [b for b in sim.built if b.build.record["trim"]]
     assert len(trims) >= 2
-    for b in sim.builds:
-        if not b.build.record["trim"] and b is not sim.builds[0]:
+    for b in sim.built:
+        if not b.build.record["trim"] and b is not sim.built[0]:
             assert "moved" not in b.build.record
     last = trims[-1].build
     runs = [m.text for m in last.request.messages if isinstance(m, AssistantMessage) and ".." in m.text]
@@ -96,7 +96,7 @@ def test_the_target_follows_the_runs_growth_and_is_recorded() -> None:
     sim = started(20, limits=LIM)
     sim.user("fix the parser")
     grow(sim, 14)
-    built = sim.builds[first_trim(sim)]
+    built = sim.built[first_trim(sim)]
     rec = built.build.record
     target = rec["target"]
     assert int(V20.floor * LIM.high_water) <= target <= int(V20.ceiling * LIM.high_water)
@@ -131,7 +131,7 @@ def test_the_head_is_kept_fixed_in_the_log_and_read_back() -> None:
     sim.start(recipe(20, limits=LIM))
     sim.user("fix the parser")
     units = grow(sim, 30, size=600)
-    trims = [b for b in sim.builds if b.build.record["trim"]]
+    trims = [b for b in sim.built if b.build.record["trim"]]
     head = trims[0].build.record["head"]
     kept = [r for r, _ in units if r < head]
     assert len(kept) >= 2  # 0.4 of B - S0 holds a few of these units
@@ -142,7 +142,7 @@ def test_the_head_is_kept_fixed_in_the_log_and_read_back() -> None:
     other = Sim(events=list(sim.events), window=Window(tuning=NO_HEAD), version=20)
     other.window.feed_all(sim.events)
     grow(other, 20, size=600, start=30)
-    later = [b for b in other.builds if b.build.record["trim"]]
+    later = [b for b in other.built if b.build.record["trim"]]
     assert later and all(b.build.record["head"] == head for b in later)
 
 
@@ -165,7 +165,7 @@ def test_each_rule_alone_on_v19(flag: Flag) -> None:
     sim.start(recipe(19, limits=LIM))
     sim.user("fix the parser")
     units = grow(sim, 16)
-    rec = sim.builds[first_trim(sim)].build.record
+    rec = sim.built[first_trim(sim)].build.record
     elided = set(rec["elided"])
     assert "target" in rec
     assert ("head" in rec) is (flag == Flag.HEAD)
@@ -173,7 +173,7 @@ def test_each_rule_alone_on_v19(flag: Flag) -> None:
         assert rec["target"] == LIM.low_water
     whole = all((r in elided) == all(x in elided for x in rs) for r, rs in units)
     assert whole is (flag == Flag.UNITS)  # without UNITS results go first, in place
-    for b in sim.builds:  # the same builds, from the events alone, with the same flags
+    for b in sim.built:  # the same builds, from the events alone, with the same flags
         w = Window(flags=flags)
         w.feed_all(sim.before(b.seq))
         again = w.build(b.ctx, origin=b.origin)
@@ -184,10 +184,10 @@ def test_v19_is_unchanged_beside_v20() -> None:
     sim = started(19, limits=LIM)
     sim.user("fix the parser")
     grow(sim, 14)
-    for b in sim.builds:
+    for b in sim.built:
         assert "target" not in b.build.record and "head" not in b.build.record
         assert not any(".." in getattr(m, "text", "") for m in b.build.request.messages)
-    rec = sim.builds[first_trim(sim)].build.record
+    rec = sim.built[first_trim(sim)].build.record
     kinds = {sim.events[s - 1].kind for s in rec["elided"]}
     assert kinds == {"tool.result"}  # results first, in place
 
@@ -199,7 +199,7 @@ def test_resume_from_v19_to_v20_joins_v19s_elided_replies_into_runs() -> None:
     sim = started(19, limits=lim)
     sim.user("fix the parser")
     grow(sim, 14, size=400)
-    v19 = [b for b in sim.builds if b.build.record["trim"]][-1].build
+    v19 = [b for b in sim.built if b.build.record["trim"]][-1].build
     assert any(
         isinstance(m, AssistantMessage) and m.text.startswith("[elided seq=") for m in v19.request.messages
     )
@@ -210,5 +210,5 @@ def test_resume_from_v19_to_v20_joins_v19s_elided_replies_into_runs() -> None:
         m for m in b.request.messages if isinstance(m, AssistantMessage) and m.text.startswith("[elided seq=")
     ]
     assert len(singles) == 1  # consecutive elided replies now show as one run
-    again = build_window(sim.before(sim.builds[-1].seq), origin=sim.builds[-1].origin)
+    again = build_window(sim.before(sim.built[-1].seq), origin=sim.built[-1].origin)
     assert again.digest == b.digest and again.record == b.record

@@ -62,7 +62,7 @@ def test_each_rule_applies_exactly_from_its_version(version: int) -> None:
     assert (len(results[1].text) > 2 * 80 * 3) is (Flag.WIDE_READS in flags)
     assert ("no_tools" in rec) is (Flag.TOOL_SUBSETS in flags)
     # and every version replays from its record
-    again = sim.replayed(sim.builds[-1].seq)
+    again = sim.replayed(sim.built[-1].seq)
     assert again.digest == b.digest and again.record == rec
 
 

@@ -88,7 +88,7 @@ class SessionBuilder:
 
     ``request`` records through ``Recorder.request`` and keeps what it built: ``sent[seq]`` (the
     canonical bytes), ``builds[seq]`` and ``requests`` (a ``Sent`` each, in order). ``recipe=None``
-    starts empty (call ``start``).
+    starts empty (call ``start``); ``window`` is the window to record with (default a new one).
     """
 
     def __init__(
@@ -99,6 +99,7 @@ class SessionBuilder:
         model: str = "test",
         workspace: str | None = "/work/space",
         origin: Origin = ORIGIN,
+        window: Window | None = None,
     ) -> None:
         self.store = store
         self.model = model
@@ -110,7 +111,8 @@ class SessionBuilder:
         self._calls = 0
         self._memory = MemoryLog() if store is None else None
         self._log: SessionLog | None = None
-        self.recorder = Recorder(self._memory) if self._memory is not None else None
+        self._window = window  # the first recorder's window (e.g. one with its own tuning)
+        self.recorder = Recorder(self._memory, window) if self._memory is not None else None
         self.id = "memory"
         if recipe is not None:
             self.start(recipe)
@@ -123,7 +125,7 @@ class SessionBuilder:
             return self.add("session.start", {"recipe": codec.recipe_to_json(recipe), "model": self.model})
         self._log = start_session(self.store, recipe, self.model, self.workspace)
         self.id = self._log.id
-        self.recorder = Recorder(self._log)
+        self.recorder = Recorder(self._log, self._window)
         self.recorder.feed(self._log.read())
         return next(self._log.read(1, 1))
 
@@ -226,9 +228,11 @@ class SessionBuilder:
         blocks: Sequence[ThinkingBlock] = (),
         usage: Usage = USAGE,
         model: str = "test-model",
+        ctx: str | None = None,
     ) -> tuple[Event, list[ToolCall]]:
-        """The reply to ``req``; ``calls`` are ``ToolCall``s or (name, JSON arguments), given ids
-        ``call_1``, ``call_2``, ... Returns the ``llm.resp`` and the calls."""
+        """The reply to ``req`` (in ``req``'s context unless ``ctx``); ``calls`` are ``ToolCall``s or
+        (name, JSON arguments), given ids ``call_1``, ``call_2``, ... Returns the ``llm.resp`` and
+        the calls."""
         made: list[ToolCall] = []
         for call in calls:
             if isinstance(call, ToolCall):
@@ -245,7 +249,8 @@ class SessionBuilder:
             finish="tool_calls" if made else "stop",
             model=model,
         )
-        event = self.add("llm.resp", {"req": req.seq, "response": codec.response_to_json(response)}, req.ctx)
+        data = {"req": req.seq, "response": codec.response_to_json(response)}
+        event = self.add("llm.resp", data, ctx or req.ctx)
         return event, made
 
     def result(
