@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 d.request()
             sid = d.log.id
             if args.verbose:
-                from nodwyn.console.rebuild import diagnose_session
+                from nodwyn.replay.diagnose import diagnose_session
                 from nodwyn.stats.totals import Aggregator
 
                 agg = Aggregator()

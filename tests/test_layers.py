@@ -44,11 +44,11 @@ PURE = {"values", "window", "dialects", "stats"}
 ALLOWED: dict[str, frozenset[str]] = {
     "transport": frozenset({"dialects"}),
     "record": frozenset({"log", "window"}),
-    "replay": frozenset({"log", "window"}),
+    "replay": frozenset({"stats", "log", "window"}),
     "agent": frozenset({"window", "dialects", "stats", "log", "record", "transport"}),
     "testing": frozenset({"window", "log", "record", "transport", "fakes"}),
     "console": frozenset({"stats", "log", "replay"}),
-    "export": frozenset({"stats", "replay", "console"}),
+    "export": frozenset({"stats", "replay"}),
     "cli": frozenset({"stats", "log", "replay", "transport", "fakes", "agent", "console", "export"}),
 }
 

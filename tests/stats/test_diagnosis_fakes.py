@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.console.rebuild import diagnose_session
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.replay.diagnose import diagnose_session
 from nodwyn.stats.diagnosis import Diagnosis
 from nodwyn.stats.totals import Aggregator
 from nodwyn.values.recipe import WindowLimits

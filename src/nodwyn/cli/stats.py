@@ -9,21 +9,27 @@ from typing import Any
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, model_prices, root_dir
+from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import shown
-from nodwyn.console.rebuild import diagnose_session
-from nodwyn.console.source import Source
-from nodwyn.console.views import diagnosis_json, row_json, totals_json
+from nodwyn.replay.diagnose import diagnose_session
+from nodwyn.stats.diagnosis import Diagnosis
 from nodwyn.stats.totals import Aggregator, RequestRow, Sums, percent
+from nodwyn.stats.views import diagnosis_json, row_json, totals_json
 
 
-def aggregate(root: Path | None, session: str) -> tuple[Source, str, Aggregator]:
-    source = Source(root_dir(root))
-    sid = source.resolve(session)
+def aggregate(
+    root: Path | None, session: str, *, diagnose: bool = False
+) -> tuple[str, Aggregator, list[Diagnosis]]:
+    """The session's figures from one read of its log, and with ``diagnose`` every request's
+    diagnosis (one replay pass)."""
+    store = store_for(root)
+    sid = store.resolve(session)
     agg = Aggregator(model_prices())
-    source.with_log(sid, lambda log: agg.feed_all(log.read()))
-    return source, sid, agg
+    with store.open(sid, write=False) as log:
+        agg.feed_all(log.read())
+        diagnoses = diagnose_session(log, agg.rows) if diagnose else []
+    return sid, agg, diagnoses
 
 
 pct = percent  # half up, as the console rounds (Math.round) and `nodwyn run` prints it
@@ -111,7 +117,7 @@ def _emit_json(value: Any) -> None:
 @ROOT
 def stats(session: str, as_json: bool, root: Path | None) -> None:
     """Totals (token cache rate, cost) and a per-request table of SESSION (an id, a prefix or latest)."""
-    _, sid, agg = aggregate(root, session)
+    sid, agg, _ = aggregate(root, session)
     if as_json:
         _emit_json(
             {"session": sid, "totals": totals_json(agg.totals()), "requests": [row_json(r) for r in agg.rows]}
@@ -133,9 +139,7 @@ def stats(session: str, as_json: bool, root: Path | None) -> None:
 @ROOT
 def cache(session: str, as_json: bool, root: Path | None) -> None:
     """Why each request of SESSION read what it read from the cache: appended, moved, server miss."""
-    source, sid, agg = aggregate(root, session)
-    rows = agg.rows
-    diagnoses = source.with_log(sid, lambda log: diagnose_session(log, rows))
+    sid, _, diagnoses = aggregate(root, session, diagnose=True)
     if as_json:
         _emit_json({"session": sid, "requests": [diagnosis_json(d) for d in diagnoses]})
         return

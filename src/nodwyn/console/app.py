@@ -24,11 +24,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from nodwyn.console.rebuild import diagnose_request
 from nodwyn.console.source import Source
 from nodwyn.console.state import Registry, title_of
-from nodwyn.console.views import diagnosis_json, event_json, request_json, row_json, totals_json
+from nodwyn.console.views import event_json, request_json
 from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.replay.diagnose import diagnose_request
+from nodwyn.stats.views import diagnosis_json, row_json, totals_json
 from nodwyn.values.model import Prices
 
 STATIC = Path(__file__).parent / "static"

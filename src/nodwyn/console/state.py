@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from nodwyn.console.rebuild import diagnose_session
 from nodwyn.console.source import Source
 from nodwyn.log import SessionLog
+from nodwyn.replay.diagnose import diagnose_session
 from nodwyn.stats.diagnosis import Diagnosis
 from nodwyn.stats.totals import Aggregator, RequestRow, Totals
 from nodwyn.values.events import Event

@@ -3,12 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
-from nodwyn.stats.diagnosis import Diagnosis
-from nodwyn.stats.totals import RequestRow, Sums, Totals
-from nodwyn.values.codec import usage_to_json
 from nodwyn.values.content import AssistantMessage, ImagePart, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import Event
 from nodwyn.values.request import Request
@@ -21,46 +17,6 @@ def clip(text: str, limit: int = TEXT_LIMIT) -> dict[str, Any]:
     if len(text) <= limit:
         return {"text": text, "more": 0}
     return {"text": text[:limit], "more": len(text) - limit}
-
-
-def sums_json(s: Sums) -> dict[str, Any]:
-    return {**asdict(s), "rate": s.cache_rate}
-
-
-def totals_json(t: Totals) -> dict[str, Any]:
-    return {
-        "all": sums_json(t.all),
-        "last_rate": t.last_rate,
-        "last_reply": t.last_reply,
-        "turns": t.turns,
-        "by_turn": [{"turn": turn, **sums_json(s)} for turn, s in t.by_turn],
-        "by_model": [{"model": model, **sums_json(s)} for model, s in t.by_model],
-        "last_seq": t.last_seq,
-        "fed": t.fed,
-        "problems": list(t.problems),
-    }
-
-
-def row_json(r: RequestRow) -> dict[str, Any]:
-    return {
-        "seq": r.seq,
-        "ctx": r.ctx,
-        "model": r.model,
-        "turn": r.turn,
-        "trim": r.trim,
-        "estimate": r.estimate,
-        "predecessor": r.predecessor,
-        "causes": [{"kind": c.kind, "seq": c.seq} for c in r.causes],
-        "resp": r.resp,
-        "usage": usage_to_json(r.usage) if r.usage is not None else None,
-        "rate": r.rate,
-        "cost_usd": r.cost.usd if r.cost is not None else None,
-        "drop": r.drop,
-    }
-
-
-def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
-    return asdict(d)
 
 
 def _d(value: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""What the four dialects share: settings, provider label, errors, the model-list request."""
+"""What the four dialects share: settings, provider label, errors, the model list (request and reply)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from nodwyn.dialects.base import Decoder, WireRequest, loads, not_object
 from nodwyn.dialects.errors import parse_error
-from nodwyn.errors import ProviderError
+from nodwyn.errors import DecodeError, ProviderError
 from nodwyn.values.content import Origin
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
@@ -54,3 +54,16 @@ class DialectBase:
         if not isinstance(value, dict):
             raise not_object(self.provider, "the reply")
         return value
+
+
+def model_ids(reply: Any, settings: ModelSettings) -> list[str]:
+    """Model ids from a model-list reply: Ollama ``models[].name``, else ``data[].id``."""
+    if isinstance(reply, dict):
+        if isinstance(reply.get("models"), list):
+            return [str(m.get("name") or m.get("model")) for m in reply["models"] if isinstance(m, dict)]
+        if isinstance(reply.get("data"), list):
+            return [str(m["id"]) for m in reply["data"] if isinstance(m, dict) and "id" in m]
+    raise DecodeError(
+        f"{settings.name}: the model list has neither models[] nor data[]; check that the entry's api "
+        f"({settings.api}) is the one the server at base_url speaks"
+    )

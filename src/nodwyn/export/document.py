@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from nodwyn.console.views import row_json, totals_json
 from nodwyn.stats.totals import Aggregator
+from nodwyn.stats.views import row_json, totals_json
 from nodwyn.values.events import Event
 
 FORMAT = "nodwyn.session"

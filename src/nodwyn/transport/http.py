@@ -37,6 +37,7 @@ import orjson
 
 from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
+from nodwyn.dialects.common import model_ids
 from nodwyn.errors import ConfigError, DecodeError, OriginError, ProviderError, ProviderUnavailable
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.limits import MIB, NetworkLimits
@@ -526,17 +527,4 @@ def _unexpected(settings: ModelSettings, url: str, resp: httpx.Response) -> Prov
         "redirects with a credential: set base_url to the server's real address",
         status=resp.status_code,
         provider=settings.server or settings.api,
-    )
-
-
-def model_ids(reply: Any, settings: ModelSettings) -> list[str]:
-    """Model ids from a model-list reply: Ollama ``models[].name``, else ``data[].id``."""
-    if isinstance(reply, dict):
-        if isinstance(reply.get("models"), list):
-            return [str(m.get("name") or m.get("model")) for m in reply["models"] if isinstance(m, dict)]
-        if isinstance(reply.get("data"), list):
-            return [str(m["id"]) for m in reply["data"] if isinstance(m, dict) and "id" in m]
-    raise DecodeError(
-        f"{settings.name}: the model list has neither models[] nor data[]; check that the entry's api "
-        f"({settings.api}) is the one the server at base_url speaks"
     )
