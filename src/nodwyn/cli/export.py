@@ -117,5 +117,11 @@ def export(
         out.write_bytes(body)
         click.echo(f"wrote {out}", err=True)
     else:
+        if sys.stdout.isatty():  # shown to a person: credentials redacted, control characters spelled out
+            from nodwyn.cli.screen import hold_configured, json_safe, shown
+
+            hold_configured()
+            text = body.decode("utf-8", "replace")
+            body = (shown(text) if fmt == "md" else json_safe(text)).encode()
         sys.stdout.buffer.write(body)
         sys.stdout.flush()
