@@ -29,9 +29,13 @@ CLASSES = {
     "shell": "credentials in the environment (by name, by value, by shape, keychain), output floods, "
     "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end",
     "tool deadlines": "catastrophic grep patterns, tools past their deadline",
-    "credentials": "",
-    "redaction shapes": "",
-    "terminal output": "",
+    "credentials": "the real `nodwyn` run/resume: a shape-less env credential and a keychain value echoed by "
+    "the model, a file, `printf`/`env` and a provider's 401; searched in the session folder, stdout/stderr "
+    "and every request body; an attachment holding one",
+    "redaction shapes": "the issue's 52 shapes (24 caught before, 28 missed) and 20+ more from the rule set, "
+    "each through redact and the log file (gitleaks rules as data, ADR 0130)",
+    "terminal output": "CR + erase-line, OSC 0/52, CSI, C1 CSI/OSC, backspaces, BEL/NUL, bidi overrides, "
+    "DEL in run output, replay, `log`, `log --json`; the approval prompt in a pty (whole command, escaped)",
     "console": "DNS-rebinding Host headers on loopback and wildcard binds (with --allow-remote), a taken "
     "port; the real `nodwyn console` command",
     "CLI inputs": "binary and non-UTF-8 fake scripts, a fake on a taken port, a log with a seq gap, "
