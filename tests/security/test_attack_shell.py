@@ -329,3 +329,9 @@ def test_a_secret_looking_name_is_left_out(name: str) -> None:
 def test_ordinary_variables_are_kept() -> None:
     env = {name: "/usr/bin:/bin" if name == "PATH" else "x" for name in BENIGN}
     assert scrub_env(env) == env
+
+
+def test_a_command_with_a_nul_byte_is_one_clear_error(tmp_path: Path) -> None:
+    """Found by the terminal-output attacks: a NUL in a command was a traceback (embedded null byte)."""
+    text, error = run_shell(ctx(tmp_path), "echo a\x00b")
+    assert error and "NUL" in text

@@ -101,6 +101,8 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     command: str = args["command"]
     if not command.strip():
         return fail("shell: command is empty")
+    if "\x00" in command:  # exec refuses it (ValueError): one clear error, not a traceback
+        return fail("shell: the command holds a NUL character, which no shell can run; remove it")
     timeout = capped_timeout(args.get("timeout"), ctx.shell_timeout)
     if not ctx.approve("shell", command):
         return declined("shell", f"run: {command}")
