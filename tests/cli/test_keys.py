@@ -69,3 +69,29 @@ def test_keys_set_list_rm_and_a_session_uses_the_key(env: dict[str, str], tmp_pa
     assert "OTHER_KEY" in json.loads(elsewhere.read_text())["credentials"]
     missing = nodwyn({**env, "NODWYN_KEYCHAIN": str(tmp_path / "none.json")}, "keys", "rm", "OTHER_KEY")
     assert missing.returncode == 3 and f"{tmp_path / 'none.json'} (NODWYN_KEYCHAIN)" in missing.stderr
+
+
+def test_keys_set_on_a_terminal_asks_for_origins_scopes_and_a_hidden_value(env: dict[str, str]) -> None:
+    from .test_chat import Terminal
+
+    Path(env["NODWYN_CONFIG"]).write_text("")
+    term = Terminal(env, "keys", "set", "TEAM")
+    try:
+        term.expect("origins TEAM may reach (URLs, space-separated):")
+        term.type("https://api.example.com http://127.0.0.1:8080\r")
+        term.expect("scopes (space-separated; Enter for none):")
+        term.type("models.read\r")
+        term.expect("value of TEAM:")
+        term.type(VALUE + "\r")
+        term.expect("added TEAM")
+    finally:
+        code = term.close()
+    assert code == 0 and VALUE not in term.text  # typed, never echoed
+    keychain = Path(env["NODWYN_CONFIG"]).parent / "keychain.json"
+    entry = json.loads(keychain.read_text())["credentials"]["TEAM"]
+    assert entry == {
+        "value": VALUE,
+        "origins": ["http://127.0.0.1:8080", "https://api.example.com:443"],
+        "scopes": ["models.read"],
+    }
+    assert stat.S_IMODE(keychain.stat().st_mode) == 0o600
