@@ -6,7 +6,7 @@ own (some requests land on a replica without our prefix), a tight window that tr
 fold, a second task and a switch to another model. The page is then opened with the window of the
 first server miss shown.
 
-    .venv/bin/python bench/console_screenshot.py --out docs/console.png
+    .venv/bin/python bench/console_screenshot.py --out docs/console.png   # --dark: as a dark system shows it
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "console.png")
     ap.add_argument("--full", action="store_true", help="the whole page, not the first screen")
     ap.add_argument("--section", help="only this section of the page (an element id)")
+    ap.add_argument("--pace", type=float, default=1.0, help="seconds between requests (the time axis)")
+    ap.add_argument("--dark", action="store_true", help="the page as a system in dark mode shows it")
     ap.add_argument("--verbose", action="store_true", help="print the session's diagnosis")
     args = ap.parse_args(argv)
     from playwright.sync_api import expect, sync_playwright
@@ -79,17 +82,24 @@ def main(argv: list[str] | None = None) -> int:
                     fake.url, "qwen", "qwen/qwen3.6-coder", family="openrouter", cache_key="off"
                 ),
             }
-            d = Driver(store, LIMITS, models, "glm", result_bytes=5000, session_key=None)
+            prices = {  # US dollars per million tokens, recorded in the recipe as `nodwyn run` does
+                "glm": Prices(input=0.4, output=1.6, cached_input=0.08),
+                "qwen": Prices(input=0.3, output=1.2, cached_input=0.06),
+            }
+            d = Driver(store, LIMITS, models, "glm", result_bytes=5000, session_key=None, prices=prices)
             d.user("How does nodwyn build and send a request? Read the code and explain.")
             for _ in range(5):
                 d.request()
+                time.sleep(args.pace)
             d.fold(d.results[1], "[folded: config.py was not relevant]")
             for _ in range(5):
                 d.request()
+                time.sleep(args.pace)
             d.user("And how does trimming work?")
             d.switch("qwen")
             for _ in range(7):
                 d.request()
+                time.sleep(args.pace)
             sid = d.log.id
             if args.verbose:
                 from nodwyn.replay.diagnose import diagnose_session
@@ -100,16 +110,16 @@ def main(argv: list[str] | None = None) -> int:
                 for diag in diagnose_session(d.log, agg.rows):
                     print(diag.seq, diag.kind, diag.detail)
             d.log.close()
-        prices = {  # US dollars per million tokens, as the model entries would state them
-            "glm": Prices(input=0.4, output=1.6, cached_input=0.08),
-            "qwen": Prices(input=0.3, output=1.2, cached_input=0.06),
-        }
-        served = serve(Path(tmp), prices)
+        served = serve(Path(tmp))  # no config prices: the session's recipe records them
         url = served.url
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1280, "height": 1500}, device_scale_factor=1)
+                page = browser.new_page(
+                    viewport={"width": 1280, "height": 1500},
+                    device_scale_factor=1,
+                    color_scheme="dark" if args.dark else "light",
+                )
                 page.goto(f"{url}/s/{sid}")
                 page.wait_for_selector("body[data-ready='1']")
                 page.locator("#breakdowns summary").click()

@@ -11,30 +11,45 @@ import pytest
 from nodwyn.log import SessionLog, Store
 from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
+from nodwyn.values.model import Prices
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec, Usage
 
 from .served import CHROMIUM, CHROMIUM_ARGS, Served, serve
 
 
-def recipe() -> dict[str, Any]:
+def recipe(prices: dict[str, Prices] | None = None) -> dict[str, Any]:
     limits = WindowLimits(
         high_water=60000, low_water=30000, max_result_tokens=3000, output_reserve=8000, ceiling=90000
     )
     tools = (ToolSpec(name="fs-read", description="read a file", parameters={"type": "object"}),)
     return recipe_to_json(
-        Recipe(version=19, system="You are a careful agent.", tools=tools, limits=limits, context_size=131072)
+        Recipe(
+            version=19,
+            system="You are a careful agent.",
+            tools=tools,
+            limits=limits,
+            context_size=131072,
+            prices=tuple(sorted(prices.items())) if prices is not None else None,
+        )
     )
 
 
 class Writer:
     """Appends a plausible session to a real log: user turns, requests, replies, tool results."""
 
-    def __init__(self, log: SessionLog, model: str = "glm", *, start: str = "session.start") -> None:
+    def __init__(
+        self,
+        log: SessionLog,
+        model: str = "glm",
+        *,
+        start: str = "session.start",
+        prices: dict[str, Prices] | None = None,
+    ) -> None:
         self.log = log
         self.model = model
         self.calls = 0
-        log.append(start, {"recipe": recipe(), "model": model})
+        log.append(start, {"recipe": recipe(prices), "model": model})
 
     @property
     def id(self) -> str:

@@ -57,7 +57,7 @@ def test_unknown_is_not_zero_percent(store: Store, console: Served, page: Any) -
     assert _rate_cell(page) == "0%"
     _open(page, f"{console.url}/")  # the list compares sessions by the same figure
     rate_of = {
-        row.locator("td").nth(0).inner_text(): row.locator("td").nth(3).inner_text()
+        row.locator("td[data-col=id]").inner_text(): row.locator("td[data-col=rate]").inner_text()
         for row in page.locator("#sessions tbody tr").all()
     }
     assert rate_of == {unreported.id: "unknown", zero.id: "0%"}

@@ -13,7 +13,7 @@ from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.events import Event
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelSettings, Prices
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec
 from nodwyn.window import Window
@@ -29,8 +29,10 @@ TOOLS = (
 SECRET = "sk-fake-0123456789abcdef"
 
 
-def recipe(limits: WindowLimits, version: int = 19) -> Recipe:
-    return Recipe(version=version, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000)
+def recipe(limits: WindowLimits, version: int = 19, prices: Any = None) -> Recipe:
+    return Recipe(
+        version=version, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000, prices=prices
+    )
 
 
 def reading_script(n: int) -> list[dict[str, Any]]:
@@ -58,6 +60,7 @@ class Driver:
         result_bytes: int = 3000,
         session_key: str | None = "s" * 64,
         version: int = 19,
+        prices: Mapping[str, Prices] | None = None,
     ) -> None:
         url = next(iter(models.values())).base_url
         assert url is not None
@@ -70,7 +73,9 @@ class Driver:
         self.result_bytes = result_bytes
         self.session_key = session_key
         self.results: list[int] = []  # seqs of tool results
-        self.append("session.start", {"recipe": recipe_to_json(recipe(limits, version)), "model": model})
+        recorded = tuple(sorted(prices.items())) if prices is not None else None
+        start = {"recipe": recipe_to_json(recipe(limits, version, recorded)), "model": model}
+        self.append("session.start", start)
 
     def append(self, kind: str, data: dict[str, Any], ctx: str = "main") -> Event:
         event = self.log.append(kind, data, ctx)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -25,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nodwyn.console.source import Source
-from nodwyn.console.state import Registry, title_of
+from nodwyn.console.state import Registry, model_of, title_of
 from nodwyn.console.views import event_json, request_json
 from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.replay.diagnose import diagnose_request
@@ -86,6 +87,7 @@ def make_app(
     registry = Registry(source, prices or {})
     session_page = (STATIC / "session.html").read_text(encoding="utf-8")
     index_page = (STATIC / "index.html").read_text(encoding="utf-8")
+    error_page = (STATIC / "error.html").read_text(encoding="utf-8")
 
     def sessions(request: Request) -> Response:
         """Every session, newest first, with its token cache rate: sessions up to LIST_BYTES are
@@ -100,9 +102,11 @@ def make_app(
                 except NodwynError as exc:
                     info = replace(info, error=str(exc))
             title = state.title if state is not None else None
+            model = state.model if state is not None else None
             if state is None and info.error is None and info.events:
                 head = source.read(sid, 1, min(info.events, 50))
                 title = next((t for t in map(title_of, head) if t is not None), None)
+                model = next((m for m in map(model_of, head) if m is not None), None)
             totals = state.totals() if state is not None else None
             items.append(
                 {
@@ -112,8 +116,13 @@ def make_app(
                     "events": info.events,
                     "size": info.size,
                     "title": title,
+                    "model": model,
                     "aggregated": totals is not None,
                     "rate": totals.all.cache_rate if totals is not None else None,
+                    "requests": totals.all.requests if totals is not None else None,
+                    "cost_usd": totals.all.cost_usd if totals is not None else None,
+                    "cost_unknown": totals.all.cost_unknown if totals is not None else None,
+                    "replies": totals.all.replies if totals is not None else None,
                     "error": info.error,
                 }
             )
@@ -190,9 +199,15 @@ def make_app(
         return JSONResponse(body)
 
     def diagnosis(request: Request) -> Response:
-        """Every request of the session diagnosed (one replay pass; kept until the session grows)."""
+        """Every request of the session diagnosed (one replay pass; kept until the session grows),
+        or with ``after``, only the requests answered since seq ``after`` (each replayed with its
+        predecessor), so a live page follows a running session without replaying it all."""
         sid = request.path_params["sid"]
         state = registry.get(sid)
+        after = _int(request, "after", 0)
+        if after > 0:
+            last, fresh = state.diagnoses_after(after)
+            return JSONResponse({"last_seq": last, "requests": [diagnosis_json(d) for d in fresh]})
         found = state.diagnoses()
         counts: dict[str, int] = {}
         for d in found:
@@ -205,11 +220,33 @@ def make_app(
             }
         )
 
+    def problem(request: Request, status: int, message: str) -> Response:
+        """JSON for the page's scripts, a page for a person (an address typed, a link followed)."""
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": message}, status_code=status)
+        heading = {404: "Not found", 405: "Not allowed"}.get(status, "Something went wrong")
+        body = (
+            error_page.replace("{{TITLE}}", html.escape(heading))
+            .replace("{{STATUS}}", str(status))
+            .replace("{{MESSAGE}}", html.escape(message))
+        )
+        return HTMLResponse(body, status_code=status)
+
     async def not_found(request: Request, exc: Exception) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=404)
+        return problem(request, 404, str(exc))
 
     async def failed(request: Request, exc: Exception) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=500)
+        return problem(request, 500, str(exc))
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            message = f"there is no page at {request.url.path}; the sessions are listed at /"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not served here: the console is read-only"
+        else:
+            message = str(exc.detail)
+        return problem(request, exc.status_code, message)
 
     allowed = [*LOOPBACK_HOSTS, *(h for h in hosts if h not in LOOPBACK_HOSTS and h != "*")]
     return Starlette(
@@ -224,5 +261,5 @@ def make_app(
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed), Middleware(_Headers)],
-        exception_handlers={NotFoundError: not_found, NodwynError: failed},
+        exception_handlers={NotFoundError: not_found, NodwynError: failed, HTTPException: http_error},
     )

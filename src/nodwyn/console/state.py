@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from nodwyn.console.source import Source
 from nodwyn.log import SessionLog
-from nodwyn.replay.diagnose import diagnose_session
+from nodwyn.replay.diagnose import diagnose_request, diagnose_session
 from nodwyn.stats.diagnosis import Diagnosis
 from nodwyn.stats.totals import Aggregator, RequestRow, Totals
 from nodwyn.values.events import Event
@@ -25,6 +25,18 @@ def title_of(event: Event) -> str | None:
     return text.strip().splitlines()[0][:120] if text.strip() else ""
 
 
+def model_of(event: Event) -> str | None:
+    """The model entry a session started (or resumed) with."""
+    model = event.data.get("model")
+    if event.kind in ("session.start", "session.resume") and isinstance(model, str):
+        return model
+    return None
+
+
+# More newly answered requests than this are diagnosed by one pass over the session instead.
+LIVE_DIAGNOSE = 40
+
+
 class SessionState:
     """One session's aggregator; ``refresh`` feeds it the events appended since it last looked."""
 
@@ -37,6 +49,7 @@ class SessionState:
         self.model: str | None = None
         self.reads = 0  # how many times new events were read from the log
         self.diagnosed: tuple[int, list[Diagnosis]] | None = None  # (last_seq, diagnoses)
+        self.verdicts: dict[int, Diagnosis] = {}  # llm.req seq -> its latest diagnosis
         self._lock = threading.Lock()
         self._diagnosing = threading.Lock()
 
@@ -80,7 +93,31 @@ class SessionState:
             with self.source.private(self.id) as log:
                 found = diagnose_session(log, rows)
             self.diagnosed = (last, found)
+            self.verdicts.update((d.seq, d) for d in found)
             return found
+
+    def diagnoses_after(self, after: int) -> tuple[int, list[Diagnosis]]:
+        """The requests answered after seq ``after`` diagnosed, each by replaying it and its
+        predecessor (a live session costs two replays per new request, not a pass over the log)."""
+        self.refresh()
+        with self._diagnosing:
+            with self._lock:
+                last, rows = self.agg.last_seq, self.agg.rows
+            fresh = [r for r in rows if r.resp is not None and r.resp > after]
+            if len(fresh) > LIVE_DIAGNOSE:
+                with self.source.private(self.id) as log:
+                    found = diagnose_session(log, rows)
+                self.diagnosed = (last, found)
+                self.verdicts.update((d.seq, d) for d in found)
+                wanted = {r.seq for r in fresh}
+                return last, [d for d in found if d.seq in wanted]
+            out: list[Diagnosis] = []
+            with self.source.private(self.id) as log:
+                for row in fresh:
+                    _, verdict = diagnose_request(log, row, rows)
+                    self.verdicts[row.seq] = verdict
+                    out.append(verdict)
+            return last, out
 
     def _note(self, event: Event) -> None:
         if self.started is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodwyn.replay.transcript import in_words, label
 from nodwyn.values.content import AssistantMessage, ImagePart, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import Event
 from nodwyn.values.request import Request
@@ -30,7 +31,8 @@ def _s(value: Any) -> str:
 def event_json(e: Event) -> dict[str, Any]:
     """One transcript entry: what a person reads of the event, clipped, never reasoning blocks."""
     data = _d(e.data)
-    out: dict[str, Any] = {"seq": e.seq, "t": e.t, "kind": e.kind, "ctx": e.ctx}
+    out: dict[str, Any] = {"seq": e.seq, "t": e.t, "kind": e.kind, "label": label(e.kind), "ctx": e.ctx}
+    sentence = in_words(e)
     if e.kind == "user.msg":
         out.update(clip(_s(data.get("text"))))
         images = data.get("images")
@@ -58,19 +60,19 @@ def event_json(e: Event) -> dict[str, Any]:
         )
     elif e.kind == "tool.result":
         out.update(name=_s(data.get("name")), error=data.get("error") is True, **clip(_s(data.get("text"))))
-    elif e.kind in ("gate.plan", "result.fold", "summary.add", "note", "ctx.close"):
-        out.update(clip(_s(data.get("text", data.get("result")))))
-        if "target" in data:
-            out["target"] = data.get("target")
-    elif e.kind == "model.switch":
-        out["text"] = f"model switched to {_s(data.get('model'))}"
+    elif e.kind in ("gate.plan", "note"):
+        out.update(clip(_s(data.get("text"))))
     elif e.kind in ("session.start", "session.resume"):
         recipe = _d(data.get("recipe"))
-        out["text"] = (
-            f"{e.kind.split('.')[1]}: model {_s(data.get('model'))}, recipe {_s(recipe.get('version'))}"
-        )
-    else:
-        out["text"] = ", ".join(f"{k}={_s(v)[:80]}" for k, v in data.items())
+        out["text"] = f"model {_s(data.get('model'))}, recipe {_s(recipe.get('version'))}"
+    elif sentence is not None:  # bookkeeping: one sentence, then what it carries (a fold's note)
+        out["sentence"] = sentence
+        carried = data.get("text", data.get("result"))
+        out.update(clip(_s(carried)) if isinstance(carried, str) else {"text": None})
+        if "target" in data:
+            out["target"] = data.get("target")
+    else:  # a kind this console does not know: its fields, as they are
+        out["text"] = ", ".join(f"{k}: {_s(v)[:80]}" for k, v in data.items())
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from nodwyn.errors import NodwynError
 from nodwyn.stats.causes import Cause, event_cause, request_causes
@@ -137,6 +137,7 @@ class RequestRow:
     cost: Cost | None = None
     drop: bool = False
     cache_ask: str | None = None  # llm.req cache_ask: "ephemeral", "1h", "none"; None: not recorded
+    t: str = ""  # when the request was logged (just before it was sent)
 
     @property
     def rate(self) -> float | None:
@@ -161,6 +162,9 @@ class Totals:
     last_seq: int
     fed: int  # events fed to the aggregator since it was made
     problems: tuple[str, ...] = field(default=())
+    # Where the latest costs' prices came from: the session's recipe (it records them), or the
+    # prices the aggregator was given (config.toml's, for a log written before recipes had them).
+    prices_from: Literal["recipe", "given"] = "given"
 
 
 _ONE_REQUEST: dict[str, Any] = {"requests": 1}
@@ -179,6 +183,7 @@ class Aggregator:
     def __init__(self, prices: Mapping[str, Prices] | None = None) -> None:
         self._given = dict(prices or {})
         self._prices = self._given
+        self._prices_from: Literal["recipe", "given"] = "given"
         self._all = _Acc()
         self._by_turn: dict[int, _Acc] = {}
         self._by_model: dict[str, _Acc] = {}
@@ -233,6 +238,7 @@ class Aggregator:
             return
         self._headers_in_system = Flag.IN_CONVERSATION not in policy
         recorded = recipe.get("prices") if isinstance(recipe, dict) else None
+        self._prices_from = "given" if recorded is None else "recipe"
         if recorded is None:
             self._prices = self._given
             return
@@ -261,6 +267,7 @@ class Aggregator:
             predecessor=previous,
             causes=tuple(causes),
             cache_ask=data["cache_ask"] if isinstance(data.get("cache_ask"), str) else None,
+            t=event.t,
         )
         if previous is not None:
             self._records.pop(previous, None)
@@ -325,6 +332,7 @@ class Aggregator:
                 last_seq=self.last_seq,
                 fed=self.fed,
                 problems=tuple(self._problems),
+                prices_from=self._prices_from,
             )
         return self._snapshot
 

@@ -26,12 +26,14 @@ def totals_json(t: Totals) -> dict[str, Any]:
         "last_seq": t.last_seq,
         "fed": t.fed,
         "problems": list(t.problems),
+        "prices_from": t.prices_from,
     }
 
 
 def row_json(r: RequestRow) -> dict[str, Any]:
     return {
         "seq": r.seq,
+        "t": r.t,
         "ctx": r.ctx,
         "model": r.model,
         "turn": r.turn,

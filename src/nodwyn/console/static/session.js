@@ -19,7 +19,9 @@
   };
   const pct = (x) => (x === null || x === undefined ? "unknown" : Math.round(x * 100) + "%");
   const num = (x) => (x === null || x === undefined ? "—" : Number(x).toLocaleString("en-US"));
-  const usd = (x, unknown) => "$" + Number(x).toFixed(4) + (unknown ? ` (${unknown} without a price or count)` : "");
+  // a cost: "unknown" when no reply has a price, a lower bound when some lack one
+  const usd = (x, unknown, replies) => replies && unknown >= replies ? "unknown" :
+    (unknown ? "at least " : "") + "$" + Number(x).toFixed(4) + (unknown ? ` (${unknown} without a price or count)` : "");
 
   async function getJSON(url) {
     const r = await fetch(url);
@@ -49,13 +51,15 @@
     add("uncached", "Uncached prefill tokens", num(a.uncached_tokens), "prompt − cached, where both are reported");
     add("writes", "Cache writes", num(a.cache_write_tokens), a.writes_reported ? `${a.writes_reported} replies reported writes` : "not reported");
     add("output", "Output tokens", num(a.output_tokens), a.reasoning_tokens ? `${num(a.reasoning_tokens)} reasoning` : "");
-    add("cost", "Cost", usd(a.cost_usd, a.cost_unknown), "from the model entries' prices");
+    add("cost", "Cost", usd(a.cost_usd, a.cost_unknown, a.replies),
+      t.prices_from === "recipe" ? "at the prices recorded in the session's recipe" :
+        "at config.toml's prices (this session's recipe records none)");
     const fill = (id, items, key) => {
       const body = $(id).querySelector("tbody");
       body.replaceChildren();
       for (const s of items) {
         const tr = el("tr");
-        for (const v of [s[key], num(s.requests), num(s.prompt_tokens), num(s.cached_tokens), pct(s.rate), usd(s.cost_usd, s.cost_unknown)])
+        for (const v of [s[key], num(s.requests), num(s.prompt_tokens), num(s.cached_tokens), pct(s.rate), usd(s.cost_usd, s.cost_unknown, s.replies)])
           tr.append(el("td", null, v));
         body.append(tr);
       }
@@ -73,52 +77,109 @@
     for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
     return e;
   };
+  const pad2 = (n) => String(n).padStart(2, "0");
+  const clock = (d) => `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  const day = (d) => `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+  function niceStep(max, count) {
+    const raw = max / Math.max(count, 1);
+    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= raw) return m * mag;
+    return 10 * mag;
+  }
+  const short = (n) => n >= 1e6 ? +(n / 1e6).toFixed(1) + "M" : n >= 1e3 ? +(n / 1e3).toFixed(1) + "k" : String(n);
+  let selected = null; // the request whose window is shown
   function renderChart() {
     const list = [...rows.values()].sort((x, y) => x.seq - y.seq);
-    const bar = Math.max(3, Math.min(24, Math.floor(900 / Math.max(list.length, 1))));
-    const gap = bar > 6 ? 2 : 1;
-    const H = 200, top = 16, left = 4;
-    const max = Math.max(1, ...list.map((r) => (r.usage && r.usage.prompt_tokens) || 0));
-    const W = Math.max(left + list.length * (bar + gap) + 4, 160);
-    const root = svg("svg", { width: W, height: H + top + 4, role: "img", "aria-label": "cached and uncached prompt tokens per request" });
+    const box = $("chart");
+    const W = Math.max(320, box.clientWidth - 12); // the panel's inner width
+    const H = 200, top = 16, left = 48, right = 8, bottom = 34;
+    const plotW = W - left - right;
+    const peak = Math.max(1, ...list.map((r) => (r.usage && r.usage.prompt_tokens) || 0));
+    const step = niceStep(peak, 4);
+    const max = Math.ceil(peak / step) * step;
+    const slot = plotW / Math.max(list.length, 1);
+    const gap = slot > 8 ? Math.min(4, slot * 0.2) : slot > 3 ? 1 : 0;
+    const bar = Math.max(1, Math.min(48, slot - gap));
+    const root = svg("svg", { width: W, height: top + H + bottom, viewBox: `0 0 ${W} ${top + H + bottom}`,
+      role: "img", "aria-label": "cached and uncached prompt tokens per request, over time" });
+    const y = (v) => top + H - (v / max) * H;
+    for (let v = 0; v <= max + 1e-9; v += step) {  // the token axis: ticks and grid lines
+      root.append(svg("line", { x1: left, x2: W - right, y1: y(v), y2: y(v), class: v ? "grid" : "axis" }));
+      const label = svg("text", { x: left - 5, y: y(v) + 3, class: "tick y" });
+      label.textContent = short(v);
+      root.append(label);
+    }
+    root.append(svg("line", { x1: left, x2: left, y1: top, y2: top + H, class: "axis" }));
+    // the time axis: a tick every ~110 px at the request under it, labelled with its clock time
+    // (and the date when it changes); bars stay one per request so each can be clicked
+    const every = Math.max(1, Math.round(110 / slot));
+    let lastDay = null, lastLabel = null;
     list.forEach((r, i) => {
-      const x = left + i * (bar + gap);
-      const g = svg("g", { class: "bar", "data-seq": r.seq });
+      if (i % every || !r.t) return;
+      const d = new Date(r.t);
+      if (isNaN(d) || clock(d) === lastLabel) return; // requests within one second share a tick
+      lastLabel = clock(d);
+      const cx = left + i * slot + slot / 2;
+      const g = svg("g", { class: "xtick", "data-seq": r.seq, "data-t": r.t });
+      g.append(svg("line", { x1: cx, x2: cx, y1: top + H, y2: top + H + 4, class: "axis" }));
+      const label = svg("text", { x: cx, y: top + H + 15, class: "tick x" });
+      label.textContent = clock(d);
+      g.append(label);
+      if (day(d) !== lastDay) {
+        const dl = svg("text", { x: cx, y: top + H + 27, class: "tick x date" });
+        dl.textContent = day(d);
+        g.append(dl);
+        lastDay = day(d);
+      }
+      root.append(g);
+    });
+    list.forEach((r, i) => {
+      const x = left + i * slot + (slot - bar) / 2;
+      const g = svg("g", { class: "bar" + (r.seq === selected ? " selected" : ""), "data-seq": r.seq });
       const u = r.usage || {};
       const prompt = u.prompt_tokens || 0;
-      const h = Math.round((prompt / max) * H);
+      const h = (prompt / max) * H;
       const v = verdicts.get(r.seq);
+      // markers come from the diagnosis (exact replay), never from a guess: until a request's
+      // verdict is in, a cache drop shows as a suspected miss and a recorded cause as pending
       const miss = v ? v.kind === "server miss" || v.kind === "no cache ask" : r.drop;
-      const moved = v ? v.kind === "moved" && !r.trim : r.causes.length && !r.trim;
+      const moved = v ? v.kind === "moved" && !r.trim : false;
+      const pending = !v && !r.drop && r.causes.length && !r.trim;
       const title = svg("title");
-      title.textContent = `request ${r.seq} (${r.ctx}, ${r.model}): ` +
+      const when = r.t ? new Date(r.t) : null;
+      title.textContent = `request ${r.seq} (${r.ctx}, ${r.model})` + (when && !isNaN(when) ? ` at ${clock(when)}` : "") + ": " +
         (u.prompt_tokens === null || u.prompt_tokens === undefined ? "no usage" :
           `${num(u.cached_tokens)} cached of ${num(u.prompt_tokens)} prompt tokens (${pct(r.rate)})`) +
-        (r.trim ? "; trim point" : "") + (r.causes.length ? "; moved: " + r.causes.map((c) => `${c.kind} at ${c.seq}`).join(", ") : "") +
-        (v ? "\n" + v.detail : r.drop ? "; suspected server miss" : "");
+        (r.trim ? "; trim point" : "") + (r.causes.length ? "; causes: " + r.causes.map((c) => `${c.kind} at ${c.seq}`).join(", ") : "") +
+        (v ? "\n" + v.detail : r.drop ? "; suspected server miss (not yet diagnosed)" : pending ? "; not yet diagnosed" : "");
       g.append(title);
-      g.append(svg("rect", { x, y: top, width: bar, height: H, class: "hit" }));
+      g.append(svg("rect", { x: left + i * slot, y: top, width: slot, height: H, class: "hit" }));
       if (u.cached_tokens === null || u.cached_tokens === undefined) {
         g.append(svg("rect", { x, y: top + H - h, width: bar, height: h, class: "unknown" }));
       } else {
-        const c = Math.round((Math.min(u.cached_tokens, prompt) / max) * H);
+        const c = (Math.min(u.cached_tokens, prompt) / max) * H;
         g.append(svg("rect", { x, y: top + H - h, width: bar, height: h - c, class: "uncached" }));
         g.append(svg("rect", { x, y: top + H - c, width: bar, height: c, class: "cached" }));
       }
-      if (r.trim) g.append(svg("line", { x1: x - gap / 2, x2: x - gap / 2, y1: top - 12, y2: top + H, class: "trim" }));
+      if (r.trim) g.append(svg("line", { x1: left + i * slot, x2: left + i * slot, y1: top - 12, y2: top + H, class: "trim" }));
       else if (moved) {
         const m = svg("text", { x: x + bar / 2, y: top - 3, class: "moved" });
         m.textContent = "◆";
         g.append(m);
+      } else if (pending) {
+        const m = svg("text", { x: x + bar / 2, y: top - 3, class: "pending" });
+        m.textContent = "…";
+        g.append(m);
       }
-      if (miss) g.append(svg("path", { d: `M${x} ${top - 12} h${Math.max(bar, 6)} l-${Math.max(bar, 6) / 2} 9 z`, class: "miss" }));
-      g.addEventListener("click", () => openWindow(r.seq));
+      const mw = Math.max(Math.min(bar, 12), 6);
+      if (miss) g.append(svg("path", { d: `M${x + bar / 2 - mw / 2} ${top - 12} h${mw} l-${mw / 2} 9 z`, class: "miss" + (v ? "" : " suspected") }));
+      g.addEventListener("click", () => openWindow(r.seq, true));
       root.append(g);
     });
-    $("chart-scale").textContent = list.length ? `bar height: prompt tokens (tallest ${num(max)})` : "no requests yet";
-    $("chart").replaceChildren(root);
+    $("chart-scale").textContent = list.length ? `bar height: prompt tokens (tallest ${num(peak)}); one bar per request, in the order sent` : "no requests yet";
+    box.replaceChildren(root);
     renderTable();
-    $("chart").dataset.bars = String(list.length);
+    box.dataset.bars = String(list.length);
   }
 
   // -- the request table (built only while it is open) --------------------------------------
@@ -136,13 +197,22 @@
       tr.dataset.seq = r.seq;
       for (const c of [r.seq, r.ctx, r.model, r.turn, num(u.prompt_tokens), num(u.cached_tokens), pct(r.rate),
         num(u.cache_write_tokens), num(u.output_tokens), notes]) tr.append(el("td", null, c));
-      tr.addEventListener("click", () => openWindow(r.seq));
+      tr.addEventListener("click", () => openWindow(r.seq, true));
       return tr;
     }));
   }
 
   // -- window ------------------------------------------------------------------------------
-  async function openWindow(seq) {
+  function setAddress(seq, push) {
+    const url = new URL(location.href);
+    if (seq === null) url.searchParams.delete("request"); else url.searchParams.set("request", String(seq));
+    if (url.href === location.href) return;
+    if (push) history.pushState({ request: seq }, "", url); else history.replaceState({ request: seq }, "", url);
+  }
+  async function openWindow(seq, push) {
+    selected = seq;
+    setAddress(seq, push);
+    for (const g of document.querySelectorAll("#chart g.bar")) g.classList.toggle("selected", Number(g.dataset.seq) === seq);
     const section = $("window-section");
     section.hidden = false;
     $("window-seq").textContent = String(seq);
@@ -153,6 +223,7 @@
     try {
       w = await getJSON(`${api}/window/${seq}`);
     } catch (e) {
+      $("window-verify").className = "bad";
       $("window-verify").textContent = "error: " + e.message;
       return;
     }
@@ -192,6 +263,25 @@
   // -- diagnosis of every request ---------------------------------------------------------
   const AUTO_DIAGNOSE = 300; // sessions up to this many requests are diagnosed on open
   const KIND_LABEL = { "moved": "moved by us", "server miss": "server miss", "no cache ask": "no cache ask", "unverified": "unverified" };
+  let diagnosedUpTo = null; // seq up to which every answered request has its verdict
+  function renderDiagnosis() {
+    const order = ["first", "appended", "moved", "server miss", "no cache ask", "unverified"];
+    const counts = {};
+    for (const v of verdicts.values()) counts[v.kind] = (counts[v.kind] || 0) + 1;
+    $("diagnosis-summary").textContent = order.filter((k) => counts[k])
+      .map((k) => `${counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + (diagnosedUpTo ? ` (as of seq ${diagnosedUpTo}, updated live)` : "");
+    const list = $("diagnosis");
+    list.replaceChildren();
+    for (const x of [...verdicts.values()].sort((a, b) => a.seq - b.seq)) {
+      if (x.kind === "first" || x.kind === "appended") continue;
+      const li = el("li", "diag " + x.kind.replace(/ /g, "-"));
+      li.dataset.seq = x.seq;
+      li.append(el("span", "seq", `request ${x.seq}`), document.createTextNode(" "), el("span", null, x.detail));
+      li.addEventListener("click", () => openWindow(x.seq, true));
+      list.append(li);
+    }
+    if (!list.childElementCount && verdicts.size) list.append(el("li", "muted", "every request extended its predecessor and was served from the cache"));
+  }
   async function diagnoseAll() {
     $("diagnose").disabled = true;
     $("diagnosis-summary").textContent = "replaying every request…";
@@ -203,31 +293,37 @@
       $("diagnose").disabled = false;
       return;
     }
-    const order = ["first", "appended", "moved", "server miss", "no cache ask", "unverified"];
-    $("diagnosis-summary").textContent = order.filter((k) => d.counts[k])
-      .map((k) => `${d.counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + ` (as of seq ${d.last_seq})`;
     for (const x of d.requests) verdicts.set(x.seq, x);
+    diagnosedUpTo = Math.max(diagnosedUpTo || 0, d.last_seq);
     renderChart();
-    const list = $("diagnosis");
-    list.replaceChildren();
-    for (const x of d.requests) {
-      if (x.kind === "first" || x.kind === "appended") continue;
-      const li = el("li", "diag " + x.kind.replace(" ", "-"));
-      li.dataset.seq = x.seq;
-      li.append(el("span", "seq", `request ${x.seq}`), document.createTextNode(" "), el("span", null, x.detail));
-      li.addEventListener("click", () => openWindow(x.seq));
-      list.append(li);
-    }
-    if (!list.childElementCount) list.append(el("li", "muted", "every request extended its predecessor and was served from the cache"));
+    renderDiagnosis();
     $("diagnose").disabled = false;
-    document.body.dataset.diagnosed = String(d.last_seq);
+    document.body.dataset.diagnosed = String(diagnosedUpTo);
+  }
+  let diagnosing = false;
+  async function diagnoseNew() {
+    // requests answered since the last verdicts: each replayed with its predecessor on the server
+    if (diagnosedUpTo === null || diagnosing || lastSeq <= diagnosedUpTo) return;
+    diagnosing = true;
+    try {
+      const d = await getJSON(`${api}/diagnosis?after=${diagnosedUpTo}`);
+      for (const x of d.requests) verdicts.set(x.seq, x);
+      diagnosedUpTo = d.last_seq;
+      if (d.requests.length) { renderChart(); renderDiagnosis(); }
+      document.body.dataset.diagnosed = String(diagnosedUpTo);
+    } finally {
+      diagnosing = false;
+    }
   }
 
   // -- transcript --------------------------------------------------------------------------
   function entry(e) {
     const d = el("div", "ev " + e.kind.replace(".", "-"));
     d.dataset.seq = e.seq;
-    d.append(el("div", "head", `${e.seq} · ${e.kind}${e.ctx !== "main" ? " · " + e.ctx : ""}${e.name ? " · " + e.name : ""}`));
+    const when = e.t ? new Date(e.t) : null;
+    d.append(el("div", "head", `${e.seq} · ${e.label || e.kind}${e.ctx !== "main" ? " · " + e.ctx : ""}${e.name ? " · " + e.name : ""}` +
+      (when && !isNaN(when) ? " · " + clock(when) : "")));
+    if (e.sentence) d.append(el("div", "sentence", e.sentence));
     if (e.kind === "llm.resp") {
       if (e.thinking && e.thinking.text) d.append(thinking(e.thinking));
       if (e.text) d.append(el("pre", "reply", e.text + more(e)));
@@ -238,8 +334,8 @@
     } else if (e.kind === "llm.req") {
       d.append(el("div", "muted", `request to ${e.model}, ~${num(e.estimate)} tokens${e.trim ? " · trim point" : ""}${e.elided ? ` · ${e.elided} elided` : ""}`));
       d.classList.add("clickable");
-      d.addEventListener("click", () => openWindow(e.seq));
-    } else if (e.text !== undefined) {
+      d.addEventListener("click", () => openWindow(e.seq, true));
+    } else if (e.text !== undefined && e.text !== null) {
       d.append(el("pre", null, e.text + more(e)));
     }
     return d;
@@ -277,6 +373,7 @@
     lastSeq = s.last_seq;
     $("live").textContent = `${num(lastSeq)} events · updated live`;
     document.body.dataset.lastSeq = String(lastSeq);
+    if (!first && s.rows.some((r) => r.resp !== null)) await diagnoseNew();
   }
   async function loop() {
     try {
@@ -290,11 +387,28 @@
   $("older").addEventListener("click", loadOlder);
   $("diagnose").addEventListener("click", diagnoseAll);
   $("requests-details").addEventListener("toggle", renderTable);
+  const wanted = () => {
+    const raw = new URL(location.href).searchParams.get("request");
+    return raw !== null && /^\d+$/.test(raw) ? Number(raw) : null;
+  };
+  window.addEventListener("popstate", () => {
+    const seq = wanted();
+    if (seq === null) { selected = null; $("window-section").hidden = true; renderChart(); }
+    else openWindow(seq, false);
+  });
+  let resizing = null;
+  new ResizeObserver(() => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => { if (rows.size) renderChart(); }, 60);
+  }).observe($("chart"));
   (async () => {
     try {
       await Promise.all([poll(), loadTail()]);
       document.body.dataset.ready = "1";
-      if (rows.size && rows.size <= AUTO_DIAGNOSE) diagnoseAll();
+      const seq = wanted();
+      if (seq !== null) openWindow(seq, false);
+      if (rows.size && rows.size <= AUTO_DIAGNOSE) await diagnoseAll();
+      else diagnosedUpTo = lastSeq; // the backlog waits for the button; new requests are diagnosed as they come
     } catch (e) {
       $("live").textContent = "error: " + e.message;
       document.body.dataset.ready = "error";
