@@ -87,7 +87,13 @@ def test_the_cli_refuses_it_in_one_line_and_makes_no_session_folder(tmp_path: Pa
         "NODWYN_CONFIG": str(tmp_path / "config.toml"),
     }
     done = subprocess.run(
-        [NODWYN, "run", "hello"], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path
+        [NODWYN, "run", "hello"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

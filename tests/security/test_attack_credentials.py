@@ -92,7 +92,13 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         ):
             runs.append(
                 subprocess.run(
-                    [NODWYN, *args], env=env, cwd=tmp / "ws", capture_output=True, timeout=120, check=False
+                    [NODWYN, *args],
+                    env=env,
+                    cwd=tmp / "ws",
+                    capture_output=True,
+                    timeout=120,
+                    check=False,
+                    stdin=subprocess.DEVNULL,
                 )
             )
         bodies = [json.dumps(r.body) for r in fake.requests]

@@ -351,6 +351,7 @@ def test_a_run_against_a_hanging_provider_ends_at_its_deadline_in_one_line(tmp_p
         done = subprocess.run(
             [str(Path(sys.executable).parent / "nodwyn"), "run", "hello"],
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=60,

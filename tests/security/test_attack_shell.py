@@ -97,6 +97,7 @@ def env_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         done = subprocess.run(
             [NODWYN, "run", "--yes", "show the environment"],
             env=env,
+            stdin=subprocess.DEVNULL,
             cwd=tmp / "ws",
             capture_output=True,
             text=True,

@@ -100,7 +100,12 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person(tmp, fake.url)
         run = subprocess.run(
-            [NODWYN, "run", "--yes", "go"], env=env, cwd=tmp / "ws", capture_output=True, timeout=120
+            [NODWYN, "run", "--yes", "go"],
+            env=env,
+            cwd=tmp / "ws",
+            capture_output=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
         )
         replay = subprocess.run(
             [NODWYN, "replay", "latest"], env=env, cwd=tmp / "ws", capture_output=True, timeout=60
