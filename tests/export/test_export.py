@@ -34,7 +34,14 @@ def call(name: str, cid: str, **arguments: Any) -> dict[str, Any]:
 
 
 def nodwyn(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*NODWYN, *args], env=env, capture_output=True, timeout=timeout, cwd=env["WS"])
+    return subprocess.run(
+        [*NODWYN, *args],
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+        cwd=env["WS"],
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture(scope="module")
