@@ -284,3 +284,30 @@ def test_a_refusing_collector_is_one_line(recorded: tuple[dict[str, str], str, l
     assert "HTTP 400" in err and "/custom/path" in err
     bad = nodwyn(env, "export", sid, "--format", "otel", "--otlp-endpoint", "ftp://x")
     assert bad.returncode == 2 and "not an http(s) URL" in bad.stderr.decode()
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "fixture_logs"
+
+
+def test_a_sub_agent_is_a_span_of_its_own_and_a_task_in_markdown(tmp_path: Path) -> None:
+    home = FIXTURES / "sub-agent"  # a session the release at 12cbafd wrote; read, never changed
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "NODWYN_HOME": str(home)}
+    env |= {"NODWYN_CONFIG": str(tmp_path / "none.toml"), "WS": str(tmp_path)}
+    otel = nodwyn(env, "export", "latest", "--format", "otel")
+    assert otel.returncode == 0, otel.stderr.decode()
+    spans = list(parse_otlp_json(otel.stdout.decode()).resource_spans[0].scope_spans[0].spans)
+    root = spans[0]
+    (sub,) = [s for s in spans if s.name == "invoke_agent sub-agent"]
+    assert sub.parent_span_id == root.span_id and _attrs(sub)["gen_ai.agent.id"] == "sub-1"
+    inner = [s for s in spans if _attrs(s).get("nodwyn.context") == "sub-1"]
+    assert inner and all(s.parent_span_id == sub.span_id for s in inner)
+    assert {s.name for s in inner} == {"chat fake-model", "execute_tool fs-read"}
+    assert sub.start_time_unix_nano <= min(s.start_time_unix_nano for s in inner)
+    assert sub.end_time_unix_nano >= max(s.end_time_unix_nano for s in inner)
+    # the parent's call that started the sub-agent is a tool span in main
+    assert [s.parent_span_id for s in spans if s.name == "execute_tool sub-agent"] == [root.span_id]
+    md = nodwyn(env, "export", "latest").stdout.decode()
+    assert "*A sub-agent started (sub-1) with the tools fs-read.*" in md
+    assert "## Task for the sub-agent · sub-1" in md and "## Person · sub-1" not in md
+    assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before

@@ -78,6 +78,11 @@ def markdown(events: Iterable[Event], session: str, totals: Totals | None = None
         if ev.kind == "tool.result" and isinstance(ev.data.get("call_id"), str):
             results[ev.data["call_id"]] = ev
     shown_results: set[int] = set()
+    subs = {  # sub-agent contexts: their first message is the parent model's task, not a person's
+        _s(_d(ev.data).get("id"))
+        for ev in buffered
+        if ev.kind == "ctx.open" and _d(ev.data).get("kind") == "sub"
+    }
     for ev in buffered:
         data = _d(ev.data)
         where = "" if ev.ctx == MAIN_CTX else f" · {ev.ctx}"
@@ -95,7 +100,7 @@ def markdown(events: Iterable[Event], session: str, totals: Totals | None = None
                 yield f"*Session resumed {when} UTC with the model {_s(data.get('model'))}.*"
                 yield ""
         elif ev.kind == "user.msg":
-            yield f"## Person{where}"
+            yield f"## Task for the sub-agent{where}" if ev.ctx in subs else f"## Person{where}"
             yield ""
             yield from quote(_s(data.get("text")))
             images = data.get("images")
