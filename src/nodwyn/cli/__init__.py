@@ -18,15 +18,15 @@ from nodwyn.errors import NodwynError, StorageError
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "sessions": ("nodwyn.cli.sessions", "sessions", "List sessions."),
+    "sessions": ("nodwyn.cli.sessions", "sessions", "Sessions: first message, model, cost (-q searches)."),
     "log": ("nodwyn.cli.sessions", "log", "Print a session's events."),
     "stats": ("nodwyn.cli.stats", "stats", "A session's totals (token cache rate, cost) and requests."),
     "cache": ("nodwyn.cli.stats", "cache", "Why each request of a session hit or missed the cache."),
     "console": ("nodwyn.cli.console", "console", "Serve the read-only web console on 127.0.0.1."),
     "fake": ("nodwyn.cli.fake", "fake", "Run a fake provider on 127.0.0.1 for offline tests."),
     "run": ("nodwyn.cli.run", "run", "Run one task: the answer on stdout, figures on stderr (-q, --json)."),
-    "chat": ("nodwyn.cli.run", "chat", "Interactive session: /plan, /compact, /model NAME, /quit."),
-    "resume": ("nodwyn.cli.run", "resume", "Continue a session from its log."),
+    "chat": ("nodwyn.cli.run", "chat", "Interactive turns with line editing and history (/help)."),
+    "resume": ("nodwyn.cli.run", "resume", "Continue a session (latest, an id or its suffix) from its log."),
     "models": ("nodwyn.cli.models", "models", "List, add, set, test model entries; set the default."),
     "keys": ("nodwyn.cli.keys", "keys", "Set, list and remove credentials in the keychain file."),
     "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
