@@ -1,6 +1,6 @@
-"""A session driven as the agent loop drives one: a live Window builds each request, its llm.req
-is logged and fed back, HttpBackend sends it to a fake provider on 127.0.0.1, and the reply and
-its tool results are logged. Used where the diagnosis must see real requests and real cache
+"""A session driven as the agent loop drives one: recorded through ``nodwyn.testing.SessionBuilder``
+(the agent's recording path), sent by HttpBackend to a fake provider on 127.0.0.1, the reply and
+its tool results logged. Used where the diagnosis must see real requests and real cache
 reports."""
 
 from __future__ import annotations
@@ -8,15 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodwyn.log import SessionLog, Store
+from nodwyn.log import Store
+from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
-from nodwyn.values.events import Event
 from nodwyn.values.model import ModelSettings, Prices
-from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response, ToolSpec
-from nodwyn.window import Window
 
 SYSTEM = "You are a careful coding agent. Read before you write; run the tests after. " * 60
 TOOLS = (
@@ -27,12 +25,6 @@ TOOLS = (
     ),
 )
 SECRET = "sk-fake-0123456789abcdef"
-
-
-def recipe(limits: WindowLimits, version: int = 19, prices: Any = None) -> Recipe:
-    return Recipe(
-        version=version, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000, prices=prices
-    )
 
 
 def reading_script(n: int) -> list[dict[str, Any]]:
@@ -50,6 +42,9 @@ def settings(url: str, name: str, model: str, api: Any = "openai-chat", **extra:
 
 
 class Driver:
+    """A ``SessionBuilder`` on disk talking to a fake through ``HttpBackend``; each tool call is
+    answered with ``result_bytes`` of file text."""
+
     def __init__(
         self,
         store: Store,
@@ -66,46 +61,29 @@ class Driver:
         assert url is not None
         cred = Credential(name="KEY", value=SECRET, origins=frozenset({origin_of(url)}))
         self.backend = HttpBackend(Credentials.of([cred]), max_retries=0)
-        self.log: SessionLog = store.create()
-        self.window = Window()
+        recorded = tuple(sorted(prices.items())) if prices is not None else None
+        rec = recipe(version, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000, prices=recorded)
+        self.session = SessionBuilder(rec, store=store, model=model, workspace=None)
+        self.log = self.session.log
         self.models = dict(models)
-        self.model = model
         self.result_bytes = result_bytes
         self.session_key = session_key
         self.results: list[int] = []  # seqs of tool results
-        recorded = tuple(sorted(prices.items())) if prices is not None else None
-        start = {"recipe": recipe_to_json(recipe(limits, version, recorded)), "model": model}
-        self.append("session.start", start)
-
-    def append(self, kind: str, data: dict[str, Any], ctx: str = "main") -> Event:
-        event = self.log.append(kind, data, ctx)
-        self.window.feed(event)
-        return event
 
     def user(self, text: str) -> int:
-        return self.append("user.msg", {"text": text}).seq
+        return self.session.user(text).seq
 
     def switch(self, model: str) -> int:
-        self.model = model
-        return self.append("model.switch", {"model": model}).seq
+        return self.session.switch(model).seq
 
     def fold(self, target: int, text: str = "[folded: not needed any more]") -> int:
-        return self.append("result.fold", {"target": target, "text": text}).seq
+        return self.session.fold(target, text).seq
 
     def request(self) -> tuple[int, Response]:
-        s = self.models[self.model]
-        build = self.window.build("main", origin=s.origin)
-        req = self.append(
-            "llm.req",
-            {"model": s.name, "origin": origin_to_json(s.origin), "digest": build.digest, **build.record},
-        )
-        reply = self.backend.send(build.request, s, session_key=self.session_key)
-        self.append("llm.resp", {"req": req.seq, "response": response_to_json(reply)})
+        s = self.models[self.session.model]
+        req, reply = self.session.exchange(self.backend, s, session_key=self.session_key)
         for n, call in enumerate(reply.calls):
             line = f"{req.seq:05d}.{n} {call.arguments} line of the file being read\n"
             text = (line * (self.result_bytes // len(line) + 1))[: self.result_bytes]
-            seq = self.append(
-                "tool.result", {"call_id": call.id, "name": call.name, "text": text, "error": False}
-            )
-            self.results.append(seq.seq)
+            self.results.append(self.session.result(call, text).seq)
         return req.seq, reply

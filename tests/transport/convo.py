@@ -1,6 +1,6 @@
 """Conversations driven through HttpBackend against a fake: ``converse`` builds each Request by
 appending the reply, its tool results and the next user message, as the window does; ``Run`` is a
-session as the agent loop runs one, on a real session log and a live window."""
+session as the agent loop runs one, recorded through ``nodwyn.testing.SessionBuilder``."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 from nodwyn.log import SessionLog
+from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import Event
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Request, Response, ToolSpec
-from nodwyn.window import Build, Window
+from nodwyn.window import Build
 
 SYSTEM = "You are a careful coding agent. Read before you write; run the tests after. " * 60
 TOOLS = (
@@ -101,43 +101,27 @@ ROOMY = WindowLimits(
 
 
 class Run:
-    """A session as the agent loop runs one: log -> window -> HttpBackend -> fake -> log."""
+    """A session as the agent loop runs one: recorded through ``nodwyn.testing.SessionBuilder``
+    on ``log``, sent by HttpBackend to a fake, the reply and its tool results logged."""
 
     def __init__(self, log: SessionLog, limits: WindowLimits = ROOMY, version: int = 19) -> None:
-        self.log = log
-        self.window = Window()
+        rec = recipe(version, system="You are careful.", tools=TOOLS, limits=limits, context_size=100_000)
+        self.session = SessionBuilder(rec, log=log, model="model-a")
         self.backend = HttpBackend(Credentials())
         self.builds: list[Build] = []
         self.replies: list[Response] = []
         self.results: list[int] = []  # seq of each tool result
-        recipe = Recipe(
-            version=version, system="You are careful.", tools=TOOLS, limits=limits, context_size=100_000
-        )
-        self.append("session.start", {"recipe": recipe_to_json(recipe), "model": "model-a"})
-        self.append("user.msg", {"text": "Fix the bug."})
+        self.session.user("Fix the bug.")
 
     def append(self, kind: str, data: dict[str, Any]) -> Event:
-        event = self.log.append(kind, data)
-        self.window.feed(event)
-        return event
+        return self.session.add(kind, data)
 
     def ask(
         self, settings: ModelSettings, result: str = "contents", session_key: str | None = None
     ) -> Response:
-        b = self.window.build("main", origin=settings.origin)
-        req = self.append(
-            "llm.req",
-            {
-                "model": settings.name,
-                "origin": origin_to_json(settings.origin),
-                "digest": b.digest,
-                **b.record,
-            },
-        )
-        r = self.backend.send(b.request, settings, session_key=session_key)
-        self.builds.append(b)
+        req, r = self.session.exchange(self.backend, settings, session_key=session_key)
+        self.builds.append(self.session.builds[req.seq])
         self.replies.append(r)
-        self.append("llm.resp", {"req": req.seq, "response": response_to_json(r)})
         for c in r.calls:
             data = {"call_id": c.id, "name": c.name, "text": f"{result} of {c.arguments}", "error": False}
             self.results.append(self.append("tool.result", data).seq)

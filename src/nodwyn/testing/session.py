@@ -8,17 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Protocol
 
 from nodwyn.log import SessionLog, Store
-from nodwyn.record import Recorder, resume_session, resumed_events, start_session
+from nodwyn.record import EventLog, Recorder, resume_session, resumed_events, start_session
 from nodwyn.testing.memory import MemoryLog
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import DEFAULT_VERSION, Recipe, WindowLimits
-from nodwyn.values.request import Response, ToolSpec, Usage
+from nodwyn.values.request import Request, Response, ToolSpec, Usage
 from nodwyn.window import Build, Start, TurnOptions, Window, source_digest
 
 ORIGIN = Origin(model="test-model", url="http://127.0.0.1:9/v1", credential="TEST_KEY")
@@ -37,6 +38,12 @@ TOOLS = (
 LIMITS = WindowLimits(
     high_water=60_000, low_water=30_000, max_result_tokens=3_072, output_reserve=8_192, ceiling=80_000
 )
+
+
+class Backend(Protocol):
+    def send(self, request: Request, settings: ModelSettings, *, session_key: str | None) -> Response: ...
+
+
 USAGE = Usage(prompt_tokens=100, cached_tokens=0, output_tokens=10)
 
 
@@ -88,7 +95,8 @@ class SessionBuilder:
 
     ``request`` records through ``Recorder.request`` and keeps what it built: ``sent[seq]`` (the
     canonical bytes), ``builds[seq]`` and ``requests`` (a ``Sent`` each, in order). ``recipe=None``
-    starts empty (call ``start``); ``window`` is the window to record with (default a new one).
+    starts empty (call ``start``); ``window`` is the window to record with (default a new one);
+    ``log`` an empty ``SessionLog`` the caller opened for writing, instead of a store.
     """
 
     def __init__(
@@ -96,6 +104,7 @@ class SessionBuilder:
         recipe: Recipe | None = None,
         *,
         store: Store | None = None,
+        log: SessionLog | None = None,
         model: str = "test",
         workspace: str | None = "/work/space",
         origin: Origin = ORIGIN,
@@ -109,11 +118,12 @@ class SessionBuilder:
         self.builds: dict[int, Build] = {}
         self.requests: list[Sent] = []
         self._calls = 0
-        self._memory = MemoryLog() if store is None else None
-        self._log: SessionLog | None = None
+        self._memory = MemoryLog() if store is None and log is None else None
+        self._log: SessionLog | None = log
         self._window = window  # the first recorder's window (e.g. one with its own tuning)
-        self.recorder = Recorder(self._memory, window) if self._memory is not None else None
-        self.id = "memory"
+        target: EventLog | None = self._memory if self._memory is not None else log
+        self.recorder = None if target is None else Recorder(target, window)
+        self.id = "memory" if log is None else log.id
         if recipe is not None:
             self.start(recipe)
 
@@ -121,7 +131,7 @@ class SessionBuilder:
 
     def start(self, recipe: Recipe) -> Event:
         """The session's first event: ``session.start`` with ``recipe``."""
-        if self.store is None:
+        if self.store is None:  # in memory, or a log the caller opened (empty, for writing)
             return self.add("session.start", {"recipe": codec.recipe_to_json(recipe), "model": self.model})
         self._log = start_session(self.store, recipe, self.model, self.workspace)
         self.id = self._log.id
@@ -196,16 +206,18 @@ class SessionBuilder:
         turn: TurnOptions | None = None,
         withheld: Mapping[str, str] | None = None,
         *,
+        model: str | None = None,
         cache_ask: str | None = None,
     ) -> Event:
-        """The next request of ``ctx``, recorded as the agent records it; returns its ``llm.req``."""
+        """The next request of ``ctx``, recorded as the agent records it; returns its ``llm.req``.
+        ``model``: the model entry it records (default the builder's ``model``)."""
         rec = self._recorder()
         origin = origin or self.origin
         turn = turn or TurnOptions()
         held = dict(withheld or {})
         start = rec.window.start
         build, event = rec.request(
-            ctx, origin, turn=turn, withheld=held, model=self.model, cache_ask=cache_ask
+            ctx, origin, turn=turn, withheld=held, model=model or self.model, cache_ask=cache_ask
         )
         sent = canonical_bytes(codec.request_to_json(build.request))
         assert build.canonical == sent, (
@@ -217,6 +229,23 @@ class SessionBuilder:
             Sent(event=event, build=build, origin=origin, turn=turn, withheld=held, start=start)
         )
         return event
+
+    def exchange(
+        self,
+        backend: Backend,
+        settings: ModelSettings,
+        ctx: str = MAIN_CTX,
+        turn: TurnOptions | None = None,
+        *,
+        session_key: str | None = None,
+    ) -> tuple[Event, Response]:
+        """One request to a real backend (an ``HttpBackend`` at a fake, a ``ScriptedBackend``):
+        recorded, sent, and its reply logged as the agent logs it. Returns the ``llm.req`` and the
+        reply."""
+        req = self.request(ctx, settings.origin, turn, model=settings.name)
+        response = backend.send(self.builds[req.seq].request, settings, session_key=session_key)
+        self.add("llm.resp", {"req": req.seq, "response": codec.response_to_json(response)}, ctx)
+        return req, response
 
     def reply(
         self,
