@@ -166,6 +166,8 @@ def test_model_flag_continue_default_and_did_you_mean(env: dict[str, str]) -> No
     assert bad_model.returncode == 3 and "did you mean 'fake'?" in bad_model.stderr
     bad_default = nodwyn(env, "models", "default", "othr")
     assert bad_default.returncode == 3 and "did you mean 'other'?" in bad_default.stderr
+    bad_set = nodwyn(env, "models", "set", "fak", "context_size=1000")
+    assert bad_set.returncode == 3 and "did you mean 'fake'?" in bad_set.stderr
     assert 'model = "other"' in Path(env["NODWYN_CONFIG"]).read_text()
     assert len(sessions_of(env)) == 2
 

@@ -461,7 +461,10 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
             f"{path}: [models.{name}] already exists; change it with `nodwyn models set {name} KEY VALUE`"
         )
     if not create and not exists and name not in BUILTINS:
-        raise NotFoundError(f"{path}: no [models.{name}] to set; add it with `nodwyn models add {name} ...`")
+        hint = did_you_mean(name, [*models, *BUILTINS])
+        raise NotFoundError(
+            f"{path}: no [models.{name}] to set{hint}; add it with `nodwyn models add {name} ...`"
+        )
     if not exists:
         models[name] = tomlkit.table()
     table = models[name]
