@@ -75,7 +75,7 @@ CASES: list[tuple[str, dict[str, Any], int, bytes, dict[str, str], str, str | No
         "reasoning_content",
         "compatible HTTP 400 (invalid_request_error): Unrecognized request argument supplied: "
         "reasoning_content [field: reasoning_content]; this server refuses reasoning_content: set the "
-        "model's family (cerebras, vllm send reasoning)",
+        "model's family (cerebras, vllm, openrouter send reasoning)",
     ),
     (
         "openai-unknown-message-parameter",
@@ -376,7 +376,7 @@ CASES: list[tuple[str, dict[str, Any], int, bytes, dict[str, str], str, str | No
         "cerebras HTTP 400 (invalid_request_error): messages.2.assistant.reasoning_content: property "
         "'messages.2.assistant.reasoning_content' is unsupported [field: "
         "messages.2.assistant.reasoning_content]; this server refuses reasoning_content: set the model's "
-        "family (cerebras, vllm send reasoning)",
+        "family (cerebras, vllm, openrouter send reasoning)",
     ),
     (
         "cerebras-prompt_cache_key-422",

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from nodwyn.dialects.profiles import PROFILES, SEND_REASONING
 from nodwyn.errors import (
     AuthError,
     ContextLengthError,
@@ -142,10 +143,13 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 def _hint(cls: type[ProviderError], field: str | None, message: str) -> str:
     f = field or ""
-    if "reasoning_content in the thinking mode must be passed back" in message:
-        return 'DeepSeek needs reasoning_content back on tool-call turns: set family = "deepseek"'
+    for family, profile in PROFILES.items():
+        for h in profile.hints:
+            if h.says in message:
+                return f'{h.needs}: set family = "{family}"'
     if f.endswith("reasoning_content") or "reasoning_content' is unsupported" in message:
-        return "this server refuses reasoning_content: set the model's family (cerebras, vllm send reasoning)"
+        sends = ", ".join(SEND_REASONING)
+        return f"this server refuses reasoning_content: set the model's family ({sends} send reasoning)"
     if "prompt_cache_key" in f:
         return 'this server refuses prompt_cache_key: set cache_key = "header" or "off" in the model entry'
     if "cache_control" in f:

@@ -1,17 +1,7 @@
 """OpenAI chat completions (``POST /v1/chat/completions``) and the servers that speak it.
 
-The server family comes from the model entry (``ModelSettings.family``), never from a name:
-
-| family | thinking goes back as | max output | session header |
-|---|---|---|---|
-| compatible | reasoning_content | max_completion_tokens | X-Session-Id |
-| cerebras | reasoning | max_completion_tokens | X-Session-Id |
-| vllm | reasoning | max_completion_tokens | X-Session-Id |
-| deepseek | reasoning_content (always on tool-call turns) | max_tokens | X-Session-Id |
-| llamacpp | reasoning_content | max_tokens | X-Session-Id |
-| openrouter | reasoning (reasoning_details when the reply had them) | max_completion_tokens | X-Session-Id |
-| fireworks | reasoning_content | max_tokens | x-session-affinity |
-| baseten | reasoning_content | max_tokens | x-baseten-session-id |
+What differs between server families (the field thinking goes back as, the output limit's field,
+session headers, usage fields) is each family's ``profiles.ChatProfile``.
 
 A reply's ``reasoning_details`` (every family but cerebras) are kept as one block, the array's
 compact JSON, and go back as that message's ``reasoning_details`` with no reasoning text beside
@@ -49,6 +39,7 @@ from nodwyn.dialects.base import (
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.profiles import CACHE_READS, profile_for
 from nodwyn.dialects.session_key import key_fields
 from nodwyn.errors import DecodeError, EncodeError
 from nodwyn.values.content import (
@@ -62,31 +53,6 @@ from nodwyn.values.content import (
 )
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Timings, Usage
-
-REASONING_FIELD: dict[str, str] = {
-    "compatible": "reasoning_content",
-    "cerebras": "reasoning",
-    "vllm": "reasoning",
-    "deepseek": "reasoning_content",
-    "llamacpp": "reasoning_content",
-    "openrouter": "reasoning",
-    "fireworks": "reasoning_content",
-    "baseten": "reasoning_content",
-}
-MAX_TOKENS_FIELD: dict[str, str] = {
-    "compatible": "max_completion_tokens",
-    "cerebras": "max_completion_tokens",
-    "vllm": "max_completion_tokens",
-    "openrouter": "max_completion_tokens",
-    "deepseek": "max_tokens",
-    "llamacpp": "max_tokens",
-    "fireworks": "max_tokens",
-    "baseten": "max_tokens",
-}
-# Families whose replies' reasoning_details are kept (seed 2026-10-15: Cerebras unchanged).
-KEEPS_DETAILS = frozenset(REASONING_FIELD) - {"cerebras"}
-# OpenRouter always includes usage; stream_options.include_usage is deprecated there.
-NO_STREAM_OPTIONS = frozenset({"openrouter"})
 
 
 def _details(blocks: tuple[ThinkingBlock, ...], where: str) -> list[Any] | None:
@@ -118,9 +84,9 @@ class ChatDialect(DialectBase):
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
-        family = settings.family
+        profile = profile_for(settings)
         check_blocks(request, settings, ("reasoning_details",), self.api)
-        field = REASONING_FIELD[family]
+        field = profile.reasoning_out
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -136,10 +102,10 @@ class ChatDialect(DialectBase):
                 details = _details(m.blocks, where)
                 if details is not None:
                     msg["reasoning_details"] = details
-                elif m.thinking and not settings.reasoning_details_only:
+                elif (m.thinking and not settings.reasoning_details_only) or (
+                    profile.reasoning_on_calls and m.calls  # even empty, where the server needs it
+                ):
                     msg[field] = m.thinking
-                elif family == "deepseek" and m.calls:
-                    msg[field] = m.thinking  # required on tool-call turns, even empty
                 if m.calls:
                     msg["tool_calls"] = [
                         {
@@ -156,10 +122,10 @@ class ChatDialect(DialectBase):
         if request.tools:
             body["tools"] = function_tools(request.tools)
         body["stream"] = stream
-        if stream and family not in NO_STREAM_OPTIONS:
+        if stream and profile.stream_usage_option:
             body["stream_options"] = {"include_usage": True}
         if request.max_output is not None:
-            body[MAX_TOKENS_FIELD[family]] = request.max_output
+            body[profile.max_output_field] = request.max_output
         if settings.reasoning_effort is not None:
             body["reasoning_effort"] = settings.reasoning_effort
         headers, key_body = key_fields(settings, session_key, plan_usage=plan_usage)
@@ -192,7 +158,7 @@ class ChatDialect(DialectBase):
         return ChatDecoder(
             self.provider,
             origin,
-            keep_details=self.settings.family in KEEPS_DETAILS,
+            keep_details=profile_for(self.settings).keeps_details,
             checks_signatures=self.settings.reasoning_details_only,
         )
 
@@ -444,11 +410,11 @@ class ChatDecoder:
             return Usage()
         ptd = sub(u, "prompt_tokens_details")
         ctd = sub(u, "completion_tokens_details")
-        cached = int_or_none(ptd.get("cached_tokens"))
-        if cached is None:
-            cached = int_or_none(u.get("prompt_cache_hit_tokens"))  # DeepSeek
-        if cached is None and self.timings is not None:
-            cached = int_or_none(self.timings.get("cache_n"))  # llama.cpp server
+        cached = None
+        for path in CACHE_READS:  # every family's field, whatever the entry's family
+            cached = self._field(path)
+            if cached is not None:
+                break
         return Usage(
             prompt_tokens=int_or_none(u.get("prompt_tokens")),
             cached_tokens=cached,
@@ -456,6 +422,14 @@ class ChatDecoder:
             output_tokens=int_or_none(u.get("completion_tokens")),
             reasoning_tokens=int_or_none(ctd.get("reasoning_tokens")),
         )
+
+    def _field(self, path: str) -> int | None:
+        """``usage.a.b`` or ``timings.b`` of this reply, when it is an integer."""
+        top, *keys = path.split(".")
+        value: Any = self.usage if top == "usage" else self.timings if top == "timings" else None
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return int_or_none(value)
 
     def _timings(self) -> Timings:
         if self.timings is not None:

@@ -9,18 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
+from nodwyn.dialects.profiles import profile_for
 from nodwyn.values.model import ModelSettings
 
-# Each family's documented session header (reference/wire-formats.md §9): such a server gets its
-# own header. Every other server gets the key as both X-Session-Id and X-Session-Affinity (seed,
-# amendment 2026-10-05): a server that knows neither ignores them, and the gateways in front of
-# OpenAI-compatible servers route by one or the other.
-SESSION_HEADER: dict[str, str] = {
-    "openrouter": "X-Session-Id",
-    "fireworks": "x-session-affinity",
-    "baseten": "x-baseten-session-id",
-}
-DEFAULT_SESSION_HEADERS = ("X-Session-Id", "X-Session-Affinity")
 # What Codex sends for a ChatGPT-plan credential (seed, amendment 2026-10-07).
 PLAN_HEADERS = ("session-id", "thread-id", "x-client-request-id")
 
@@ -31,9 +22,9 @@ def session_key(session_id: str) -> str:
 
 
 def session_headers(settings: ModelSettings) -> tuple[str, ...]:
-    """The headers that carry the key: the family's own, else X-Session-Id and X-Session-Affinity."""
-    own = SESSION_HEADER.get(settings.family)
-    return (own,) if own is not None else DEFAULT_SESSION_HEADERS
+    """The headers that carry the key: the family's own (its profile), else X-Session-Id and
+    X-Session-Affinity."""
+    return profile_for(settings).session_headers
 
 
 def key_fields(
