@@ -2,9 +2,10 @@
 
 A synthetic session grows by tool turns (a request, a reply with one call, a ~2 KB result) to
 10k, 100k and 1M tokens of history, with water marks above that so nothing is trimmed. At each
-size it times, per request, what the agent does for every model turn: ``Window.build`` (which
-renders, encodes the canonical request and digests it) on a window that has been fed the events
-appended since the previous request. It reports the median per-request time and its ratio to the
+size it times, per request, what the agent does for every model turn: ``Recorder.request`` (the
+window's build, which renders, encodes the canonical request and digests it, then the ``llm.req``
+recorded and fed back) on a window that has been fed the events appended since the previous
+request. It reports the median per-request time and its ratio to the
 10k case, and, as the contrast, the time to build the same request from the whole log at once
 (``build_window``), which grows with the log.
 
@@ -17,12 +18,14 @@ import argparse
 import statistics
 import time
 
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
+from nodwyn.record import Recorder
+from nodwyn.testing import MemoryLog
+from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.content import Origin, ToolCall
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec
-from nodwyn.window import Window, build_window
+from nodwyn.window import build_window
 
 ORIGIN = Origin(model="bench-model", server="bench")
 TOOLS = tuple(
@@ -33,8 +36,9 @@ TOOLS = tuple(
 
 class Session:
     def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.window = Window()
+        self.log = MemoryLog()
+        self.recorder = Recorder(self.log)
+        self.window = self.recorder.window
         limits = WindowLimits(
             high_water=4_000_000,
             low_water=2_000_000,
@@ -53,19 +57,18 @@ class Session:
         self.add("user.msg", {"text": "Fix the failing test in the parser module, then run the suite."})
         self.turns = 0
 
+    @property
+    def events(self) -> list[Event]:
+        return self.log.events
+
     def add(self, kind: str, data: dict[str, object]) -> Event:
-        e = Event(seq=len(self.events) + 1, t="2026-11-29T00:00:00Z", kind=kind, ctx="main", data=data)
-        self.events.append(e)
-        self.window.feed(e)
-        return e
+        return self.recorder.append(kind, dict(data))
 
     def request(self) -> tuple[float, int]:
+        """One request as the agent records it (build, digest, ``llm.req``, fed back), timed whole."""
         t0 = time.perf_counter()
-        b = self.window.build(origin=ORIGIN)
+        b, _ = self.recorder.request("main", ORIGIN, model="bench")
         elapsed = time.perf_counter() - t0
-        self.add(
-            "llm.req", {"model": "bench", "origin": origin_to_json(ORIGIN), "digest": b.digest, **b.record}
-        )
         return elapsed, b.record["estimate"]
 
     def answer(self) -> None:

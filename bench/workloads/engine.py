@@ -1,10 +1,11 @@
 """Replaying a run through nodwyn's window engine.
 
 The run becomes the events a nodwyn session would have logged: ``session.start`` with the recipe
-for the budget, the task as ``user.msg``, and for each reply the ``llm.req`` the build decided
-(fed back, which is what makes elision sticky), the reply as ``llm.resp``, its results as
-``tool.result`` and any other user message as ``user.msg``. Request k is the build before the
-k-th reply. The events live in memory; no log is written.
+for the budget, the task as ``user.msg``, and for each reply the ``llm.req`` recorded as the agent
+records it (``nodwyn.record.Recorder``; fed back, which is what makes elision sticky), the reply
+as ``llm.resp``, its results as ``tool.result`` and any other user message as ``user.msg``.
+Request k is the build before the k-th reply. The events live in memory
+(``nodwyn.testing.MemoryLog``); no log is written.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from bench.workloads.prepared import Prepared
 from bench.workloads.run import WorkloadError
 
 from nodwyn.stats.prefix import common_parts
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
+from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import MAIN_CTX
 from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, policy_for
 from nodwyn.values.request import Response
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 MODEL = "workload"
 ORIGIN = Origin(model=MODEL)
-T = "2026-01-01T00:00:00.000000Z"  # the window never reads the time; every event carries this one
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,18 +86,16 @@ class EngineResult:
 
 
 def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
-    from nodwyn.window import TurnOptions, Window  # the engine; imported only when replayed
+    from nodwyn.record import Recorder  # the engine; imported only when replayed
+    from nodwyn.testing import MemoryLog
+    from nodwyn.window import Window
     from nodwyn.window.units import V20
 
     run = p.run
-    window = Window(flags=sizing.flags, tuning=sizing.tuning or V20)
-    seq = 0
+    rec = Recorder(MemoryLog(), Window(flags=sizing.flags, tuning=sizing.tuning or V20))
 
     def feed(kind: str, data: dict[str, Any]) -> int:
-        nonlocal seq
-        seq += 1
-        window.feed(Event(seq=seq, t=T, kind=kind, ctx=MAIN_CTX, data=data))
-        return seq
+        return rec.append(kind, data).seq
 
     feed("session.start", {"recipe": recipe_to_json(sizing.recipe(p, budget)), "model": MODEL})
     index_of: dict[int, int] = {}  # seq -> index of the conversation message it logged
@@ -108,7 +106,7 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     prev: tuple[bytes, ...] = ()
     for i, m in enumerate(run.messages):
         if isinstance(m, AssistantMessage):
-            b = window.build(ctx=MAIN_CTX, origin=ORIGIN, turn=TurnOptions())
+            b, req_event = rec.request(MAIN_CTX, ORIGIN, model=MODEL)  # as the agent records it
             req = b.request
             record = dict(b.record)
             elided.update(record.get("elided", ()))
@@ -131,11 +129,8 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
                 )
             )
             prev = cur
-            req_seq = feed(
-                "llm.req", {"model": MODEL, "origin": origin_to_json(ORIGIN), "digest": b.digest, **record}
-            )
             reply = Response(text=m.text, thinking=m.thinking, calls=m.calls, blocks=m.blocks, model=MODEL)
-            index_of[feed("llm.resp", {"req": req_seq, "response": response_to_json(reply)})] = i
+            index_of[feed("llm.resp", {"req": req_event.seq, "response": response_to_json(reply)})] = i
         elif isinstance(m, ToolMessage):
             data = {"call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
             index_of[feed("tool.result", data)] = i
