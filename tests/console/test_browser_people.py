@@ -16,7 +16,6 @@ from playwright.sync_api import expect
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
-from nodwyn.values.codec import recipe_to_json
 from nodwyn.values.model import Prices
 
 from .conftest import Served, Writer
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.stats.drive import Driver, reading_script, recipe, settings  # noqa: E402
+from tests.stats.drive import Driver, reading_script, settings  # noqa: E402
 from tests.stats.test_diagnosis_fakes import ROOMY  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -183,7 +182,7 @@ def test_the_miss_diagnosis_updates_live(root: Path, page: Any) -> None:
             before = int(page.locator("body").get_attribute("data-diagnosed") or 0)
         # the provider restarted: its cache is empty; the agent resumes the session
         with FakeServer(api="openai-chat", cache="single", script=reading_script(2), port=port):
-            resume = d.append("session.resume", {"recipe": recipe_to_json(recipe(ROOMY)), "model": "r"})
+            resume = d.resume()
             missed, _ = d.request()
             page.wait_for_function(
                 f"() => +document.body.dataset.diagnosed >= {d.log.last_seq}", timeout=20000

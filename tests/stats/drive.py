@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodwyn.log import Store
+from nodwyn.log import SessionLog, Store
 from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
+from nodwyn.values.events import Event
 from nodwyn.values.model import ModelSettings, Prices
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response, ToolSpec
@@ -62,13 +63,24 @@ class Driver:
         cred = Credential(name="KEY", value=SECRET, origins=frozenset({origin_of(url)}))
         self.backend = HttpBackend(Credentials.of([cred]), max_retries=0)
         recorded = tuple(sorted(prices.items())) if prices is not None else None
-        rec = recipe(version, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000, prices=recorded)
-        self.session = SessionBuilder(rec, store=store, model=model, workspace=None)
-        self.log = self.session.log
+        self.recipe = recipe(
+            version, system=SYSTEM, tools=TOOLS, limits=limits, context_size=64000, prices=recorded
+        )
+        self.session = SessionBuilder(self.recipe, store=store, model=model, workspace=None)
         self.models = dict(models)
         self.result_bytes = result_bytes
         self.session_key = session_key
         self.results: list[int] = []  # seqs of tool results
+
+    @property
+    def log(self) -> SessionLog:
+        log = self.session.log
+        assert isinstance(log, SessionLog)
+        return log
+
+    def resume(self) -> Event:
+        """``session.resume`` under the same recipe, as ``nodwyn resume`` records it."""
+        return self.session.resume(self.recipe)
 
     def user(self, text: str) -> int:
         return self.session.user(text).seq
