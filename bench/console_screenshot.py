@@ -102,13 +102,14 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(args.pace)
             sid = d.log.id
             if args.verbose:
+                from nodwyn.cli.stats import describe
                 from nodwyn.replay.diagnose import diagnose_session
                 from nodwyn.stats.totals import Aggregator
 
                 agg = Aggregator()
                 agg.feed_all(d.log.read())
                 for diag in diagnose_session(d.log, agg.rows):
-                    print(diag.seq, diag.kind, diag.detail)
+                    print(diag.seq, diag.kind, describe(diag))
             d.log.close()
         served = serve(Path(tmp))  # no config prices: the session's recipe records them
         url = served.url

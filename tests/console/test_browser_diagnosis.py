@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from nodwyn.cli.stats import describe
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.replay.diagnose import diagnose_session
+from nodwyn.stats.totals import Aggregator
 
 from .conftest import Served
 
@@ -52,7 +55,19 @@ def test_the_page_lists_server_misses_and_what_we_moved(root: Path, console: Ser
     summary = page.locator("#diagnosis-summary").inner_text()
     assert f"{misses.count()} server miss" in summary and "1 moved by us" in summary
 
+    # the page words each diagnosis as `nodwyn cache` does (the server sends data only)
+    agg = Aggregator()
+    agg.feed_all(d.log.read())
+    words = {x.seq: describe(x) for x in diagnose_session(d.log, agg.rows)}
+    shown = page.locator("#diagnosis li.diag").evaluate_all(
+        "els => els.map(e => [Number(e.dataset.seq), e.lastElementChild.textContent])"
+    )
+    assert len(shown) == moved.count() + misses.count()
+    assert {seq: text for seq, text in shown} == {seq: words[seq] for seq, _ in shown}
+
     misses.first.click()
     expect(page.locator("#window-verify")).to_have_class("ok", timeout=10000)
     assert page.locator("#window-verify").inner_text().startswith("verified")
     assert page.locator("#window-diagnosis").get_attribute("data-kind") == "server miss"
+    first_miss = int(misses.first.get_attribute("data-seq") or 0)
+    assert page.locator("#window-diagnosis").inner_text() == words[first_miss]

@@ -26,3 +26,5 @@ def test_a_request_window_shows_its_verification(store: Store, console: Served, 
     # this hand-written llm.req records a placeholder digest, so exact replay must refuse it
     assert verify.inner_text().startswith("not verified")
     assert page.locator("#window-diagnosis").get_attribute("data-kind") == "unverified"
+    words = page.locator("#window-diagnosis").inner_text()
+    assert words.startswith("request ") and "digest" in words  # worded in the page from unrebuilt + error

@@ -71,6 +71,9 @@ def test_cache_prints_a_diagnosis_per_request(session: tuple[Path, str]) -> None
     assert "1 first" in res.output and "1 moved" in res.output
     data = orjson.loads(CliRunner().invoke(cli, ["cache", sid, "--json", "--root", str(root)]).output)
     assert [r["kind"] for r in data["requests"]] == ["first", "appended", "moved", "appended"]
+    moved = data["requests"][2]  # the data, and the same words as the table
+    assert [c["kind"] for c in moved["causes"]] == ["fold"] and moved["held"] is False
+    assert moved["detail"].startswith("moved by us: fold at seq") and moved["detail"] in res.output
 
 
 def test_an_unknown_session_is_a_clear_error(session: tuple[Path, str]) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from nodwyn.cli.stats import describe
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.diagnose import diagnose_session
@@ -50,7 +51,7 @@ def test_a_trim_is_moved_by_us_and_appends_are_hits(store: Store, version: int) 
     assert trims, "the tight window never trimmed: the test did not make the miss happen"
     for seq in trims:
         assert [c.kind for c in out[seq].causes][:1] == ["trim"] and out[seq].causes[0].seq == seq
-        assert f"trim at seq {seq}" in out[seq].detail
+        assert f"trim at seq {seq}" in describe(out[seq])
         assert out[seq].first_difference is not None and out[seq].first_difference.startswith("message")
     if version >= 20:  # v20 trimmed to its own target, in whole units, and said so
         recorded = {e.seq: e.data for e in d.log.read() if e.kind == "llm.req"}
@@ -95,7 +96,7 @@ def test_a_model_switch_is_moved_by_us(store: Store) -> None:
         out = diagnose(d)
     assert [out[s].kind for s in (a, b, c, e)] == ["first", "appended", "moved", "appended"]
     assert ("model switch", switch) in [(x.kind, x.seq) for x in out[c].causes]
-    assert "model switch at seq" in out[c].detail
+    assert "model switch at seq" in describe(out[c])
 
 
 def test_replica_misses_are_the_servers_and_partial_hits_name_the_request_served(store: Store) -> None:
@@ -126,7 +127,7 @@ def test_replica_misses_are_the_servers_and_partial_hits_name_the_request_served
         older = out[seq].matched
         assert older is not None and older < seq
         assert replica[older] == replica[seq]  # the replica that served that older request
-        assert f"request {older}'s prompt" in out[seq].detail
+        assert f"request {older}'s prompt" in describe(out[seq])
 
 
 def test_anthropics_reads_and_writes_count_as_prompt_tokens(store: Store) -> None:

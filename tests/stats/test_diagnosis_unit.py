@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nodwyn.cli.stats import describe
 from nodwyn.stats.diagnosis import diagnose_all
 from nodwyn.stats.prefix import chunks, common_prefix, tokens_for
 from nodwyn.stats.totals import Aggregator
@@ -69,11 +70,11 @@ def test_classifies_appended_moved_and_server_miss_with_the_matching_request() -
     assert out[r3].kind == "server miss" and out[r3].shortfall == 3000 and out[r3].matched is None
     assert out[r4].kind == "server miss" and out[r4].shortfall == 4000 - 1920
     assert out[r4].matched == r1
-    assert "request 1" not in out[r4].detail or f"request {r1}" in out[r4].detail
+    assert "request 1" not in describe(out[r4]) or f"request {r1}" in describe(out[r4])
     assert out[r5].kind == "moved" and [(c.kind, c.seq) for c in out[r5].causes] == [("fold", fold)]
     assert out[r5].first_difference == "message 2"
-    assert "fold at seq" in out[r5].detail
-    assert out[r6].kind == "moved" and out[r6].causes == () and "no cause recorded" in out[r6].detail
+    assert "fold at seq" in describe(out[r5])
+    assert out[r6].kind == "moved" and out[r6].causes == () and "no cause recorded" in describe(out[r6])
     assert out[r6].first_difference == "system"
 
 
@@ -85,7 +86,9 @@ def test_unrebuilt_requests_are_unverified_not_guessed() -> None:
     agg.feed_all(s.events)
     out = diagnose_all(agg.rows, {a: "digest mismatch at seq 2", b: chunks(request(U))})
     assert [d.kind for d in out] == ["unverified", "unverified"]
-    assert "digest mismatch" in out[0].detail and "predecessor" in out[1].detail
+    assert (out[0].unrebuilt, out[0].error) == (a, "digest mismatch at seq 2")
+    assert (out[1].unrebuilt, out[1].error) == (a, "digest mismatch at seq 2")  # b's predecessor
+    assert "digest mismatch" in describe(out[0]) and f"predecessor {a}" in describe(out[1])
 
 
 def test_a_miss_after_a_resume_says_the_cache_may_have_expired() -> None:
@@ -98,4 +101,4 @@ def test_a_miss_after_a_resume_says_the_cache_may_have_expired() -> None:
     agg.feed_all(s.events)
     out = {d.seq: d for d in diagnose_all(agg.rows, {a: chunks(request(U)), b: chunks(request(U, A1, T1))})}
     assert out[b].kind == "server miss" and out[b].shortfall == 4000
-    assert f"after the resume at seq {resume}" in out[b].detail
+    assert f"after the resume at seq {resume}" in describe(out[b])

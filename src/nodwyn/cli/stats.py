@@ -13,7 +13,7 @@ from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import shown
 from nodwyn.replay.diagnose import diagnose_session
-from nodwyn.stats.diagnosis import Diagnosis
+from nodwyn.stats.diagnosis import MIN_CACHEABLE, Diagnosis
 from nodwyn.stats.totals import Aggregator, RequestRow, Sums, percent
 from nodwyn.stats.views import diagnosis_json, row_json, totals_json
 
@@ -107,6 +107,59 @@ def _row_text(r: RequestRow) -> str:
     )
 
 
+def describe(d: Diagnosis) -> str:
+    """A diagnosis in one line: what the cache read and why (``stats.diagnosis`` gives the data)."""
+    if d.kind == "unverified":
+        return f"{'request' if d.unrebuilt == d.seq else 'predecessor'} {d.unrebuilt}: {d.error}"
+    if d.kind == "first":
+        return f"first request of context {d.ctx!r}{_read(d.cached_tokens, d.prompt_tokens)}"
+    short = _short(d.cached_tokens, d.expected, d.shortfall or 0)
+    if d.kind == "moved":
+        why = ", ".join(str(c) for c in d.causes) if d.causes else "no cause recorded (a window bug)"
+        text = f"moved by us: {why}; first difference at {d.first_difference}"
+        if d.held:  # only a model switch moves a prefix that held: each model has its own cache
+            text += " (the prompt held, but each model has its own cache)"
+        elif d.expected is not None:
+            text += f"; ~{d.expected:,} tokens in common"
+        if d.shortfall is not None:
+            text += f"; and {short}"
+        return text
+    head = f"request {d.predecessor} + {d.appended} message{'s' if d.appended != 1 else ''}"
+    if d.kind == "appended":
+        text = f"appended: {head}{_read(d.cached_tokens, d.prompt_tokens, d.expected)}"
+        if d.uncacheable:
+            text += f"; a prefix under {MIN_CACHEABLE:,} tokens is not cached by most providers"
+        return text
+    if d.kind == "no cache ask":
+        return (
+            f"no cache ask: our prefix held ({head}) but {short}, and the provider wrote nothing to its "
+            "cache: the request asked for no caching, and a server that caches only when asked "
+            f'(Anthropic\'s) caches nothing then; set cache_control = "ephemeral" in [models.{d.model}]'
+        )
+    text = f"server miss: our prefix held ({head}) but {short}"
+    if d.matched is not None:
+        text += f"; the hit matched request {d.matched}'s prompt (a replica that served it)"
+    resumed = [c for c in d.causes if c.kind == "resume"]
+    if resumed:
+        text += f"; after the resume at seq {resumed[-1].seq} (the provider's cache may have expired)"
+    return text
+
+
+def _read(cached: int | None, prompt: int | None, expected: int | None = None) -> str:
+    if prompt is None:
+        return "; no usage reported"
+    if cached is None:
+        return f"; {prompt:,} prompt tokens, the provider reports no cache reads"
+    text = f"; read {cached:,} of {prompt:,} prompt tokens from the cache"
+    if expected is not None:
+        text += f" (~{expected:,} expected)"
+    return text
+
+
+def _short(cached: int | None, expected: int | None, shortfall: int) -> str:
+    return f"read {cached or 0:,} of ~{expected or 0:,} cached tokens (shortfall {shortfall:,})"
+
+
 def _emit_json(value: Any) -> None:
     click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
 
@@ -141,11 +194,13 @@ def cache(session: str, as_json: bool, root: Path | None) -> None:
     """Why each request of SESSION read what it read from the cache: appended, moved, server miss."""
     sid, _, diagnoses = aggregate(root, session, diagnose=True)
     if as_json:
-        _emit_json({"session": sid, "requests": [diagnosis_json(d) for d in diagnoses]})
+        _emit_json(
+            {"session": sid, "requests": [{**diagnosis_json(d), "detail": describe(d)} for d in diagnoses]}
+        )
         return
     counts: dict[str, int] = {}
     for d in diagnoses:
         counts[d.kind] = counts.get(d.kind, 0) + 1
-        click.echo(shown(f"{d.seq:>7} {d.ctx[:10]:<10} {d.kind:<12} {d.detail}"))
+        click.echo(shown(f"{d.seq:>7} {d.ctx[:10]:<10} {d.kind:<12} {describe(d)}"))
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     click.echo(f"\nsession {sid}: {len(diagnoses)} requests: {summary or 'none'}")

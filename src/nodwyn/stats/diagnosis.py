@@ -19,11 +19,13 @@ exactly (by replay, by the caller: this module does no I/O), compare their prefi
   ``"none"``) and whose reply reports nothing read from the cache and nothing written to it: a
   server that caches only when asked (Anthropic's) cached nothing because nothing asked it to;
   the detail names the setting (ADR 0112).
-- ``unverified``: k or p could not be rebuilt (the replay error is the detail).
+- ``unverified``: k or p could not be rebuilt (``unrebuilt`` names which, ``error`` says why).
 
 The common prefix is measured in bytes and converted to tokens by proportion (docs/adr/0091):
 when k extends p the expected read is p's reported prompt tokens, otherwise common bytes / k's bytes
 x k's prompt tokens.
+
+A diagnosis is data; the CLI (``nodwyn cache``) and the console word it.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ MATCH_WINDOW = 500
 class Diagnosis:
     seq: int
     ctx: str
+    model: str  # the model entry the request went to
     predecessor: int | None
     kind: Kind
     causes: tuple[Cause, ...] = ()
@@ -61,7 +64,10 @@ class Diagnosis:
     expected: int | None = None  # tokens the cache should have served
     shortfall: int | None = None  # expected - cached, when beyond the tolerance
     matched: int | None = None  # older request whose prompt the partial hit matched
-    detail: str = ""
+    held: bool = False  # k extends p byte for byte (our prefix held)
+    uncacheable: bool = False  # appended, read nothing, and the prefix is under MIN_CACHEABLE
+    unrebuilt: int | None = None  # unverified: the request (k or p) that could not be rebuilt
+    error: str | None = None  # unverified: why it could not be rebuilt
 
 
 Rebuilt = Chunks | str  # the request's chunks, or why it could not be rebuilt
@@ -82,6 +88,7 @@ def diagnose(
     d = Diagnosis(
         seq=row.seq,
         ctx=row.ctx,
+        model=row.model,
         predecessor=row.predecessor,
         kind="unverified",
         causes=row.causes,
@@ -90,13 +97,12 @@ def diagnose(
     )
     mine = rebuilt.get(row.seq, "not rebuilt")
     if isinstance(mine, str):
-        return replace(d, detail=f"request {row.seq}: {mine}")
+        return replace(d, unrebuilt=row.seq, error=mine)
     if row.predecessor is None:
-        text = f"first request of context {row.ctx!r}{_read(cached, prompt)}"
-        return replace(d, kind="first", total_bytes=mine.size, detail=text)
+        return replace(d, kind="first", total_bytes=mine.size)
     theirs = rebuilt.get(row.predecessor, "not rebuilt")
     if isinstance(theirs, str):
-        return replace(d, detail=f"predecessor {row.predecessor}: {theirs}")
+        return replace(d, unrebuilt=row.predecessor, error=theirs)
     common = common_prefix(theirs, mine)
     prev = rows.get(row.predecessor)
     prev_prompt = prev.usage.prompt_tokens if prev is not None and prev.usage is not None else None
@@ -125,6 +131,7 @@ def diagnose(
         expected=expected,
         shortfall=shortfall,
         matched=matched,
+        held=common.extends,
     )
     switched = any(c.kind == "model switch" for c in row.causes)
     if switched:
@@ -134,36 +141,11 @@ def diagnose(
             d = replace(d, first_difference="model", expected=0)
     if common.extends and not switched:
         added = len(mine.parts) - len(theirs.parts)
-        head = f"request {row.predecessor} + {added} message{'s' if added != 1 else ''}"
         if shortfall is None:
-            text = f"appended: {head}{_read(cached, prompt, expected)}"
-            if short:
-                text += f"; a prefix under {MIN_CACHEABLE:,} tokens is not cached by most providers"
-            return replace(d, kind="appended", appended=added, detail=text)
-        text = f"server miss: our prefix held ({head}) but {_short(cached, expected, shortfall)}"
-        if matched is not None:
-            text += f"; the hit matched request {matched}'s prompt (a replica that served it)"
-        if _unasked(row):
-            text = (
-                f"no cache ask: our prefix held ({head}) but {_short(cached, expected, shortfall)}, and "
-                f"the provider wrote nothing to its cache: the request asked for no caching, and a server "
-                f"that caches only when asked (Anthropic's) caches nothing then; set cache_control = "
-                f'"ephemeral" in [models.{row.model}]'
-            )
-            return replace(d, kind="no cache ask", appended=added, detail=text)
-        resumed = [c for c in row.causes if c.kind == "resume"]
-        if resumed:
-            text += f"; after the resume at seq {resumed[-1].seq} (the provider's cache may have expired)"
-        return replace(d, kind="server miss", appended=added, detail=text)
-    why = ", ".join(str(c) for c in row.causes) if row.causes else "no cause recorded (a window bug)"
-    text = f"moved by us: {why}; first difference at {d.first_difference}"
-    if switched and common.extends:
-        text += " (the prompt held, but each model has its own cache)"
-    elif expected is not None:
-        text += f"; ~{expected:,} tokens in common"
-    if d.shortfall is not None:
-        text += f"; and {_short(cached, expected, d.shortfall)}"
-    return replace(d, kind="moved", detail=text)
+            return replace(d, kind="appended", appended=added, uncacheable=short)
+        kind: Kind = "no cache ask" if _unasked(row) else "server miss"
+        return replace(d, kind=kind, appended=added)
+    return replace(d, kind="moved")
 
 
 def _unasked(row: RequestRow) -> bool:
@@ -196,21 +178,6 @@ def _match(
         if abs(expected - cached) <= tolerance(expected):
             return seq
     return None
-
-
-def _read(cached: int | None, prompt: int | None, expected: int | None = None) -> str:
-    if prompt is None:
-        return "; no usage reported"
-    if cached is None:
-        return f"; {prompt:,} prompt tokens, the provider reports no cache reads"
-    text = f"; read {cached:,} of {prompt:,} prompt tokens from the cache"
-    if expected is not None:
-        text += f" (~{expected:,} expected)"
-    return text
-
-
-def _short(cached: int | None, expected: int | None, shortfall: int) -> str:
-    return f"read {cached or 0:,} of ~{expected or 0:,} cached tokens (shortfall {shortfall:,})"
 
 
 def diagnose_all(rows: Sequence[RequestRow], rebuilt: Mapping[int, Rebuilt]) -> list[Diagnosis]:

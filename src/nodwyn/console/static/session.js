@@ -23,6 +23,44 @@
   const usd = (x, unknown, replies) => replies && unknown >= replies ? "unknown" :
     (unknown ? "at least " : "") + "$" + Number(x).toFixed(4) + (unknown ? ` (${unknown} without a price or count)` : "");
 
+  // A diagnosis in words (the server sends data: kind, causes, tokens; `nodwyn cache` words it alike).
+  const MIN_CACHEABLE = 1024;
+  function describe(d) {
+    const n = (x) => Number(x || 0).toLocaleString("en-US");
+    const read = (cached, prompt, expected) => {
+      if (prompt === null || prompt === undefined) return "; no usage reported";
+      if (cached === null || cached === undefined) return `; ${n(prompt)} prompt tokens, the provider reports no cache reads`;
+      return `; read ${n(cached)} of ${n(prompt)} prompt tokens from the cache` +
+        (expected !== null && expected !== undefined ? ` (~${n(expected)} expected)` : "");
+    };
+    const short = () => `read ${n(d.cached_tokens)} of ~${n(d.expected)} cached tokens (shortfall ${n(d.shortfall)})`;
+    if (d.kind === "unverified") return `${d.unrebuilt === d.seq ? "request" : "predecessor"} ${d.unrebuilt}: ${d.error}`;
+    if (d.kind === "first") return `first request of context '${d.ctx}'` + read(d.cached_tokens, d.prompt_tokens);
+    if (d.kind === "moved") {
+      const why = d.causes.length ? d.causes.map((c) => `${c.kind} at seq ${c.seq}`).join(", ") : "no cause recorded (a window bug)";
+      let text = `moved by us: ${why}; first difference at ${d.first_difference}`;
+      if (d.held) text += " (the prompt held, but each model has its own cache)";
+      else if (d.expected !== null && d.expected !== undefined) text += `; ~${n(d.expected)} tokens in common`;
+      if (d.shortfall !== null && d.shortfall !== undefined) text += "; and " + short();
+      return text;
+    }
+    const head = `request ${d.predecessor} + ${d.appended} message${d.appended !== 1 ? "s" : ""}`;
+    if (d.kind === "appended") {
+      return `appended: ${head}` + read(d.cached_tokens, d.prompt_tokens, d.expected) +
+        (d.uncacheable ? `; a prefix under ${n(MIN_CACHEABLE)} tokens is not cached by most providers` : "");
+    }
+    if (d.kind === "no cache ask") {
+      return `no cache ask: our prefix held (${head}) but ${short()}, and the provider wrote nothing to its cache: ` +
+        "the request asked for no caching, and a server that caches only when asked (Anthropic's) caches nothing " +
+        `then; set cache_control = "ephemeral" in [models.${d.model}]`;
+    }
+    let text = `server miss: our prefix held (${head}) but ${short()}`;
+    if (d.matched !== null && d.matched !== undefined) text += `; the hit matched request ${d.matched}'s prompt (a replica that served it)`;
+    const resumed = d.causes.filter((c) => c.kind === "resume");
+    if (resumed.length) text += `; after the resume at seq ${resumed[resumed.length - 1].seq} (the provider's cache may have expired)`;
+    return text;
+  }
+
   async function getJSON(url) {
     const r = await fetch(url);
     const body = await r.json();
@@ -151,7 +189,7 @@
         (u.prompt_tokens === null || u.prompt_tokens === undefined ? "no usage" :
           `${num(u.cached_tokens)} cached of ${num(u.prompt_tokens)} prompt tokens (${pct(r.rate)})`) +
         (r.trim ? "; trim point" : "") + (r.causes.length ? "; causes: " + r.causes.map((c) => `${c.kind} at ${c.seq}`).join(", ") : "") +
-        (v ? "\n" + v.detail : r.drop ? "; suspected server miss (not yet diagnosed)" : pending ? "; not yet diagnosed" : "");
+        (v ? "\n" + describe(v) : r.drop ? "; suspected server miss (not yet diagnosed)" : pending ? "; not yet diagnosed" : "");
       g.append(title);
       g.append(svg("rect", { x: left + i * slot, y: top, width: slot, height: H, class: "hit" }));
       if (u.cached_tokens === null || u.cached_tokens === undefined) {
@@ -190,7 +228,7 @@
     body.replaceChildren(...list.map((r) => {
       const u = r.usage || {};
       const v = verdicts.get(r.seq);
-      const notes = v && v.kind !== "appended" && v.kind !== "first" ? v.detail :
+      const notes = v && v.kind !== "appended" && v.kind !== "first" ? describe(v) :
         [r.trim ? "trim" : "", ...r.causes.filter((c) => c.kind !== "trim").map((c) => `${c.kind} at ${c.seq}`),
           r.drop ? "suspected server miss" : ""].filter(Boolean).join("; ");
       const tr = el("tr", "clickable");
@@ -231,7 +269,7 @@
     v.className = w.verified ? "ok" : "bad";
     v.textContent = w.verified ? `verified: rebuilt from the log, digest ${w.digest} matches the recorded one` :
       `not verified: ${w.error}`;
-    $("window-diagnosis").textContent = w.diagnosis.detail;
+    $("window-diagnosis").textContent = describe(w.diagnosis);
     $("window-diagnosis").dataset.kind = w.diagnosis.kind;
     if (!w.request) return;
     const body = $("window-body");
@@ -276,7 +314,7 @@
       if (x.kind === "first" || x.kind === "appended") continue;
       const li = el("li", "diag " + x.kind.replace(/ /g, "-"));
       li.dataset.seq = x.seq;
-      li.append(el("span", "seq", `request ${x.seq}`), document.createTextNode(" "), el("span", null, x.detail));
+      li.append(el("span", "seq", `request ${x.seq}`), document.createTextNode(" "), el("span", null, describe(x)));
       li.addEventListener("click", () => openWindow(x.seq, true));
       list.append(li);
     }
