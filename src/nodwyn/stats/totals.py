@@ -1,6 +1,6 @@
 """Session totals, fed event by event.
 
-The token cache rate is the seed's (amendment 2026-10-07): the sum of ``cached_tokens`` over the
+The token cache rate is the sum of ``cached_tokens`` over the
 sum of ``prompt_tokens`` across the recorded replies that report a cache read (zero included) and
 a positive prompt count, summed before dividing, across turns and models. Replies that report no
 cache read, or no positive prompt, stay out of both sums. No contributing reply: the rate is

@@ -1,4 +1,4 @@
-"""Log events: the envelope and the vocabulary of kinds (see docs/adr/0002-log-vocabulary.md).
+"""Log events: the envelope and the vocabulary of kinds (docs/adr/0003 and 0012).
 
 On disk one event is one JSON line::
 
