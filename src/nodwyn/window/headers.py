@@ -7,9 +7,8 @@ the window) and its plan (the latest plan since that message). From v6 (``Flag.H
 headers come from the recipe, where None means the default text; before v6 they are always the
 default text, so older logs rebuild byte for byte. With ``Flag.KEPT_HEADERS`` (a flag of its own,
 ADR 0113) a message or plan keeps the header of the recipe in force when it was recorded, so a
-resume that changes a header leaves earlier requests' messages as they were (seed, amendment
-2026-10-04: "Earlier requests keep the header they had"); without it every message takes the
-current recipe's header, as recipes recorded before issue 10 were built.
+resume that changes a header leaves earlier requests' messages as they were; without it every
+message takes the current recipe's header, as older recipes were built.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
 """Sizing the window's water marks and result cap from a model's context (recorded in the recipe).
 
 The agent calls :func:`size_limits` once when it records a recipe; replay reads the recorded sizes
-and never calls it. Rules (issue 3, issue 10; seed amendments of 2026-09-27 and 2026-10-05):
+and never calls it. Rules:
 
 * water marks left unset grow with the context: high water is three quarters of the context less
-  twice the reply cap (the seed's 60Ki at a 96Ki context with its 8Ki reply cap; 774,144 at a 1Mi
-  context with an 8Ki cap, and 654,000 at a 1,000,000 one with a 64,000 cap: the 774k and 654k high
-  waters of the seed's 2026-10-05 amendment), low water half of it (ADR 0110);
+  twice the reply cap (60Ki at a 96Ki context with an 8Ki reply cap; 774,144 at a 1Mi context with an
+  8Ki cap; 654,000 at a 1,000,000 one with a 64,000 cap), low water half of it (ADR 0110);
 * marks set or not shrink to fit a context too small for them: high water at most the context less
   the reply cap, low water below high water;
 * the result cap, unless set, grows to a 48th of high water, at most 16,384 tokens (16,128 at a
-  1Mi context) and never below the seed's 3,072; a window of configured size (high water set)
+  1Mi context) and never below 3,072; a window of configured size (high water set)
   keeps 3,072;
 * the ceiling a headroom request may reach is the context less the reply cap.
 """
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from nodwyn.errors import ConfigError
 from nodwyn.values.recipe import WindowLimits
 
-DEFAULT_HIGH_WATER = 60 * 1024  # what the growth rule gives at the seed's 96Ki context
+DEFAULT_HIGH_WATER = 60 * 1024  # what the growth rule gives at a 96Ki context
 DEFAULT_LOW_WATER = 30 * 1024
 DEFAULT_RESULT_CAP = 3 * 1024
 MAX_RESULT_CAP = 16 * 1024
