@@ -19,7 +19,7 @@ class Origin:
     ``server`` names a configured server (None if the entry names none); ``url`` and
     ``credential`` (the credential's name, never its value) are the entry's address and
     credential, kept whether or not a server is named. ``model`` is the model id as sent on the
-    wire. Blocks logged before issue 10 may name a server alone; they go back to no one now.
+    wire. Older blocks that name a server alone go back to no one now.
     """
 
     model: str

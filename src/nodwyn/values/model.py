@@ -58,6 +58,6 @@ class ModelSettings:
 
         The model, the server by name if the entry names one, and always its address and the name
         of its credential: a ChatGPT plan and an API key at the same host, under one ``server``
-        label or none, may not read each other's encrypted reasoning (issue 10, ADR 0111).
+        label or none, may not read each other's encrypted reasoning (ADR 0111).
         """
         return Origin(model=self.model, server=self.server, url=self.base_url, credential=self.credential)

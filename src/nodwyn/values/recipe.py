@@ -16,7 +16,7 @@ from nodwyn.values.request import ToolSpec
 
 
 class Flag(StrEnum):
-    """One rule of the window, named after the recipe version that introduced it (see seed)."""
+    """One rule of the window, named after the recipe version that introduced it."""
 
     SUMMARIES = "summaries"  # v2: revocable summaries replace eligible spans
     HEADERS = "headers"  # v6: task/plan headers from the recipe
@@ -100,7 +100,7 @@ def extra_flag(name: str) -> Flag:
 
 
 def policy_for(version: int) -> Policy:
-    """The flags of a known version. Versions the seed only mentions (3, 4, 5, 11, 13) are unknown."""
+    """The flags of a known version. Versions never defined (3, 4, 5, 11, 13) are unknown."""
     if version not in _INTRODUCED:
         known = ", ".join(f"v{v}" for v in KNOWN_VERSIONS)
         raise UnknownRecipeError(

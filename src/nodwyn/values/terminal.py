@@ -1,4 +1,4 @@
-"""Text made safe for a terminal: control characters shown, never obeyed (issue 11, defect 5).
+"""Text made safe for a terminal: control characters shown, never obeyed.
 
 A model's text, a tool's output, a shell command or a log's contents may carry control characters:
 ``\\r`` and ``ESC [2K`` make ``rm -rf ~`` display as a harmless command, ``ESC ]0;`` sets the
