@@ -70,7 +70,7 @@ LOCAL_MODEL = "local"
 LOCAL_TINY = "local-tiny"
 DEFAULT_SHELL_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 60.0
-# Anthropic's API caches nothing unless asked (seed, amendments of 2026-10-05): an entry with
+# Anthropic's API caches nothing unless asked (the cache ask, docs/glossary.md): an entry with
 # api = "anthropic" and no cache_control starts with the five-minute ask, written to its entry;
 # cache_control = "off" is how a person says no.
 ANTHROPIC_ASK = "ephemeral"

@@ -1,5 +1,5 @@
 """A session's cache figures as ``nodwyn run`` ends with them: the cached share of prompt tokens
-(the seed's token cache rate, as ``nodwyn stats`` computes it: ``stats.totals``), the prefill
+(the token cache rate, as ``nodwyn stats`` computes it: ``stats.totals``), the prefill
 time the replies reported, and the cost at the prices the session's recipe recorded (the
 ``prices`` given serve logs whose recipes record none). ``after`` limits the figures to the replies
 recorded after that seq: one turn's figures."""

@@ -23,7 +23,7 @@ MIN_CONTEXT = 2048  # the window needs room for a prompt of 1024 tokens and a re
 
 def default_reserve(context_size: int) -> int:
     """The reply cap when [window] leaves output_reserve unset: a 12th of the context, at most 8Ki
-    (the seed's 8Ki at its 96Ki context)."""
+    (8Ki at a 96Ki context)."""
     return max(64, min(MAX_DEFAULT_RESERVE, context_size // 12))
 
 

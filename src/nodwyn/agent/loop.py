@@ -104,7 +104,7 @@ class Agent:
         )
         self.state = LoopState(model=model)
         # A resumed session holds its events from where its window starts, not the whole log
-        # (seed, amendment 2026-10-15; ADR 0114): one pass over those.
+        # (ADR 0114): one pass over those.
         self.first_seq, events = resumed_events(log)
         for event in events:
             window.feed(event)

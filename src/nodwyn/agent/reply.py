@@ -4,9 +4,9 @@ The log redacts every append, and a reply's reasoning blocks (OpenRouter reasoni
 Anthropic thinking and redacted thinking, Responses encrypted reasoning) go back to their provider
 byte for byte in every later request. A block the redaction would change would be logged, and given
 back, altered, and the provider would refuse its signature; so it is left out before the reply is
-logged, with a note on the reply saying why, and the reply goes back with its thinking instead (seed
-amendment 2026-10-15, which names reasoning_details; the brief's redaction invariant extends it to
-every block). Every other part of a reply is logged as it came (the log redacts it as usual).
+logged, with a note on the reply saying why, and the reply goes back with its thinking instead
+(every kind of block: nothing unredacted may reach the log). Every other part of a reply is logged
+as it came (the log redacts it as usual).
 """
 
 from __future__ import annotations
