@@ -211,7 +211,7 @@ class AnthropicDecoder:
         self.origin = origin
         self.blocks: dict[int, dict[str, Any]] = {}
         # streamed pieces per (block, field), joined once at finish: appending to a str each time
-        # made a long text or tool input quadratic (issue 11, defect 9)
+        # made a long text or tool input quadratic
         self.pieces: dict[tuple[int, str], list[str]] = {}
         self.usage: dict[str, Any] = {}
         self.stop_reason: str | None = None

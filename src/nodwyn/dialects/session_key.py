@@ -2,7 +2,7 @@
 
 The key is the SHA-256 of the session id: the same across a resume, and it says nothing else
 (the id holds the start time). It goes only on the wire; the neutral request and its digest
-never hold it (seed, amendment 2026-10-02).
+never hold it, so a resumed session's requests keep their digests.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import hashlib
 from nodwyn.dialects.profiles import profile_for
 from nodwyn.values.model import ModelSettings
 
-# What Codex sends for a ChatGPT-plan credential (seed, amendment 2026-10-07).
+# What Codex sends for a ChatGPT-plan credential: the plan's server routes on these.
 PLAN_HEADERS = ("session-id", "thread-id", "x-client-request-id")
 
 
