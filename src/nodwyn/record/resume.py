@@ -42,7 +42,7 @@ def _recorded_start(event: Event) -> tuple[int, tuple[int, ...]] | None:
 
 
 def resume_point(log: SessionLog) -> tuple[int, tuple[int, ...]]:
-    """Where a resumed session's window starts (seed, amendment 2026-10-15; ADR 0114): the start
+    """Where a resumed session's window starts (ADR 0114): the start
     point its last ``llm.req`` recorded (``window.Start``: the first seq, and the earlier events
     it keeps), found by reading back from the end to that request through the log's index, so the
     cost is the events since the last request, not the log. Every later event comes after that
