@@ -245,7 +245,7 @@ def replay_request(
     ``expect``: the canonical bytes captured when the request was sent, if the caller has them;
     a mismatch is then located against them instead of against the nearest verified request.
     ``whole``: ignore the recorded start point and feed every event from seq 1.
-    ``complete``: refuse a partial or malformed log as exact CLI replay does (seed, P10): every
+    ``complete``: refuse a partial or malformed log as exact CLI replay does: every
     event after ``seq`` must be whole and well formed, and no torn tail may follow the last one.
     """
     req = _target(log, seq)
