@@ -766,7 +766,7 @@ _E = TypeVar("_E", bound=BaseException)
 
 def redact_error(exc: _E, known: Known = NO_KNOWN) -> _E:
     """``exc`` with its message (and a provider error's ``body``) redacted, in place: a provider
-    that echoes the key it was sent puts it in both (issue 11, defect 4)."""
+    that echoes the key it was sent puts it in both."""
     message = str(exc)
     clean = redact_text(message, known)
     if clean != message:
