@@ -20,7 +20,7 @@ Models:
 * ``replicas``: N replicas (16 by default) each with its own ``blocks`` cache, whose entries are
   evicted after 4 more requests to the server (a logical clock for a busy server's minutes). A
   request names its replica by its session key (a hash of it), or lands on one at random (a
-  seeded RNG) when it names none: then it seldom finds its predecessor, as the seed saw.
+  seeded RNG) when it names none: then it seldom finds its predecessor.
 """
 
 from __future__ import annotations
