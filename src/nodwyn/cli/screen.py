@@ -1,4 +1,4 @@
-"""What the person sees, cleared of credentials and of control characters (issue 11: 3, 5).
+"""What the person sees, cleared of credentials and of control characters.
 
 ``shown(text)`` is the one filter for text nodwyn did not write itself (a model's reply, a tool's
 output, a command, an error a provider sent, a log's contents): credentials are redacted (the
