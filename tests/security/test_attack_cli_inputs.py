@@ -1,4 +1,4 @@
-"""Careless or hostile command-line inputs (issue 11, defect 19): each ends in one line on stderr
+"""Careless or hostile command-line inputs: each ends in one line on stderr
 and an exit code that says what happened, never a traceback or a silent 0. The real ``nodwyn``
 command in a subprocess, against fakes on 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""Malformed and hostile config.toml (issue 11, defect 15): each is refused in one line naming the
+"""Malformed and hostile config.toml: each is refused in one line naming the
 file and key, before a session folder is made, and no number in it can lift a cap."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The console as a DNS-rebinding page or a careless flag would reach it (issue 11, defect 16): the
+"""The console as a DNS-rebinding page or a careless flag would reach it: the
 Host check holds whatever the bind address and flags, and a taken port is one line, exit 2, with
 no URL printed. The real ``nodwyn console`` command, in a subprocess, on 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""Credentials (issue 11, defects 3 and 4; must-show): no configured credential value appears
+"""Credentials: no configured credential value appears
 anywhere in a session's log, attachments, terminal output or a later request, whatever the model or
 a tool prints, and a provider error that echoes the key is redacted before it is shown or logged.
 

@@ -1,4 +1,4 @@
-"""Extension trust under attack (issue 11, defects 12, 13): workspace code runs only from a real
+"""Extension trust under attack: workspace code runs only from a real
 ``.nodwyn`` directory of a workspace the person trusted, the trust list cannot be injected, and an
 extension tool marked mutating asks for approval like fs-write and shell."""
 

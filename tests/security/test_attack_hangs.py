@@ -1,4 +1,4 @@
-"""Tool calls that would never end (issue 11, defect 7): catastrophic patterns in fs-grep, and the
+"""Tool calls that would never end: catastrophic patterns in fs-grep, and the
 deadline every tool works under."""
 
 from __future__ import annotations

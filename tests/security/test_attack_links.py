@@ -1,5 +1,5 @@
-"""File-tool confinement against a cloned repository carrying planted links (issue 11, defects 1,
-6, 7, 17): whatever the model asks, no file tool reads, lists the size of, or changes a file outside
+"""File-tool confinement against a cloned repository carrying planted links:
+whatever the model asks, no file tool reads, lists the size of, or changes a file outside
 the workspace, and a link loop or a FIFO is one clear error, never a traceback or a hang.
 
 The repository is made with git and cloned with ``git clone``, as a person would get it; the links

@@ -1,4 +1,4 @@
-"""A provider that hangs, trickles, floods or refuses (issue 11, defects 8, 9, 19): every send ends
+"""A provider that hangs, trickles, floods or refuses: every send ends
 within the configured deadlines with one clear error, each retry is announced as it happens, and a
 reply's size is capped. The fakes are real servers on 127.0.0.1 playing the fault out in time; the
 deadlines are short so the whole file runs in seconds."""

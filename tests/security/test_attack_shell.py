@@ -1,4 +1,4 @@
-"""The shell tool under attack (issue 11, defects 2, 10, 11): the environment it gets holds no
+"""The shell tool under attack: the environment it gets holds no
 credential, its output is capped while it runs, and nothing it starts outlives its tool call
 (timeout, flood, Ctrl-C) or its session. Sessions are the real ``nodwyn`` command against a fake
 provider on 127.0.0.1; what the provider received is checked on the wire."""
@@ -123,7 +123,7 @@ def test_the_shell_environment_holds_no_credential(env_session: tuple[str, str, 
 def test_a_variable_allowed_by_name_is_kept(env_session: tuple[str, str, str]) -> None:
     output, log_text, wire = env_session
     # the shell had it (allowed by name); its value is still a secret-named assignment, which the
-    # log's redaction replaces (issue 11 defect 3), so neither the log nor the provider gets it
+    # log's redaction replaces, so neither the log nor the provider gets it
     assert "NPM_TOKEN=[redacted:password]" in output
     assert "plainvalue-allowed-by-name" not in log_text and "plainvalue-allowed-by-name" not in wire
 

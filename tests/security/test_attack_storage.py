@@ -1,4 +1,4 @@
-"""Storage that refuses (issue 11, defects 14 and 18): a full disk, a file-size limit, a read-only,
+"""Storage that refuses: a full disk, a file-size limit, a read-only,
 unreadable or non-folder NODWYN_HOME. Each is one line on stderr (exit 14), never a traceback,
 and the log stays whole: every event written before is there, no torn line, and the next writer
 goes on from it. Sessions are the person's alone: folders 0700, files 0600.

@@ -1,4 +1,4 @@
-"""Terminal output (issue 11, defect 5): control characters a model, a tool or a log carries are
+"""Terminal output: control characters a model, a tool or a log carries are
 shown, never obeyed: the approval prompt (whole command, no 200-character cut), run output, the
 replay transcript and ``nodwyn log``; the log itself keeps what came byte for byte."""
 
