@@ -169,7 +169,7 @@ def test_writes_are_declined_without_a_person_or_approval(tmp_path: Path, worksp
 
 
 def test_malformed_config_stops_before_anything_is_written(tmp_path: Path, workspace: Path) -> None:
-    # a high_water above the model's ceiling shrinks to fit (issue 10 item 8); marks that contradict
+    # a high_water above the model's ceiling shrinks to fit; marks that contradict
     # each other whatever the model are refused
     env = env_for(tmp_path, "http://127.0.0.1:9/v1", extra="[window]\nhigh_water = 3000\nlow_water = 5000\n")
     with pytest.raises(ConfigError, match=r"low_water = 5000 must be below high_water \(3000\)"):

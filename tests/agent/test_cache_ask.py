@@ -1,4 +1,4 @@
-"""Issue 10 item 10 (seed, amendments of 2026-10-05): an Anthropic model starts with the five-minute
+"""Anthropic's API caches nothing unless asked: an Anthropic model starts with the five-minute
 cache ask written to its entry, and `nodwyn cache` names a missing ask as the cause of what a
 server that caches only when asked did not cache, instead of calling it a server miss."""
 
@@ -100,7 +100,7 @@ def _reads(n: int) -> list[dict[str, Any]]:
     ("api", "entry"),
     [
         ("anthropic", 'api = "anthropic"\ncache_control = "off"\n'),
-        # an OpenAI-compatible route to a server that caches only when asked (the seed's Claude route)
+        # an OpenAI-compatible route to a server that caches only when asked (Claude)
         ("openai-chat", 'api = "openai-chat"\nfamily = "openrouter"\n'),
     ],
 )

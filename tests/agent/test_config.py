@@ -117,7 +117,7 @@ def test_window_checked_against_the_models_context(tmp_path: Path) -> None:
 
 
 def test_water_marks_set_too_high_shrink_to_fit_the_context_less_the_reply_cap(tmp_path: Path) -> None:
-    """Issue 10 item 8 (seed, 2026-09-27): marks set in config.toml shrink to fit a context too small
+    """Marks set in config.toml shrink to fit a context too small
     for them, less the reply cap, as unset ones do; a high_water above the ceiling is not refused."""
     from nodwyn.agent.limits import shrunk
 
@@ -135,7 +135,7 @@ def test_water_marks_set_too_high_shrink_to_fit_the_context_less_the_reply_cap(t
 
 
 def test_default_reply_cap_is_the_seeds_8ki_at_a_96ki_context() -> None:
-    """Issue 10 item 11: "80 Ki input plus 8 Ki reserved for generation" at 96 Ki; and with it the
+    """80 Ki input plus 8 Ki reserved for the reply at a 96 Ki context; and with it the
     1Mi context's result cap of 16,128."""
     assert default_reserve(98_304) == 8_192
     assert default_reserve(1_048_576) == 8_192
@@ -216,7 +216,7 @@ def test_a_missing_model_key_says_which_table_and_what_to_add(tmp_path: Path, ta
 
 
 def test_a_session_opens_with_a_high_water_above_the_ceiling_and_records_what_it_used(tmp_path: Path) -> None:
-    """Issue 10 item 8, as a person meets it: config.toml sets the seed's 60Ki/30Ki marks and the
+    """Marks too large for the model, as a person meets them: config.toml sets 60Ki/30Ki marks and the
     control model has a 32,768-token context; the session starts (main refused it) and its recipe
     records the marks it runs with, so replay needs no configuration."""
     path = tmp_path / "config.toml"

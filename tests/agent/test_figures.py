@@ -1,5 +1,5 @@
 """The figures ``nodwyn run`` ends with, read from a real log: the cached share over the replies
-that report a cache read (the seed's token cache rate, as ``nodwyn stats`` has it)."""
+that report a cache read (the token cache rate, as ``nodwyn stats`` has it)."""
 
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ def test_figures_when_nothing_reports_a_cache_read(tmp_path: Path) -> None:
 
 
 def test_run_rounds_the_cached_share_half_up_as_stats_and_the_console_do(tmp_path: Path) -> None:
-    """Issue 10 item 15: 1 of 8 tokens is 12.5%; `nodwyn stats` and the console (Math.round) show
+    """1 of 8 tokens is 12.5%; `nodwyn stats` and the console (Math.round) show
     13%, and so must the line `nodwyn run` ends with (Python's format rounds it to even, 12%)."""
     from click.testing import CliRunner
 

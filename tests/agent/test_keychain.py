@@ -71,6 +71,6 @@ def test_a_keychain_others_may_read_is_refused(tmp_path: Path, workspace: Path) 
     write_keychain(keychain, {"team-key": {"value": SECRET, "origins": ["http://127.0.0.1:9"]}})
     keychain.chmod(0o644)
     env = _env(tmp_path, _config(tmp_path, "http://127.0.0.1:9"), keychain)
-    with pytest.raises(ConfigError, match="chmod 600"):  # before a session is written (issue 14, 4)
+    with pytest.raises(ConfigError, match="chmod 600"):  # before a session is written
         open_agent(env=env, workspace=workspace)
     assert Store(Path(env["NODWYN_HOME"])).ids() == []

@@ -1,5 +1,5 @@
-"""Issue 10 item 7 (seed, amendment 2026-10-07: "A plan's credential and an API key share
-api.openai.com/v1, and what one encrypted the other may not read"): a reasoning block's origin is
+"""A plan's credential and an API key share api.openai.com/v1, and what one encrypted the other
+may not read: a reasoning block's origin is
 its model, its server by name when the entry names one, and always its address and credential.
 Two entries with the same ``server`` label, host and model id, one on a ChatGPT plan's credential
 and one on an API key, never receive each other's encrypted reasoning: not after switch_model,

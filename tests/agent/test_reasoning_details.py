@@ -1,5 +1,5 @@
-"""A reply's reasoning_details through the agent loop against an OpenRouter-like fake (seed amendment
-2026-10-15): details the log keeps as they came go back byte for byte on their own message; details
+"""A reply's reasoning_details through the agent loop against an OpenRouter-like fake:
+details the log keeps as they came go back byte for byte on their own message; details
 the log's redaction would change are left out before the reply is logged, with a note, and that
 reply goes back with its thinking instead. The fake refuses signed details it did not give, so an
 altered array sent back would fail the next request."""

@@ -1,7 +1,7 @@
-"""Issue 10 item 14 (seed, amendment 2026-10-04: "Earlier requests keep the header they had"): a
-resume whose extension files changed the task header shows the earlier messages under the header
-they were sent with, so the first request after the resume extends the last one before it; only
-messages from the resume on take the new header. Recipes recorded before the fix replay as built."""
+"""Earlier requests keep the header they had: a resume whose extension files changed the task header
+shows the earlier messages under the header they were sent with, so the first request after the
+resume extends the last one before it; only messages from the resume on take the new header. Older
+recipes replay as built."""
 
 from __future__ import annotations
 

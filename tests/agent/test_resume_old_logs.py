@@ -1,4 +1,4 @@
-"""Issue 10, must-show: every earlier session log still replays, and goes on replaying once it is
+"""Every earlier session log still replays, and goes on replaying once it is
 resumed on this build. Each fixture log an earlier release wrote (``tests/data/fixture_logs``) is
 copied, resumed as ``nodwyn resume`` resumes a session (from the start point its last request
 recorded, under this build's recipe: the current version, the ``kept_headers`` flag, this build's

@@ -1,5 +1,5 @@
-"""Issue 10 item 9 (seed, amendment 2026-10-15: "The log's index keeps the tracker, and a resumed
-session holds the events from its start"): resume reads the log from the start point its last
+"""The log's index keeps the start tracker's point, and a resumed session holds the events from
+its start: resume reads the log from the start point its last
 request recorded, found through the index, not from seq 1; what it then sends is what a resume that
 read everything sends. (The cost, on a log with a gigabyte before its start: bench/resume_start.py.)"""
 
@@ -68,7 +68,7 @@ def test_resume_reads_from_the_recorded_start_point_not_from_seq_1(tmp_path: Pat
         assert start > 1 and keep  # the compaction's narrowing cut the conversation
         first_result = next(e.seq for e in events if e.kind == "tool.result")
         assert first_result < start
-        # a copy read whole, as a resume before issue 10 did, decides what must be sent
+        # a copy read whole, as resume once read it, decides what must be sent
         shutil.copytree(home, tmp_path / "copy")
         _damage(home / "sessions" / sid / "log.jsonl", first_result)
 

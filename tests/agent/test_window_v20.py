@@ -1,4 +1,4 @@
-"""window-v20 in a real session (issue 17): asked for with ``recipe_version``, it trims whole
+"""window-v20 in a real session (ADR 0150): asked for with ``recipe_version``, it trims whole
 units behind one marker per run, which goes over the wire as ``[elided seq=A..B]``; ``recall`` of
 a seq inside the run brings its unit back; a resume keeps the session's recipe unless asked, and
 a new session starts on the default. Fakes are real HTTP servers on 127.0.0.1."""
