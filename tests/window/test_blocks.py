@@ -1,5 +1,5 @@
 """Thinking (v14) and reasoning blocks (v18): back on their reply, only to their origin, stale
-after a fold or an elision of an earlier entry (seed amendments 2026-10-02, 10-05, 10-07, 10-15)."""
+after a fold or an elision of an earlier entry."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool-call pairs (v16, seed amendment 2026-10-04) and its regression cases."""
+"""Tool-call pairs (v16): a result never without its call, a call never without its results."""
 
 from __future__ import annotations
 

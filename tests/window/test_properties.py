@@ -1,4 +1,4 @@
-"""Properties of every request of random sessions (issue 3, must-show 1).
+"""Properties of every request of random sessions.
 
 (a) prefix extension, (b) sticky elision, (c) hysteresis, (d) pairs, (e) built from its start,
 and replay: each request rebuilt from the events before it has the recorded digest and record.
@@ -235,7 +235,7 @@ def test_e_at_every_event_every_open_context_builds_the_same_from_its_start(sim:
             assert part.canonical == full.canonical and part.record == full.record, (k, ctx)
 
 
-# window-v20 (issue 17): every property above, on sessions that start on v20 (the draws above
+# window-v20: every property above, on sessions that start on v20 (the draws above
 # reach v20 only one time in fifteen). Its trims are frequent at these limits: LIMITS is small.
 V20_CHECKS = (
     test_a_requests_extend_their_predecessor_unless_recorded,

@@ -1,4 +1,4 @@
-"""Water marks and result cap sized from a model's context (issue 3; seed 2026-09-27, 2026-10-05)."""
+"""Water marks and result cap sized from a model's context."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def test_marks_and_cap_grow_with_the_context() -> None:
 
 
 def test_the_high_water_formula_gives_the_seeds_654k_and_774k_and_16128() -> None:
-    """Issue 10 item 11: the seed's 2026-10-05 amendment saw the window grow to a 654k or 774k high
-    water, and caps the result at 16,128 at a 1M context: three quarters of the context less twice
-    the reply cap gives all three, and the seed's 60Ki at its 96Ki context (five eighths of the
+    """High water 774,144 (1Mi context, 8Ki cap) or 654,000 (1,000,000, 64,000 cap), and a 16,128
+    result cap at 1Mi: three quarters of the context less twice the reply cap gives all three, and
+    60Ki at a 96Ki context (five eighths of the
     context, the rule before, gave 655,360 and a 13,653 cap at 1Mi)."""
     one_mi = size_limits(1_048_576, 8_192)
     assert one_mi.high_water == 774_144 and one_mi.max_result_tokens == 16_128

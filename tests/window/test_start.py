@@ -1,4 +1,4 @@
-"""The start tracker (seed amendment 2026-10-15)."""
+"""The start tracker: a window built from its start equals one built from every event."""
 
 from __future__ import annotations
 

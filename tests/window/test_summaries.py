@@ -1,4 +1,4 @@
-"""Revocable summaries (window-v2, seed 2026-09-22)."""
+"""Revocable summaries (window-v2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prefix order, sticky elision in place, hysteresis, trim order and protection (seed 2026-09-21)."""
+"""Prefix order, sticky elision in place, hysteresis, trim order and protection."""
 
 from __future__ import annotations
 

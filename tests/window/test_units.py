@@ -1,4 +1,4 @@
-"""window-v20 (issue 17, ADR 0150): whole units oldest first with one marker per run, the trim
+"""window-v20 (ADR 0150): whole units oldest first with one marker per run, the trim
 target from the run's growth, a kept head; each rule alone; v19 unchanged beside it."""
 
 from __future__ import annotations
