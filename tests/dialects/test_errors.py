@@ -1,4 +1,4 @@
-"""Every provider error shape in reference/wire-formats.md becomes one clear error line."""
+"""Every documented provider error shape becomes one clear error line."""
 
 from __future__ import annotations
 

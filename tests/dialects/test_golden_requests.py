@@ -1,4 +1,4 @@
-"""Encoder output against request goldens written by hand from reference/wire-formats.md."""
+"""Encoder output against request goldens written by hand from each provider's documented wire format."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stream transcripts (authored from reference/wire-formats.md) decoded into responses with usage.
+"""Stream transcripts (written by hand from each provider's documented format) decoded to responses.
 
 Each ``*.sse`` / ``*.ndjson`` under golden/<dialect>/ has an ``*.expect.json`` naming the model
 entry and either the response (values.codec.response_to_json) or the error it must raise. Every

@@ -1,4 +1,4 @@
-"""The seed's reasoning_details cases, dialect side (amendment 2026-10-15, wire-formats §5).
+"""OpenRouter's reasoning_details, dialect side: each block goes back byte for byte on its message.
 
 The window decides which messages carry a block; the dialect puts each block's array, byte for
 byte, on its own message as ``reasoning_details`` and sends no reasoning text beside it.

@@ -12,8 +12,8 @@ from nodwyn.dialects import dialect_for, session_key
 from .cases import KEY, entry, small
 
 PLAN = ("session-id", "thread-id", "x-client-request-id")
-# Issue 10 item 12: the key goes as both headers whenever it is sent (seed, amendment 2026-10-05),
-# except to a server whose own header wire-formats.md names.
+# The key goes as both headers whenever it is sent, except to a server with a session header of
+# its own (its profile names it).
 BOTH = ("X-Session-Id", "X-Session-Affinity")
 
 
@@ -32,7 +32,7 @@ def test_key_is_the_sha256_hex_of_the_session_id_and_stable() -> None:
         ("openai-chat", "vllm", BOTH),
         ("openai-chat", "deepseek", BOTH),
         ("openai-chat", "llamacpp", BOTH),
-        ("openai-chat", "openrouter", ("X-Session-Id",)),  # each server's own (wire-formats §9)
+        ("openai-chat", "openrouter", ("X-Session-Id",)),  # each server's own
         ("openai-chat", "fireworks", ("x-session-affinity",)),
         ("openai-chat", "baseten", ("x-baseten-session-id",)),
         ("responses", "compatible", BOTH),

@@ -87,7 +87,7 @@ def test_empty_chunks_keep_the_split_crlf_state() -> None:
 
 @pytest.mark.parametrize("parser", [SseParser, NdjsonParser])
 def test_a_long_line_in_small_chunks_is_framed_in_linear_time(parser: type[SseParser | NdjsonParser]) -> None:
-    """Issue 11 defect 9: re-joining the held-back line on every chunk made this quadratic (a 16 MB
+    """Re-joining the held-back line on every chunk made this quadratic (a 16 MB
     line took 44 s); 32 MB in 4 KB chunks is 8,192 chunks, seconds only when each is handled once."""
     import time
 

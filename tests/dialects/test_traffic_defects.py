@@ -1,4 +1,4 @@
-"""Regressions for what real provider traffic showed (issue 10, items 1-6; issue 11, #19).
+"""Regressions for what real provider traffic showed (each a regression case).
 
 Each stream here has the shape a real server sent (the recorded cassettes under tests/data/traffic
 show the same shapes; test_recorded_traffic.py decodes those whole).
@@ -372,7 +372,7 @@ def test_a_tool_result_carries_is_error_as_it_is() -> None:
     assert [r["is_error"] for r in results] == [False, True]
 
 
-# -- issue 11 #19: chunks with wrong types are an error naming the field, not an empty reply -----
+# -- chunks with wrong types are an error naming the field, not an empty reply -------------------
 
 
 @pytest.mark.parametrize(
