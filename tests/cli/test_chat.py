@@ -1,4 +1,4 @@
-"""Issue 14, item 6: ``nodwyn chat`` on a real terminal (a pty): prompt_toolkit's line editing and
+"""``nodwyn chat`` on a real terminal (a pty): prompt_toolkit's line editing and
 history, exact slash commands, a model switch checked when it is made, Ctrl-C in a tool back to
 the prompt with the tool's processes gone; and the same commands through a pipe."""
 

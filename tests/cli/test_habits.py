@@ -1,4 +1,4 @@
-"""Issue 14, items 1-4 and 9: the habits of simonw/llm, codex exec and claude users, each as the
+"""The habits of simonw/llm, codex exec and claude users, each as the
 real command in a subprocess against a fake provider on 127.0.0.1."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14, item 5: ``nodwyn keys set/list/rm`` keep the keychain beside config.toml (also when
+"""``nodwyn keys set/list/rm`` keep the keychain beside config.toml (also when
 NODWYN_CONFIG puts it elsewhere), mode 0600, each key bound to origins; a session uses it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14, item 8: ``nodwyn sessions`` shows what a person looks for (first message, model,
+"""``nodwyn sessions`` shows what a person looks for (first message, model,
 requests, cache share, cost), searches with -q, ids match by their random suffix, ``last`` works
 as ``latest``, and the shell completes commands, session ids and model names."""
 
