@@ -1,8 +1,8 @@
 """Suite-wide fixtures.
 
 Every session a test writes under its ``tmp_path`` must replay: after each test, every request of
-every session log found there is rebuilt from the log and its digest checked (issue 4: "every
-request of every session the test suite creates replays"). A digest mismatch fails the test. Logs
+every session log found there is rebuilt from the log and its digest checked (every request of
+every session the test suite creates replays). A digest mismatch fails the test. Logs
 a test damaged on purpose (refused as corrupt, legacy or of an unknown version) are the business of
 that test; a test that forges digests on purpose says so with ``@pytest.mark.forges_digests``.
 """

@@ -1,5 +1,6 @@
-"""The loaders on the real runs of ../shared/workloads: each format becomes the conversation its
-model saw, checked against the file's own fields (a small subset of runs; the benchmark loads all)."""
+"""The loaders on the real runs of the workload corpus (NODWYN_WORKLOADS; skipped without it): each
+format becomes the conversation its model saw, checked against the file's own fields (a small subset
+of runs; the benchmark loads all)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The console as people expect it (issue 14 item 10), in Debian's chromium: a linkable request,
+"""The console as people expect it, in Debian's chromium: a linkable request,
 error pages, dark mode, a chart with axes, a live diagnosis, the recipe's prices, a searchable
 list, and bookkeeping in words."""
 

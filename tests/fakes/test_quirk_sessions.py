@@ -1,4 +1,4 @@
-"""Whole sessions against fakes sending the quirks real servers sent (issue 10, items 1-5):
+"""Whole sessions against fakes sending the quirks real servers sent:
 what goes back over the wire, what the log keeps, and that every request replays."""
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ ENCODINGS: dict[str, Callable[[bytes], str]] = {
 
 
 def test_nine_thousand_random_16k_blobs_pass_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
-    """The seed's test: 9,000 random 16 KiB blobs, as OpenRouter's reasoning_details, beside a summary."""
+    """9,000 random 16 KiB blobs, as OpenRouter's reasoning_details, beside a summary."""
     rng = random.Random(20261015)
     details = []
     for i in range(9000):
@@ -262,7 +262,7 @@ def test_blobs_reach_the_log_byte_for_byte(tmp_path: Path) -> None:
     assert read.data["_redaction"] == {"replaced": {}, "unknown_entropy": 60}
 
 
-# -- the rule set (gitleaks' rules as data) and the shapes added for issue 11 ------------------
+# -- the rule set (gitleaks' rules as data) and our own credential shapes -----------------------
 
 
 def test_every_vendored_rule_compiles_and_needs_ten_characters() -> None:

@@ -190,7 +190,7 @@ def test_partial_log_is_refused_by_all(store: Store, capfdbinary: pytest.Capture
 def test_window_refuses_a_torn_tail_after_seq(
     store: Store, capfdbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    """Issue 10 item 13: exact CLI replay refuses a partial log (seed, P10), for --window SEQ too,
+    """Exact CLI replay refuses a partial log, for --window SEQ too,
     though the torn bytes come after SEQ; it prints nothing."""
     s = _recorded(store)
     first = min(s.sent)
@@ -207,7 +207,7 @@ def test_window_refuses_a_torn_tail_after_seq(
 def test_window_refuses_a_malformed_event_after_seq(
     store: Store, capfdbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    """Issue 10 item 13: an event after SEQ of the wrong shape makes the log malformed; --window
+    """An event after SEQ of the wrong shape makes the log malformed; --window
     refuses it as --all does, naming the seq."""
     s = _recorded(store)
     first = min(s.sent)

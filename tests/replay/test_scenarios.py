@@ -132,7 +132,7 @@ def test_v15_to_v16_resume_drops_results_of_elided_calls(session: Make, store: S
         called = {c.id for m in msgs if isinstance(m, AssistantMessage) for c in m.calls}
         return {m.call_id for m in msgs if isinstance(m, ToolMessage)} - called
 
-    assert orphans(req15.messages), "v15 should keep results of calls it elided (the seed's bug)"
+    assert orphans(req15.messages), "v15 should keep results of calls it elided (the bug v16 fixed)"
     s.resume(recipe(16, **small))
     s.user("job 6")
     after = s.request()

@@ -1,4 +1,4 @@
-"""Issue 14, item 7: the prices a session ran with are recorded in its recipe, change no request
+"""The prices a session ran with are recorded in its recipe, change no request
 digest, round-trip through the codec, and cost the session whatever config.toml says later."""
 
 from __future__ import annotations

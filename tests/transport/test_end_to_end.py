@@ -264,8 +264,8 @@ def test_the_session_key_goes_on_the_wire_and_never_into_the_log(tmp_path: Path)
 def test_session_key_goes_as_both_headers_unless_the_server_names_its_own(
     api: str, family: str, names: tuple[str, ...], mode: str
 ) -> None:
-    """Issue 10 item 12 (seed, amendment 2026-10-05): whenever the key is sent, it goes as both
-    X-Session-Id and X-Session-Affinity, except to a server whose own header wire-formats.md names."""
+    """Whenever the key is sent, it goes as both
+    X-Session-Id and X-Session-Affinity, except to a server with a session header of its own."""
     key = "7" * 64
     with FakeServer(api=api, family=family, script=script(2)) as fake:
         settings = settings_for(fake.url, api, family=family, cache_key=mode)

@@ -1,4 +1,4 @@
-"""The seed's reasoning_details cases end to end (amendment 2026-10-15), as the agent loop runs a
+"""OpenRouter's reasoning_details end to end, as the agent loop runs a
 session: a live ``Window`` builds each request from the session log, its ``llm.req`` is logged,
 ``HttpBackend`` encodes and sends it to the OpenRouter-like fake, and the reply is logged as an
 ``llm.resp`` (through the log's redaction) and fed back. The fake streams each reply's details in
