@@ -6,8 +6,8 @@ Runs a real multi-request session on a built-in local model (default ``local``, 
 and runs a command over several turns, in a window small enough that a request trims. Then, for
 every request, it measures a cold prefill of the same prompt (rebuilt from the log, KV cache
 dropped) in the same process: that cold prefill is the baseline, and each figure is the warm
-prefill's ratio to it. Requests that are not trim points should cost a small fraction (issue 13:
-at most 10%); a trim point re-prefills what follows its first elided entry.
+prefill's ratio to it. Requests that are not trim points should cost a small fraction (at
+most 10%); a trim point re-prefills what follows its first elided entry.
 
     .venv/bin/python bench/local_prefill.py [--model local] [--repeats 1]
 """

@@ -1,4 +1,4 @@
-"""Resuming a session with none, 10 MB, 100 MB and 1 GB of log before its start point (issue 10 item 9).
+"""Resuming a session with none, 10 MB, 100 MB and 1 GB of log before its start point.
 
 Each log is the long session of ``bench/replay_tail.py`` (turns of a person's message, a request,
 a reply and an 8-16 KB tool result up to the size asked, written with the log's own line encoder

@@ -1,4 +1,4 @@
-"""Window build cost against history size (issue 3, must-show 4).
+"""Window build cost against history size: a request costs what was appended, not the log.
 
 A synthetic session grows by tool turns (a request, a reply with one call, a ~2 KB result) to
 10k, 100k and 1M tokens of history, with water marks above that so nothing is trimmed. At each

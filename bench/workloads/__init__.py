@@ -3,7 +3,7 @@
 ``find(folder)`` lists the runs in a workload folder, ``load(found)`` reads one into a ``Run``
 (system prompt, tool catalog, messages as the model saw them before each of its replies). One
 module per format: ``mini_v1``, ``mini_v2``, ``sweagent``, ``openhands``; see
-``../shared/workloads/FORMATS.md`` and ``docs/bench-workloads.md``.
+``docs/bench-workloads.md``.
 """
 
 from bench.workloads.discover import Found, find, load, load_all
