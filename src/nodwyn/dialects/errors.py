@@ -1,6 +1,6 @@
 """Provider error replies -> one ``ProviderError`` with a one-line message.
 
-Every shape in reference/wire-formats.md is read by one parser, whatever the dialect, so an error
+Every documented error shape is read by one parser, whatever the dialect, so an error
 from a server behind the wrong family setting still says what it said:
 
 * OpenAI (and DeepSeek, OpenRouter-less vLLM): ``{"error": {"message", "type", "param", "code"}}``

@@ -2,8 +2,8 @@
 
 Stateless: every request carries the whole conversation and ``store: false``. Function calls go
 as ``function_call`` items with ``call_id``, name and arguments, never with their ``fc_…`` item id:
-the neutral request does not keep it, and an item id whose reasoning item is missing is refused
-(wire-formats §3), so calls are valid whether reasoning is kept or not.
+the neutral request does not keep it, and an item id whose reasoning item is missing is refused,
+so calls are valid whether reasoning is kept or not.
 
 ``keep_reasoning`` (false by default): ask for encrypted reasoning, keep each reasoning item as a
 block (taken from ``response.output_item.done``, where its ``encrypted_content`` is complete) and
