@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from nodwyn.errors import CorruptLogError
 from nodwyn.log import SessionLog
 from nodwyn.values.events import Event
+from nodwyn.window import recorded_start
 
 _WHOLE = frozenset({"summary.add", "summary.revoke"})  # a summary holds the session whole
 _MODEL_KINDS = frozenset({"session.start", "session.resume", "model.switch"})
@@ -26,21 +27,6 @@ def _backwards(log: SessionLog) -> Iterator[Event]:
         yield event
 
 
-def _recorded_start(event: Event) -> tuple[int, tuple[int, ...]] | None:
-    """An llm.req's recorded start point, if it is well formed (else the caller reads everything)."""
-    start = event.data.get("start")
-    if not isinstance(start, dict):
-        return None
-    seq, keep = start.get("seq"), start.get("keep")
-    if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= event.seq:
-        return None
-    if not isinstance(keep, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in keep):
-        return None
-    if any(not 1 <= k < seq for k in keep) or keep != sorted(set(keep)):
-        return None
-    return seq, tuple(keep)
-
-
 def resume_point(log: SessionLog) -> tuple[int, tuple[int, ...]]:
     """Where a resumed session's window starts (ADR 0114): the start
     point its last ``llm.req`` recorded (``window.Start``: the first seq, and the earlier events
@@ -52,7 +38,8 @@ def resume_point(log: SessionLog) -> tuple[int, tuple[int, ...]]:
         if event.kind in _WHOLE:
             break
         if event.kind == "llm.req":
-            return _recorded_start(event) or (1, ())
+            start = recorded_start(event)
+            return (1, ()) if start is None else (start.seq, start.keep)
     return 1, ()
 
 

@@ -40,7 +40,7 @@ from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import parse_version, policy_for
 from nodwyn.values.request import Request
-from nodwyn.window import Window, recorded_turn, recorded_withheld
+from nodwyn.window import Window, recorded_start, recorded_turn, recorded_withheld
 
 RECIPE_KINDS = frozenset({"session.start", "session.resume"})
 
@@ -206,21 +206,6 @@ def _target(log: SessionLog, seq: int) -> Event:
     return found
 
 
-def _start_hint(req: Event) -> tuple[int, tuple[int, ...]] | None:
-    """The start point the request recorded (``llm.req.start``), if it is well formed."""
-    start = req.data.get("start")
-    if not isinstance(start, dict):
-        return None
-    s, keep = start.get("seq"), start.get("keep")
-    if not isinstance(s, int) or isinstance(s, bool) or not 1 <= s <= req.seq:
-        return None
-    if not isinstance(keep, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in keep):
-        return None
-    if any(not 1 <= k < s for k in keep) or keep != sorted(set(keep)):
-        return None
-    return s, tuple(keep)
-
-
 def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...]) -> Replayed:
     """Feed the kept events, then ``start..req.seq-1`` with no gap, and rebuild ``req``."""
     r = _Replayer(log)
@@ -251,11 +236,11 @@ def replay_request(
     req = _target(log, seq)
     if complete:
         check_complete(log, seq)
-    hint = None if whole else _start_hint(req)
+    hint = None if whole else recorded_start(req)
     try:
-        if hint is not None and hint[0] > 1:
+        if hint is not None and hint.seq > 1:
             try:
-                return _replay_from(log, req, hint[0], hint[1])
+                return _replay_from(log, req, hint.seq, hint.keep)
             except (ReplayError, CorruptLogError):
                 pass  # a damaged hint (or a real fault): the whole prefix decides which
         return _replay_from(log, req, 1, ())

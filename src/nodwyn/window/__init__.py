@@ -11,7 +11,7 @@ building with ``ctx=event.ctx``, ``origin=origin_from_json(data["origin"])``,
 
 from nodwyn.window.fold import Build, Window, build_window
 from nodwyn.window.sizing import ConfiguredLimits, size_limits
-from nodwyn.window.start import Start
+from nodwyn.window.start import Start, recorded_start
 from nodwyn.window.summaries import source_digest
 from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 
@@ -22,6 +22,7 @@ __all__ = [
     "TurnOptions",
     "Window",
     "build_window",
+    "recorded_start",
     "recorded_turn",
     "recorded_withheld",
     "size_limits",

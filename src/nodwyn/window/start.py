@@ -58,3 +58,20 @@ def start_of(
         if c.kind != "main" and c.opened < start:
             keep.append(c.opened)
     return Start(seq=start, keep=tuple(sorted(keep)))
+
+
+def recorded_start(req: Event) -> Start | None:
+    """The start point an ``llm.req`` recorded (``start: {seq, keep}``), if it is well formed:
+    ``seq`` in ``1..req.seq``, ``keep`` sorted distinct seqs before it. Else ``None``: the caller
+    reads from seq 1 (the hint only saves reading; the digest check makes it safe)."""
+    start = req.data.get("start")
+    if not isinstance(start, dict):
+        return None
+    seq, keep = start.get("seq"), start.get("keep")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= req.seq:
+        return None
+    if not isinstance(keep, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in keep):
+        return None
+    if any(not 1 <= k < seq for k in keep) or keep != sorted(set(keep)):
+        return None
+    return Start(seq=seq, keep=tuple(keep))
