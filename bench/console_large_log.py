@@ -1,7 +1,8 @@
 """How fast the console's session page is ready on a 100 MB log.
 
-Writes a session of about ``--mb`` megabytes with the log API into a temporary directory (user
-turns, requests, replies with thinking, 64 KB tool results, trims), serves the console from this
+Writes a session of about ``--mb`` megabytes into a temporary directory through
+``nodwyn.testing.SessionBuilder`` (user turns, requests with real digests, replies with thinking,
+64 KB tool results, the window's trims), serves the console from this
 process on 127.0.0.1 and opens the session page in Debian's chromium with Playwright, timing from
 navigation to the page's ready mark (totals, chart and the transcript's last page shown). The
 baseline is the same page on a small session in the same run; figures are printed as ratios
@@ -28,23 +29,21 @@ if str(ROOT) not in sys.path:
 from tests.console.served import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
 
 from nodwyn.log import SessionLog, Store  # noqa: E402
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json  # noqa: E402
+from nodwyn.testing import SessionBuilder  # noqa: E402
 from nodwyn.values.content import Origin, ToolCall  # noqa: E402
 from nodwyn.values.recipe import Recipe, WindowLimits  # noqa: E402
-from nodwyn.values.request import Response, ToolSpec, Usage  # noqa: E402
+from nodwyn.values.request import ToolSpec, Usage  # noqa: E402
 
 RESULT_BYTES = 64 * 1024
 
 
-def _recipe() -> dict[str, Any]:
+def _recipe() -> Recipe:
     limits = WindowLimits(
         high_water=600000, low_water=300000, max_result_tokens=30000, output_reserve=8000, ceiling=900000
     )
     tools = (ToolSpec(name="fs-read", description="read a file", parameters={"type": "object"}),)
-    return recipe_to_json(
-        Recipe(
-            version=19, system="You are a careful agent.", tools=tools, limits=limits, context_size=1000000
-        )
+    return Recipe(
+        version=19, system="You are a careful agent.", tools=tools, limits=limits, context_size=1000000
     )
 
 
@@ -54,44 +53,35 @@ def _result_text(i: int) -> str:
 
 
 def write_session(log: SessionLog, target_bytes: int) -> int:
-    """Append a long coding session of about ``target_bytes`` to ``log``; returns its request count."""
-    origin = origin_to_json(Origin(model="glm-5.3-flash", server="openrouter"))
-    log.append("session.start", {"recipe": _recipe(), "model": "glm"})
+    """Append a long coding session of about ``target_bytes`` to ``log`` through the recording path
+    the agent uses (every request's digest real; the window trims as it would); returns its
+    request count."""
+    origin = Origin(model="glm-5.3-flash", server="openrouter")
+    s = SessionBuilder(_recipe(), log=log, model="glm")
     written = 0
     prompt = 4000
     requests = 0
     i = 0
     while written < target_bytes:
         if i % 40 == 0:
-            log.append("user.msg", {"text": f"Task {i // 40 + 1}: make handler_{i} answer with JSON"})
-        trim = i % 97 == 96
-        req = log.append(
-            "llm.req",
-            {
-                "model": "glm",
-                "origin": origin,
-                "digest": "sha256:" + "0" * 64,
-                "elided": [],
-                "estimate": prompt,
-                "trim": trim,
-            },
-        )
+            s.user(f"Task {i // 40 + 1}: make handler_{i} answer with JSON")
+        req = s.request(origin=origin)
+        trim = bool(req.data["trim"])
         requests += 1
         previous = prompt
         prompt = 30000 if trim else prompt + 1000
         # the cache serves the predecessor's prompt in 128-token blocks, but misses now and then
         cached = 0 if trim or i % 53 == 7 else previous // 128 * 128
         call = ToolCall(id=f"c{i}", name="fs-read", arguments=f'{{"path": "src/handler_{i}.py"}}')
-        response = Response(
-            text="" if i % 5 else f"Reading handler_{i} next.",
+        s.reply(
+            req,
+            "" if i % 5 else f"Reading handler_{i} next.",
             thinking=f"handler_{i} needs a JSON body; read it first.",
             calls=(call,),
             usage=Usage(prompt_tokens=prompt, cached_tokens=max(cached, 0), output_tokens=60),
+            model=None,
         )
-        log.append("llm.resp", {"req": req.seq, "response": response_to_json(response)})
-        log.append(
-            "tool.result", {"call_id": f"c{i}", "name": "fs-read", "text": _result_text(i), "error": False}
-        )
+        s.result(call, _result_text(i))
         written += RESULT_BYTES + 1500
         i += 1
     return requests

@@ -9,34 +9,24 @@ from typing import Any
 import pytest
 
 from nodwyn.log import SessionLog, Store
-from nodwyn.values.codec import origin_to_json, recipe_to_json, response_to_json
+from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.model import Prices
-from nodwyn.values.recipe import Recipe, WindowLimits
-from nodwyn.values.request import Response, ToolSpec, Usage
+from nodwyn.values.recipe import WindowLimits
+from nodwyn.values.request import ToolSpec, Usage
 
 from .served import CHROMIUM, CHROMIUM_ARGS, Served, serve
 
-
-def recipe(prices: dict[str, Prices] | None = None) -> dict[str, Any]:
-    limits = WindowLimits(
-        high_water=60000, low_water=30000, max_result_tokens=3000, output_reserve=8000, ceiling=90000
-    )
-    tools = (ToolSpec(name="fs-read", description="read a file", parameters={"type": "object"}),)
-    return recipe_to_json(
-        Recipe(
-            version=19,
-            system="You are a careful agent.",
-            tools=tools,
-            limits=limits,
-            context_size=131072,
-            prices=tuple(sorted(prices.items())) if prices is not None else None,
-        )
-    )
+LIMITS = WindowLimits(
+    high_water=60000, low_water=30000, max_result_tokens=3000, output_reserve=8000, ceiling=90000
+)
+TOOLS = (ToolSpec(name="fs-read", description="read a file", parameters={"type": "object"}),)
 
 
 class Writer:
-    """Appends a plausible session to a real log: user turns, requests, replies, tool results."""
+    """A plausible session (user turns, requests, replies with thinking, tool results) recorded on
+    a real log through ``nodwyn.testing.SessionBuilder``: every request's digest is real and
+    replays. The provider's usage figures are what the test says."""
 
     def __init__(
         self,
@@ -46,30 +36,38 @@ class Writer:
         start: str = "session.start",
         prices: dict[str, Prices] | None = None,
     ) -> None:
-        self.log = log
+        self.session = SessionBuilder(log=log, model=model)
         self.model = model
         self.calls = 0
-        log.append(start, {"recipe": recipe(prices), "model": model})
+        rec = recipe(
+            19,
+            system="You are a careful agent.",
+            tools=TOOLS,
+            limits=LIMITS,
+            context_size=131072,
+            prices=tuple(sorted(prices.items())) if prices is not None else None,
+        )
+        if start == "session.start":
+            self.session.start(rec)
+        else:
+            self.session.resume(rec)
+
+    @property
+    def log(self) -> SessionLog:
+        log = self.session.log
+        assert isinstance(log, SessionLog)
+        return log
 
     @property
     def id(self) -> str:
         return self.log.id
 
     def user(self, text: str) -> int:
-        return self.log.append("user.msg", {"text": text}).seq
+        return self.session.user(text).seq
 
-    def req(self, *, model: str | None = None, trim: bool = False, ctx: str = "main") -> int:
+    def req(self, *, model: str | None = None, ctx: str = "main") -> int:
         name = model or self.model
-        origin = origin_to_json(Origin(model=name, server="fake"))
-        data = {
-            "model": name,
-            "origin": origin,
-            "digest": "sha256:" + "0" * 64,
-            "elided": [],
-            "estimate": 1000,
-        }
-        data["trim"] = trim
-        return self.log.append("llm.req", data, ctx).seq
+        return self.session.request(ctx, Origin(model=name, server="fake"), model=name).seq
 
     def resp(self, req: int, text: str = "", *, ctx: str = "main", call: bool = False, **usage: Any) -> int:
         calls: tuple[ToolCall, ...] = ()
@@ -79,19 +77,21 @@ class Writer:
         block = ThinkingBlock(
             type="thinking", origin=Origin(model=self.model, server="fake"), data="SIGNATURE-XYZ"
         )
-        response = Response(
-            text=text,
+        event, _ = self.session.reply(
+            self.session.events[req - 1],
+            text,
             thinking=f"thinking about {text[:20]}",
             calls=calls,
             blocks=(block,),
             usage=Usage(**usage),
-            finish="tool_calls" if call else "stop",
+            model=None,
+            ctx=ctx,
         )
-        return self.log.append("llm.resp", {"req": req, "response": response_to_json(response)}, ctx).seq
+        return event.seq
 
     def tool(self, text: str, ctx: str = "main") -> int:
-        data = {"call_id": f"c{self.calls}", "name": "fs-read", "text": text, "error": False}
-        return self.log.append("tool.result", data, ctx).seq
+        call = ToolCall(id=f"c{self.calls}", name="fs-read", arguments="{}")
+        return self.session.result(call, text, ctx).seq
 
     def turn(self, prompt: int, cached: int | None, text: str = "done", **kw: Any) -> int:
         seq = self.req(**kw)

@@ -16,7 +16,6 @@ from nodwyn.log import Store
 from .conftest import Served, Writer
 
 # The Writer records placeholder digests: these tests are about the page, not about replay.
-pytestmark = pytest.mark.forges_digests
 
 
 def _session(store: Store) -> Writer:

@@ -11,7 +11,7 @@ from nodwyn.log import Store
 
 from .conftest import Served, Writer
 
-pytestmark = [pytest.mark.browser, pytest.mark.forges_digests]  # the Writer records placeholder digests
+pytestmark = pytest.mark.browser
 
 
 def _rate_cell(page: Any) -> str:

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
 
 from bench.console_large_log import write_session  # noqa: E402
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.forges_digests]  # placeholder digests
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_a_100_mb_log_opens_a_page_at_a_time(store: Store, console: Served, page: Any) -> None:

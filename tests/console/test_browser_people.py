@@ -30,7 +30,6 @@ from tests.stats.drive import Driver, reading_script, settings  # noqa: E402
 from tests.stats.test_diagnosis_fakes import ROOMY  # noqa: E402
 
 pytestmark = pytest.mark.browser
-forged = pytest.mark.forges_digests  # the Writer records placeholder digests
 
 
 def _luminance(css: str) -> float:
@@ -38,7 +37,6 @@ def _luminance(css: str) -> float:
     return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
 
 
-@forged
 def test_the_selected_request_is_in_the_address(store: Store, console: Served, page: Any) -> None:
     w = Writer(store.create())
     w.user("link me")
@@ -66,7 +64,6 @@ def test_the_selected_request_is_in_the_address(store: Store, console: Served, p
     expect(page.locator("#window-section")).to_be_hidden()
 
 
-@forged
 def test_error_pages_are_pages(store: Store, console: Served, page: Any) -> None:
     w = Writer(store.create())
     w.turn(1000, 0)
@@ -90,7 +87,6 @@ def test_error_pages_are_pages(store: Store, console: Served, page: Any) -> None
     expect(page.locator("#window-verify")).to_contain_text("is not an llm.req")
 
 
-@forged
 def test_dark_mode_follows_the_system(store: Store, console: Served, browser: Any) -> None:
     w = Writer(store.create())
     w.user("in the dark")
@@ -113,7 +109,6 @@ def test_dark_mode_follows_the_system(store: Store, console: Served, browser: An
     assert dark[0] < 0.15 and dark[1] > 0.8 and dark[2] < 0.2 and dark[3] < 0.2 and dark[4] < 0.15
 
 
-@forged
 def test_the_chart_fills_its_panel_with_axis_ticks_and_a_time_axis(
     store: Store, console: Served, browser: Any
 ) -> None:
@@ -203,7 +198,6 @@ def test_the_miss_diagnosis_updates_live(root: Path, page: Any) -> None:
         console.stop()
 
 
-@forged
 def test_prices_come_from_the_sessions_recipe(root: Path, store: Store, page: Any) -> None:
     config = {"glm": Prices(input=100.0, output=200.0)}  # config.toml today: much dearer
     console = serve(root, config)
@@ -225,7 +219,6 @@ def test_prices_come_from_the_sessions_recipe(root: Path, store: Store, page: An
         console.stop()
 
 
-@forged
 def test_the_list_has_search_model_cost_and_date(store: Store, console: Served, browser: Any) -> None:
     priced = Writer(store.create(), prices={"glm": Prices(input=1.0, output=2.0)})
     priced.user("Refactor the config loader")
@@ -273,7 +266,6 @@ def test_the_list_has_search_model_cost_and_date(store: Store, console: Served, 
     context.close()
 
 
-@forged
 def test_bookkeeping_is_worded_for_people(store: Store, console: Served, page: Any) -> None:
     w = Writer(store.create())
     w.user("read the file")

@@ -1,30 +1,30 @@
-"""Helpers to construct session events for the stats tests."""
+"""Hand-written session events for the stats tests of the aggregator and the diagnosis."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from nodwyn.testing import recipe
 from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.events import Event
-from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response, Usage
 
-
-def recipe(version: int = 19) -> dict[str, Any]:
-    limits = WindowLimits(
-        high_water=60000, low_water=30000, max_result_tokens=3000, output_reserve=8000, ceiling=90000
-    )
-    return recipe_to_json(
-        Recipe(version=version, system="be brief", tools=(), limits=limits, context_size=100000)
-    )
+LIMITS = WindowLimits(
+    high_water=60000, low_water=30000, max_result_tokens=3000, output_reserve=8000, ceiling=90000
+)
 
 
 class Session:
-    """Builds an event list with consecutive seqs."""
+    """Hand-written events for the pure aggregator and diagnosis, which read only the log's
+    fields: usage figures, seqs and causes, including events no window would build on (malformed
+    usage, orphan replies, folds of anything). Its requests carry placeholder digests and never
+    reach a disk; a session that must replay is a ``nodwyn.testing.SessionBuilder``."""
 
     def __init__(self, version: int = 19) -> None:
         self.events: list[Event] = []
-        self.add("session.start", {"recipe": recipe(version), "model": "m1"})
+        rec = recipe(version, system="be brief", tools=(), limits=LIMITS, context_size=100000)
+        self.add("session.start", {"recipe": recipe_to_json(rec), "model": "m1"})
 
     def add(self, kind: str, data: dict[str, Any], ctx: str = "main") -> int:
         seq = len(self.events) + 1

@@ -96,7 +96,8 @@ class SessionBuilder:
     ``request`` records through ``Recorder.request`` and keeps what it built: ``sent[seq]`` (the
     canonical bytes), ``builds[seq]`` and ``requests`` (a ``Sent`` each, in order). ``recipe=None``
     starts empty (call ``start``); ``window`` is the window to record with (default a new one);
-    ``log`` an empty ``SessionLog`` the caller opened for writing, instead of a store.
+    ``log`` a ``SessionLog`` the caller opened for writing, instead of a store (its events, if
+    any, are fed to the window first; ``resume`` then records ``session.resume`` on it).
     """
 
     def __init__(
@@ -123,6 +124,8 @@ class SessionBuilder:
         self._window = window  # the first recorder's window (e.g. one with its own tuning)
         target: EventLog | None = self._memory if self._memory is not None else log
         self.recorder = None if target is None else Recorder(target, window)
+        if log is not None and self.recorder is not None:
+            self.recorder.feed(log.read())  # a log reopened to go on: the window holds its events
         self.id = "memory" if log is None else log.id
         if recipe is not None:
             self.start(recipe)
@@ -256,7 +259,7 @@ class SessionBuilder:
         calls: Sequence[tuple[str, str] | ToolCall] = (),
         blocks: Sequence[ThinkingBlock] = (),
         usage: Usage = USAGE,
-        model: str = "test-model",
+        model: str | None = "test-model",
         ctx: str | None = None,
     ) -> tuple[Event, list[ToolCall]]:
         """The reply to ``req`` (in ``req``'s context unless ``ctx``); ``calls`` are ``ToolCall``s or
