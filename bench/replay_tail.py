@@ -89,10 +89,12 @@ def _filler(folder: Path, first_seq: int, start_bytes: int, target: int, seed: i
     return ends
 
 
-def build(root: Path, target: int, seed: int) -> tuple[Store, str, int, bytes, int]:
+def build(
+    root: Path, target: int, seed: int, workspace: str = "/bench"
+) -> tuple[Store, str, int, bytes, int]:
     """The session; returns (store, id, seq of the last request, its bytes as sent, its start seq)."""
     store = Store(root, fsync=False)
-    log = start_session(store, RECIPE, "bench", "/bench")
+    log = start_session(store, RECIPE, "bench", workspace)
     sid = log.id
     log.close()
     folder = store.sessions / sid

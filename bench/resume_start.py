@@ -23,45 +23,20 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import replay_tail
 from nodwyn.agent.setup import open_agent
 from nodwyn.agent.state import LoopState
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
-from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.session_log import LOG_NAME
-from nodwyn.record import Recorder, resume_session, start_session
-from nodwyn.values import codec
-from nodwyn.values.content import ToolCall
-from nodwyn.values.request import Response, Usage
 from nodwyn.window import Window
-from replay_tail import MB, ORIGIN, RECIPE, _filler
+from replay_tail import MB
 
 
 def build(root: Path, workspace: Path, target: int, seed: int) -> tuple[Store, str, int]:
-    """The session, compacted after ``target`` bytes; returns (store, id, its start point's seq)."""
-    store = Store(root, fsync=False)
-    log = start_session(store, RECIPE, "bench", str(workspace))
-    sid = log.id
-    log.close()
-    folder = store.sessions / sid
-    head = (folder / LOG_NAME).read_bytes()
-    ends = [len(head)] + _filler(folder, 2, len(head), target, seed)
-    IndexFile.write_new(folder / INDEX_NAME, ends).close()
-    log = resume_session(store, sid, RECIPE, "bench")
-    rec = Recorder(log)
-    rec.feed([next(log.read(log.last_seq, log.last_seq))])  # the window from its start
-    rec.append("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Go on."})
-    rec.append("user.msg", {"text": "handover: the work so far is done"}, ctx="c1")
-    start = 0
-    for i in range(5):
-        _, req = rec.request("c1", ORIGIN, model="bench")
-        call = ToolCall(id=f"t{i}", name="shell", arguments=f'{{"cmd":"step {i}"}}')
-        resp = Response(text=f"step {i}", calls=(call,), usage=Usage(prompt_tokens=1))
-        rec.append("llm.resp", {"req": req.seq, "response": codec.response_to_json(resp)}, ctx="c1")
-        result = {"call_id": call.id, "name": "shell", "text": f"output {i}\n" * 50, "error": False}
-        rec.append("tool.result", result, ctx="c1")
-        start = req.data["start"]["seq"]
-    log.close()
+    """The session ``replay_tail`` builds, compacted after ``target`` bytes, in ``workspace``;
+    returns (store, id, its start point's seq)."""
+    store, sid, _, _, start = replay_tail.build(root, target, seed, str(workspace))
     return store, sid, start
 
 
