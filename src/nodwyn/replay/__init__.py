@@ -1,5 +1,2 @@
-"""Replay: exact replay of a request, proven by its recorded digest (``exact``), the transcript
-of any log (``transcript``), and reviewed summaries added to and revoked from a closed session
-(``summaries``). Replay reads only the log; it never reads the configuration or extension files
-and never runs a model or a tool.
-"""
+"""Replay: exact replay proven by the recorded digest, the transcript of any log, reviewed
+summaries. It reads only the log (README.md)."""
