@@ -1,23 +1,10 @@
-"""The trim decision of window-v20 (ADR 0150): whole units, a target from the run's growth, a head.
+"""The trim decision of window-v20: whole units, a target from the run's growth, a kept head.
 
-Three rules, each behind its own flag so each can be measured alone (``bench/window_workloads.py``):
-
-* ``UNITS``: above the trim line, elide whole units oldest first: a reply with its calls and
-  results (a summary, a closed narrowing's result and an image attachment are units of their
-  own). Results no longer go before the replies that asked for them. Consecutive elided replies
-  show as one marker naming the run, ``[elided seq=A..B]`` (``render``).
-* ``GROWTH``: trim down to ``B - c*sqrt(C*g*(B - P))``, clamped to ``[floor*B, ceiling*B]``, instead
-  of low water: B is high water, C the view's conversation so far in tokens (its content, uncut),
-  g = C / requests (the view's replies plus this request), P the request before the first unit
-  that may be elided. A run that grows fast trims deeper, so it trims less often.
-* ``HEAD``: the first whole units after the task that fit in ``head*(B - S0 - reserve)`` tokens are
-  never elided (S0: system prompt, catalog and task). The boundary is fixed by the first trim that
-  finds a unit past it, recorded in that ``llm.req`` (``head``) and read back from the log after.
-
-Protection is v16's: a person's message and a plan are never elided, the four most recent messages
-and any batch with a result among them are kept, a batch still waiting for a result is not newly
-elided. Every input comes from the events and the recipe, so replay decides the same. The
-accounting is exact: the window checks it against the re-rendered request.
+Three flags, each measurable alone (``bench/window_workloads.py``): ``UNITS`` elides a reply with
+its calls and results as one unit, consecutive ones shown as ``[elided seq=A..B]``; ``GROWTH`` trims
+to ``B - c*sqrt(C*g*(B - P))`` instead of low water; ``HEAD`` never elides the first units after
+the task, its boundary recorded in the ``llm.req`` that fixed it. Protection is v16's. The rules in
+full, with their symbols and the measurements behind them: docs/adr/0150.
 """
 
 from __future__ import annotations
