@@ -126,3 +126,24 @@ def test_window_v1_ignores_summaries() -> None:
     u = _turns(sim, 3)
     sim.summary(u[0], u[1] - 1, "ignored")
     assert _summaries(sim) == []
+
+
+def test_a_withheld_image_in_a_summarised_span_moves_nothing_and_replays_the_same() -> None:
+    """Found by the v20 property tests (issue 17): an image a summary replaces is not shown, so
+    its being withheld is not a reason the next request moved; the live build said ``images``
+    where replay, which builds with the record's withheld list, did not."""
+    img = {"digest": "sha256:" + "cd" * 32, "media_type": "image/png", "width": 64, "height": 64}
+    held = {img["digest"]: "its copy in the attachment store is missing"}
+    sim = started(19)
+    first = sim.user("look at this", images=[img]).seq
+    batch(sim, [("c0", "result 0")])
+    u = _turns(sim, 3)
+    sim.summary(first, u[0] - 1, "They looked at a picture.")
+    b1 = sim.request(withheld=held)
+    sim.reply(text="noted")
+    b2 = sim.request(withheld=held)
+    assert "withheld_images" not in b1.record  # the image is in the summarised span
+    assert "moved" not in b2.record
+    for built in sim.builds[-2:]:
+        again = sim.replayed(built.seq)
+        assert again.record == built.build.record and again.digest == built.build.digest

@@ -241,21 +241,23 @@ class Window:
         stale: frozenset[int],
     ) -> Params:
         policy = self._policy(recipe)
-        held: tuple[tuple[str, str], ...] = ()
-        if Flag.IMAGES in policy and withheld:
-            # only what the request can show: an image of the view not elided
-            held = tuple(
-                sorted(
-                    (d, r)
-                    for d, r in withheld.items()
-                    if any(seq not in elided for seq in view.images.get(d, ()))
-                )
-            )
         summaries: tuple[Summary, ...] = ()
         if Flag.SUMMARIES in policy and self._summaries:
             mine = [s for s in self._summaries.values() if self._contexts.view_of(s.ctx) is view]
             if mine:
                 summaries = accepted(mine, self._revoked, view.entries)
+        held: tuple[tuple[str, str], ...] = ()
+        if Flag.IMAGES in policy and withheld:
+            # only what the request can show: an image of the view neither elided nor in a span
+            # a summary replaces (the record lists those shown; replay builds with that list)
+            def shown(seq: int) -> bool:
+                return seq not in elided and not any(x.first <= seq <= x.last for x in summaries)
+
+            held = tuple(
+                sorted(
+                    (d, r) for d, r in withheld.items() if any(shown(seq) for seq in view.images.get(d, ()))
+                )
+            )
         return Params(
             recipe=recipe,
             policy=policy,
