@@ -125,24 +125,28 @@ def test_a_v20_session_sends_run_markers_and_recall_brings_a_unit_back(
                 assert replay_request(stored, e.seq).digest == e.data["digest"]
 
 
-def test_new_sessions_start_on_the_default_and_resume_keeps_or_changes_on_request(
+def test_new_sessions_start_on_v20_and_a_v19_session_resumes_on_v19_unless_asked(
     tmp_path: Path, workspace: Path
 ) -> None:
     env = env_for(tmp_path)
-    with FakeServer(api="openai-chat", script=[{"text": "one"}, {"text": "two"}, {"text": "three"}]) as fake:
+    script = [{"text": w} for w in ("one", "two", "three", "four", "five")]
+    with FakeServer(api="openai-chat", script=script) as fake:
         config(tmp_path / "config.toml", fake.url)
-        opened = open_agent(env=env, workspace=workspace, yes=True)
-        sid = opened.agent.session_id
-        opened.agent.user_turn("hello")
-        opened.close()
-        opened = open_agent(env=env, workspace=workspace, resume=sid, yes=True)
-        opened.agent.user_turn("again")
-        opened.close()
-        opened = open_agent(env=env, workspace=workspace, resume=sid, yes=True, recipe_version="window-v20")
-        opened.agent.user_turn("on v20")
-        opened.close()
-    default = f"window-v{DEFAULT_VERSION}"
-    assert recipes(events(env, sid)) == [default, default, "window-v20"]
+        fresh = open_agent(env=env, workspace=workspace, yes=True)
+        new_sid = fresh.agent.session_id
+        fresh.agent.user_turn("hello")
+        fresh.close()
+        old = open_agent(env=env, workspace=workspace, yes=True, recipe_version="window-v19")
+        sid = old.agent.session_id  # a session as a build before v20 started it
+        old.agent.user_turn("hello")
+        old.close()
+        for asked in (None, None, "window-v20"):
+            opened = open_agent(env=env, workspace=workspace, resume=sid, yes=True, recipe_version=asked)
+            opened.agent.user_turn("again")
+            opened.close()
+    assert DEFAULT_VERSION == 20
+    assert recipes(events(env, new_sid)) == ["window-v20"]
+    assert recipes(events(env, sid)) == ["window-v19", "window-v19", "window-v19", "window-v20"]
 
 
 def test_an_unknown_recipe_is_refused_before_a_session_starts(tmp_path: Path, workspace: Path) -> None:
