@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nodwyn.values.events import Event
 from nodwyn.window import Start, build_window
 
-from .sessions import ORIGIN_A, Sim, batch, started
+from .sessions import LIMITS, ORIGIN_A, Sim, batch, recipe, started
 
 
 def _same_from_start(sim: Sim, ctx: str) -> Start:
@@ -59,3 +61,20 @@ def test_a_session_with_a_summary_is_held_whole() -> None:
 def test_start_select_keeps_order_and_only_what_is_needed() -> None:
     events = [Event(seq=i, t="t", kind="note", ctx="main", data={"text": ""}) for i in range(1, 10)]
     assert [e.seq for e in Start(seq=6, keep=(2, 4)).select(events)] == [2, 4, 6, 7, 8, 9]
+
+
+def test_a_fold_before_the_start_does_not_move_a_request_after_it() -> None:
+    """Found by the property tests while adding v20 (issue 17): folds were counted over the whole
+    log, so after a resume that turned folds on, the window built from all events said the request
+    in a compaction moved by a 'fold' of a result it does not show; the one from the start did not."""
+    sim = started(8)
+    sim.user("ask")
+    _, _, (result,) = batch(sim, [("a", "x" * 500)])
+    sim.fold(result, "[folded]")
+    sim.open("n1", "narrow", system="Compacted.", lasting=True)
+    sim.user("go on", "n1")
+    sim.request("n1")
+    sim.resume(recipe(9, limits=replace(LIMITS, output_reserve=300)))  # folds on, a new reply cap
+    sim.request("n1")
+    assert sim.builds[-1].build.record["moved"] == ["recipe"]  # not "fold": n1 shows no folded result
+    _same_from_start(sim, "n1")

@@ -69,7 +69,9 @@ class Window:
         self._elided: frozenset[int] = frozenset()
         self._stale: frozenset[int] = frozenset()
         self._folds: dict[int, str] = {}
-        self._fold_version = 0
+        # folds per view (by the id of the context whose view shows the target): a view's count
+        # depends only on events from its start, so a window built from the start point agrees
+        self._fold_versions: dict[str, int] = {}
         self._summaries: dict[int, Summary] = {}
         self._revoked: set[int] = set()
         self._entries: dict[int, Entry] = {}
@@ -153,8 +155,9 @@ class Window:
             got = type(text).__name__
             raise CorruptLogError(f"result.fold at seq {event.seq}: text must be a string, got {got}")
         self._folds[target] = text
-        self._fold_version += 1
-        self._mark_stale(self._contexts.view_of(entry.ctx), target, event.seq)
+        view = self._contexts.view_of(entry.ctx)
+        self._fold_versions[view.id] = self._fold_versions.get(view.id, 0) + 1
+        self._mark_stale(view, target, event.seq)
 
     def _summary_add(self, event: Event) -> None:
         first, last = event.data.get("first"), event.data.get("last")
@@ -265,7 +268,7 @@ class Window:
             withheld=held,
             elided=elided,
             stale=stale,
-            folds=self._fold_version if Flag.FOLDS in policy else 0,
+            folds=self._fold_versions.get(view.id, 0) if Flag.FOLDS in policy else 0,
             summaries=summaries,
             version=view.version,
         )
