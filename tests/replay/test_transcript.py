@@ -12,6 +12,7 @@ from nodwyn.replay.transcript import render_event, transcript
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.values.events import Event
+from nodwyn.values.recipe import DEFAULT_VERSION
 
 from .invoke import run
 from .logfile import Line, rewrite
@@ -42,7 +43,7 @@ def test_a_session_reads_as_a_conversation(
     assert code == 0 and err == ""
     expected_bits = [
         "#1 session started with model test",
-        "recipe window-v19",
+        f"recipe window-v{DEFAULT_VERSION}",
         "#2 person:",
         "    Fix the bug in parse.py",
         f"#{req.seq} request to test",

@@ -71,10 +71,10 @@ def test_a_fold_before_the_start_does_not_move_a_request_after_it() -> None:
     sim.user("ask")
     _, _, (result,) = batch(sim, [("a", "x" * 500)])
     sim.fold(result, "[folded]")
-    sim.open("n1", "narrow", system="Compacted.", lasting=True)
+    sim.open_ctx("n1", "narrow", system="Compacted.", lasting=True)
     sim.user("go on", "n1")
     sim.request("n1")
     sim.resume(recipe(9, limits=replace(LIMITS, output_reserve=300)))  # folds on, a new reply cap
     sim.request("n1")
-    assert sim.builds[-1].build.record["moved"] == ["recipe"]  # not "fold": n1 shows no folded result
+    assert sim.built[-1].build.record["moved"] == ["recipe"]  # not "fold": n1 shows no folded result
     _same_from_start(sim, "n1")

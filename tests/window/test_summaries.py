@@ -144,6 +144,6 @@ def test_a_withheld_image_in_a_summarised_span_moves_nothing_and_replays_the_sam
     b2 = sim.request(withheld=held)
     assert "withheld_images" not in b1.record  # the image is in the summarised span
     assert "moved" not in b2.record
-    for built in sim.builds[-2:]:
+    for built in sim.built[-2:]:
         again = sim.replayed(built.seq)
         assert again.record == built.build.record and again.digest == built.build.digest
