@@ -21,7 +21,7 @@ from nodwyn.agent import reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.config import did_you_mean
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
-from nodwyn.agent.ports import Backend, Display, Quiet
+from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
@@ -30,6 +30,7 @@ from nodwyn.errors import ConfigError, EncodeError, NotFoundError, OriginError, 
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
 from nodwyn.record import Recorder, resumed_events
+from nodwyn.transport.backend import Backend
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import Event

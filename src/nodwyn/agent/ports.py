@@ -1,32 +1,15 @@
-"""What the turn loop talks to, given to it as arguments: the model backend and the display.
-
-A ``Backend`` is the HTTP backend (``transport.http.HttpBackend``) or the in-process local model
-(``transport.local.LocalBackend``); tests give the same ones pointed at the fakes. A ``Display`` is
-what the person sees: the CLI prints, tests record, ``Quiet`` shows nothing.
+"""What the person sees of the turn loop: a ``Display`` (the CLI prints, tests record, ``Quiet``
+shows nothing). The model backend's protocol is ``transport.backend.Backend``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from nodwyn.agent.tools import Outcome
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event
-from nodwyn.values.model import ModelSettings
-from nodwyn.values.request import Request, Response
-
-
-class Backend(Protocol):
-    def send(
-        self,
-        request: Request,
-        settings: ModelSettings,
-        *,
-        session_key: str | None,
-        on_delta: Callable[[str, str], None] | None = None,
-        images: Mapping[str, bytes] | None = None,
-    ) -> Response: ...
+from nodwyn.values.request import Response
 
 
 class Display(Protocol):

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodwyn.agent.ports import Backend
 from nodwyn.agent.setup import BASE_SYSTEM
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ProviderError
 from nodwyn.log.redact import NO_KNOWN, Known, redact_error
+from nodwyn.transport.backend import Backend
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response

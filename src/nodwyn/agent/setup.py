@@ -16,13 +16,14 @@ from nodwyn.agent.config import Config, config_path, load_config, write_cache_as
 from nodwyn.agent.extensions import Extensions, load_extensions
 from nodwyn.agent.limits import session_limits, shrunk
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.ports import Backend, Display
+from nodwyn.agent.ports import Display
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
 from nodwyn.record import last_model, resume_point, resume_session, start_session
+from nodwyn.transport.backend import Backend
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.weights import weights_for
 from nodwyn.values.model import ModelSettings, Prices
@@ -176,9 +177,7 @@ class Backends:
     def close(self) -> None:
         """Close what was made (the local model saves its KV cache for a later resume)."""
         for backend in self._made.values():
-            close = getattr(backend, "close", None)
-            if callable(close):
-                close()
+            backend.close()
 
 
 def shell_env(env: Mapping[str, str], config: Config) -> dict[str, str]:

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any, Protocol
+from typing import Any
 
 from nodwyn.log import SessionLog, Store
 from nodwyn.record import EventLog, Recorder, resume_session, resumed_events, start_session
 from nodwyn.testing.memory import MemoryLog
+from nodwyn.transport.backend import Backend
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.events import MAIN_CTX, Event
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import DEFAULT_VERSION, Recipe, WindowLimits
-from nodwyn.values.request import Request, Response, ToolSpec, Usage
+from nodwyn.values.request import Response, ToolSpec, Usage
 from nodwyn.window import Build, Start, TurnOptions, Window, source_digest
 
 ORIGIN = Origin(model="test-model", url="http://127.0.0.1:9/v1", credential="TEST_KEY")
@@ -38,10 +39,6 @@ TOOLS = (
 LIMITS = WindowLimits(
     high_water=60_000, low_water=30_000, max_result_tokens=3_072, output_reserve=8_192, ceiling=80_000
 )
-
-
-class Backend(Protocol):
-    def send(self, request: Request, settings: ModelSettings, *, session_key: str | None) -> Response: ...
 
 
 USAGE = Usage(prompt_tokens=100, cached_tokens=0, output_tokens=10)

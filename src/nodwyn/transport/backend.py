@@ -1,0 +1,29 @@
+"""What the agent sends a request through: the ``Backend`` protocol.
+
+A backend is the HTTP backend (``transport.http.HttpBackend``) or the in-process local model
+(``transport.local.LocalBackend``); tests give the same ones pointed at the fakes, or
+``nodwyn.testing.ScriptedBackend``. ``close`` ends its part of the session (connections closed,
+the local model's KV cache saved for a later resume).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from nodwyn.values.model import ModelSettings
+from nodwyn.values.request import Request, Response
+
+
+class Backend(Protocol):
+    def send(
+        self,
+        request: Request,
+        settings: ModelSettings,
+        *,
+        session_key: str | None,
+        on_delta: Callable[[str, str], None] | None = None,
+        images: Mapping[str, bytes] | None = None,
+    ) -> Response: ...
+
+    def close(self) -> None: ...
