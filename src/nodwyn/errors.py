@@ -26,6 +26,9 @@ The CLI maps these to exit codes in one place (``nodwyn.cli``); the library neve
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class NodwynError(Exception):
     """Root of every error nodwyn raises on purpose."""
@@ -129,3 +132,10 @@ class StorageError(NodwynError):
     """The file system refused a read or write of nodwyn's data (the log stays as it was)."""
 
     exit_code = 14
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``; did you mean 'glm'?`` for the closest known name, or nothing: the tail of a message
+    that names something unknown."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -50,17 +50,16 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
 import tomlkit
 
-from nodwyn.errors import ConfigError, NotFoundError
+from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
 from nodwyn.transport.credentials import origin_of
 from nodwyn.transport.limits import MIB, NETWORK_KEYS, NetworkLimits
 from nodwyn.transport.weights import WEIGHTS
@@ -125,12 +124,6 @@ class Config:
             f"add it with `nodwyn models add {key} ...` "
             f"or a [models.{key}] table in {self.path}"
         )
-
-
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """``; did you mean 'glm'?`` for the closest known name, or nothing."""
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def config_dir(env: Mapping[str, str]) -> Path:

@@ -19,14 +19,21 @@ from typing import Any
 
 from nodwyn.agent import reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
-from nodwyn.agent.config import did_you_mean
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.dialects.session_key import session_key
-from nodwyn.errors import ConfigError, EncodeError, NotFoundError, OriginError, ProviderError, ToolError
+from nodwyn.errors import (
+    ConfigError,
+    EncodeError,
+    NotFoundError,
+    OriginError,
+    ProviderError,
+    ToolError,
+    did_you_mean,
+)
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
 from nodwyn.record import Recorder, resumed_events

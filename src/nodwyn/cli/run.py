@@ -509,7 +509,7 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> N
                     for c in commands:
                         click.echo(SLASH.get(c[1:]) or c)
                 else:
-                    from nodwyn.agent.config import did_you_mean
+                    from nodwyn.errors import did_you_mean
 
                     hint = did_you_mean(f"/{name}", commands)
                     _err(f"nodwyn: unknown command /{name}{hint}; commands: {', '.join(commands)}", fg="red")
