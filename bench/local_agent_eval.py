@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.replay.exact import verify_all
 from nodwyn.transport.local import LocalBackend, cores
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.transport.local import LocalBackend, cores
 

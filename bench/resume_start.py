@@ -24,7 +24,7 @@ import tracemalloc
 from pathlib import Path
 
 import replay_tail
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.agent.state import LoopState
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store

@@ -31,6 +31,7 @@ RANKS: tuple[str, ...] = (
     "transport",
     "fakes",
     "agent",
+    "compose",
     "testing",
     "console",
     "export",
@@ -46,10 +47,13 @@ ALLOWED: dict[str, frozenset[str]] = {
     "record": frozenset({"log", "window"}),
     "replay": frozenset({"stats", "log", "window"}),
     "agent": frozenset({"window", "dialects", "stats", "log", "record", "transport"}),
+    "compose": frozenset({"window", "dialects", "log", "record", "transport", "agent"}),
     "testing": frozenset({"window", "log", "record", "transport", "fakes"}),
     "console": frozenset({"stats", "log", "replay"}),
     "export": frozenset({"stats", "replay"}),
-    "cli": frozenset({"stats", "log", "replay", "transport", "fakes", "agent", "console", "export"}),
+    "cli": frozenset(
+        {"stats", "log", "replay", "transport", "fakes", "agent", "compose", "console", "export"}
+    ),
 }
 
 # Modules that reach the disk, the network, the clock, the environment or other processes.

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.config import (
+from nodwyn.compose.config import (
     LOCAL_MODEL,
     WindowConfig,
     config_path,
@@ -10,8 +10,8 @@ from nodwyn.agent.config import (
     load_config,
     parse_config,
 )
-from nodwyn.agent.limits import default_reserve, session_limits
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.limits import default_reserve, session_limits
+from nodwyn.compose.setup import open_agent
 from nodwyn.errors import ConfigError, NotFoundError
 from nodwyn.log import Store
 from nodwyn.values.model import ModelSettings
@@ -119,7 +119,7 @@ def test_window_checked_against_the_models_context(tmp_path: Path) -> None:
 def test_water_marks_set_too_high_shrink_to_fit_the_context_less_the_reply_cap(tmp_path: Path) -> None:
     """Marks set in config.toml shrink to fit a context too small
     for them, less the reply cap, as unset ones do; a high_water above the ceiling is not refused."""
-    from nodwyn.agent.limits import shrunk
+    from nodwyn.compose.limits import shrunk
 
     model = load_config({"HOME": str(tmp_path)}).model()  # the built-in local model, 4,096 tokens
     reserve = default_reserve(model.context_size)

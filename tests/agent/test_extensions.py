@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.extensions import load_extensions, trust
+from nodwyn.compose.extensions import load_extensions, trust
 from nodwyn.agent.tools import ToolContext
 from nodwyn.errors import ConfigError
 

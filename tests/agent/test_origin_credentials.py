@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent.probe import probe
-from nodwyn.agent.setup import Opened, open_agent
+from nodwyn.compose.probe import probe
+from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.transport.credentials import Credential, Credentials, origin_of

@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from nodwyn.agent.config import WindowConfig, load_config
-from nodwyn.agent.limits import session_limits
+from nodwyn.compose.config import WindowConfig, load_config
+from nodwyn.compose.limits import session_limits
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.setup import BASE_SYSTEM, Backends
+from nodwyn.compose.setup import BASE_SYSTEM, Backends
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store

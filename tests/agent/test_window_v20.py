@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.errors import ConfigError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store

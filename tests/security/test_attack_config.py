@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.config import load_config
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.config import load_config
+from nodwyn.compose.setup import open_agent
 from nodwyn.agent.tools import ToolContext, builtin_tools, run_call
 from nodwyn.agent.tools.shell import capped_timeout
 from nodwyn.errors import ConfigError
@@ -103,7 +103,7 @@ def test_the_cli_refuses_it_in_one_line_and_makes_no_session_folder(tmp_path: Pa
 
 def test_a_start_that_cannot_record_its_recipe_leaves_no_session_folder(tmp_path: Path) -> None:
     """Past the config (an entry built in code): the first append fails, the folder goes."""
-    from nodwyn.agent.config import Config
+    from nodwyn.compose.config import Config
     from nodwyn.values.model import ModelSettings
 
     big = ModelSettings(name="x", api="openai-chat", model="m", context_size=2**70, base_url="http://h")

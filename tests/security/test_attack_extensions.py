@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.extensions import load_extensions, trust, trusted_dirs
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.extensions import load_extensions, trust, trusted_dirs
+from nodwyn.compose.setup import open_agent
 from nodwyn.agent.tools import ToolContext
 from nodwyn.errors import ConfigError
 from nodwyn.fakes import FakeServer

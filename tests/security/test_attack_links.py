@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.agent.tools import Outcome, ToolContext, builtin_tools, run_call
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store

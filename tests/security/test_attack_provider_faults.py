@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.errors import OriginError, ProviderError, ProviderUnavailable
 from nodwyn.fakes import FakeServer
 from nodwyn.transport.credentials import Credential, Credentials, origin_of

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
 from nodwyn.testing import ScriptedBackend, ScriptMismatch, SessionBuilder, Step, recipe

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 import orjson
 
-from nodwyn.agent.config import config_path, edit_model, load_config, set_control, write_cache_asks
-from nodwyn.agent.extensions import trust as trust_dir
-from nodwyn.agent.probe import probe, report
-from nodwyn.agent.setup import backends
+from nodwyn.compose.config import config_path, edit_model, load_config, set_control, write_cache_asks
+from nodwyn.compose.extensions import trust as trust_dir
+from nodwyn.compose.probe import probe, report
+from nodwyn.compose.setup import backends
 from nodwyn.cli.complete import complete_models
 from nodwyn.cli.screen import shown
 from nodwyn.errors import ConfigError, ProviderError

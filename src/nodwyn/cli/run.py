@@ -26,7 +26,7 @@ from click.globals import resolve_color_default
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
 from nodwyn.agent.loop import Agent, TurnResult
-from nodwyn.agent.setup import Opened, open_agent
+from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
 from nodwyn.cli.screen import Stream, hold, redacted, shown

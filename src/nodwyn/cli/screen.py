@@ -30,8 +30,8 @@ def hold(known: Known) -> None:
 def hold_configured() -> None:
     """Hold the credentials config.toml and the keychain name, for a command that opens no session
     (``log``, ``replay``): an old log may hold a value the redaction of its time did not know."""
-    from nodwyn.agent.config import load_config
-    from nodwyn.agent.setup import held_values
+    from nodwyn.compose.config import load_config
+    from nodwyn.compose.setup import held_values
     from nodwyn.errors import NodwynError
 
     with contextlib.suppress(NodwynError):  # no config: only the shapes

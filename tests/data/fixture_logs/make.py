@@ -30,7 +30,7 @@ from tests.agent.conftest import tiny_png  # noqa: E402
 from tests.replay.test_fixture_logs import GOLDEN, TRANSCRIPT, snapshot  # noqa: E402
 
 from nodwyn.agent.loop import Agent  # noqa: E402
-from nodwyn.agent.setup import open_agent  # noqa: E402
+from nodwyn.compose.setup import open_agent  # noqa: E402
 from nodwyn.errors import ProviderError  # noqa: E402
 from nodwyn.fakes import FakeServer  # noqa: E402
 from nodwyn.log import Store  # noqa: E402

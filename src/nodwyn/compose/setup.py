@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.agent.config import Config, config_path, load_config, write_cache_asks
-from nodwyn.agent.extensions import Extensions, load_extensions
-from nodwyn.agent.limits import session_limits, shrunk
+from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
+from nodwyn.compose.extensions import Extensions, load_extensions
+from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Display
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog

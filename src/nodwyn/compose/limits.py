@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodwyn.agent.config import WindowConfig
+from nodwyn.compose.config import WindowConfig
 from nodwyn.errors import ConfigError
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import WindowLimits

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodwyn.agent.setup import BASE_SYSTEM
+from nodwyn.compose.setup import BASE_SYSTEM
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ProviderError
