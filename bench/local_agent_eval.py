@@ -14,6 +14,7 @@ task had to prefill. Every session is replayed from its log (each request digest
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -255,7 +256,7 @@ def run_task(task: Task, model: str, backend: LocalBackend, tmp: Path, max_steps
     }
     opened = open_agent(env=env, workspace=ws, yes=True, backend_for=lambda s: backend)
     agent = opened.agent
-    agent.max_steps = max_steps
+    agent.settings = dataclasses.replace(agent.settings, max_steps=max_steps)
     started = time.perf_counter()
     try:
         result = agent.user_turn(task.prompt)

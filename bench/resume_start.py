@@ -24,8 +24,8 @@ import tracemalloc
 from pathlib import Path
 
 import replay_tail
-from nodwyn.compose.setup import open_agent
 from nodwyn.agent.state import LoopState
+from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.log.session_log import LOG_NAME

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from nodwyn.cli import cli
 from nodwyn.compose.config import edit_model, load_config
 from nodwyn.compose.setup import open_agent
-from nodwyn.cli import cli
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 

@@ -230,7 +230,7 @@ def test_a_session_opens_with_a_high_water_above_the_ceiling_and_records_what_it
     env = {**env_for(path), "NODWYN_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     opened = open_agent(env=env, workspace=ws)
     try:
-        limits = opened.agent.recipe.limits
+        limits = opened.agent.settings.recipe.limits
         first = next(opened.agent.log.read(1, 1))
     finally:
         opened.close()

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.compose.extensions import load_extensions, trust
 from nodwyn.agent.tools import ToolContext
+from nodwyn.compose.extensions import load_extensions, trust
 from nodwyn.errors import ConfigError
 
 EXT = """

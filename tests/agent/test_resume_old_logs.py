@@ -13,18 +13,17 @@ from pathlib import Path
 import orjson
 import pytest
 
+from nodwyn.agent.loop import Agent, AgentSettings
+from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.compose.config import WindowConfig, load_config
 from nodwyn.compose.limits import session_limits
-from nodwyn.agent.loop import Agent
 from nodwyn.compose.setup import BASE_SYSTEM, Backends
-from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.record import last_model, resume_session
 from nodwyn.replay.exact import verify_all
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import CURRENT_VERSION, EXTRA_FLAGS, Recipe
-from nodwyn.window import Window
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "fixture_logs"
 KINDS = sorted(p.name for p in FIXTURES.iterdir() if (p / "sessions").is_dir())
@@ -60,17 +59,10 @@ def test_an_earlier_log_resumed_on_this_build_keeps_every_digest(
         log = resume_session(store, sid, recipe, name)
         env = {"HOME": str(tmp_path)}
         backends = Backends(env, load_config(env))
-        agent = Agent(
-            log=log,
-            window=Window(),
-            recipe=recipe,
-            tools=tools,
-            models={name: model},
-            model=name,
-            backend_for=backends,
-            workspace=workspace,
-            approve=lambda tool, what: False,
+        settings = AgentSettings(
+            recipe=recipe, tools=tools, models={name: model}, model=name, workspace=workspace
         )
+        agent = Agent(log=log, settings=settings, backend_for=backends, approve=lambda tool, what: False)
         try:
             agent.settle()
             assert agent.user_turn("Anything else?").text == "Resumed."

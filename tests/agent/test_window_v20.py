@@ -109,7 +109,7 @@ def test_a_v20_session_sends_run_markers_and_recall_brings_a_unit_back(
     with FakeServer(api="openai-chat", script=script) as fake:
         config(tmp_path / "config.toml", fake.url)
         opened = open_agent(env=env, workspace=big_workspace, resume=sid, yes=True)
-        assert opened.agent.recipe.version == 20
+        assert opened.agent.settings.recipe.version == 20
         assert opened.agent.user_turn("What was in that one?").text == "recalled"
         opened.close()
     log = events(env, sid)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.compose.config import load_config
-from nodwyn.compose.setup import open_agent
 from nodwyn.agent.tools import ToolContext, builtin_tools, run_call
 from nodwyn.agent.tools.shell import capped_timeout
+from nodwyn.compose.config import load_config
+from nodwyn.compose.setup import open_agent
 from nodwyn.errors import ConfigError
 from nodwyn.values.content import ToolCall
 

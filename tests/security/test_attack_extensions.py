@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from nodwyn.agent.tools import ToolContext
 from nodwyn.compose.extensions import load_extensions, trust, trusted_dirs
 from nodwyn.compose.setup import open_agent
-from nodwyn.agent.tools import ToolContext
 from nodwyn.errors import ConfigError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.compose.setup import open_agent
 from nodwyn.agent.tools import Outcome, ToolContext, builtin_tools, run_call
+from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.values.content import ToolCall

@@ -66,56 +66,58 @@ class TurnResult:
     stopped: str | None = None  # why the turn ended without a final answer
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    """What a session's agent runs with, fixed when it is opened (``compose.setup`` makes it)."""
+
+    recipe: Recipe
+    tools: Mapping[str, Tool]
+    models: Mapping[str, ModelSettings]
+    model: str  # the entry a new session starts on; a resumed one follows its model.switch events
+    workspace: Path
+    shell_timeout: float = 30.0
+    tool_timeout: float = 60.0
+    shell_env: Mapping[str, str] | None = None
+    max_steps: int = MAX_STEPS
+
+
 class Agent:
-    """One session's turns. ``window`` is a new ``Window``: the agent feeds it the log, and then
-    every event it appends."""
+    """One session's turns over ``log``: the agent feeds its own window the log, then every event
+    it appends. ``check_model`` refuses a model its first request would fail on."""
 
     def __init__(
         self,
         *,
         log: SessionLog,
-        window: Window,
-        recipe: Recipe,
-        tools: Mapping[str, Tool],
-        models: Mapping[str, ModelSettings],
-        model: str,
+        settings: AgentSettings,
         backend_for: Callable[[ModelSettings], Backend],
-        workspace: Path,
         approve: Approver,
-        shell_timeout: float = 30.0,
-        tool_timeout: float = 60.0,
-        shell_env: Mapping[str, str] | None = None,
         display: Display | None = None,
-        max_steps: int = MAX_STEPS,
         check_model: Callable[[ModelSettings], None] | None = None,
     ) -> None:
         self.log = log
-        self.window = window
-        self.recorder = Recorder(log, window)
-        self.recipe = recipe
-        self.tools = dict(tools)
-        self.models = models
+        self.settings = settings
+        self.window = Window()
+        self.recorder = Recorder(log, self.window)
         self.backend_for = backend_for
-        self.workspace = workspace
         self.display: Display = display or Quiet()
-        self.max_steps = max_steps
-        self.check_model = check_model  # refuses a model its first request would fail on
+        self.check_model = check_model
         self.requests = 0
         self.tool_context = tool_context(
-            recipe,
-            workspace=workspace,
+            settings.recipe,
+            workspace=settings.workspace,
             approve=approve,
-            shell_timeout=shell_timeout,
+            shell_timeout=settings.shell_timeout,
             recall=self.recall,
-            tool_timeout=tool_timeout,
-            shell_env=shell_env,
+            tool_timeout=settings.tool_timeout,
+            shell_env=settings.shell_env,
         )
-        self.state = LoopState(model=model)
+        self.state = LoopState(model=settings.model)
         # A resumed session holds its events from where its window starts, not the whole log
         # (ADR 0114): one pass over those.
         self.first_seq, events = resumed_events(log)
         for event in events:
-            window.feed(event)
+            self.window.feed(event)
             self.state.follow(event)
 
     @property
@@ -128,7 +130,7 @@ class Agent:
 
     @property
     def model(self) -> ModelSettings:
-        return self.models[self.state.model]
+        return self.settings.models[self.state.model]
 
     def append(self, kind: str, data: dict[str, Any], ctx: str | None = None) -> Event:
         event = self.recorder.append(kind, data, ctx or self.state.ctx)
@@ -185,7 +187,7 @@ class Agent:
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message, then model requests and tool calls until a reply without calls."""
-        limits = self.recipe.limits
+        limits = self.settings.recipe.limits
         if self.state.last_estimate > max(limits.high_water, AUTO_COMPACT * limits.ceiling):
             self.display.notice(
                 f"the last request (~{self.state.last_estimate} tokens) came near the window's ceiling "
@@ -204,7 +206,7 @@ class Agent:
 
     def run(self, ctx: str, offered: Sequence[str] | None = None) -> TurnResult:
         start = self.requests
-        for _ in range(self.max_steps):
+        for _ in range(self.settings.max_steps):
             turn = TurnOptions(offered_tools=tuple(offered)) if offered is not None else TurnOptions()
             _, response = self.request(turn, ctx)
             if not response.calls:
@@ -219,17 +221,21 @@ class Agent:
                 return TurnResult(text=response.text, requests=self.requests - start)
             for call in response.calls:
                 self.answer(ctx, call, offered)
-        message = f"stopped after {self.max_steps} model requests in one turn; say how to go on"
+        message = f"stopped after {self.settings.max_steps} model requests in one turn; say how to go on"
         self.append("note", {"text": message}, ctx=ctx)
         self.display.notice(message)
         return TurnResult(text="", requests=self.requests - start, stopped="step limit")
 
     def answer(self, ctx: str, call: ToolCall, offered: Sequence[str] | None) -> Outcome:
         self.display.tool_call(ctx, call)
-        if call.name == SUB_AGENT and SUB_AGENT in self.tools and (offered is None or SUB_AGENT in offered):
+        if (
+            call.name == SUB_AGENT
+            and SUB_AGENT in self.settings.tools
+            and (offered is None or SUB_AGENT in offered)
+        ):
             outcome = self.sub_agent(ctx, call)
         else:
-            outcome = run_call(call, self.tools, self.tool_context, offered)
+            outcome = run_call(call, self.settings.tools, self.tool_context, offered)
         if outcome.plan is not None:
             self.append("gate.plan", {"text": outcome.plan}, ctx=ctx)
         self.append("tool.result", result_data(call, outcome), ctx=ctx)
@@ -262,14 +268,14 @@ class Agent:
         """A sub-agent in a context of its own, offered the tools the call names (fs-read by default);
         its final answer comes back to ``parent`` as the call's one result."""
         try:
-            args = parse_arguments(self.tools[SUB_AGENT].spec, call.arguments)
+            args = parse_arguments(self.settings.tools[SUB_AGENT].spec, call.arguments)
         except ToolError as exc:
             return Outcome(text=str(exc), error=True)
         task = args["task"]
         if not task.strip():
             return Outcome(text='sub-agent: "task" is empty; say what the sub-agent should do', error=True)
         wanted = args.get("tools", ["fs-read"])
-        unknown = sorted(set(wanted) - set(self.tools) | ({SUB_AGENT} & set(wanted)))
+        unknown = sorted(set(wanted) - set(self.settings.tools) | ({SUB_AGENT} & set(wanted)))
         if unknown:
             return Outcome(
                 text=f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog", error=True
@@ -298,7 +304,7 @@ class Agent:
         _, response = self.request(TurnOptions(no_tools=True, headroom=True), parent)
         note = response.text.strip() or "(the model wrote no note; the task continues from the log)"
         new = self.new_context("compact")
-        system = strategies.note_system(note, self.recipe.system)
+        system = strategies.note_system(note, self.settings.recipe.system)
         self.append("ctx.open", {"id": new, "kind": "narrow", "system": system, "lasting": True}, ctx=parent)
         self.append("user.msg", {"text": strategies.CONTINUE_ASK}, ctx=new)
         return note
@@ -306,7 +312,7 @@ class Agent:
     def hygiene(self, *, force: bool = False) -> list[int]:
         """Fold failed attempts and stale reads, at a turn boundary once the window is past low water
         (each fold moves the prefix, so they wait until the room is worth it)."""
-        if not force and self.state.last_estimate < self.recipe.limits.low_water:
+        if not force and self.state.last_estimate < self.settings.recipe.limits.low_water:
             return []
         folds = strategies.hygiene_folds(self.state.results, self.state.folded, self.state.ctx)
         for fold in folds:
@@ -316,12 +322,12 @@ class Agent:
     def switch_model(self, name: str) -> ModelSettings:
         """Switch to model entry ``name``, checked now (configured, its credential and extra at
         hand) rather than at the next request."""
-        if name not in self.models:
+        if name not in self.settings.models:
             raise NotFoundError(
-                f"model {name!r} is not configured{did_you_mean(name, self.models)} "
-                f"(known: {', '.join(sorted(self.models))}); see `nodwyn models list`"
+                f"model {name!r} is not configured{did_you_mean(name, self.settings.models)} "
+                f"(known: {', '.join(sorted(self.settings.models))}); see `nodwyn models list`"
             )
         if self.check_model is not None:
-            self.check_model(self.models[name])
+            self.check_model(self.settings.models[name])
         self.append("model.switch", {"model": name})
         return self.model

@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 import orjson
 
+from nodwyn.cli.complete import complete_models
+from nodwyn.cli.screen import shown
 from nodwyn.compose.config import config_path, edit_model, load_config, set_control, write_cache_asks
 from nodwyn.compose.extensions import trust as trust_dir
 from nodwyn.compose.probe import probe, report
 from nodwyn.compose.setup import backends
-from nodwyn.cli.complete import complete_models
-from nodwyn.cli.screen import shown
 from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.values.codec import prices_to_json
 

@@ -26,10 +26,10 @@ from click.globals import resolve_color_default
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
 from nodwyn.agent.loop import Agent, TurnResult
-from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
 from nodwyn.cli.screen import Stream, hold, redacted, shown
+from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.errors import NodwynError
 from nodwyn.stats.totals import percent
 from nodwyn.values.content import ToolCall
@@ -292,8 +292,8 @@ def _open(
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
     out.info(
-        f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.recipe.version}"
-        f" · workspace {agent.workspace}]"
+        f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.settings.recipe.version}"
+        f" · workspace {agent.settings.workspace}]"
     )
     if images and not agent.model.takes_images:  # said now, not after the request
         out.display.notice(
@@ -488,13 +488,12 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> N
                     out.info(f"[compacted; the note is {len(note)} characters]")
                 elif name == "model":
                     if not arg:
-                        click.echo(
-                            f"model: {agent.model.name}; configured: {', '.join(sorted(agent.models))}"
-                        )
+                        known = ", ".join(sorted(agent.settings.models))
+                        click.echo(f"model: {agent.model.name}; configured: {known}")
                     else:
                         out.info(f"[model {agent.switch_model(arg).name}]")
                 elif name == "models":
-                    for m in sorted(agent.models):
+                    for m in sorted(agent.settings.models):
                         mark = "*" if m == agent.model.name else " "
                         click.echo(f"{mark} {m}")
                 elif name == "plan":

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodwyn.compose.config import config_dir
 from nodwyn.agent.tools import builtin_tools
 from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
+from nodwyn.compose.config import config_dir
 from nodwyn.errors import ConfigError
 from nodwyn.values.request import ToolSpec
 

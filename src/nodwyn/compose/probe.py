@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodwyn.compose.setup import BASE_SYSTEM
 from nodwyn.agent.tools import builtin_tools, catalog
+from nodwyn.compose.setup import BASE_SYSTEM
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ProviderError
 from nodwyn.log.redact import NO_KNOWN, Known, redact_error

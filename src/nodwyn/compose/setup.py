@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
-from nodwyn.compose.extensions import Extensions, load_extensions
-from nodwyn.compose.limits import session_limits, shrunk
-from nodwyn.agent.loop import Agent
+from nodwyn.agent.loop import Agent, AgentSettings
 from nodwyn.agent.ports import Display
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
+from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
+from nodwyn.compose.extensions import Extensions, load_extensions
+from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
@@ -35,7 +35,6 @@ from nodwyn.values.recipe import (
     parse_version,
     policy_for,
 )
-from nodwyn.window import Window
 
 BASE_SYSTEM = (
     "You are nodwyn, a coding agent working in the person's workspace. Use the tools to read, search, "
@@ -336,19 +335,21 @@ def open_agent(
     made: Backends | None = None
     if backend_for is None:
         backend_for = made = Backends(env, config, display.notice if display is not None else None)
-    agent = Agent(
-        log=log,
-        window=Window(),
+    settings = AgentSettings(
         recipe=recipe,
         tools=tools,
         models=config.models,
         model=model.name,
-        backend_for=backend_for,
         workspace=workspace,
-        approve=approver(config, yes, ask),
         shell_timeout=config.shell_timeout,
         tool_timeout=config.tool_timeout,
         shell_env=shell_env(env, config),
+    )
+    agent = Agent(
+        log=log,
+        settings=settings,
+        backend_for=backend_for,
+        approve=approver(config, yes, ask),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
     )
