@@ -5,15 +5,19 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.agent.figures import cache_figures, describe
-from nodwyn.log import Store
+from nodwyn.log import SessionLog, Store
+from nodwyn.testing import SessionBuilder, recipe
 
 
-def reply(log: Any, usage: dict[str, int], prefill_ms: float | None = None) -> None:
-    req = log.append("llm.req", {"model": "m", "digest": "sha256:" + "0" * 64})
+def reply(log: SessionLog, usage: dict[str, int], prefill_ms: float | None = None) -> None:
+    """A request recorded as the agent records it (the session started on the first), and its reply."""
+    s = SessionBuilder(None if log.last_seq else recipe(), log=log)
+    s.user("go")
+    req = s.request()
     response: dict[str, Any] = {"text": "ok", "usage": usage}
     if prefill_ms is not None:
         response["timings"] = {"prefill_ms": prefill_ms}
-    log.append("llm.resp", {"req": req.seq, "response": response})
+    s.add("llm.resp", {"req": req.seq, "response": response})
 
 
 def test_figures_count_only_replies_that_report_a_cache_read(tmp_path: Path) -> None:
