@@ -64,7 +64,7 @@ def test_start_select_keeps_order_and_only_what_is_needed() -> None:
 
 
 def test_a_fold_before_the_start_does_not_move_a_request_after_it() -> None:
-    """Found by the property tests while adding v20 (issue 17): folds were counted over the whole
+    """Found by the property tests while adding v20: folds were counted over the whole
     log, so after a resume that turned folds on, the window built from all events said the request
     in a compaction moved by a 'fold' of a result it does not show; the one from the start did not."""
     sim = started(8)

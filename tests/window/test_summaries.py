@@ -129,7 +129,7 @@ def test_window_v1_ignores_summaries() -> None:
 
 
 def test_a_withheld_image_in_a_summarised_span_moves_nothing_and_replays_the_same() -> None:
-    """Found by the v20 property tests (issue 17): an image a summary replaces is not shown, so
+    """Found by the v20 property tests: an image a summary replaces is not shown, so
     its being withheld is not a reason the next request moved; the live build said ``images``
     where replay, which builds with the record's withheld list, did not."""
     img = {"digest": "sha256:" + "cd" * 32, "media_type": "image/png", "width": 64, "height": 64}

@@ -58,7 +58,7 @@ _INTRODUCED: dict[int, tuple[Flag, ...]] = {
 
 KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
 LATEST_VERSION = max(KNOWN_VERSIONS)
-# The version a new session starts on: v20, which met issue 17's bar on the workload benchmark
+# The version a new session starts on: v20, which met the bar set for it on the workload benchmark
 # (docs/bench-workloads.md, ADR 0150); a resumed session keeps its own unless asked (ADR 0151).
 DEFAULT_VERSION = 20
 CURRENT_VERSION = DEFAULT_VERSION  # the former name of DEFAULT_VERSION
