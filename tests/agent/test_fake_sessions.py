@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nodwyn.agent import strategies
 from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -119,9 +120,9 @@ def test_a_session_with_every_tool_and_strategy(
 
         second = agent.user_turn("What is in the picture?", [image])
         assert second.text == "A red picture."
-        agent.switch_model("claude")
+        strategies.switch_model(agent, "claude")
         assert agent.user_turn("Summarize.").text == "Summary: calc.py fixed."
-        note = agent.compact()
+        note = strategies.compact(agent)
         assert note.startswith("NOTE:")
         assert agent.run(agent.ctx).text == "Continuing: nothing left."
         agent.log.close()
@@ -224,7 +225,7 @@ takes_images = true
         env = {"NODWYN_HOME": str(tmp_path / "home"), "NODWYN_CONFIG": str(config), "HOME": str(tmp_path)}
         agent = open_agent(env=env, workspace=workspace).agent
         agent.user_turn("What is this?", [image])
-        agent.switch_model("b")
+        strategies.switch_model(agent, "b")
         agent.user_turn("And now?")
         sid = agent.session_id
         agent.log.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from nodwyn.agent import strategies
 from nodwyn.compose.probe import probe
 from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.fakes import FakeServer
@@ -76,9 +77,9 @@ def test_plan_and_key_under_one_server_label_never_get_each_others_reasoning(
         try:
             agent = opened.agent
             assert agent.user_turn("What does add do?").text == "add subtracts."
-            agent.switch_model("key")
+            strategies.switch_model(agent, "key")
             assert agent.user_turn("And in one word?").text == "from the key."
-            agent.switch_model("plan")
+            strategies.switch_model(agent, "plan")
             assert agent.user_turn("Once more?").text == "back on the plan."
             sid = agent.session_id
         finally:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from nodwyn.agent import strategies
 from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -55,7 +56,7 @@ def test_resume_reads_from_the_recorded_start_point_not_from_seq_1(tmp_path: Pat
         try:
             agent = opened.agent
             agent.user_turn("What does add do?")
-            agent.compact()
+            strategies.compact(agent)
             agent.user_turn("What is this repository?")
             sid = agent.session_id
         finally:

@@ -23,16 +23,12 @@ from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, Tool, run_call
-from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import (
     ConfigError,
     EncodeError,
-    NotFoundError,
     OriginError,
     ProviderError,
-    ToolError,
-    did_you_mean,
 )
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
@@ -47,9 +43,6 @@ from nodwyn.values.request import Response
 from nodwyn.window import TurnOptions, Window
 
 MAX_STEPS = 24
-# A turn starts with a compaction once the last request was past high water (trimming could not
-# shrink it) and past this share of the ceiling.
-AUTO_COMPACT = 0.9
 
 
 def cache_ask(settings: ModelSettings) -> str | None:
@@ -187,21 +180,15 @@ class Agent:
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message, then model requests and tool calls until a reply without calls."""
-        limits = self.settings.recipe.limits
-        if self.state.last_estimate > max(limits.high_water, AUTO_COMPACT * limits.ceiling):
-            self.display.notice(
-                f"the last request (~{self.state.last_estimate} tokens) came near the window's ceiling "
-                f"({limits.ceiling}) and trimming cannot shrink it; compacting first"
-            )
-            self.compact()
-        self.hygiene()
+        strategies.compact_if_due(self)
+        strategies.hygiene(self)
         refs = [image_ref(self.log.attachments, p, model_host(self.model)) for p in images]
         data: dict[str, Any] = {"text": text}
         if refs:
             data["images"] = refs
         self.append("user.msg", data)
         if plan_first:
-            self.plan()
+            strategies.plan(self)
         return self.run(self.state.ctx)
 
     def run(self, ctx: str, offered: Sequence[str] | None = None) -> TurnResult:
@@ -233,7 +220,7 @@ class Agent:
             and SUB_AGENT in self.settings.tools
             and (offered is None or SUB_AGENT in offered)
         ):
-            outcome = self.sub_agent(ctx, call)
+            outcome = strategies.sub_agent(self, ctx, call)
         else:
             outcome = run_call(call, self.settings.tools, self.tool_context, offered)
         if outcome.plan is not None:
@@ -242,92 +229,5 @@ class Agent:
         self.display.tool_result(ctx, call, outcome)
         return outcome
 
-    def new_context(self, kind: str) -> str:
-        """A context id no earlier context of the session has: named by the seq its ``ctx.open``
-        gets. (Ids were numbered by the contexts opened before, which a session resumed from its
-        start point does not read; an old log's ``KIND-N`` has N below the seq of its own open.)"""
-        return f"{kind}-{self.log.last_seq + 1}"
-
     def recall(self, seq: int) -> str:
         return recall_text(self.log, seq)
-
-    # -- strategies ------------------------------------------------------------------------------
-
-    def plan(self) -> str:
-        """A planner turn: the same conversation, no tools offered; its reply is recorded as the plan."""
-        self.append("user.msg", {"text": strategies.PLANNER_ASK})
-        _, response = self.request(TurnOptions(no_tools=True))
-        plan = response.text.strip()
-        if plan:
-            self.append("gate.plan", {"text": plan})
-        else:
-            self.display.notice("the planner turn wrote no plan; going on without one")
-        return plan
-
-    def sub_agent(self, parent: str, call: ToolCall) -> Outcome:
-        """A sub-agent in a context of its own, offered the tools the call names (fs-read by default);
-        its final answer comes back to ``parent`` as the call's one result."""
-        try:
-            args = parse_arguments(self.settings.tools[SUB_AGENT].spec, call.arguments)
-        except ToolError as exc:
-            return Outcome(text=str(exc), error=True)
-        task = args["task"]
-        if not task.strip():
-            return Outcome(text='sub-agent: "task" is empty; say what the sub-agent should do', error=True)
-        wanted = args.get("tools", ["fs-read"])
-        unknown = sorted(set(wanted) - set(self.settings.tools) | ({SUB_AGENT} & set(wanted)))
-        if unknown:
-            return Outcome(
-                text=f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog", error=True
-            )
-        sub_id = self.new_context("sub")
-        offered = sorted(wanted)
-        data = {
-            "id": sub_id,
-            "kind": "sub",
-            "system": strategies.SUB_AGENT_SYSTEM,
-            "offered_tools": offered,
-            "parent_call": call.id,
-        }
-        self.append("ctx.open", data, ctx=parent)
-        self.append("user.msg", {"text": task}, ctx=sub_id)
-        result = self.run(sub_id, offered=offered)
-        answer = result.text or f"(the sub-agent ended without an answer: {result.stopped})"
-        self.append("ctx.close", {"id": sub_id, "result": answer}, ctx=parent)
-        return Outcome(text=answer, error=not result.text)
-
-    def compact(self) -> str:
-        """Ask for a note (a headroom request, no tools), then narrow under a system prompt that
-        starts from it. The old conversation stays in the log; later windows start at the note."""
-        parent = self.state.ctx
-        self.append("user.msg", {"text": strategies.NOTE_ASK}, ctx=parent)
-        _, response = self.request(TurnOptions(no_tools=True, headroom=True), parent)
-        note = response.text.strip() or "(the model wrote no note; the task continues from the log)"
-        new = self.new_context("compact")
-        system = strategies.note_system(note, self.settings.recipe.system)
-        self.append("ctx.open", {"id": new, "kind": "narrow", "system": system, "lasting": True}, ctx=parent)
-        self.append("user.msg", {"text": strategies.CONTINUE_ASK}, ctx=new)
-        return note
-
-    def hygiene(self, *, force: bool = False) -> list[int]:
-        """Fold failed attempts and stale reads, at a turn boundary once the window is past low water
-        (each fold moves the prefix, so they wait until the room is worth it)."""
-        if not force and self.state.last_estimate < self.settings.recipe.limits.low_water:
-            return []
-        folds = strategies.hygiene_folds(self.state.results, self.state.folded, self.state.ctx)
-        for fold in folds:
-            self.append("result.fold", {"target": fold.target, "text": fold.text})
-        return [f.target for f in folds]
-
-    def switch_model(self, name: str) -> ModelSettings:
-        """Switch to model entry ``name``, checked now (configured, its credential and extra at
-        hand) rather than at the next request."""
-        if name not in self.settings.models:
-            raise NotFoundError(
-                f"model {name!r} is not configured{did_you_mean(name, self.settings.models)} "
-                f"(known: {', '.join(sorted(self.settings.models))}); see `nodwyn models list`"
-            )
-        if self.check_model is not None:
-            self.check_model(self.settings.models[name])
-        self.append("model.switch", {"model": name})
-        return self.model

@@ -1,5 +1,6 @@
-"""Strategies over the turn loop: hygiene folds (pure rules here), and the texts the planner,
-compaction and sub-agent strategies send. The loop (``agent.loop``) runs them.
+"""The strategies the turn loop (``agent.loop``) runs, as functions of the agent: the planner
+turn, a sub-agent, compaction (by hand, or automatic near the ceiling), hygiene folds and a model
+switch; and the texts they send.
 
 Hygiene folds replace a tool result the model no longer needs with a one-line note (``result.fold``):
 the log keeps the original, ``recall`` brings it back. Two rules:
@@ -13,6 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nodwyn.agent.tools import SUB_AGENT, Outcome
+from nodwyn.agent.tools.args import parse_arguments
+from nodwyn.errors import NotFoundError, ToolError, did_you_mean
+from nodwyn.values.content import ToolCall
+from nodwyn.values.model import ModelSettings
+from nodwyn.window import TurnOptions
+
+if TYPE_CHECKING:
+    from nodwyn.agent.loop import Agent
+
+# A turn starts with a compaction once the last request was past high water (trimming could not
+# shrink it) and past this share of the ceiling.
+AUTO_COMPACT = 0.9
 
 PLANNER_ASK = "Before acting, write the plan for this task: the steps you will take, one per line."
 NOTE_ASK = (
@@ -94,3 +110,111 @@ def hygiene_folds(records: Sequence[ResultRecord], folded: Iterable[int], ctx: s
 def note_system(note: str, base: str) -> str:
     """A compaction narrowing's system prompt: it starts from the note, then the session's own."""
     return f"{NOTE_SYSTEM_HEAD}\n{note.strip()}\n\n{base}"
+
+
+def new_context(agent: Agent, kind: str) -> str:
+    """A context id no earlier context of the session has: named by the seq its ``ctx.open``
+    gets. (Ids were numbered by the contexts opened before, which a session resumed from its
+    start point does not read; an old log's ``KIND-N`` has N below the seq of its own open.)"""
+    return f"{kind}-{agent.log.last_seq + 1}"
+
+
+def plan(agent: Agent) -> str:
+    """A planner turn: the same conversation, no tools offered; its reply is recorded as the plan."""
+    agent.append("user.msg", {"text": PLANNER_ASK})
+    _, response = agent.request(TurnOptions(no_tools=True))
+    text = response.text.strip()
+    if text:
+        agent.append("gate.plan", {"text": text})
+    else:
+        agent.display.notice("the planner turn wrote no plan; going on without one")
+    return text
+
+
+def sub_agent(agent: Agent, parent: str, call: ToolCall) -> Outcome:
+    """A sub-agent in a context of its own, offered the tools the call names (fs-read by default);
+    its final answer comes back to ``parent`` as the call's one result."""
+    tools = agent.settings.tools
+    try:
+        args = parse_arguments(tools[SUB_AGENT].spec, call.arguments)
+    except ToolError as exc:
+        return Outcome(text=str(exc), error=True)
+    task = args["task"]
+    if not task.strip():
+        return Outcome(text='sub-agent: "task" is empty; say what the sub-agent should do', error=True)
+    wanted = args.get("tools", ["fs-read"])
+    unknown = sorted(set(wanted) - set(tools) | ({SUB_AGENT} & set(wanted)))
+    if unknown:
+        return Outcome(
+            text=f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog", error=True
+        )
+    sub_id = new_context(agent, "sub")
+    offered = sorted(wanted)
+    data = {
+        "id": sub_id,
+        "kind": "sub",
+        "system": SUB_AGENT_SYSTEM,
+        "offered_tools": offered,
+        "parent_call": call.id,
+    }
+    agent.append("ctx.open", data, ctx=parent)
+    agent.append("user.msg", {"text": task}, ctx=sub_id)
+    result = agent.run(sub_id, offered=offered)
+    answer = result.text or f"(the sub-agent ended without an answer: {result.stopped})"
+    agent.append("ctx.close", {"id": sub_id, "result": answer}, ctx=parent)
+    return Outcome(text=answer, error=not result.text)
+
+
+def compact(agent: Agent) -> str:
+    """Ask for a note (a headroom request, no tools), then narrow under a system prompt that
+    starts from it. The old conversation stays in the log; later windows start at the note."""
+    parent = agent.state.ctx
+    agent.append("user.msg", {"text": NOTE_ASK}, ctx=parent)
+    _, response = agent.request(TurnOptions(no_tools=True, headroom=True), parent)
+    note = response.text.strip() or "(the model wrote no note; the task continues from the log)"
+    new = new_context(agent, "compact")
+    system = note_system(note, agent.settings.recipe.system)
+    agent.append("ctx.open", {"id": new, "kind": "narrow", "system": system, "lasting": True}, ctx=parent)
+    agent.append("user.msg", {"text": CONTINUE_ASK}, ctx=new)
+    return note
+
+
+def compact_if_due(agent: Agent) -> bool:
+    """Compact before a turn when the last request came near the ceiling and trimming could not
+    shrink it."""
+    limits = agent.settings.recipe.limits
+    if agent.state.last_estimate <= max(limits.high_water, AUTO_COMPACT * limits.ceiling):
+        return False
+    agent.display.notice(
+        f"the last request (~{agent.state.last_estimate} tokens) came near the window's ceiling "
+        f"({limits.ceiling}) and trimming cannot shrink it; compacting first"
+    )
+    compact(agent)
+    return True
+
+
+def hygiene(agent: Agent, *, force: bool = False) -> list[int]:
+    """Fold failed attempts and stale reads, at a turn boundary once the window is past low water
+    (each fold moves the prefix, so they wait until the room is worth it)."""
+    state = agent.state
+    if not force and state.last_estimate < agent.settings.recipe.limits.low_water:
+        return []
+    folds = hygiene_folds(state.results, state.folded, state.ctx)
+    for fold in folds:
+        agent.append("result.fold", {"target": fold.target, "text": fold.text})
+    return [f.target for f in folds]
+
+
+def switch_model(agent: Agent, name: str) -> ModelSettings:
+    """Switch to model entry ``name``, checked now (configured, its credential and extra at
+    hand) rather than at the next request."""
+    models = agent.settings.models
+    if name not in models:
+        raise NotFoundError(
+            f"model {name!r} is not configured{did_you_mean(name, models)} "
+            f"(known: {', '.join(sorted(models))}); see `nodwyn models list`"
+        )
+    if agent.check_model is not None:
+        agent.check_model(models[name])
+    agent.append("model.switch", {"model": name})
+    return agent.model

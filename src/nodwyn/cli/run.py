@@ -26,6 +26,7 @@ from click.globals import resolve_color_default
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
 from nodwyn.agent.loop import Agent, TurnResult
+from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
 from nodwyn.cli.screen import Stream, hold, redacted, shown
@@ -484,14 +485,14 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> N
                 if name in ("quit", "exit"):
                     break
                 if name == "compact":
-                    note = agent.compact()
+                    note = compact(agent)
                     out.info(f"[compacted; the note is {len(note)} characters]")
                 elif name == "model":
                     if not arg:
                         known = ", ".join(sorted(agent.settings.models))
                         click.echo(f"model: {agent.model.name}; configured: {known}")
                     else:
-                        out.info(f"[model {agent.switch_model(arg).name}]")
+                        out.info(f"[model {switch_model(agent, arg).name}]")
                 elif name == "models":
                     for m in sorted(agent.settings.models):
                         mark = "*" if m == agent.model.name else " "

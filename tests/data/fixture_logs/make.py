@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from tests.agent.conftest import tiny_png  # noqa: E402
 from tests.replay.test_fixture_logs import GOLDEN, TRANSCRIPT, snapshot  # noqa: E402
 
+from nodwyn.agent import strategies  # noqa: E402
 from nodwyn.agent.loop import Agent  # noqa: E402
 from nodwyn.compose.setup import open_agent  # noqa: E402
 from nodwyn.errors import ProviderError  # noqa: E402
@@ -230,7 +231,7 @@ def compaction(run: Run) -> None:
         run.configure(entry("m", "anthropic", fake.url, 'cache_control = "ephemeral"\n'), "m")
         with run.agent() as agent:
             agent.user_turn("What does add in calc.py do?")
-            agent.compact()
+            strategies.compact(agent)
             agent.run(agent.ctx)
             agent.user_turn("Anything else?")
         used_up(fake)
@@ -253,7 +254,7 @@ def folds(run: Run) -> None:
         run.configure(entry("m", "openai-chat", fake.url), "m")
         with run.agent() as agent:
             agent.user_turn("Fix add in calc.py.")
-            assert agent.hygiene(force=True), "no fold was made"
+            assert strategies.hygiene(agent, force=True), "no fold was made"
             agent.user_turn("Anything else?")
         used_up(fake)
 
@@ -272,7 +273,7 @@ def image(run: Run) -> None:
         )
         with run.agent() as agent:
             agent.user_turn("What is in the picture?", [shot])
-            agent.switch_model("blind")
+            strategies.switch_model(agent, "blind")
             agent.user_turn("And you?")
         used_up(a, b)
 
@@ -342,9 +343,9 @@ def model_switch(run: Run) -> None:
         )
         with run.agent() as agent:
             agent.user_turn("What does add in calc.py do?")
-            agent.switch_model("chat")
+            strategies.switch_model(agent, "chat")
             agent.user_turn("Say it again.")
-            agent.switch_model("claude")
+            strategies.switch_model(agent, "claude")
             agent.user_turn("And once more.")
         used_up(claude, chat)
 
