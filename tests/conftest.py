@@ -5,6 +5,9 @@ every session log found there is rebuilt from the log and its digest checked (ev
 every session the test suite creates replays). A digest mismatch fails the test. Logs
 a test damaged on purpose (refused as corrupt, legacy or of an unknown version) are the business of
 that test; a test that forges digests on purpose says so with ``@pytest.mark.forges_digests``.
+
+Every event of those logs that decodes (``values.events.decode``) must also encode back to the same
+payload (``to_data``), compared as sorted JSON: the typed vocabulary changes nothing on disk.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from nodwyn.errors import DigestMismatchError, NodwynError
 from nodwyn.log import Store
 from nodwyn.replay.exact import verify_all
+from nodwyn.values.events import PAYLOADS
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,10 +42,34 @@ def _mismatches(tmp: Path) -> list[str]:
     return found
 
 
+def _sorted(value: object) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def round_trip_mismatches(log_file: Path) -> list[str]:
+    """Events of a log whose typed payload does not encode back to the bytes read."""
+    found: list[str] = []
+    for n, line in enumerate(log_file.read_bytes().splitlines(), 1):
+        try:
+            raw = orjson.loads(line)
+            cls = PAYLOADS[raw["kind"]]
+            payload = cls.from_data(raw["data"])
+        except (NodwynError, orjson.JSONDecodeError, KeyError, TypeError):
+            continue  # damaged on purpose: refused by the codec, that test's business
+        if _sorted(payload.to_data()) != _sorted(raw["data"]):
+            found.append(f"{log_file.parent.name} line {n} ({raw['kind']}) does not encode back")
+    return found
+
+
 @pytest.fixture(autouse=True)
 def _every_session_replays(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
     yield
     if request.node.get_closest_marker("forges_digests"):
         return
     mismatches = _mismatches(tmp_path)
-    assert not mismatches, "requests that do not replay to their recorded digest:\n" + "\n".join(mismatches)
+    for log_file in sorted(tmp_path.rglob("sessions/*/log.jsonl")):
+        mismatches += round_trip_mismatches(log_file)
+    assert not mismatches, (
+        "requests that do not replay to their recorded digest, or events that do not encode back:\n"
+        + "\n".join(mismatches)
+    )

@@ -6,13 +6,30 @@ On disk one event is one JSON line::
 
 ``seq`` starts at 1 and grows by one with no gaps. ``ctx`` names the conversation context the
 event belongs to: ``"main"`` or the id a ``ctx.open`` event gave a sub-context. ``data`` is the
-kind's payload, described by the TypedDicts below (fields marked NotRequired may be absent).
+kind's payload. Each kind has one frozen class below (``USER_MSG`` -> ``UserMsg`` ...) with one
+codec: ``decode(event)`` / ``Cls.from_data(data, where)`` checks every field and raises
+``CorruptLogError`` naming it; ``to_data()`` gives the payload back, identical to what was read
+(fields this release does not know are kept in ``extra``, so nothing read and written back changes).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast
+
+from nodwyn.errors import CorruptLogError
+from nodwyn.values.codec import (
+    origin_from_json,
+    origin_to_json,
+    recipe_from_json,
+    recipe_to_json,
+    response_from_json,
+    response_to_json,
+)
+from nodwyn.values.content import Origin
+from nodwyn.values.recipe import Recipe
+from nodwyn.values.request import Response
 
 MAIN_CTX: Final = "main"
 
@@ -47,123 +64,638 @@ class Event:
     data: dict[str, Any] = field(hash=False)
 
 
-# -- payloads ----------------------------------------------------------------------------------
+# -- the kinds ---------------------------------------------------------------------------------
 
-
-class SessionStart(TypedDict):
-    recipe: dict[str, Any]  # values.codec.recipe_to_json
-    model: str  # the [control] model's name
-    workspace: NotRequired[str]
-
-
-class SessionResume(TypedDict):
-    recipe: dict[str, Any]
-    model: str
-
-
-class ImageRef(TypedDict):
-    digest: str
-    media_type: str
-    width: int
-    height: int
-    name: NotRequired[str]
-    host: NotRequired[str | None]  # the host the person confirmed sending it to
-
-
-class UserMsg(TypedDict):
-    text: str
-    images: NotRequired[list[ImageRef]]
-
-
-class WithheldImage(TypedDict):
-    digest: str
-    reason: str
-
-
-class ReqStart(TypedDict):
-    seq: int  # window.Start.seq: the first event, read in order from there
-    keep: list[int]  # window.Start.keep: earlier events it needs (recipe, open contexts)
-
-
-class LlmReq(TypedDict):
-    model: str  # the model entry's name
-    origin: dict[str, Any]  # values.codec.origin_to_json of the target: which blocks it may get back
-    digest: str  # values.canonical.digest of the neutral request
-    elided: list[int]  # seqs newly elided by this request (sticky from now on)
-    estimate: int  # the window's token estimate of the request
-    trim: bool  # this request is a trim point (its prefix may move)
-    high_water: NotRequired[int]  # the trim line used (headroom requests record the ceiling)
-    below_low_blocked: NotRequired[bool]  # protected history kept the estimate above low water
-    no_tools: NotRequired[bool]
-    offered_tools: NotRequired[list[str]]
-    withheld_images: NotRequired[list[WithheldImage]]
-    max_output: NotRequired[int]
-    headroom: NotRequired[bool]
-    moved: NotRequired[list[str]]  # why it is not its predecessor (same ctx) with messages appended
-    start: NotRequired[ReqStart]  # where a window rebuilding it may start (replay's seek hint)
-
-
-class LlmResp(TypedDict):
-    req: int  # seq of the llm.req it answers
-    response: dict[str, Any]  # values.codec.response_to_json (text, thinking, calls, blocks, usage)
+SESSION_START: Final = "session.start"
+SESSION_RESUME: Final = "session.resume"
+USER_MSG: Final = "user.msg"
+LLM_REQ: Final = "llm.req"
+LLM_RESP: Final = "llm.resp"
+TOOL_RESULT: Final = "tool.result"
+GATE_PLAN: Final = "gate.plan"
+RESULT_FOLD: Final = "result.fold"
+SUMMARY_ADD: Final = "summary.add"
+SUMMARY_REVOKE: Final = "summary.revoke"
+CTX_OPEN: Final = "ctx.open"
+CTX_CLOSE: Final = "ctx.close"
+CTX_WIDEN: Final = "ctx.widen"
+MODEL_SWITCH: Final = "model.switch"
+LOG_REPAIRED: Final = "log.repaired"
+NOTE: Final = "note"
 
 
 class FileRange(TypedDict):
+    """An fs-read outcome's lines, as tools hand it over (the payload holds a ``LineRange``)."""
+
     start: int
     end: int
     total: int
 
 
-class ToolResult(TypedDict):
+# -- reading fields: the one place payload fields are checked ------------------------------------
+
+_Type = type | tuple[type, ...]
+
+
+def _name(typ: _Type) -> str:
+    if isinstance(typ, tuple):
+        return " or ".join("null" if t is type(None) else t.__name__ for t in typ)
+    return typ.__name__
+
+
+class _Reader:
+    """The fields of one JSON object, checked as they are taken; what is left over is ``extra``."""
+
+    __slots__ = ("d", "taken", "where")
+
+    def __init__(self, d: Any, where: str) -> None:
+        if not isinstance(d, dict):
+            raise CorruptLogError(f"{where}: expected an object, got {type(d).__name__}")
+        self.d: dict[str, Any] = d
+        self.where = where
+        self.taken: set[str] = set()
+
+    def has(self, key: str) -> bool:
+        return key in self.d
+
+    def get(self, key: str, typ: _Type, default: Any = ...) -> Any:
+        self.taken.add(key)
+        if key not in self.d:
+            if default is ...:
+                raise CorruptLogError(f"{self.where}: missing field {key!r}")
+            return default
+        value = self.d[key]
+        ints = typ is int or (isinstance(typ, tuple) and int in typ)
+        if isinstance(value, bool) and ints and not (typ is bool or (isinstance(typ, tuple) and bool in typ)):
+            raise CorruptLogError(f"{self.where}.{key}: expected an integer, got a boolean")
+        if not isinstance(value, typ):
+            raise CorruptLogError(f"{self.where}.{key}: expected {_name(typ)}, got {type(value).__name__}")
+        return value
+
+    def ints(self, key: str, default: Any = ...) -> tuple[int, ...] | None:
+        items = self.get(key, list, default)
+        if items is None or items is default:
+            return cast("tuple[int, ...] | None", items)
+        for i, v in enumerate(items):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise CorruptLogError(f"{self.where}.{key}[{i}]: expected an integer, got {type(v).__name__}")
+        return tuple(items)
+
+    def strs(self, key: str) -> tuple[str, ...] | None:
+        items = self.get(key, list, None)
+        if items is None:
+            return None
+        for i, v in enumerate(items):
+            if not isinstance(v, str):
+                raise CorruptLogError(f"{self.where}.{key}[{i}]: expected a string, got {type(v).__name__}")
+        return tuple(items)
+
+    def objects(self, key: str) -> list[Any] | None:
+        items = self.get(key, list, None)
+        return None if items is None else list(items)
+
+    def extra(self) -> dict[str, Any]:
+        return {k: v for k, v in self.d.items() if k not in self.taken}
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    """An optional field: written only when recorded (None means absent)."""
+    if value is not None:
+        out[key] = value
+
+
+# -- payloads ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Payload:
+    """One event kind's payload. ``extra``: fields this release does not read, kept as they were
+    (the log's ``_redaction`` report, fields a later release adds) so ``to_data`` gives back what
+    was read."""
+
+    KIND: ClassVar[str] = ""
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def from_data(cls, data: Any, where: str = "") -> Self:
+        """The payload read from ``data``; ``CorruptLogError`` naming the field if it is malformed."""
+        r = _Reader(data, where or cls.KIND)
+        return cls._read(r)
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        raise NotImplementedError
+
+    def _fields(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_data(self) -> dict[str, Any]:
+        """The payload as the log holds it."""
+        return {**self.extra, **self._fields()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _RecipePayload(Payload):
+    """The recipe in force from here on, and the [control] model. ``recipe`` None: a legacy
+    session (written before recipes were recorded), refused by exact replay as such.
+    ``recipe_json``: the recipe as recorded, written back as it was."""
+
+    recipe: Recipe | None
+    model: str
+    workspace: str | None = None
+    recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        raw = r.get("recipe", dict, None)
+        return cls(
+            recipe=None if raw is None else recipe_from_json(raw, f"{r.where}.recipe"),
+            recipe_json=raw,
+            model=r.get("model", str),
+            workspace=r.get("workspace", str, None),
+            extra=r.extra(),
+        )
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"model": self.model}
+        if self.recipe is not None:
+            out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
+        _put(out, "workspace", self.workspace)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStart(_RecipePayload):
+    KIND: ClassVar[str] = SESSION_START
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionResume(_RecipePayload):
+    KIND: ClassVar[str] = SESSION_RESUME
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImageRef:
+    """An attached image: its attachment digest, and the host the person confirmed sending it to
+    (``host_recorded`` False: written before hosts were recorded)."""
+
+    digest: str
+    media_type: str
+    width: int
+    height: int
+    name: str | None = None
+    host: str | None = None
+    host_recorded: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def from_data(cls, data: Any, where: str) -> ImageRef:
+        r = _Reader(data, where)
+        ref = cls(
+            digest=r.get("digest", str),
+            media_type=r.get("media_type", str),
+            width=r.get("width", int),
+            height=r.get("height", int),
+            name=r.get("name", str, None),
+            host=r.get("host", (str, type(None)), None),
+            host_recorded=r.has("host"),
+            extra=r.extra(),
+        )
+        if ref.width <= 0 or ref.height <= 0:
+            raise CorruptLogError(f"{where}: width and height must be positive")
+        return ref
+
+    @property
+    def shown_name(self) -> str:
+        """The name shown for it: its file name, or the start of its digest."""
+        return self.name if self.name is not None else self.digest[:19]
+
+    def to_data(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            **self.extra,
+            "digest": self.digest,
+            "media_type": self.media_type,
+            "width": self.width,
+            "height": self.height,
+        }
+        _put(out, "name", self.name)
+        if self.host_recorded:
+            out["host"] = self.host
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMsg(Payload):
+    KIND: ClassVar[str] = USER_MSG
+    text: str
+    images: tuple[ImageRef, ...] | None = None
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        text = r.get("text", str)
+        raw = r.objects("images")
+        images = (
+            None
+            if raw is None
+            else tuple(ImageRef.from_data(ref, f"{r.where}.images[{i}]") for i, ref in enumerate(raw))
+        )
+        return cls(text=text, images=images, extra=r.extra())
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"text": self.text}
+        if self.images is not None:
+            out["images"] = [ref.to_data() for ref in self.images]
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WithheldImage:
+    digest: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReqStart:
+    """Where a window rebuilding the request may start: the first seq, read in order from there,
+    and the earlier events it keeps (recipe, open contexts). Replay's and resume's seek hint."""
+
+    seq: int
+    keep: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmReq(Payload):
+    """A request: what the window decided (``elided`` newly sticky, ``estimate``, ``trim``, ...)
+    and the digest of the neutral request sent. ``digest`` None: a legacy request, refused by
+    exact replay as such."""
+
+    KIND: ClassVar[str] = LLM_REQ
+    model: str
+    origin: Origin
+    digest: str | None = None
+    elided: tuple[int, ...] = ()
+    estimate: int = 0
+    trim: bool = False
+    high_water: int | None = None
+    below_low_blocked: bool | None = None
+    target: int | None = None
+    head: int | None = None
+    no_tools: bool | None = None
+    offered_tools: tuple[str, ...] | None = None
+    withheld_images: tuple[WithheldImage, ...] | None = None
+    max_output: int | None = None
+    headroom: bool | None = None
+    moved: tuple[str, ...] | None = None
+    start: ReqStart | None = None
+    cache_ask: str | None = None
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        w = r.where
+        model = r.get("model", str)
+        origin = origin_from_json(r.get("origin", dict), f"{w}.origin")
+        digest = r.get("digest", str, None)
+        if digest is not None and not _DIGEST.fullmatch(digest):
+            raise CorruptLogError(f"{w}.digest: {digest[:80]!r} is not 'sha256:' and 64 lowercase hex digits")
+        elided = r.ints("elided")
+        withheld = r.objects("withheld_images")
+        held = None
+        if withheld is not None:
+            items = []
+            for i, raw in enumerate(withheld):
+                wr = _Reader(raw, f"{w}.withheld_images[{i}]")
+                items.append(WithheldImage(digest=wr.get("digest", str), reason=wr.get("reason", str)))
+            held = tuple(items)
+        raw_start = r.get("start", dict, None)
+        start = None
+        if raw_start is not None:
+            sr = _Reader(raw_start, f"{w}.start")
+            start = ReqStart(seq=sr.get("seq", int), keep=sr.ints("keep") or ())
+        return cls(
+            model=model,
+            origin=origin,
+            digest=digest,
+            elided=elided or (),
+            estimate=r.get("estimate", int),
+            trim=r.get("trim", bool),
+            high_water=r.get("high_water", int, None),
+            below_low_blocked=r.get("below_low_blocked", bool, None),
+            target=r.get("target", int, None),
+            head=r.get("head", int, None),
+            no_tools=r.get("no_tools", bool, None),
+            offered_tools=r.strs("offered_tools"),
+            withheld_images=held,
+            max_output=r.get("max_output", int, None),
+            headroom=r.get("headroom", bool, None),
+            moved=r.strs("moved"),
+            start=start,
+            cache_ask=r.get("cache_ask", str, None),
+            extra=r.extra(),
+        )
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"model": self.model, "origin": origin_to_json(self.origin)}
+        _put(out, "digest", self.digest)
+        out.update(elided=list(self.elided), estimate=self.estimate, trim=self.trim)
+        for key in ("high_water", "below_low_blocked", "target", "head", "no_tools"):
+            _put(out, key, getattr(self, key))
+        if self.offered_tools is not None:
+            out["offered_tools"] = list(self.offered_tools)
+        if self.withheld_images is not None:
+            out["withheld_images"] = [{"digest": h.digest, "reason": h.reason} for h in self.withheld_images]
+        _put(out, "max_output", self.max_output)
+        _put(out, "headroom", self.headroom)
+        if self.moved is not None:
+            out["moved"] = list(self.moved)
+        if self.start is not None:
+            out["start"] = {"seq": self.start.seq, "keep": list(self.start.keep)}
+        _put(out, "cache_ask", self.cache_ask)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmResp(Payload):
+    KIND: ClassVar[str] = LLM_RESP
+    req: int  # seq of the llm.req it answers
+    response: Response
+    response_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        req = r.get("req", int)
+        raw = r.get("response", dict)
+        return cls(
+            req=req,
+            response=response_from_json(raw, f"{r.where}.response"),
+            response_json=raw,
+            extra=r.extra(),
+        )
+
+    def _fields(self) -> dict[str, Any]:
+        raw = self.response_json if self.response_json is not None else response_to_json(self.response)
+        return {"req": self.req, "response": raw}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LineRange:
+    start: int
+    end: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult(Payload):
+    """A tool's outcome. ``range``: the file lines an fs-read shows (``range_recorded`` with
+    ``range`` None: recorded as null)."""
+
+    KIND: ClassVar[str] = TOOL_RESULT
     call_id: str
     name: str
     text: str
     error: bool
-    range: NotRequired[FileRange | None]  # fs-read: the file lines it shows
+    range: LineRange | None = None
+    range_recorded: bool = False
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        call_id, name, text, error = (
+            r.get("call_id", str),
+            r.get("name", str),
+            r.get("text", str),
+            r.get("error", bool),
+        )
+        raw = r.get("range", (dict, type(None)), None)
+        rng = None
+        if raw is not None:
+            rr = _Reader(raw, f"{r.where}.range")
+            rng = LineRange(start=rr.get("start", int), end=rr.get("end", int), total=rr.get("total", int))
+        return cls(
+            call_id=call_id,
+            name=name,
+            text=text,
+            error=error,
+            range=rng,
+            range_recorded=r.has("range"),
+            extra=r.extra(),
+        )
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "call_id": self.call_id,
+            "name": self.name,
+            "text": self.text,
+            "error": self.error,
+        }
+        if self.range is not None:
+            out["range"] = {"start": self.range.start, "end": self.range.end, "total": self.range.total}
+        elif self.range_recorded:
+            out["range"] = None
+        return out
 
 
-class GatePlan(TypedDict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _TextPayload(Payload):
     text: str
 
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(text=r.get("text", str), extra=r.extra())
 
-class ResultFold(TypedDict):
+    def _fields(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatePlan(_TextPayload):
+    """A plan the person approved at the gate."""
+
+    KIND: ClassVar[str] = GATE_PLAN
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Note(_TextPayload):
+    KIND: ClassVar[str] = NOTE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultFold(Payload):
+    KIND: ClassVar[str] = RESULT_FOLD
     target: int  # seq of the tool.result folded
     text: str
 
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(target=r.get("target", int), text=r.get("text", str), extra=r.extra())
 
-class SummaryAdd(TypedDict):
+    def _fields(self) -> dict[str, Any]:
+        return {"target": self.target, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryAdd(Payload):
+    KIND: ClassVar[str] = SUMMARY_ADD
     first: int  # first seq of the source span
     last: int  # last seq of the source span
     text: str
     source_digest: str
 
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(
+            first=r.get("first", int),
+            last=r.get("last", int),
+            text=r.get("text", str),
+            source_digest=r.get("source_digest", str),
+            extra=r.extra(),
+        )
 
-class SummaryRevoke(TypedDict):
+    def _fields(self) -> dict[str, Any]:
+        return {
+            "first": self.first,
+            "last": self.last,
+            "text": self.text,
+            "source_digest": self.source_digest,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryRevoke(Payload):
+    KIND: ClassVar[str] = SUMMARY_REVOKE
     summary: int  # seq of the summary.add
 
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(summary=r.get("summary", int), extra=r.extra())
 
-class CtxOpen(TypedDict):
+    def _fields(self) -> dict[str, Any]:
+        return {"summary": self.summary}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CtxOpen(Payload):
+    KIND: ClassVar[str] = CTX_OPEN
     id: str
     kind: Literal["narrow", "sub"]
-    system: NotRequired[str]  # a narrowing's own system prompt
-    offered_tools: NotRequired[list[str]]
-    parent_call: NotRequired[str]  # a sub-agent's calling tool call id
-    lasting: NotRequired[bool]  # a narrowing that is never widened or closed (compaction)
+    system: str | None = None  # a narrowing's own system prompt
+    offered_tools: tuple[str, ...] | None = None
+    parent_call: str | None = None  # a sub-agent's calling tool call id
+    lasting: bool | None = None  # a narrowing that is never widened or closed (compaction)
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        cid = r.get("id", str)
+        kind = r.get("kind", str)
+        if kind not in ("narrow", "sub"):
+            raise CorruptLogError(f"{r.where}.kind: unknown context kind {kind!r} (narrow or sub)")
+        return cls(
+            id=cid,
+            kind=cast(Literal["narrow", "sub"], kind),
+            system=r.get("system", str, None),
+            offered_tools=r.strs("offered_tools"),
+            parent_call=r.get("parent_call", str, None),
+            lasting=r.get("lasting", bool, None),
+            extra=r.extra(),
+        )
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind}
+        _put(out, "system", self.system)
+        if self.offered_tools is not None:
+            out["offered_tools"] = list(self.offered_tools)
+        _put(out, "parent_call", self.parent_call)
+        _put(out, "lasting", self.lasting)
+        return out
 
 
-class CtxClose(TypedDict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CtxClose(Payload):
+    KIND: ClassVar[str] = CTX_CLOSE
     id: str
-    result: NotRequired[str]
+    result: str | None = None
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(id=r.get("id", str), result=r.get("result", str, None), extra=r.extra())
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        _put(out, "result", self.result)
+        return out
 
 
-class ModelSwitch(TypedDict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CtxWiden(Payload):
+    """A narrowing ends and its conversation joins its parent's (the window checks the id names
+    an open narrowing)."""
+
+    KIND: ClassVar[str] = CTX_WIDEN
+    id: str
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(id=r.get("id", str), extra=r.extra())
+
+    def _fields(self) -> dict[str, Any]:
+        return {"id": self.id}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSwitch(Payload):
+    KIND: ClassVar[str] = MODEL_SWITCH
     model: str
 
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(model=r.get("model", str), extra=r.extra())
 
-class LogRepaired(TypedDict):
+    def _fields(self) -> dict[str, Any]:
+        return {"model": self.model}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogRepaired(Payload):
+    KIND: ClassVar[str] = LOG_REPAIRED
     truncated_bytes: int
     offset: int
 
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(
+            truncated_bytes=r.get("truncated_bytes", int), offset=r.get("offset", int), extra=r.extra()
+        )
 
-class Note(TypedDict):
-    text: str
+    def _fields(self) -> dict[str, Any]:
+        return {"truncated_bytes": self.truncated_bytes, "offset": self.offset}
+
+
+PAYLOADS: Final[dict[str, type[Payload]]] = {
+    cls.KIND: cls
+    for cls in (
+        SessionStart,
+        SessionResume,
+        UserMsg,
+        LlmReq,
+        LlmResp,
+        ToolResult,
+        GatePlan,
+        ResultFold,
+        SummaryAdd,
+        SummaryRevoke,
+        CtxOpen,
+        CtxClose,
+        CtxWiden,
+        ModelSwitch,
+        LogRepaired,
+        Note,
+    )
+}
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def decode(event: Event) -> Payload:
+    """The event's typed payload; ``CorruptLogError`` naming the kind, seq and field if malformed."""
+    cls = PAYLOADS.get(event.kind)
+    if cls is None:
+        raise CorruptLogError(f"seq {event.seq}: unknown event kind {event.kind!r}")
+    return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
