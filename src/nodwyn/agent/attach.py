@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
 from nodwyn.log.attachments import Attachments
+from nodwyn.values.events import ImageRef
 from nodwyn.values.model import ModelSettings
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -91,7 +92,7 @@ def model_host(settings: ModelSettings) -> str:
 
 
 def withheld(
-    refs: Mapping[str, Mapping[str, Any]], settings: ModelSettings, attachments: Attachments
+    refs: Mapping[str, ImageRef], settings: ModelSettings, attachments: Attachments
 ) -> tuple[dict[str, str], dict[str, bytes]]:
     """Each attached image (``refs`` by digest): withheld with the reason, or its bytes to send."""
     reasons: dict[str, str] = {}
@@ -101,7 +102,7 @@ def withheld(
         if not settings.takes_images:
             reasons[digest] = f"model {settings.name} takes no images"
             continue
-        confirmed = ref.get("host")
+        confirmed = ref.host
         if confirmed is not None and confirmed != host:
             reasons[digest] = f"the image was confirmed for {confirmed}, not {host}"
             continue

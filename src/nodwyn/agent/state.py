@@ -14,7 +14,23 @@ from typing import Any
 
 from nodwyn.agent.strategies import ResultRecord
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import (
+    MAIN_CTX,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
+    Event,
+    ImageRef,
+    LlmReq,
+    LlmResp,
+    ModelSwitch,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    ToolResult,
+    UserMsg,
+    decode,
+)
 
 INTERRUPTED = "interrupted: the session stopped before this call was answered; call it again if needed"
 SUB_INTERRUPTED = "(interrupted before it answered)"
@@ -26,46 +42,43 @@ class LoopState:
     model: str = ""
     results: list[ResultRecord] = field(default_factory=list)
     folded: set[int] = field(default_factory=set)
-    images: dict[str, dict[str, Any]] = field(default_factory=dict)
+    images: dict[str, ImageRef] = field(default_factory=dict)
     last_estimate: int = 0
     pending: dict[str, dict[str, ToolCall]] = field(default_factory=dict)  # ctx -> unanswered calls
     open_subs: dict[str, Event] = field(default_factory=dict)  # sub-agent id -> its ctx.open
     narrowed_from: dict[str, str] = field(default_factory=dict)  # narrowing id -> the context it narrowed
 
     def follow(self, event: Event) -> None:
-        d = event.data
-        if event.kind == "llm.resp":
-            calls = d.get("response", {}).get("calls", [])
-            self.pending[event.ctx] = {
-                c["id"]: ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in calls
-            }
-        elif event.kind == "tool.result":
-            call = self.pending.get(event.ctx, {}).pop(d["call_id"], None)
-            self.results.append(result_record(event, call))
-        elif event.kind == "result.fold":
-            self.folded.add(d["target"])
-        elif event.kind == "user.msg":
-            for ref in d.get("images", []):
-                self.images[ref["digest"]] = ref
-        elif event.kind == "model.switch":
-            self.model = d["model"]
-        elif event.kind == "ctx.open":
-            if d.get("kind") == "narrow":
-                self.narrowed_from[d["id"]] = event.ctx
-                self.ctx = d["id"]
+        p = decode(event)
+        if isinstance(p, LlmResp):
+            self.pending[event.ctx] = {c.id: c for c in p.response.calls}
+        elif isinstance(p, ToolResult):
+            call = self.pending.get(event.ctx, {}).pop(p.call_id, None)
+            self.results.append(result_record(event.seq, event.ctx, p, call))
+        elif isinstance(p, ResultFold):
+            self.folded.add(p.target)
+        elif isinstance(p, UserMsg):
+            for ref in p.images or ():
+                self.images[ref.digest] = ref
+        elif isinstance(p, ModelSwitch):
+            self.model = p.model
+        elif isinstance(p, CtxOpen):
+            if p.kind == "narrow":
+                self.narrowed_from[p.id] = event.ctx
+                self.ctx = p.id
                 self.last_estimate = 0
-            elif d.get("kind") == "sub":
-                self.open_subs[d["id"]] = event
-        elif event.kind == "ctx.close":
-            self.open_subs.pop(d["id"], None)
-        elif event.kind == "ctx.widen" and d.get("id") == self.ctx:
+            else:
+                self.open_subs[p.id] = event
+        elif isinstance(p, CtxClose):
+            self.open_subs.pop(p.id, None)
+        elif isinstance(p, CtxWiden) and p.id == self.ctx:
             # a narrowing widened back: the conversation goes on in the context it narrowed
             self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)
             self.last_estimate = 0
-        elif event.kind in ("session.start", "session.resume"):
-            self.model = d.get("model", self.model)
-        elif event.kind == "llm.req" and event.ctx == self.ctx:
-            self.last_estimate = int(d.get("estimate", 0))
+        elif isinstance(p, SessionStart | SessionResume):
+            self.model = p.model
+        elif isinstance(p, LlmReq) and event.ctx == self.ctx:
+            self.last_estimate = p.estimate
 
     def interrupted(self) -> list[tuple[str, dict[str, Any], str]]:
         """The events (kind, data, ctx) that make the conversation whole after an interruption:
@@ -80,9 +93,8 @@ class LoopState:
         return out
 
 
-def result_record(event: Event, call: ToolCall | None) -> ResultRecord:
+def result_record(seq: int, ctx: str, result: ToolResult, call: ToolCall | None) -> ResultRecord:
     """What hygiene needs of one ``tool.result``: the call's target (path, command or pattern)."""
-    d = event.data
     path: str | None = None
     target: str | None = None
     whole = False
@@ -97,14 +109,14 @@ def result_record(event: Event, call: ToolCall | None) -> ResultRecord:
         if isinstance(args, dict):
             found = path if path is not None else args.get("command", args.get("pattern"))
             target = found if isinstance(found, str) else None
-    text = str(d.get("text", ""))
+    text = result.text
     return ResultRecord(
-        seq=event.seq,
-        ctx=event.ctx,
-        name=str(d.get("name", "")),
+        seq=seq,
+        ctx=ctx,
+        name=result.name,
         path=path,
         target=target,
         whole=whole,
-        error=bool(d.get("error")),
+        error=result.error,
         first_line=text.strip().splitlines()[0] if text.strip() else "",
     )
