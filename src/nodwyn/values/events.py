@@ -348,12 +348,14 @@ class LlmReq(Payload):
     moved: tuple[str, ...] | None = None
     start: ReqStart | None = None
     cache_ask: str | None = None
+    origin_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def _read(cls, r: _Reader) -> Self:
         w = r.where
         model = r.get("model", str)
-        origin = origin_from_json(r.get("origin", dict), f"{w}.origin")
+        origin_json = r.get("origin", dict)
+        origin = origin_from_json(origin_json, f"{w}.origin")
         digest = r.get("digest", str, None)
         if digest is not None and not _DIGEST.fullmatch(digest):
             raise CorruptLogError(f"{w}.digest: {digest[:80]!r} is not 'sha256:' and 64 lowercase hex digits")
@@ -374,6 +376,7 @@ class LlmReq(Payload):
         return cls(
             model=model,
             origin=origin,
+            origin_json=origin_json,
             digest=digest,
             elided=elided or (),
             estimate=r.get("estimate", int),
@@ -394,7 +397,8 @@ class LlmReq(Payload):
         )
 
     def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"model": self.model, "origin": origin_to_json(self.origin)}
+        origin = self.origin_json if self.origin_json is not None else origin_to_json(self.origin)
+        out: dict[str, Any] = {"model": self.model, "origin": origin}
         _put(out, "digest", self.digest)
         out.update(elided=list(self.elided), estimate=self.estimate, trim=self.trim)
         for key in ("high_water", "below_low_blocked", "target", "head", "no_tools"):

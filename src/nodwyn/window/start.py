@@ -17,7 +17,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from nodwyn.values.events import Event
+from nodwyn.errors import CorruptLogError
+from nodwyn.values.events import Event, LlmReq
 from nodwyn.window.contexts import Context, Contexts
 
 
@@ -64,14 +65,13 @@ def recorded_start(req: Event) -> Start | None:
     """The start point an ``llm.req`` recorded (``start: {seq, keep}``), if it is well formed:
     ``seq`` in ``1..req.seq``, ``keep`` sorted distinct seqs before it. Else ``None``: the caller
     reads from seq 1 (the hint only saves reading; the digest check makes it safe)."""
-    start = req.data.get("start")
-    if not isinstance(start, dict):
+    try:
+        start = LlmReq.from_data(req.data).start
+    except CorruptLogError:
         return None
-    seq, keep = start.get("seq"), start.get("keep")
-    if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= req.seq:
+    if start is None or not 1 <= start.seq <= req.seq:
         return None
-    if not isinstance(keep, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in keep):
+    keep = start.keep
+    if any(not 1 <= k < start.seq for k in keep) or list(keep) != sorted(set(keep)):
         return None
-    if any(not 1 <= k < seq for k in keep) or keep != sorted(set(keep)):
-        return None
-    return Start(seq=seq, keep=tuple(keep))
+    return Start(seq=start.seq, keep=keep)
