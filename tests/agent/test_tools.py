@@ -100,6 +100,26 @@ def test_a_50_mb_file_asks_for_a_range(ws: Path) -> None:
     assert not err and text.startswith(f"[lines 1000-1002 of {50 * 1024 * 1024 // 100}]")
 
 
+def test_a_missing_path_says_what_the_nearest_directory_holds(ws: Path) -> None:
+    """A small model guesses directories (``config/a.txt`` for ``a.txt``) and then lists the one it
+    guessed, again and again; the error names what is there, so the next call can be right."""
+    c = ctx(ws)
+    text, err = call(c, "fs-read", path="config/a.txt")
+    assert (
+        err
+        and text
+        == "config/a.txt: no such file or directory in the workspace; the workspace root holds: a.txt, src"
+    )
+    text, err = call(c, "fs-read", path="src/lib/m.py")
+    assert err and text.endswith("; src holds: m.py")
+    text, err = call(c, "fs-list", path="config")
+    assert err and text.endswith("the workspace root holds: a.txt, src")
+    for n in range(30):
+        (ws / "src" / f"f{n:02d}.py").write_text("")
+    text, err = call(c, "fs-read", path="src/x/y.py")
+    assert err and text.endswith("f19.py and 11 more (fs-list shows them)")
+
+
 def test_invalid_arguments_and_unknown_tool(ws: Path) -> None:
     c = ctx(ws)
     out = run_call(ToolCall(id="x", name="fs-read", arguments="{not json"), TOOLS, c)

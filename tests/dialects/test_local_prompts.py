@@ -289,3 +289,14 @@ def test_a_call_to_an_unknown_tool_or_with_bad_arguments_is_still_a_call() -> No
     assert calls_of('{"name": "read_file", "arguments": {"file": 3}}') == [("read_file", {"file": 3})]
     _, calls = parse_calls('{"name": "fs-read", "arguments": "not json"}', "p")
     assert calls[0].arguments == "not json"
+
+
+def test_an_element_named_after_an_offered_tool_is_a_call() -> None:
+    text = 'I will look.\n<tools>\n  <fs-read path="temp.py" lines="1-3"/>\n</tools>'
+    prose, calls = parse_calls(text, "p", {"fs-read", "shell"})
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("fs-read", {"path": "temp.py", "lines": "1-3"})
+    ]
+    assert reply_end(text[: text.index("/>") + 2], {"fs-read"}) == text.index("/>") + 2
+    assert parse_calls(text, "p", {"shell"})[1] == ()  # not an offered tool: text
+    assert parse_calls('<br/> and <img src="x"/>', "p", {"fs-read"}) == ('<br/> and <img src="x"/>', ())

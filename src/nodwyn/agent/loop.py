@@ -12,6 +12,7 @@ here on the rules and texts of ``agent.strategies``.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,6 +194,7 @@ class Agent:
 
     def run(self, ctx: str, offered: Sequence[str] | None = None) -> TurnResult:
         start = self.requests
+        previous: ToolCall | None = None
         for _ in range(self.settings.max_steps):
             turn = TurnOptions(offered_tools=tuple(offered)) if offered is not None else TurnOptions()
             _, response = self.request(turn, ctx)
@@ -207,11 +209,40 @@ class Agent:
                     return TurnResult(text="", requests=self.requests - start, stopped="empty reply")
                 return TurnResult(text=response.text, requests=self.requests - start)
             for call in response.calls:
-                self.answer(ctx, call, offered)
+                if self._repeats(call, previous):
+                    self.repeated(ctx, call)
+                else:
+                    self.answer(ctx, call, offered)
+                previous = call
         message = f"stopped after {self.settings.max_steps} model requests in one turn; say how to go on"
         self.append("note", {"text": message}, ctx=ctx)
         self.display.notice(message)
         return TurnResult(text="", requests=self.requests - start, stopped="step limit")
+
+    def _repeats(self, call: ToolCall, previous: ToolCall | None) -> bool:
+        """The same look (a tool that changes nothing) with the same arguments as the call just
+        answered: a small model's loop. Its result is already in the conversation."""
+        tool = self.tools.get(call.name)
+        if previous is None or tool is None or tool.mutating or call.name == SUB_AGENT:
+            return False
+        if call.name != previous.name:
+            return False
+        try:
+            return bool(json.loads(call.arguments) == json.loads(previous.arguments))
+        except json.JSONDecodeError:
+            return call.arguments == previous.arguments
+
+    def repeated(self, ctx: str, call: ToolCall) -> Outcome:
+        """Answer a repeated call without running it again: what the model needs is already above."""
+        self.display.tool_call(ctx, call)
+        outcome = Outcome(
+            text=f"{call.name} was just called with these same arguments and its result is above; "
+            "answer from it, or make a different call",
+            error=True,
+        )
+        self.append("tool.result", result_data(call, outcome), ctx=ctx)
+        self.display.tool_result(ctx, call, outcome)
+        return outcome
 
     def answer(self, ctx: str, call: ToolCall, offered: Sequence[str] | None) -> Outcome:
         self.display.tool_call(ctx, call)

@@ -321,6 +321,7 @@ class LocalBackend:
             ids = llm.tokenize(marker.encode(), add_bos=False, special=True)
             if len(ids) == 1:
                 stops.add(ids[0])
+        names = {t.name for t in request.tools}
         out: list[int] = []
         deltas = TextDeltas(on_delta)
         started = time.perf_counter()
@@ -341,7 +342,7 @@ class LocalBackend:
             piece = llm.detokenize([token])
             if any(c in piece for c in (b"}", b"`", b">")):
                 text = reply.decode("utf-8", errors="replace")
-                cut = reply_end(text)
+                cut = reply_end(text, names)
                 if cut is not None:
                     finish = "stop"
                     break
@@ -351,7 +352,7 @@ class LocalBackend:
         text = llm.detokenize(out).decode("utf-8", errors="replace")
         if cut is not None:
             text = text[:cut]
-        prose, calls = parse_calls(text, call_prefix=f"local-{uuid.uuid4().hex[:8]}")
+        prose, calls = parse_calls(text, f"local-{uuid.uuid4().hex[:8]}", names)
         return Response(
             text=prose,
             calls=calls,

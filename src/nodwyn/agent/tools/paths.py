@@ -111,6 +111,23 @@ def locate(
                 os.close(fd)
 
 
+_SHOWN_NAMES = 20
+
+
+def _holds(dir_fd: int, where: str) -> str:
+    """What the deepest directory that does exist holds, so a wrong path can be put right at once
+    (a small model that guessed ``config/server.conf`` sees ``server.conf`` at the top)."""
+    try:
+        names = sorted(os.listdir(dir_fd))
+    except OSError:
+        return "try fs-list"
+    if not names:
+        return f"{where} is empty"
+    more = f" and {len(names) - _SHOWN_NAMES} more (fs-list shows them)" if len(names) > _SHOWN_NAMES else ""
+    place = "the workspace root" if where == "." else where
+    return f"{place} holds: {', '.join(names[:_SHOWN_NAMES])}{more}"
+
+
 def _walk(
     root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool
 ) -> tuple[Location, list[int]]:
@@ -146,7 +163,7 @@ def _walk(
                     st = os.stat(comp, dir_fd=cur, follow_symlinks=False)
                 elif must_exist:
                     raise ToolError(
-                        f"{raw}: no such file or directory in the workspace (try fs-list)"
+                        f"{raw}: no such file or directory in the workspace; {_holds(cur, shown(''))}"
                     ) from None
                 else:  # the rest does not exist yet: nothing in it can be a link
                     name = "/".join([comp, *pending])

@@ -4,7 +4,9 @@ A small instruction-tuned model writes a call in one of three ways, and all thre
 
 * tagged: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` (what its chat template asks);
 * fenced: a Markdown code block holding the object (`````json`` … `````);
-* bare: the object on its own in the text.
+* bare: the object on its own in the text;
+* an element named after an offered tool, ``<fs-read path="calc.py"/>`` (its attributes the
+  arguments), which it writes now and then.
 
 The object is ``{"name": NAME, "arguments": {…}}`` (``"parameters"`` is taken for ``"arguments"``,
 and arguments given as a JSON string are decoded). A JSON object of another shape is text. The
@@ -18,7 +20,10 @@ Nothing from it on is read for calls, and ``reply_end`` tells the backend to sto
 
 from __future__ import annotations
 
+import html
 import json
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +134,21 @@ def _fenced(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
     return Found(start=i, end=end, name=call[0], arguments=call[1]), end
 
 
-def scan(text: str, *, final: bool = True) -> tuple[list[Found], int | None]:
+_ELEMENT = re.compile(r'<([A-Za-z][\w.-]*)((?:\s+[A-Za-z_][\w-]*\s*=\s*"[^"]*")*)\s*/>')
+_ATTRIBUTE = re.compile(r'([A-Za-z_][\w-]*)\s*=\s*"([^"]*)"')
+
+
+def _element(text: str, i: int, tools: Collection[str]) -> Found | None:
+    """``<fs-read path="a.txt"/>``: an element named after an offered tool, its attributes the
+    arguments (strings; the runner says if one should be another type)."""
+    m = _ELEMENT.match(text, i)
+    if m is None or m.group(1) not in tools:
+        return None
+    args = {k: html.unescape(v) for k, v in _ATTRIBUTE.findall(m.group(2))}
+    return Found(start=i, end=m.end(), name=m.group(1), arguments=json.dumps(args, ensure_ascii=False))
+
+
+def scan(text: str, *, final: bool = True, tools: Collection[str] = ()) -> tuple[list[Found], int | None]:
     """The calls in ``text`` (before any fabricated tool response), and where a reply should end:
     after its first complete call, or at a fabricated tool response; None if it may go on.
 
@@ -140,7 +159,13 @@ def scan(text: str, *, final: bool = True) -> tuple[list[Found], int | None]:
     found: list[Found] = []
     i = 0
     while i < limit:
-        candidates = [p for p in (text.find(CALL_OPEN, i), text.find(FENCE, i), text.find("{", i)) if p >= 0]
+        starts = (
+            text.find(CALL_OPEN, i),
+            text.find(FENCE, i),
+            text.find("{", i),
+            _find_element(text, i, tools),
+        )
+        candidates = [p for p in starts if p >= 0]
         if not candidates:
             break
         i = min(candidates)
@@ -150,6 +175,9 @@ def scan(text: str, *, final: bool = True) -> tuple[list[Found], int | None]:
             got = _tagged(text[:limit], i, final)
         elif text.startswith(FENCE, i):
             got = _fenced(text[:limit], i, final)
+        elif text.startswith("<", i):
+            element = _element(text[:limit], i, tools)
+            got = (element, element.end) if element is not None else (None, i + 1)
         else:
             parsed = _object_at(text[:limit], i)
             if parsed is None:
@@ -170,16 +198,27 @@ def scan(text: str, *, final: bool = True) -> tuple[list[Found], int | None]:
     return found, fabricated if fabricated >= 0 else None
 
 
-def reply_end(text: str) -> int | None:
+def _find_element(text: str, i: int, tools: Collection[str]) -> int:
+    """Where the next ``<tool …/>`` element naming an offered tool starts (-1: none)."""
+    if not tools:
+        return -1
+    for m in _ELEMENT.finditer(text, i):
+        if m.group(1) in tools:
+            return m.start()
+    return -1
+
+
+def reply_end(text: str, tools: Collection[str] = ()) -> int | None:
     """Where a reply being generated should stop: after its first complete call, or where it starts
     writing a tool response itself. None: let it go on."""
-    return scan(text, final=False)[1]
+    return scan(text, final=False, tools=tools)[1]
 
 
-def parse_calls(text: str, call_prefix: str) -> tuple[str, tuple[ToolCall, ...]]:
+def parse_calls(text: str, call_prefix: str, tools: Collection[str] = ()) -> tuple[str, tuple[ToolCall, ...]]:
     """A reply's prose (its calls taken out, and anything from a fabricated tool response on) and
-    its calls, with ids ``{call_prefix}-{n}``."""
-    found, _ = scan(text)
+    its calls, with ids ``{call_prefix}-{n}``. ``tools``: the offered tools' names, which an
+    element-style call (``<fs-read path="a"/>``) must name."""
+    found, _ = scan(text, tools=tools)
     fabricated = text.find(FABRICATED)
     prose_text = text if fabricated < 0 else text[:fabricated]
     kept: list[str] = []
