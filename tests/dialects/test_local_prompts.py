@@ -174,8 +174,8 @@ def test_gemma_renders_its_turns() -> None:
     got = text_of(GEMMA.render(request(conversation()[:3], tools=(READ,))))
     assert got.startswith("<start_of_turn>user\nYou are nodwyn.\n\n# Tools\n")
     assert got.endswith(
-        "<start_of_turn>model\nReading it.\n<tool_call>\n"
-        '{"name": "fs-read", "arguments": {"path": "calc.py"}}\n</tool_call><end_of_turn>\n'
+        '<start_of_turn>model\nReading it.<tool_call>{"name": "fs-read", "arguments": {"path": "calc.py"}}'
+        "</tool_call><end_of_turn>\n"
         '<start_of_turn>user\n<tool_result name="fs-read" id="c1">\ndef add(a, b):\n'
         "    return a - b\n</tool_result><end_of_turn>\n<start_of_turn>model\n"
     )
@@ -300,3 +300,30 @@ def test_an_element_named_after_an_offered_tool_is_a_call() -> None:
     assert reply_end(text[: text.index("/>") + 2], {"fs-read"}) == text.index("/>") + 2
     assert parse_calls(text, "p", {"shell"})[1] == ()  # not an offered tool: text
     assert parse_calls('<br/> and <img src="x"/>', "p", {"fs-read"}) == ('<br/> and <img src="x"/>', ())
+
+
+@pytest.mark.parametrize("fmt", [CHATML, GEMMA], ids=lambda f: f.name)
+def test_a_reply_with_calls_goes_back_in_the_formats_own_form_and_an_answer_as_written(fmt: object) -> None:
+    """The log keeps the raw text; a call the model wrote as fenced JSON goes back as the template
+    writes calls (shown its own fenced JSON, the 1.5B model called again instead of answering), and
+    a reply without calls goes back byte for byte."""
+    fenced = 'Looking.\n```json\n{"name": "fs-read", "arguments": {"path": "calc.py"}}\n```'
+    replies = [
+        AssistantMessage(text="Looking.", calls=(CALL,), raw=fenced),
+        AssistantMessage(text="It subtracts.", raw="It subtracts.\n\n"),
+    ]
+    got = text_of(
+        fmt.render(
+            request(
+                [
+                    user("t"),
+                    replies[0],
+                    ToolMessage(call_id="c1", name="fs-read", text="x"),
+                    replies[1],
+                    user("u"),
+                ]
+            )
+        )
+    )  # type: ignore[attr-defined]
+    assert "```" not in got and '{"name": "fs-read", "arguments": {"path": "calc.py"}}' in got
+    assert "It subtracts.\n\n" in got

@@ -20,9 +20,11 @@
 The tools block is the template's own words and layout (each tool as the template's ``tojson`` of
 the function; the schema's keys sorted, so a tool's JSON never depends on dict order). Consecutive tool
 results share one user turn, each in ``<tool_response>`` tags, as the template groups them; an error
-result starts with ``Error:``. A reply goes back as the model wrote it (``raw``) when the log kept
-that; otherwise as the template writes a reply with calls. A request with no tools has no tools
-block (the template's other branch), which changes its first turn.
+result starts with ``Error:``. A reply with calls goes back as the template writes one (its prose,
+then each call in ``<tool_call>`` tags), whatever form the model wrote them in: shown its own fenced
+or bare JSON before a result, Qwen2.5-Coder-1.5B calls again instead of answering (ADR 0161). A reply
+without calls goes back exactly as the model wrote it (``raw``). A request with no tools has no
+tools block (the template's other branch), which changes its first turn.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def _system(request: Request) -> list[Piece]:
 
 
 def _reply(m: AssistantMessage) -> list[Piece]:
-    if m.raw is not None:
+    if m.raw is not None and not m.calls:
         return split_tags(m.raw, (CALL_OPEN, CALL_CLOSE))
     pieces = [Piece(m.text)] if m.text else []
     for call in m.calls:

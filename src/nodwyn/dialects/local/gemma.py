@@ -33,7 +33,7 @@ def _tools_text(tools: tuple[ToolSpec, ...]) -> str:
 
 
 def _assistant_text(m: AssistantMessage) -> str:
-    if m.raw is not None:
+    if m.raw is not None and not m.calls:
         return m.raw
     return m.text + "".join(f"{CALL_OPEN}{call_json(c)}{CALL_CLOSE}" for c in m.calls)
 
