@@ -294,6 +294,7 @@ def test_a_call_to_an_unknown_tool_or_with_bad_arguments_is_still_a_call() -> No
 def test_an_element_named_after_an_offered_tool_is_a_call() -> None:
     text = 'I will look.\n<tools>\n  <fs-read path="temp.py" lines="1-3"/>\n</tools>'
     prose, calls = parse_calls(text, "p", {"fs-read", "shell"})
+    assert prose == "I will look."  # the list tags around the call are markup
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [
         ("fs-read", {"path": "temp.py", "lines": "1-3"})
     ]

@@ -35,6 +35,7 @@ FABRICATED = "<tool_response>"
 FENCE = "```"
 
 _DECODER = json.JSONDecoder()
+_WRAPPERS = frozenset({"<tools>", "</tools>"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,7 +228,10 @@ def parse_calls(text: str, call_prefix: str, tools: Collection[str] = ()) -> tup
         kept.append(prose_text[at : f.start])
         at = f.end
     kept.append(prose_text[at:])
+    prose = "".join(kept)
+    if found:  # the template's list tags a model wraps its calls in are markup, not prose
+        prose = "\n".join(line for line in prose.split("\n") if line.strip() not in _WRAPPERS)
     calls = tuple(
         ToolCall(id=f"{call_prefix}-{n}", name=f.name, arguments=f.arguments) for n, f in enumerate(found)
     )
-    return "".join(kept).strip(), calls
+    return prose.strip(), calls
