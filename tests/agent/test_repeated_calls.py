@@ -5,7 +5,7 @@ something, or a look with other arguments, runs as always."""
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent.setup import open_agent
+from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 
 

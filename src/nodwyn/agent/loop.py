@@ -222,7 +222,7 @@ class Agent:
     def _repeats(self, call: ToolCall, previous: ToolCall | None) -> bool:
         """The same look (a tool that changes nothing) with the same arguments as the call just
         answered: a small model's loop. Its result is already in the conversation."""
-        tool = self.tools.get(call.name)
+        tool = self.settings.tools.get(call.name)
         if previous is None or tool is None or tool.mutating or call.name == SUB_AGENT:
             return False
         if call.name != previous.name:
