@@ -124,11 +124,11 @@ def test_a_session_with_every_tool_and_strategy(
         assert agent.user_turn("Summarize.").text == "Summary: calc.py fixed."
         note = strategies.compact(agent)
         assert note.startswith("NOTE:")
-        assert agent.run(agent.ctx).text == "Continuing: nothing left."
+        assert agent.run(agent.state.ctx).text == "Continuing: nothing left."
         agent.log.close()
 
         resumed = open_agent(env=env, workspace=workspace, resume=sid, yes=True).agent
-        assert resumed.model.name == "claude" and resumed.ctx == agent.ctx
+        assert resumed.model.name == "claude" and resumed.state.ctx == agent.state.ctx
         assert resumed.user_turn("Check once more.", plan_first=True).text == "All good."
         resumed.log.close()
 

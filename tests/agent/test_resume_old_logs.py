@@ -13,7 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from nodwyn.agent.loop import Agent, AgentSettings
+from nodwyn.agent.loop import Agent
+from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.compose.config import WindowConfig, load_config
 from nodwyn.compose.limits import session_limits

@@ -4,43 +4,35 @@ the log, and the ``tool.result`` a call's outcome is logged as. The calls themse
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
+from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Outcome, ToolContext
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.errors import ToolError
 from nodwyn.log import SessionLog
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event
-from nodwyn.values.recipe import Flag, Recipe
+from nodwyn.values.recipe import Flag
 
 READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
 
 
-def tool_context(
-    recipe: Recipe,
-    *,
-    workspace: Path,
-    approve: Approver,
-    shell_timeout: float,
-    recall: Callable[[int], str],
-    tool_timeout: float = 60.0,
-    shell_env: Mapping[str, str] | None = None,
-) -> ToolContext:
+def tool_context(settings: AgentSettings, approve: Approver, recall: Callable[[int], str]) -> ToolContext:
     """The session's tool context: a ranged fs-read stops within the window's read cap."""
+    recipe = settings.recipe
     cap = recipe.limits.max_result_tokens
     if Flag.WIDE_READS in recipe.policy:
         cap *= 2
     return ToolContext(
-        workspace=workspace,
+        workspace=settings.workspace,
         read_budget_tokens=int(cap * READ_MARGIN),
         approve=approve,
-        shell_timeout=shell_timeout,
+        shell_timeout=settings.shell_timeout,
         recall=recall,
-        tool_timeout=tool_timeout,
-        env=shell_env,
+        tool_timeout=settings.tool_timeout,
+        env=settings.shell_env,
         processes=ProcessGroups(),
     )
 

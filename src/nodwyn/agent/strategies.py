@@ -1,6 +1,6 @@
 """The strategies the turn loop (``agent.loop``) runs, as functions of the agent: the planner
-turn, a sub-agent, compaction (by hand, or automatic near the ceiling), hygiene folds and a model
-switch; and the texts they send.
+turn, a sub-agent, compaction (by hand, or automatic near the ceiling), hygiene folds, a model
+switch and the answer to a repeated look; and the texts they send.
 
 Hygiene folds replace a tool result the model no longer needs with a one-line note (``result.fold``):
 the log keeps the original, ``recall`` brings it back. Two rules:
@@ -12,11 +12,12 @@ the log keeps the original, ``recall`` brings it back. Two rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nodwyn.agent.tools import SUB_AGENT, Outcome
+from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.content import ToolCall
@@ -218,3 +219,26 @@ def switch_model(agent: Agent, name: str) -> ModelSettings:
         agent.check_model(models[name])
     agent.append("model.switch", {"model": name})
     return agent.model
+
+
+def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None) -> bool:
+    """The same look (a tool that changes nothing) with the same arguments as the call just
+    answered: a small model's loop. Its result is already in the conversation."""
+    tool = tools.get(call.name)
+    if previous is None or tool is None or tool.mutating or call.name == SUB_AGENT:
+        return False
+    if call.name != previous.name:
+        return False
+    try:
+        return bool(json.loads(call.arguments) == json.loads(previous.arguments))
+    except json.JSONDecodeError:
+        return call.arguments == previous.arguments
+
+
+def repeated(call: ToolCall) -> Outcome:
+    """The answer to a repeated call, which is not run again: what the model needs is already above."""
+    return Outcome(
+        text=f"{call.name} was just called with these same arguments and its result is above; "
+        "answer from it, or make a different call",
+        error=True,
+    )

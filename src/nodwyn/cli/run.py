@@ -25,7 +25,8 @@ from click.globals import resolve_color_default
 
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
-from nodwyn.agent.loop import Agent, TurnResult
+from nodwyn.agent.loop import Agent
+from nodwyn.agent.settings import TurnResult
 from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.agent.loop import Agent, AgentSettings
+from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Display
+from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks

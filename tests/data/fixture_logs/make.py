@@ -232,7 +232,7 @@ def compaction(run: Run) -> None:
         with run.agent() as agent:
             agent.user_turn("What does add in calc.py do?")
             strategies.compact(agent)
-            agent.run(agent.ctx)
+            agent.run(agent.state.ctx)
             agent.user_turn("Anything else?")
         used_up(fake)
 
