@@ -10,9 +10,26 @@ really moved is decided from the rebuilt requests (``diagnosis``); these are the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    CTX_CLOSE,
+    CTX_OPEN,
+    CTX_WIDEN,
+    GATE_PLAN,
+    MODEL_SWITCH,
+    RESULT_FOLD,
+    SESSION_RESUME,
+    SUMMARY_ADD,
+    SUMMARY_REVOKE,
+    USER_MSG,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
+    Event,
+    LlmReq,
+    decoded,
+)
 
 CauseKind = Literal[
     "trim",
@@ -31,16 +48,17 @@ CauseKind = Literal[
 ]
 
 # Kinds that affect every context, whatever ctx they were logged in.
-_GLOBAL: Final = {"session.resume": "resume", "model.switch": "model switch"}
+_GLOBAL: Final = {SESSION_RESUME: "resume", MODEL_SWITCH: "model switch"}
 # Kinds that affect the context they were logged in.
 _LOCAL: Final = {
-    "result.fold": "fold",
-    "summary.add": "summary",
-    "summary.revoke": "summary",
-    "ctx.open": "narrowing",
-    "ctx.close": "narrowing",
-    "ctx.widen": "narrowing",
+    RESULT_FOLD: "fold",
+    SUMMARY_ADD: "summary",
+    SUMMARY_REVOKE: "summary",
+    CTX_OPEN: "narrowing",
+    CTX_CLOSE: "narrowing",
+    CTX_WIDEN: "narrowing",
 }
+_CONTEXTS: Final = frozenset({CTX_OPEN, CTX_CLOSE, CTX_WIDEN})
 # The window's own record of why a request moved (llm.req "moved"), as cause kinds.
 _RECORDED: Final = {
     "trim": "trim",
@@ -57,7 +75,7 @@ _RECORDED: Final = {
     "messages": "messages",
 }
 # Before recipe v15 the task and the plan were part of the system prompt.
-_HEADER: Final = {"user.msg": "new task", "gate.plan": "plan"}
+_HEADER: Final = {USER_MSG: "new task", GATE_PLAN: "plan"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,40 +94,38 @@ def event_cause(event: Event, ctx: str, *, headers_in_system: bool) -> Cause | N
         kind = _LOCAL.get(event.kind)
         if kind is None and headers_in_system:
             kind = _HEADER.get(event.kind)
-    if kind is None and event.kind in ("ctx.open", "ctx.close", "ctx.widen") and event.data.get("id") == ctx:
-        kind = "narrowing"
+    if kind is None and event.kind in _CONTEXTS:
+        p = decoded(event)  # None: a damaged context event names no context
+        if isinstance(p, CtxOpen | CtxClose | CtxWiden) and p.id == ctx:
+            kind = "narrowing"
     return None if kind is None else Cause(kind=kind, seq=event.seq)  # type: ignore[arg-type]
 
 
-def request_causes(
-    seq: int, record: dict[str, Any], previous: dict[str, Any] | None, known: list[Cause]
-) -> list[Cause]:
+def request_causes(seq: int, record: LlmReq, previous: LlmReq | None, known: list[Cause]) -> list[Cause]:
     """Causes an llm.req record states itself, compared with its predecessor's record; ``known``
     (the causes events gave) are not repeated. The window's ``moved`` list names what changed;
     each reason not already explained by an event is a cause at this request's seq."""
     causes: list[Cause] = []
-    if record.get("trim") is True:
+    if record.trim:
         causes.append(Cause(kind="trim", seq=seq))
     if previous is None:
         return causes
-    moved = record.get("moved")
-    if isinstance(moved, list):
+    if record.moved is not None:
         have: set[str] = {c.kind for c in known} | {c.kind for c in causes}
-        if "system" in moved and have & {"new task", "plan"}:
+        if "system" in record.moved and have & {"new task", "plan"}:
             have.add("system")  # before v15 the task and plan were the system prompt
-        for reason in moved:
-            kind = _RECORDED.get(reason) if isinstance(reason, str) else None
+        for reason in record.moved:
+            kind = _RECORDED.get(reason)
             if kind is not None and kind not in have:
                 causes.append(Cause(kind=kind, seq=seq))  # type: ignore[arg-type]
                 have.add(kind)
         return causes
     have = {c.kind for c in known} | {c.kind for c in causes}
-    switched = record.get("model") != previous.get("model") or record.get("origin") != previous.get("origin")
+    switched = record.model != previous.model or record.origin != previous.origin
     if switched and "model switch" not in have:
         causes.append(Cause(kind="model switch", seq=seq))
-    tools = (record.get("no_tools", False), record.get("offered_tools"))
-    if tools != (previous.get("no_tools", False), previous.get("offered_tools")):
+    if (bool(record.no_tools), record.offered_tools) != (bool(previous.no_tools), previous.offered_tools):
         causes.append(Cause(kind="tools", seq=seq))
-    if record.get("withheld_images") and record.get("withheld_images") != previous.get("withheld_images"):
+    if record.withheld_images and record.withheld_images != previous.withheld_images:
         causes.append(Cause(kind="images", seq=seq))
     return causes

@@ -17,17 +17,31 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from nodwyn.errors import NodwynError
 from nodwyn.stats.causes import Cause, event_cause, request_causes
 from nodwyn.stats.cost import Cost, reply_cost
 from nodwyn.stats.prefix import tolerance
-from nodwyn.values.codec import recipe_prices, usage_from_json
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import (
+    LLM_REQ,
+    LLM_RESP,
+    MAIN_CTX,
+    SESSION_RESUME,
+    SESSION_START,
+    USER_MSG,
+    Event,
+    LlmReq,
+    LlmResp,
+    Payload,
+    SessionResume,
+    SessionStart,
+    UserMsg,
+    decode,
+)
 from nodwyn.values.model import Prices
-from nodwyn.values.recipe import Flag, parse_version, policy_for
-from nodwyn.values.request import Usage
+from nodwyn.values.recipe import Flag, Recipe
+from nodwyn.values.request import Response, Usage
 
 
 def cache_rate(cached: int, prompt: int) -> float | None:
@@ -44,6 +58,18 @@ def percent(rate: float | None) -> str:
 def contributes(usage: Usage) -> bool:
     """Whether a reply counts toward the token cache rate."""
     return usage.cached_tokens is not None and usage.prompt_tokens is not None and usage.prompt_tokens > 0
+
+
+_READ: Final = frozenset({SESSION_START, SESSION_RESUME, USER_MSG, LLM_REQ, LLM_RESP})
+
+
+def _damaged_reply(event: Event) -> LlmResp | None:
+    """A reply whose payload does not decode still answers its request (if it names one): it
+    counts as a reply whose usage is unknown."""
+    req = event.data.get("req") if event.kind == LLM_RESP and isinstance(event.data, dict) else None
+    if not isinstance(req, int) or isinstance(req, bool):
+        return None
+    return LlmResp(req=req, response=Response())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,7 +216,7 @@ class Aggregator:
         self._rows: list[RequestRow] = []
         self._row_index: dict[int, int] = {}  # llm.req seq -> index in _rows
         self._last_req: dict[str, int] = {}  # ctx -> latest llm.req seq
-        self._records: dict[int, dict[str, Any]] = {}  # llm.req seq -> its data (latest per ctx only)
+        self._records: dict[int, LlmReq] = {}  # llm.req seq -> its record (latest per ctx only)
         self._pending: dict[str, list[Cause]] = {}  # ctx -> causes seen since its latest request
         self._headers_in_system = False
         self._turn = 0
@@ -208,65 +234,58 @@ class Aggregator:
             self.feed(event)
 
     def feed(self, event: Event) -> None:
+        """Take the next event (earlier or repeated seqs are ignored); a malformed payload of a
+        kind the totals read is a problem (``problems``), not an error."""
         if event.seq <= self.last_seq:
             return
         self.last_seq = event.seq
         self.fed += 1
         self._snapshot = None
-        kind = event.kind
-        if kind in ("session.start", "session.resume"):
-            self._recipe(event)
-        if kind == "user.msg" and event.ctx == MAIN_CTX:
-            self._turn += 1
-        if kind == "llm.req":
-            self._request(event)
-        elif kind == "llm.resp":
-            self._reply(event)
-        else:
+        if event.kind in _READ:
+            p: Payload | None
+            try:
+                p = decode(event)
+            except NodwynError as exc:
+                self._problems.append(str(exc))
+                p = _damaged_reply(event)
+            if isinstance(p, SessionStart | SessionResume):
+                self._recipe(event.seq, p.recipe)
+            elif isinstance(p, LlmReq):
+                self._request(event, p)
+            elif isinstance(p, LlmResp):
+                self._reply(event, p)
+            elif isinstance(p, UserMsg) and event.ctx == MAIN_CTX:  # a new turn
+                self._turn += 1
+        if event.kind not in (LLM_REQ, LLM_RESP):
             for ctx, pending in self._pending.items():
                 cause = event_cause(event, ctx, headers_in_system=self._headers_in_system)
                 if cause is not None:
                     pending.append(cause)
 
-    def _recipe(self, event: Event) -> None:
-        recipe = event.data.get("recipe")
-        version = recipe.get("version") if isinstance(recipe, dict) else None
-        try:
-            policy = policy_for(parse_version(version if isinstance(version, str) else ""))
-        except NodwynError as exc:
-            self._problems.append(f"seq {event.seq}: {exc}")
+    def _recipe(self, seq: int, recipe: Recipe | None) -> None:
+        if recipe is None:
+            self._problems.append(f"seq {seq}: no recipe recorded (a legacy session)")
             return
-        self._headers_in_system = Flag.IN_CONVERSATION not in policy
-        recorded = recipe.get("prices") if isinstance(recipe, dict) else None
-        self._prices_from = "given" if recorded is None else "recipe"
-        if recorded is None:
-            self._prices = self._given
-            return
-        try:
-            self._prices = dict(recipe_prices(recorded, f"seq {event.seq} recipe.prices") or ())
-        except NodwynError as exc:
-            self._problems.append(str(exc))
-            self._prices = {}
+        self._headers_in_system = Flag.IN_CONVERSATION not in recipe.policy
+        self._prices_from = "given" if recipe.prices is None else "recipe"
+        self._prices = self._given if recipe.prices is None else dict(recipe.prices)
 
-    def _request(self, event: Event) -> None:
-        data = event.data
+    def _request(self, event: Event, data: LlmReq) -> None:
         ctx = event.ctx
         previous = self._last_req.get(ctx)
         prev_record = self._records.get(previous) if previous is not None else None
         pending = self._pending.get(ctx, [])
         causes = [*pending, *request_causes(event.seq, data, prev_record, pending)]
-        model = data.get("model")
-        estimate = data.get("estimate")
         row = RequestRow(
             seq=event.seq,
             ctx=ctx,
-            model=model if isinstance(model, str) else "?",
+            model=data.model,
             turn=self._turn,
-            trim=data.get("trim") is True,
-            estimate=estimate if isinstance(estimate, int) else None,
+            trim=data.trim,
+            estimate=data.estimate,
             predecessor=previous,
             causes=tuple(causes),
-            cache_ask=data["cache_ask"] if isinstance(data.get("cache_ask"), str) else None,
+            cache_ask=data.cache_ask,
             t=event.t,
         )
         if previous is not None:
@@ -279,20 +298,13 @@ class Aggregator:
         for acc in (self._all, self._acc(self._by_turn, row.turn), self._acc(self._by_model, row.model)):
             acc.add(_ONE_REQUEST)
 
-    def _reply(self, event: Event) -> None:
-        req = event.data.get("req")
-        index = self._row_index.get(req) if isinstance(req, int) else None
+    def _reply(self, event: Event, data: LlmResp) -> None:
+        index = self._row_index.get(data.req)
         if index is None:
-            self._problems.append(f"seq {event.seq}: llm.resp answers seq {req!r}, which is no llm.req")
+            self._problems.append(f"seq {event.seq}: llm.resp answers seq {data.req!r}, which is no llm.req")
             return
         row = self._rows[index]
-        response = event.data.get("response")
-        raw = response.get("usage", {}) if isinstance(response, dict) else {}
-        try:
-            usage = usage_from_json(raw if raw is not None else {}, f"seq {event.seq} response.usage")
-        except NodwynError as exc:
-            self._problems.append(str(exc))
-            usage = Usage()
+        usage = data.response.usage
         prices = self._prices.get(row.model)
         cost = reply_cost(usage, prices) if prices is not None else None
         row = replace(row, resp=event.seq, usage=usage, cost=cost, drop=self._drop(row, usage))
