@@ -35,7 +35,7 @@ from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.errors import NodwynError
 from nodwyn.stats.totals import percent
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import Event
+from nodwyn.values.events import Event, LlmReq
 from nodwyn.values.recipe import DEFAULT_VERSION
 from nodwyn.values.request import Response
 
@@ -146,16 +146,16 @@ class LineDisplay:
     def request(self, event: Event) -> None:
         if self.progress:
             self._end_lines()
-            d = event.data
+            req = LlmReq.from_data(event.data)
             extra = []
-            if d.get("trim"):
-                extra.append(f"trim, elided {len(d.get('elided', []))}")
-            if d.get("no_tools"):
+            if req.trim:
+                extra.append(f"trim, elided {len(req.elided)}")
+            if req.no_tools:
                 extra.append("no tools")
-            if d.get("offered_tools"):
-                extra.append("tools: " + ",".join(d["offered_tools"]))
+            if req.offered_tools:
+                extra.append("tools: " + ",".join(req.offered_tools))
             tail = f" ({'; '.join(extra)})" if extra else ""
-            _err(f"[request {event.seq} in {event.ctx}, ~{d.get('estimate', '?')} tokens{tail}]", dim=True)
+            _err(f"[request {event.seq} in {event.ctx}, ~{req.estimate} tokens{tail}]", dim=True)
         self.status.start()
 
     def response(self, event: Event, response: Response) -> None:

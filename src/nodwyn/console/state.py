@@ -10,7 +10,18 @@ from nodwyn.log import SessionLog
 from nodwyn.replay.diagnose import diagnose_request, diagnose_session
 from nodwyn.stats.diagnosis import Diagnosis
 from nodwyn.stats.totals import Aggregator, RequestRow, Totals
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    MODEL_SWITCH,
+    SESSION_RESUME,
+    SESSION_START,
+    USER_MSG,
+    Event,
+    ModelSwitch,
+    SessionResume,
+    SessionStart,
+    UserMsg,
+    decoded,
+)
 from nodwyn.values.model import Prices
 
 # More new events than this are read on a private reader, so the transcript's page reads go on.
@@ -19,18 +30,16 @@ BULK = 1000
 
 def title_of(event: Event) -> str | None:
     """A session's title from its first person's message: the first line, up to 120 characters."""
-    text = event.data.get("text")
-    if event.kind != "user.msg" or not isinstance(text, str):
+    p = decoded(event, USER_MSG)
+    if not isinstance(p, UserMsg):
         return None
-    return text.strip().splitlines()[0][:120] if text.strip() else ""
+    return p.text.strip().splitlines()[0][:120] if p.text.strip() else ""
 
 
 def model_of(event: Event) -> str | None:
     """The model entry a session started (or resumed) with."""
-    model = event.data.get("model")
-    if event.kind in ("session.start", "session.resume") and isinstance(model, str):
-        return model
-    return None
+    p = decoded(event, SESSION_START, SESSION_RESUME)
+    return p.model if isinstance(p, SessionStart | SessionResume) else None
 
 
 # More newly answered requests than this are diagnosed by one pass over the session instead.
@@ -122,10 +131,9 @@ class SessionState:
     def _note(self, event: Event) -> None:
         if self.started is None:
             self.started = event.t
-        if event.kind in ("session.start", "session.resume", "model.switch"):
-            model = event.data.get("model")
-            if isinstance(model, str):
-                self.model = model
+        p = decoded(event, SESSION_START, SESSION_RESUME, MODEL_SWITCH)
+        if isinstance(p, SessionStart | SessionResume | ModelSwitch):
+            self.model = p.model
         if self.title is None:
             self.title = title_of(event)
 

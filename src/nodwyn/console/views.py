@@ -6,8 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from nodwyn.replay.transcript import in_words, label
+from nodwyn.values.codec import usage_to_json
 from nodwyn.values.content import AssistantMessage, ImagePart, TextPart, ToolMessage, UserMessage
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    CtxClose,
+    Event,
+    GatePlan,
+    LlmReq,
+    LlmResp,
+    Note,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    ToolResult,
+    UserMsg,
+    decoded,
+)
 from nodwyn.values.request import Request
 
 # A transcript entry shows at most this many characters of one text; the rest is counted.
@@ -29,49 +43,40 @@ def _s(value: Any) -> str:
 
 
 def event_json(e: Event) -> dict[str, Any]:
-    """One transcript entry: what a person reads of the event, clipped, never reasoning blocks."""
+    """One transcript entry: what a person reads of the event, clipped, never reasoning blocks.
+    A payload that does not decode (a damaged log) shows its fields as they are."""
     data = _d(e.data)
     out: dict[str, Any] = {"seq": e.seq, "t": e.t, "kind": e.kind, "label": label(e.kind), "ctx": e.ctx}
     sentence = in_words(e)
-    if e.kind == "user.msg":
-        out.update(clip(_s(data.get("text"))))
-        images = data.get("images")
-        out["images"] = len(images) if isinstance(images, list) else 0
-    elif e.kind == "llm.resp":
-        resp = _d(data.get("response"))
-        out["req"] = data.get("req")
-        out.update(clip(_s(resp.get("text"))))
-        out["thinking"] = clip(_s(resp.get("thinking")))
-        calls = resp.get("calls")
-        out["calls"] = [
-            {"name": _s(_d(c).get("name")), **clip(_s(_d(c).get("arguments")), 600)}
-            for c in (calls if isinstance(calls, list) else [])
-        ]
-        blocks = resp.get("blocks")
-        out["blocks"] = len(blocks) if isinstance(blocks, list) else 0
-        out["usage"] = resp.get("usage") if isinstance(resp.get("usage"), dict) else None
-    elif e.kind == "llm.req":
-        elided = data.get("elided")
-        out.update(
-            model=_s(data.get("model")),
-            trim=data.get("trim") is True,
-            estimate=data.get("estimate"),
-            elided=len(elided) if isinstance(elided, list) else 0,
-        )
-    elif e.kind == "tool.result":
-        out.update(name=_s(data.get("name")), error=data.get("error") is True, **clip(_s(data.get("text"))))
-    elif e.kind in ("gate.plan", "note"):
-        out.update(clip(_s(data.get("text"))))
-    elif e.kind in ("session.start", "session.resume"):
-        recipe = _d(data.get("recipe"))
-        out["text"] = f"model {_s(data.get('model'))}, recipe {_s(recipe.get('version'))}"
-    elif sentence is not None:  # bookkeeping: one sentence, then what it carries (a fold's note)
+    p = decoded(e)
+    if isinstance(p, UserMsg):
+        out.update(clip(p.text))
+        out["images"] = len(p.images or ())
+    elif isinstance(p, LlmResp):
+        resp = p.response
+        out["req"] = p.req
+        out.update(clip(resp.text))
+        out["thinking"] = clip(resp.thinking)
+        out["calls"] = [{"name": c.name, **clip(c.arguments, 600)} for c in resp.calls]
+        out["blocks"] = len(resp.blocks)
+        recorded = isinstance(_d(data.get("response")).get("usage"), dict)
+        out["usage"] = usage_to_json(resp.usage) if recorded else None
+    elif isinstance(p, LlmReq):
+        out.update(model=p.model, trim=p.trim, estimate=p.estimate, elided=len(p.elided))
+    elif isinstance(p, ToolResult):
+        out.update(name=p.name, error=p.error, **clip(p.text))
+    elif isinstance(p, GatePlan | Note):
+        out.update(clip(p.text))
+    elif isinstance(p, SessionStart | SessionResume):
+        version = "" if p.recipe is None else f"window-v{p.recipe.version}"
+        out["text"] = f"model {p.model}, recipe {version}"
+    elif p is not None and sentence is not None:  # bookkeeping: one sentence, then what it carries
         out["sentence"] = sentence
-        carried = data.get("text", data.get("result"))
-        out.update(clip(_s(carried)) if isinstance(carried, str) else {"text": None})
-        if "target" in data:
-            out["target"] = data.get("target")
-    else:  # a kind this console does not know: its fields, as they are
+        carried = p.text if isinstance(p, ResultFold) else p.result if isinstance(p, CtxClose) else None
+        out.update(clip(carried) if carried is not None else {"text": None})
+        if isinstance(p, ResultFold):
+            out["target"] = p.target
+    else:  # a kind this console does not know, or a damaged payload: its fields, as they are
         out["text"] = ", ".join(f"{k}: {_s(v)[:80]}" for k, v in data.items())
     return out
 

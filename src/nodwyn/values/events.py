@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast
 
-from nodwyn.errors import CorruptLogError
+from nodwyn.errors import CorruptLogError, NodwynError
 from nodwyn.values.codec import (
     origin_from_json,
     origin_to_json,
@@ -703,3 +703,14 @@ def decode(event: Event) -> Payload:
     if cls is None:
         raise CorruptLogError(f"seq {event.seq}: unknown event kind {event.kind!r}")
     return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
+
+
+def decoded(event: Event, *kinds: str) -> Payload | None:
+    """The typed payload of an event of one of ``kinds`` (any kind if none given), or None if it
+    is of another kind or does not decode: for readers that show damaged logs instead of refusing."""
+    if kinds and event.kind not in kinds:
+        return None
+    try:
+        return decode(event)
+    except NodwynError:  # damaged, or a recipe version this release does not know
+        return None
