@@ -69,7 +69,7 @@ class Session:
         t0 = time.perf_counter()
         b, _ = self.recorder.request("main", ORIGIN, model="bench")
         elapsed = time.perf_counter() - t0
-        return elapsed, b.record["estimate"]
+        return elapsed, b.record.estimate
 
     def answer(self) -> None:
         n = self.turns

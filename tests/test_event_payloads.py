@@ -10,6 +10,7 @@ import pytest
 from nodwyn.errors import CorruptLogError
 from nodwyn.values.events import (
     KINDS,
+    LLM_REQ,
     PAYLOADS,
     Event,
     LlmReq,
@@ -42,6 +43,21 @@ def test_every_fixture_event_decodes_and_encodes_back_byte_for_byte(log_file: Pa
 
 def _sorted(value: object) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+@pytest.mark.parametrize("log_file", LOGS, ids=lambda p: p.parents[2].name + "-" + p.parent.name[-6:])
+def test_a_request_written_from_its_typed_value_has_the_bytes_an_earlier_release_wrote(
+    log_file: Path,
+) -> None:
+    """The recorder writes ``LlmReq.to_data()``: its fields come out in the order the dict an
+    earlier release wrote had them, so the log line's bytes are unchanged (not only its meaning)."""
+    requests = 0
+    for line in log_file.read_bytes().splitlines():
+        raw = orjson.loads(line)
+        if raw["kind"] == LLM_REQ and "start" in raw["data"]:
+            requests += 1
+            assert orjson.dumps(LlmReq.from_data(raw["data"]).to_data()) == orjson.dumps(raw["data"])
+    assert requests > 0
 
 
 def test_fixture_logs_are_all_found() -> None:

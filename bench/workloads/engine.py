@@ -108,10 +108,10 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
         if isinstance(m, AssistantMessage):
             b, req_event = rec.request(MAIN_CTX, ORIGIN, model=MODEL)  # as the agent records it
             req = b.request
-            record = dict(b.record)
-            elided.update(record.get("elided", ()))
-            trims += bool(record.get("trim"))
-            estimates.append(int(record.get("estimate", 0)))
+            record = b.record
+            elided.update(record.elided)
+            trims += record.trim
+            estimates.append(record.estimate)
             cur = p.parts.chunks(req).parts
             cached = common_parts(prev, cur)[1]
             shown, shortened, recent, task_kept = visible(p, i, index_of, elided, req.messages, b.seqs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from nodwyn.log import Store
@@ -10,6 +11,7 @@ from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.values.canonical import digest
 from nodwyn.values.codec import origin_from_json, request_to_json
 from nodwyn.values.content import Origin
+from nodwyn.values.events import LlmReq, ReqStart
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.window import TurnOptions
 
@@ -31,7 +33,8 @@ def test_a_request_records_digest_start_model_and_cache_ask_and_is_fed_back(tmp_
         assert req.data["digest"] == build.digest == digest(request_to_json(build.request))
         assert req.data["model"] == "entry" and origin_from_json(req.data["origin"]) == ORIGIN
         assert req.data["start"] == {"seq": 1, "keep": []} and req.data["cache_ask"] == "none"
-        assert {k: req.data[k] for k in build.record} == build.record
+        written = replace(build.record, model="entry", start=ReqStart(seq=1, keep=()), cache_ask="none")
+        assert LlmReq.from_data(req.data) == written and req.data == written.to_data()
         rec.append("llm.resp", {"req": req.seq, "response": {"text": "hi"}})
         rec.append("user.msg", {"text": "again"})
         later, _ = rec.request("main", ORIGIN)  # the window saw the request, its reply and the message

@@ -17,6 +17,7 @@ from nodwyn.replay.exact import replay_request
 from nodwyn.replay.summaries import add_summary, revoke_summary
 from nodwyn.testing import ORIGIN, TOOLS, SessionBuilder, recipe
 from nodwyn.values.content import AssistantMessage, ThinkingBlock, ToolMessage
+from nodwyn.values.events import WithheldImage
 from nodwyn.values.request import ToolSpec
 from nodwyn.window import TurnOptions
 
@@ -67,7 +68,7 @@ def test_sticky_elision(session: Make) -> None:
     )
     for i in range(8):
         s.turn(f"task {i}", [[("shell", f'{{"cmd":"step {i}"}}', f"output {i} " + "y" * 500)]], f"done {i}")
-    with_elision = [seq for seq, b in s.builds.items() if b.record["elided"]]
+    with_elision = [seq for seq, b in s.builds.items() if b.record.elided]
     assert with_elision, "the scenario never trimmed"
     last = s.sent[max(s.sent)].decode()
     assert "[elided seq=" in last
@@ -75,7 +76,7 @@ def test_sticky_elision(session: Make) -> None:
     assert s.log is not None
     results = {e.seq: e.data["text"] for e in s.log.read() if e.kind == "tool.result"}
     for trim in with_elision:
-        for gone in s.builds[trim].record["elided"]:
+        for gone in s.builds[trim].record.elided:
             if gone in results:
                 for seq in sorted(s.sent):
                     if seq > trim:
@@ -187,9 +188,9 @@ def test_images_withheld(session: Make) -> None:
     }
     s.user("what is in these pictures?", images=[img, img2])
     req = s.request(withheld={img["digest"]: "the model takes no images"})
-    assert s.builds[req.seq].record["withheld_images"] == [
-        {"digest": img["digest"], "reason": "the model takes no images"}
-    ]
+    assert s.builds[req.seq].record.withheld_images == (
+        WithheldImage(digest=img["digest"], reason="the model takes no images"),
+    )
     assert b"the model takes no images" in s.sent[req.seq] and img2["digest"].encode() in s.sent[req.seq]
 
 
@@ -208,9 +209,9 @@ def test_turn_options_and_contexts(session: Make) -> None:
     s.add("ctx.close", {"id": "sub1"}, ctx="main")
     s.result(calls[0], "sub answer")
     head = s.request(turn=TurnOptions(headroom=True))
-    assert "no_tools" in s.builds[plan.seq].record and _json(s.sent[plan.seq])["tools"] == []
+    assert s.builds[plan.seq].record.no_tools is not None and _json(s.sent[plan.seq])["tools"] == []
     assert [t["name"] for t in _json(s.sent[req.seq])["tools"]] == ["fs-read"]
-    assert s.builds[head.seq].record.get("headroom") is True
+    assert s.builds[head.seq].record.headroom is True
     assert b"1. read" in s.sent[head.seq]
 
 

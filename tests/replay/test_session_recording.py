@@ -13,6 +13,7 @@ from nodwyn.record import resume_session, start_session
 from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values import codec
 from nodwyn.values.canonical import digest
+from nodwyn.values.events import LlmReq, ReqStart
 
 
 def test_start_and_resume_record_the_recipe(store: Store) -> None:
@@ -56,7 +57,7 @@ def test_the_recorder_records_the_digest_of_what_it_built(store: Store) -> None:
     req = s.request()
     b = s.builds[req.seq]
     assert req.data["digest"] == digest(codec.request_to_json(b.request)) == b.digest
-    assert {k: req.data[k] for k in b.record} == b.record
+    assert LlmReq.from_data(req.data) == replace(b.record, model="test", start=ReqStart(seq=1, keep=()))
     assert req.data["model"] == "test" and codec.origin_from_json(req.data["origin"]).model == "test-model"
     assert req.data["start"] == {"seq": 1, "keep": []}
     s.close()

@@ -136,21 +136,21 @@ def test_trimming_elides_a_reply_with_its_details_and_later_replies_go_back_with
         got = fake.requests
     for b, r in zip(run.builds, got, strict=True):
         check_rendered(b, r)
-    trimmed = [b.record["trim"] for b in run.builds]
+    trimmed = [b.record.trim for b in run.builds]
     ks = [i for i in range(len(trimmed) - 1) if trimmed[i] and not trimmed[i + 1]]
     assert ks, f"no trimmed request followed by an untrimmed one: {trimmed}"
     k = ks[0]
     b = run.builds[k]
-    first_elided = min(b.record["elided"])
+    first_elided = min(b.record.elided)
     replies = [
         (seq, m) for seq, m in zip(b.seqs, b.request.messages, strict=True) if isinstance(m, AssistantMessage)
     ]
     sent = wire_assistants(got[k])
-    assert any(seq in b.record["elided"] for seq, _ in replies)
+    assert any(seq in b.record.elided for seq, _ in replies)
     for (seq, m), w in zip(replies, sent, strict=True):
         if seq >= first_elided:  # elided with its reply, or made before an elision of an earlier entry
             assert "reasoning_details" not in w
-        if seq > first_elided and seq not in b.record["elided"]:
+        if seq > first_elided and seq not in b.record.elided:
             assert w["reasoning"] == m.thinking and m.thinking.startswith("thought ")
     # the reply made after the trim keeps its details while no later elision comes before it
     (block,) = run.replies[k].blocks

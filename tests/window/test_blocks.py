@@ -57,7 +57,7 @@ def test_blocks_go_only_to_their_origin_and_come_back_after_a_switch_and_back() 
     b_b = sim.request(origin=ORIGIN_B)
     reply_b = _reply(b_b.request.messages)
     assert reply_b.blocks == () and reply_b.thinking == "t"  # the thinking as before
-    assert "origin" in b_b.record["moved"]
+    assert "origin" in b_b.record.moved
     sim.reply(text="ok")
     sim.add("model.switch", {"model": ORIGIN_A.model})
     b_a2 = sim.request(origin=ORIGIN_A)
@@ -84,10 +84,10 @@ def test_an_elision_of_an_earlier_entry_drops_later_blocks_and_elided_replies_ta
     sim.user("ask")
     for i in range(8):
         batch(sim, [(f"c{i}", "r" * 250)], thinking="t", blocks=(block(ORIGIN_A, f"s{i}" * 40),))
-    trims = [x for x in sim.built if x.build.record["trim"]]
+    trims = [x for x in sim.built if x.build.record.trim]
     assert trims
     t = trims[0]
-    first_elided = min(t.build.record["elided"])
+    first_elided = min(t.build.record.elided)
     for seq, m in zip(t.build.seqs, t.build.request.messages, strict=True):
         if isinstance(m, AssistantMessage) and seq > first_elided and not m.text.startswith("[elided"):
             assert m.blocks == () and m.thinking == "t"
@@ -96,7 +96,7 @@ def test_an_elision_of_an_earlier_entry_drops_later_blocks_and_elided_replies_ta
     plain.user("ask")
     for i in range(8):
         batch(plain, [(f"c{i}", "r" * 250)], thinking="t")
-    first_plain = next(i for i, x in enumerate(plain.built) if x.build.record["trim"])
+    first_plain = next(i for i, x in enumerate(plain.built) if x.build.record.trim)
     assert first_plain > sim.built.index(t)
 
 
@@ -115,10 +115,10 @@ def test_a_reply_made_after_an_elision_keeps_its_blocks() -> None:
     sim.user("ask")
     for i in range(10):
         batch(sim, [(f"c{i}", "r" * 400)])
-    trims = [x for x in sim.built if x.build.record["trim"]]
+    trims = [x for x in sim.built if x.build.record.trim]
     assert trims
     after = block(ORIGIN_A, "made-after-the-trim")
     batch(sim, [("late", "ok")], thinking="t", blocks=(after,))
     b = sim.request()
-    assert b.record["elided"] == []
+    assert b.record.elided == ()
     assert _reply(b.request.messages, -1).blocks == (after,)

@@ -30,7 +30,7 @@ def test_a_narrowing_has_its_own_system_prompt_and_starts_at_the_narrowing_point
     b = sim.request("n1")
     assert b.request.system == "Compacted. Handover: parser fixed."
     assert _texts(b.request.messages) == ["# Task\n\ngo on"]
-    assert b.record["moved"] == ["first"]
+    assert b.record.moved == ("first",)
     with pytest.raises(NotFoundError, match="narrowed by 'n1'"):
         sim.window.build("main", origin=ORIGIN_A)
 
@@ -54,7 +54,7 @@ def test_widening_joins_the_narrowing_to_its_parent() -> None:
         "parse.py contents",
     ]
     assert b.request.messages[: len(before.request.messages)] == before.request.messages
-    assert "moved" not in b.record
+    assert b.record.moved is None
     with pytest.raises(NotFoundError, match="widened"):
         sim.window.build("n1", origin=ORIGIN_A)
 
@@ -82,7 +82,7 @@ def test_a_sub_agent_has_its_own_conversation_and_answers_as_its_parents_result(
     sim.user("find the file", "s1")
     b = sim.request("s1")
     assert b.request.system == "You are a sub-agent."
-    assert [t.name for t in b.request.tools] == ["fs-read"] and b.record["offered_tools"] == ["fs-read"]
+    assert [t.name for t in b.request.tools] == ["fs-read"] and b.record.offered_tools == ("fs-read",)
     assert _texts(b.request.messages) == ["# Task\n\nfind the file"]
     sim.reply("s1", text="it is parse.py")
     sim.close_ctx("s1", "main", "it is parse.py")

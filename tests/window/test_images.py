@@ -5,6 +5,7 @@ from __future__ import annotations
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import part_to_json
 from nodwyn.values.content import ImagePart, TextPart, UserMessage
+from nodwyn.values.events import WithheldImage
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import build_window
 from nodwyn.window.estimate import image_tokens, scaled_size
@@ -39,7 +40,7 @@ def test_an_image_is_a_user_message_of_a_framing_line_and_the_image_by_digest() 
     assert b.seqs == (2, 2)
     assert b"ab" * 32 in b.canonical  # the hash covers the digest, never the bytes
     part_bytes = len(canonical_bytes(part_to_json(part)))
-    assert b.record["estimate"] == -(-(len(b.canonical) - part_bytes) // 3) + image_tokens(1024, 1024)
+    assert b.record.estimate == -(-(len(b.canonical) - part_bytes) // 3) + image_tokens(1024, 1024)
 
 
 def test_an_image_that_cannot_be_sent_is_replaced_by_a_line_and_recorded() -> None:
@@ -51,7 +52,7 @@ def test_an_image_that_cannot_be_sent_is_replaced_by_a_line_and_recorded() -> No
     assert isinstance(image, UserMessage) and image.parts == (
         TextPart(text=f"[attached image shot.png was not sent: {reason}]"),
     )
-    assert b.record["withheld_images"] == [{"digest": IMG["digest"], "reason": reason}]
+    assert b.record.withheld_images == (WithheldImage(digest=IMG["digest"], reason=reason),)
     again = build_window(sim.before(sim.built[-1].seq), origin=ORIGIN_A, withheld={IMG["digest"]: reason})
     assert again.digest == b.digest  # replay applies the recorded reasons without reading a file
 
@@ -66,8 +67,8 @@ def test_images_are_trimmed_with_their_line_oldest_attachment_first_the_text_sta
     for i in range(3):
         batch(sim, [(f"c{i}", "ok")])
     b = sim.request()
-    trimmed = [x for x in sim.built if x.build.record["trim"]]
-    assert trimmed and trimmed[0].build.record["elided"][0] == first.seq
+    trimmed = [x for x in sim.built if x.build.record.trim]
+    assert trimmed and trimmed[0].build.record.elided[0] == first.seq
     req = trimmed[0].build
     assert req.request.messages[1] == UserMessage(parts=(TextPart(text=f"[elided seq={first.seq}]"),))
     assert "first" in req.request.messages[0].parts[0].text  # type: ignore[union-attr]
@@ -78,4 +79,4 @@ def test_before_v12_images_are_not_in_the_window() -> None:
     sim = started(10)
     sim.user("look", images=[IMG])
     b = sim.request()
-    assert len(b.request.messages) == 1 and "withheld_images" not in b.record
+    assert len(b.request.messages) == 1 and b.record.withheld_images is None

@@ -70,7 +70,7 @@ def _runs(request: Request) -> list[tuple[int, int]]:
 
 
 def _legit_move(sim: Sim, prev: Built, b: Built) -> bool:
-    if b.build.record["elided"]:
+    if b.build.record.elided:
         return True
     if prev.origin != b.origin or prev.turn != b.turn or prev.withheld != b.withheld:
         return True
@@ -91,9 +91,9 @@ def _legit_move(sim: Sim, prev: Built, b: Built) -> bool:
 def test_a_requests_extend_their_predecessor_unless_recorded(sim: Sim) -> None:
     for i, b in enumerate(sim.built):
         prev = _previous(sim, i)
-        moved = b.build.record.get("moved")
+        moved = b.build.record.moved
         if prev is None:
-            assert moved == ["first"]
+            assert moved == ("first",)
             continue
         old, new = prev.build.request, b.build.request
         if moved is None:
@@ -123,7 +123,7 @@ def test_b_elided_set_only_grows(sim: Sim) -> None:
         b = by_seq.get(e.seq)
         if b is None:
             continue
-        new = set(b.build.record["elided"])
+        new = set(b.build.record.elided)
         assert not (new & sticky), "a seq was newly elided twice"
         # an entry elided by an earlier request is never shown again: a marker, or left out
         last = dict(zip(b.build.seqs, b.build.request.messages, strict=True))  # a user.msg's images come last
@@ -152,29 +152,29 @@ def test_c_hysteresis(sim: Sim) -> None:
             continue
         rec = b.build.record
         version = _version_at(sim, b.seq)
-        line = LIMITS.ceiling if rec.get("headroom") else LIMITS.high_water
+        line = LIMITS.ceiling if rec.headroom else LIMITS.high_water
         if b.measure <= line:
             # below the line nothing is newly elided but the results of replies already elided
-            assert "below_low_blocked" not in rec and ("high_water" not in rec or rec.get("headroom"))
-            for s in rec["elided"]:
+            assert rec.below_low_blocked is None and (rec.high_water is None or rec.headroom)
+            for s in rec.elided:
                 assert sim.events[s - 1].kind == "tool.result"
                 assert any(sim.events[r - 1].kind == "llm.resp" and r < s for r in sticky)
         else:
-            assert rec["high_water"] == line
+            assert rec.high_water == line
             # v20 trims to a target of its own (recorded); older versions to low water
-            target = rec["target"] if version >= 20 else LIMITS.low_water
-            assert ("target" in rec) is (version >= 20)
-            assert rec["estimate"] <= target or rec.get("below_low_blocked") is True
+            target = rec.target if version >= 20 else LIMITS.low_water
+            assert (rec.target is not None) is (version >= 20)
+            assert rec.estimate <= target or rec.below_low_blocked is True
             if version >= 20:
                 assert int(V20.floor * LIMITS.high_water) <= target <= int(V20.ceiling * LIMITS.high_water)
-        if rec.get("below_low_blocked"):
-            assert rec["estimate"] > (rec["target"] if version >= 20 else LIMITS.low_water)
+        if rec.below_low_blocked:
+            assert rec.estimate > (rec.target if version >= 20 else LIMITS.low_water)
         if b.predicted is not None:  # the trim's running accounting is exact
-            assert b.predicted == rec["estimate"], (b.predicted, rec)
-        assert rec["trim"] == bool(rec["elided"])
+            assert b.predicted == rec.estimate, (b.predicted, rec)
+        assert rec.trim == bool(rec.elided)
         if Flag.HEADROOM not in policy_for(version):
-            assert "headroom" not in rec
-        sticky |= set(rec["elided"])
+            assert rec.headroom is None
+        sticky |= set(rec.elided)
 
 
 @PROPS

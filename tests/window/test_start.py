@@ -76,5 +76,5 @@ def test_a_fold_before_the_start_does_not_move_a_request_after_it() -> None:
     sim.request("n1")
     sim.resume(recipe(9, limits=replace(LIMITS, output_reserve=300)))  # folds on, a new reply cap
     sim.request("n1")
-    assert sim.built[-1].build.record["moved"] == ["recipe"]  # not "fold": n1 shows no folded result
+    assert sim.built[-1].build.record.moved == ("recipe",)  # not "fold": n1 shows no folded result
     _same_from_start(sim, "n1")

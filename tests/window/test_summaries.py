@@ -38,7 +38,7 @@ def test_a_summary_replaces_its_span_with_an_assistant_message() -> None:
     first = b.request.messages[0]
     assert first == AssistantMessage(text=f"[summary of seq {u[0]}-{u[1] - 1}]\n\nThey fixed the parser.")
     assert not set(range(u[0], u[1])) & set(b.seqs)
-    assert "summary" in b.record["moved"]
+    assert "summary" in b.record.moved
 
 
 def test_the_latest_two_user_turns_stay_outside_replacement() -> None:
@@ -99,14 +99,14 @@ def test_a_lifecycle_change_resets_the_sticky_elided_set() -> None:
         batch(sim, [(f"big{i}", "r" * 300)])
     sim.reply(text="ok")
     u += _turns(sim, 2, start=2)
-    elided = {s for x in sim.built for s in x.build.record["elided"]}
+    elided = {s for x in sim.built for s in x.build.record.elided}
     assert elided
     sim.reply(text="ok")
     sim.summary(u[0], u[1] - 1, "the first turn, short")
     b = sim.request()
     # the window is rebuilt with no inherited elisions: it trims again, from its own decision
-    again = set(b.record["elided"]) & elided
-    assert again and b.record["trim"] is True
+    again = set(b.record.elided) & elided
+    assert again and b.record.trim is True
     assert all(s >= u[1] for s in again)
 
 
@@ -142,8 +142,8 @@ def test_a_withheld_image_in_a_summarised_span_moves_nothing_and_replays_the_sam
     b1 = sim.request(withheld=held)
     sim.reply(text="noted")
     b2 = sim.request(withheld=held)
-    assert "withheld_images" not in b1.record  # the image is in the summarised span
-    assert "moved" not in b2.record
+    assert b1.record.withheld_images is None  # the image is in the summarised span
+    assert b2.record.moved is None
     for built in sim.built[-2:]:
         again = sim.replayed(built.seq)
         assert again.record == built.build.record and again.digest == built.build.digest

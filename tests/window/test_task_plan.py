@@ -24,7 +24,7 @@ def test_each_request_is_a_user_message_under_the_task_header_and_the_system_nev
     b2 = sim.request()
     assert b1.request.system == b2.request.system == "You are a careful agent."
     assert _texts(b2.request.messages) == ["# Task\n\nfirst ask", "# Task\n\nsecond ask"]
-    assert "moved" not in b2.record  # a new request adds to the cached prefix
+    assert b2.record.moved is None  # a new request adds to the cached prefix
 
 
 def test_a_plan_waits_for_the_next_non_result_message_then_stays_there() -> None:
@@ -42,7 +42,7 @@ def test_a_plan_waits_for_the_next_non_result_message_then_stays_there() -> None
     sim.reply(text="following the plan")
     b2 = sim.request()
     k = len(b.request.messages)
-    assert b2.request.messages[:k] == b.request.messages and "moved" not in b2.record
+    assert b2.request.messages[:k] == b.request.messages and b2.record.moved is None
 
 
 def test_a_plan_rewritten_in_the_same_batch_replaces_it_before_any_window_shows_it() -> None:
@@ -64,7 +64,7 @@ def test_task_and_plan_are_never_trimmed() -> None:
     for i in range(8):
         batch(sim, [(f"c{i}", "r" * 500)], text="t" * 100)
     b = sim.request()
-    assert any(x.build.record["trim"] for x in sim.built)
+    assert any(x.build.record.trim for x in sim.built)
     assert _texts(b.request.messages)[:2] == ["# Task\n\nthe ask", "# Plan\n\nthe plan"]
 
 
@@ -91,7 +91,7 @@ def test_before_v15_the_system_prompt_carries_the_task_and_its_plan() -> None:
     assert (
         b2.request.system == "You are a careful agent.\n\n# Task\n\nsecond ask"
     )  # the plan left with its turn
-    assert "system" in b2.record["moved"]
+    assert "system" in b2.record.moved
 
 
 def test_an_absent_header_rebuilds_older_logs_byte_for_byte() -> None:

@@ -17,7 +17,7 @@ def grow_until_trim(sim: Sim, size: int = 600, limit: int = 30) -> int:
     """Batches of one result of ``size`` bytes until a request trims; returns its index in builds."""
     for i in range(limit):
         b, _, _ = batch(sim, [(f"c{i}", "r" * size)])
-        if b.record["trim"]:
+        if b.record.trim:
             return len(sim.built) - 1
     raise AssertionError("never trimmed")
 
@@ -33,7 +33,7 @@ def test_prefix_is_system_then_tools_in_catalog_order_then_messages() -> None:
     batch(sim, [("c1", "out")])
     b2 = sim.request()
     assert b2.request.messages[: len(b.request.messages)] == b.request.messages
-    assert "moved" not in b2.record
+    assert b2.record.moved is None
 
 
 def test_below_high_water_nothing_is_elided() -> None:
@@ -42,8 +42,8 @@ def test_below_high_water_nothing_is_elided() -> None:
     for i in range(3):
         batch(sim, [(f"c{i}", "small result")])
     for built in sim.built:
-        assert built.build.record["elided"] == [] and built.build.record["trim"] is False
-        assert "high_water" not in built.build.record
+        assert built.build.record.elided == () and built.build.record.trim is False
+        assert built.build.record.high_water is None
 
 
 def test_trim_elides_oldest_results_first_down_to_low_water_and_never_the_person() -> None:
@@ -53,13 +53,13 @@ def test_trim_elides_oldest_results_first_down_to_low_water_and_never_the_person
     i = grow_until_trim(sim)
     built = sim.built[i]
     rec = built.build.record
-    kinds = {sim.events[s - 1].kind for s in rec["elided"]}
+    kinds = {sim.events[s - 1].kind for s in rec.elided}
     assert kinds == {"tool.result"}  # results suffice: no reply text elided
     results = [e.seq for e in sim.events[: built.seq] if e.kind == "tool.result"]
-    assert rec["elided"] == results[: len(rec["elided"])]  # oldest first
-    assert rec["estimate"] <= lim.low_water and rec["high_water"] == lim.high_water
+    assert list(rec.elided) == results[: len(rec.elided)]  # oldest first
+    assert rec.estimate <= lim.low_water and rec.high_water == lim.high_water
     assert built.measure > lim.high_water
-    assert "below_low_blocked" not in rec
+    assert rec.below_low_blocked is None
     assert built.build.request.messages[0] == UserMessage(parts=built.build.request.messages[0].parts)
     assert "task" in message_to_json(built.build.request.messages[0])["content"][0]["text"]
 
@@ -69,9 +69,9 @@ def test_elision_is_in_place_and_sticky_below_high_water() -> None:
     sim.user("task")
     i = grow_until_trim(sim)
     trimmed = sim.built[i].build
-    elided = trimmed.record["elided"]
+    elided = trimmed.record.elided
     nxt = sim.request()
-    assert nxt.record["elided"] == [] and "moved" not in nxt.record  # below high water: appended only
+    assert nxt.record.elided == () and nxt.record.moved is None  # below high water: appended only
     for seq in elided:
         k = trimmed.seqs.index(seq)
         m = nxt.request.messages[k]
@@ -87,7 +87,7 @@ def test_hysteresis_then_nothing_until_the_next_crossing() -> None:
     between = sim.built[first + 1 : second]
     assert between, "a trim to low water leaves room for several requests"
     for built in between:
-        assert built.build.record["elided"] == [] and "moved" not in built.build.record
+        assert built.build.record.elided == () and built.build.record.moved is None
         assert built.measure <= ROOMY.high_water
     assert sim.built[second].measure > ROOMY.high_water
 
@@ -97,14 +97,14 @@ def test_reply_text_is_elided_after_results_and_its_calls_cleared() -> None:
     sim.user("task")
     for i in range(8):
         batch(sim, [(f"c{i}", "tiny")], text="t" * 350)
-    trims = [b for b in sim.built if b.build.record["trim"]]
+    trims = [b for b in sim.built if b.build.record.trim]
     assert trims
     rec = trims[0].build.record
-    kinds = [sim.events[s - 1].kind for s in rec["elided"]]
+    kinds = [sim.events[s - 1].kind for s in rec.elided]
     assert "llm.resp" in kinds and "tool.result" in kinds
     assert kinds.index("llm.resp") > 0 or kinds.count("tool.result") >= 1
     req = trims[0].build.request
-    for seq in rec["elided"]:
+    for seq in rec.elided:
         if sim.events[seq - 1].kind == "llm.resp":
             m = req.messages[trims[0].build.seqs.index(seq)]
             assert m == AssistantMessage(text=f"[elided seq={seq}]")
@@ -116,17 +116,17 @@ def test_four_most_recent_entries_are_protected() -> None:
     batch(sim, [("c0", "r" * 900)])
     batch(sim, [("c1", "r" * 900)])
     b = sim.request()  # [user, a0, r0, a1, r1]: a0 alone is unprotected, and without pairs...
-    assert b.record["trim"] is False or all(s not in b.seqs[-4:] for s in b.record["elided"])
-    assert b.record.get("below_low_blocked") is True
+    assert b.record.trim is False or all(s not in b.seqs[-4:] for s in b.record.elided)
+    assert b.record.below_low_blocked is True
     for seq in b.seqs[-4:]:
-        assert seq not in b.record["elided"]
+        assert seq not in b.record.elided
 
 
 def test_estimate_is_a_token_per_three_canonical_bytes() -> None:
     sim = started(19)
     sim.user("hello")
     b = sim.request()
-    assert b.record["estimate"] == -(-len(b.canonical) // 3)
+    assert b.record.estimate == -(-len(b.canonical) // 3)
 
 
 def test_the_sticky_set_is_derived_from_the_log_not_from_memory() -> None:
@@ -139,4 +139,4 @@ def test_the_sticky_set_is_derived_from_the_log_not_from_memory() -> None:
     fresh = build_window(sim.events, origin=ORIGIN_A)
     k = fresh.seqs.index(result)
     assert fresh.request.messages[k] == ToolMessage(call_id="c", name="shell", text=f"[elided seq={result}]")
-    assert fresh.record["elided"] == [] and reply in fresh.seqs
+    assert fresh.record.elided == () and reply in fresh.seqs

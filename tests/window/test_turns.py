@@ -17,8 +17,8 @@ def test_a_turn_without_tools_omits_the_catalog_and_records_it() -> None:
     sim.user("plan only")
     full = sim.window.build(origin=ORIGIN_A)
     b = sim.request(turn=TurnOptions(no_tools=True))
-    assert b.request.tools == () and b.record["no_tools"] is True
-    assert b.record["estimate"] == full.record["estimate"]  # the budget counts the whole catalog
+    assert b.request.tools == () and b.record.no_tools is True
+    assert b.record.estimate == full.record.estimate  # the budget counts the whole catalog
     again = build_window(sim.before(sim.built[-1].seq), origin=ORIGIN_A, turn=TurnOptions(no_tools=True))
     assert again.digest == b.digest
 
@@ -28,7 +28,7 @@ def test_a_turn_with_some_tools_offers_them_in_catalog_order() -> None:
     sim.user("read only")
     b = sim.request(turn=TurnOptions(offered_tools=("shell", "fs-read")))
     assert [t.name for t in b.request.tools] == ["fs-read", "shell"]
-    assert b.record["offered_tools"] == ["fs-read", "shell"]
+    assert b.record.offered_tools == ("fs-read", "shell")
     with pytest.raises(NotFoundError, match="not in the session's frozen catalog"):
         sim.window.build(origin=ORIGIN_A, turn=TurnOptions(offered_tools=("rm-rf",)))
 
@@ -37,7 +37,7 @@ def test_before_v7_a_turn_gets_the_whole_catalog() -> None:
     sim = started(6)
     sim.user("ask")
     b = sim.request(turn=TurnOptions(no_tools=True))
-    assert len(b.request.tools) == 4 and "no_tools" not in b.record
+    assert len(b.request.tools) == 4 and b.record.no_tools is None
 
 
 def test_the_output_cap_from_v8() -> None:
@@ -50,7 +50,7 @@ def test_the_output_cap_from_v8() -> None:
         )
         sim.user("ask")
         b = sim.request()
-        assert b.request.max_output == cap and b.record.get("max_output") == cap
+        assert b.request.max_output == cap and b.record.max_output == cap
 
 
 def test_headroom_lets_a_request_past_high_water_up_to_the_ceiling() -> None:
@@ -62,14 +62,14 @@ def test_headroom_lets_a_request_past_high_water_up_to_the_ceiling() -> None:
     measure = sim.window.measure(origin=ORIGIN_A)
     assert lim.high_water < measure <= lim.ceiling
     b = sim.request(turn=TurnOptions(headroom=True))
-    assert b.record["elided"] == [] and b.record["headroom"] is True and b.record["high_water"] == lim.ceiling
+    assert b.record.elided == () and b.record.headroom is True and b.record.high_water == lim.ceiling
     plain = sim.window.build(origin=ORIGIN_A)  # the same window without headroom trims
-    assert plain.record["trim"] is True
+    assert plain.record.trim is True
     old = started(9, limits=lim)
     old.user("ask")
     for cid in "abcd":
         batch(old, [(cid, "r" * 300)])
-    assert "headroom" not in old.request(turn=TurnOptions(headroom=True)).record
+    assert old.request(turn=TurnOptions(headroom=True)).record.headroom is None
 
 
 def test_a_fold_replaces_a_result_in_later_windows_from_v9() -> None:
@@ -83,5 +83,5 @@ def test_a_fold_replaces_a_result_in_later_windows_from_v9() -> None:
         m = after.request.messages[after.seqs.index(seq)]
         assert isinstance(m, ToolMessage)
         assert (m.text == "[folded: failed attempt]") is folded
-        assert ("fold" in after.record.get("moved", [])) is folded
+        assert ("fold" in (after.record.moved or ())) is folded
         assert isinstance(before.request.messages[-1], ToolMessage)

@@ -30,7 +30,7 @@ def grow(sim: Sim, n: int, size: int = 900, start: int = 0) -> list[tuple[int, l
 
 
 def first_trim(sim: Sim) -> int:
-    return next(i for i, b in enumerate(sim.built) if b.build.record["trim"])
+    return next(i for i, b in enumerate(sim.built) if b.build.record.trim)
 
 
 def test_v20_flags_are_its_three_rules() -> None:
@@ -43,11 +43,11 @@ def test_whole_units_go_oldest_first_and_a_run_shows_one_marker_naming_it() -> N
     units = grow(sim, 14)
     i = first_trim(sim)
     b = sim.built[i].build
-    elided = set(b.record["elided"])
+    elided = set(b.record.elided)
     replies = [r for r, _ in units]
     gone = [r for r in replies if r in elided]
     assert len(gone) >= 2
-    head = b.record["head"]
+    head = b.record.head
     gone_after_head = [r for r in replies if r >= head]
     assert gone == gone_after_head[: len(gone)], "oldest first after the head"
     for reply, results in units:  # whole units: a result goes only with its reply
@@ -82,11 +82,11 @@ def test_the_next_trim_extends_the_run_and_the_requests_between_only_append() ->
     sim = started(20, limits=LIM)
     sim.user("fix the parser")
     grow(sim, 40)
-    trims = [b for b in sim.built if b.build.record["trim"]]
+    trims = [b for b in sim.built if b.build.record.trim]
     assert len(trims) >= 2
     for b in sim.built:
-        if not b.build.record["trim"] and b is not sim.built[0]:
-            assert "moved" not in b.build.record
+        if not b.build.record.trim and b is not sim.built[0]:
+            assert b.build.record.moved is None
     last = trims[-1].build
     runs = [m.text for m in last.request.messages if isinstance(m, AssistantMessage) and ".." in m.text]
     assert len(runs) == 1  # one run: the second trim's units follow the first's
@@ -98,9 +98,9 @@ def test_the_target_follows_the_runs_growth_and_is_recorded() -> None:
     grow(sim, 14)
     built = sim.built[first_trim(sim)]
     rec = built.build.record
-    target = rec["target"]
+    target = rec.target
     assert int(V20.floor * LIM.high_water) <= target <= int(V20.ceiling * LIM.high_water)
-    assert rec["estimate"] <= target and rec["high_water"] == LIM.high_water
+    assert rec.estimate <= target and rec.high_water == LIM.high_water
     # C and requests come from the log: the conversation before the request, its replies + 1
     conv = [e for e in sim.events[: built.seq - 1] if e.kind in ("user.msg", "llm.resp", "tool.result")]
     size = sum(content_bytes(x) for x in (entry_of(e) for e in conv) if x is not None)
@@ -131,19 +131,19 @@ def test_the_head_is_kept_fixed_in_the_log_and_read_back() -> None:
     sim.start(recipe(20, limits=LIM))
     sim.user("fix the parser")
     units = grow(sim, 30, size=600)
-    trims = [b for b in sim.built if b.build.record["trim"]]
-    head = trims[0].build.record["head"]
+    trims = [b for b in sim.built if b.build.record.trim]
+    head = trims[0].build.record.head
     kept = [r for r, _ in units if r < head]
     assert len(kept) >= 2  # 0.4 of B - S0 holds a few of these units
     for t in trims:
-        assert t.build.record["head"] == head  # fixed by the first trim, then read from the log
-        assert not set(t.build.record["elided"]) & {s for r, rs in units if r < head for s in (r, *rs)}
+        assert t.build.record.head == head  # fixed by the first trim, then read from the log
+        assert not set(t.build.record.elided) & {s for r, rs in units if r < head for s in (r, *rs)}
     # a window whose own constants would put it elsewhere takes the head from the log
     other = Sim(events=list(sim.events), window=Window(tuning=NO_HEAD), version=20)
     other.window.feed_all(sim.events)
     grow(other, 20, size=600, start=30)
-    later = [b for b in other.built if b.build.record["trim"]]
-    assert later and all(b.build.record["head"] == head for b in later)
+    later = [b for b in other.built if b.build.record.trim]
+    assert later and all(b.build.record.head == head for b in later)
 
 
 def test_a_damaged_head_is_refused_naming_its_seq() -> None:
@@ -166,11 +166,11 @@ def test_each_rule_alone_on_v19(flag: Flag) -> None:
     sim.user("fix the parser")
     units = grow(sim, 16)
     rec = sim.built[first_trim(sim)].build.record
-    elided = set(rec["elided"])
-    assert "target" in rec
-    assert ("head" in rec) is (flag == Flag.HEAD)
+    elided = set(rec.elided)
+    assert rec.target is not None
+    assert (rec.head is not None) is (flag == Flag.HEAD)
     if flag != Flag.GROWTH:
-        assert rec["target"] == LIM.low_water
+        assert rec.target == LIM.low_water
     whole = all((r in elided) == all(x in elided for x in rs) for r, rs in units)
     assert whole is (flag == Flag.UNITS)  # without UNITS results go first, in place
     for b in sim.built:  # the same builds, from the events alone, with the same flags
@@ -185,10 +185,10 @@ def test_v19_is_unchanged_beside_v20() -> None:
     sim.user("fix the parser")
     grow(sim, 14)
     for b in sim.built:
-        assert "target" not in b.build.record and "head" not in b.build.record
+        assert b.build.record.target is None and b.build.record.head is None
         assert not any(".." in getattr(m, "text", "") for m in b.build.request.messages)
     rec = sim.built[first_trim(sim)].build.record
-    kinds = {sim.events[s - 1].kind for s in rec["elided"]}
+    kinds = {sim.events[s - 1].kind for s in rec.elided}
     assert kinds == {"tool.result"}  # results first, in place
 
 
@@ -199,13 +199,13 @@ def test_resume_from_v19_to_v20_joins_v19s_elided_replies_into_runs() -> None:
     sim = started(19, limits=lim)
     sim.user("fix the parser")
     grow(sim, 14, size=400)
-    v19 = [b for b in sim.built if b.build.record["trim"]][-1].build
+    v19 = [b for b in sim.built if b.build.record.trim][-1].build
     assert any(
         isinstance(m, AssistantMessage) and m.text.startswith("[elided seq=") for m in v19.request.messages
     )
     sim.resume(recipe(20, limits=lim))
     b = sim.request()
-    assert "recipe" in b.record["moved"]
+    assert "recipe" in b.record.moved
     singles = [
         m for m in b.request.messages if isinstance(m, AssistantMessage) and m.text.startswith("[elided seq=")
     ]

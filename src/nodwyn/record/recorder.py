@@ -9,12 +9,13 @@ exactly what replay needs to rebuild it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from nodwyn.log import SessionLog, Store
 from nodwyn.values import codec
 from nodwyn.values.content import Origin
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import LLM_REQ, MAIN_CTX, Event, ReqStart
 from nodwyn.values.recipe import Recipe, policy_for
 from nodwyn.window import Build, TurnOptions, Window
 
@@ -71,16 +72,13 @@ class Recorder:
             ctx, origin=origin, turn=turn or TurnOptions(), withheld=dict(withheld or {})
         )
         start = self.window.start
-        data: dict[str, Any] = {
-            "model": model or origin.model,
-            "origin": codec.origin_to_json(origin),
-            "digest": build.digest,
-            **build.record,
-            "start": {"seq": start.seq, "keep": list(start.keep)},
-        }
-        if cache_ask is not None:
-            data["cache_ask"] = cache_ask
-        return build, self.append("llm.req", data, ctx)
+        record = replace(
+            build.record,
+            model=model or origin.model,
+            start=ReqStart(seq=start.seq, keep=start.keep),
+            cache_ask=cache_ask,
+        )
+        return build, self.append(LLM_REQ, record.to_data(), ctx)
 
 
 def start_session(store: Store, recipe: Recipe, model: str, workspace: str | None = None) -> SessionLog:

@@ -15,7 +15,7 @@ from typing import Any
 from nodwyn.errors import CorruptLogError, NotFoundError
 from nodwyn.values.codec import origin_from_json, recipe_from_json
 from nodwyn.values.content import Origin
-from nodwyn.values.events import KINDS, MAIN_CTX, Event
+from nodwyn.values.events import KINDS, MAIN_CTX, Event, LlmReq, WithheldImage
 from nodwyn.values.recipe import Flag, Policy, Recipe
 from nodwyn.values.request import Request, ToolSpec
 from nodwyn.window import encode, units
@@ -48,7 +48,9 @@ _V20 = frozenset({Flag.UNITS, Flag.GROWTH, Flag.HEAD})
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Build:
     request: Request
-    record: dict[str, Any] = field(hash=False)
+    record: LlmReq = field(
+        hash=False
+    )  # the llm.req the build decided (the recorder adds start, model, cache ask)
     canonical: bytes  # canonical_bytes(request_to_json(request))
     digest: str  # digest(request_to_json(request))
     seqs: tuple[int, ...] = ()  # the seq each message came from (user.msg, llm.resp, tool.result, ...)
@@ -461,36 +463,35 @@ class Window:
         hasher = cache.hasher.copy()
         hasher.update(end)
         canonical = cache.canonical(end)
-        record: dict[str, Any] = {"elided": sorted(new), "estimate": est, "trim": bool(new)}
-        if trimmed or headroom:
-            record["high_water"] = line
-        if trimmed and est > target:
-            record["below_low_blocked"] = True
-        if trimmed and v20:
-            record["target"] = target
-            if head is not None:
-                record["head"] = head
-        if Flag.TOOL_SUBSETS in policy:
-            if turn.no_tools:
-                record["no_tools"] = True
-            elif offered_names is not None:
-                record["offered_tools"] = offered_names
-        if Flag.IMAGES in policy:
-            held = _withheld(items)
-            if held:
-                record["withheld_images"] = held
-        if Flag.OUTPUT_CAP in policy:
-            record["max_output"] = limits.output_reserve
-        if headroom:
-            record["headroom"] = True
+        tools_on = Flag.TOOL_SUBSETS in policy
+        held = tuple(_withheld(items)) if Flag.IMAGES in policy else ()
         moved = moved_from(c.last_req, snap, bool(new))
-        if moved:
-            record["moved"] = moved
+        build_digest = "sha256:" + hasher.hexdigest()
+        record = LlmReq(
+            model=origin.model,
+            origin=origin,
+            digest=build_digest,
+            elided=tuple(sorted(new)),
+            estimate=est,
+            trim=bool(new),
+            high_water=line if trimmed or headroom else None,
+            below_low_blocked=True if trimmed and est > target else None,
+            target=target if trimmed and v20 else None,
+            head=head if trimmed and v20 else None,
+            no_tools=True if tools_on and turn.no_tools else None,
+            offered_tools=tuple(offered_names)
+            if tools_on and not turn.no_tools and offered_names is not None
+            else None,
+            withheld_images=held or None,
+            max_output=limits.output_reserve if Flag.OUTPUT_CAP in policy else None,
+            headroom=True if headroom else None,
+            moved=tuple(moved) if moved else None,
+        )
         return Build(
             request=request,
             record=record,
             canonical=canonical,
-            digest="sha256:" + hasher.hexdigest(),
+            digest=build_digest,
             seqs=tuple(cache.seqs) if plan is None else (*cache.seqs, plan.seq),
         )
 
@@ -499,14 +500,14 @@ class Window:
         return assistant_message(entry, params, with_blocks=False)
 
 
-def _withheld(items: list[Item]) -> list[dict[str, str]]:
+def _withheld(items: list[Item]) -> list[WithheldImage]:
     seen: set[str] = set()
     out = []
     for item in items:
         for digest, reason in item.withheld:
             if digest not in seen:
                 seen.add(digest)
-                out.append({"digest": digest, "reason": reason})
+                out.append(WithheldImage(digest=digest, reason=reason))
     return out
 
 
