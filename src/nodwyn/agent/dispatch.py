@@ -13,7 +13,17 @@ from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.errors import ToolError
 from nodwyn.log import SessionLog
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    LLM_RESP,
+    TOOL_RESULT,
+    GatePlan,
+    LlmReq,
+    LlmResp,
+    Note,
+    ToolResult,
+    UserMsg,
+    decode,
+)
 from nodwyn.values.recipe import Flag
 
 READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
@@ -45,42 +55,39 @@ def recall_text(log: SessionLog, seq: int) -> str:
     if not 1 <= seq <= log.last_seq:
         raise ToolError(f"recall: there is no seq {seq} (the log has 1-{log.last_seq})")
     event = next(iter(log.read(seq, seq)))
-    d = event.data
-    if event.kind == "tool.result":
-        return str(d["text"])
-    if event.kind == "llm.resp":
-        return _unit(log, event)
-    if event.kind == "llm.req":
-        reply = next(
-            (e for e in log.read(seq + 1) if e.kind == "llm.resp" and e.ctx == event.ctx),
-            None,
-        )
-        if reply is not None and reply.data.get("req") == seq:
-            return _unit(log, reply)
+    p = decode(event)
+    if isinstance(p, ToolResult | UserMsg | GatePlan | Note):
+        return p.text
+    if isinstance(p, LlmResp):
+        return _unit(log, event.seq, event.ctx, p)
+    if isinstance(p, LlmReq):
+        reply = next((e for e in log.read(seq + 1) if e.kind == LLM_RESP and e.ctx == event.ctx), None)
+        answer = None if reply is None else LlmResp.from_data(reply.data)
+        if reply is not None and answer is not None and answer.req == seq:
+            return _unit(log, reply.seq, reply.ctx, answer)
         raise ToolError(f"recall: seq {seq} is a request that got no reply; nothing to bring back")
-    if event.kind in ("user.msg", "gate.plan", "note"):
-        return str(d["text"])
     raise ToolError(f"recall: seq {seq} is a {event.kind} event, which has no text to bring back")
 
 
-def _unit(log: SessionLog, reply: Event) -> str:
+def _unit(log: SessionLog, seq: int, ctx: str, reply: LlmResp) -> str:
     """A reply with its calls and their results (until the context's next reply)."""
-    response = reply.data["response"]
-    calls = [c for c in response.get("calls", []) if isinstance(c, dict)]
-    text = str(response.get("text", ""))
+    calls = reply.response.calls
+    text = reply.response.text
     if not calls:
         return text
-    lines = [f"[reply seq {reply.seq}]", text] if text else [f"[reply seq {reply.seq}]"]
-    lines += [f"[call {c.get('name')} {c.get('arguments', '')}]" for c in calls]
-    ids = {c.get("id") for c in calls}
-    for e in log.read(reply.seq + 1):
-        if e.ctx != reply.ctx:
+    lines = [f"[reply seq {seq}]", text] if text else [f"[reply seq {seq}]"]
+    lines += [f"[call {c.name} {c.arguments}]" for c in calls]
+    ids = {c.id for c in calls}
+    for e in log.read(seq + 1):
+        if e.ctx != ctx:
             continue
-        if e.kind == "llm.resp":
+        if e.kind == LLM_RESP:
             break
-        if e.kind == "tool.result" and e.data.get("call_id") in ids:
-            lines.append(f"[result seq {e.seq} of {e.data.get('name')}]")
-            lines.append(str(e.data.get("text", "")))
+        if e.kind == TOOL_RESULT:
+            result = ToolResult.from_data(e.data)
+            if result.call_id in ids:
+                lines.append(f"[result seq {e.seq} of {result.name}]")
+                lines.append(result.text)
     return "\n".join(lines)
 
 

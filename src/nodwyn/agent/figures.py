@@ -11,7 +11,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodwyn.stats.totals import Aggregator, cache_rate, contributes, percent
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    LLM_RESP,
+    MAIN_CTX,
+    MODEL_SWITCH,
+    SESSION_RESUME,
+    SESSION_START,
+    USER_MSG,
+    Event,
+    LlmResp,
+    ModelSwitch,
+    SessionResume,
+    SessionStart,
+    UserMsg,
+    decoded,
+)
 from nodwyn.values.model import Prices
 
 
@@ -44,10 +58,9 @@ def cache_figures(
     times: list[float] = []
     for e in events:
         agg.feed(e)
-        if e.kind == "llm.resp" and e.seq > after:
-            ms = e.data.get("response", {}).get("timings", {}).get("prefill_ms")
-            if ms is not None:
-                times.append(ms)
+        reply = decoded(e, LLM_RESP) if e.seq > after else None
+        if isinstance(reply, LlmResp) and reply.response.timings.prefill_ms is not None:
+            times.append(reply.response.timings.prefill_ms)
     replies = prompt = cached = output = unknown = 0
     usd = 0.0
     for row in agg.rows:
@@ -134,21 +147,16 @@ def overview(
     def watch(events: Iterable[Event]) -> Iterable[Event]:
         nonlocal first, model, matched
         for e in events:
-            if e.kind == "user.msg" and e.ctx == "main":
-                text = e.data.get("text")
-                if isinstance(text, str):
-                    if first is None:
-                        first = text
-                    if needle is not None and not matched and needle in text.casefold():
-                        matched = True
-            elif e.kind in ("session.start", "session.resume", "model.switch"):
-                named = e.data.get("model")
-                model = named if isinstance(named, str) else model
-            elif e.kind == "llm.resp" and needle is not None and not matched:
-                response = e.data.get("response")
-                text = response.get("text") if isinstance(response, dict) else None
-                if isinstance(text, str) and needle in text.casefold():
+            p = decoded(e, USER_MSG, SESSION_START, SESSION_RESUME, MODEL_SWITCH, LLM_RESP)
+            if isinstance(p, UserMsg) and e.ctx == MAIN_CTX:
+                if first is None:
+                    first = p.text
+                if needle is not None and not matched and needle in p.text.casefold():
                     matched = True
+            elif isinstance(p, SessionStart | SessionResume | ModelSwitch):
+                model = p.model
+            elif isinstance(p, LlmResp) and needle is not None and not matched:
+                matched = needle in p.response.text.casefold()
             yield e
 
     figures = cache_figures(watch(events), prices)
