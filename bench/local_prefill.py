@@ -28,15 +28,15 @@ from nodwyn.transport.local import LocalBackend, cores
 FILES = {
     "calc.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
     "notes.txt": "add() should return the sum of its two arguments.\nmul() is correct.\n",
-    "README.md": "# calc\n\nA tiny calculator module: add and mul.\n",
+    "server.conf": "# server settings\nhost = 0.0.0.0\nport = 8731\nworkers = 4\n",
 }
-TURNS = [
-    "Read calc.py and say in one sentence what add does.",
-    "Now read notes.txt. Is add correct according to it?",
-    "Fix add in calc.py with fs-edit so it returns the sum.",
+TURNS = [  # each asks for a tool, as the evaluation's tasks the model solves do
+    "Which port does server.conf set?",
+    "List the files in the project.",
     "Run python3 -c 'import calc; print(calc.add(2, 3))' and tell me what it prints.",
-    "Read README.md and say what the project is.",
-    "List the files of the workspace.",
+    "What does notes.txt say about add?",
+    "Create a file done.txt that contains exactly: ok",
+    "Which host does server.conf set?",
 ]
 NOTES = [  # local-tiny (a base model) gets plain notes: it calls no tools
     "the build compiles module parser and writes out/parser.o",
@@ -53,8 +53,8 @@ def main() -> None:
     parser.add_argument("--model", default="local", help="local (Qwen) or local-tiny (Gemma)")
     parser.add_argument("--turns", type=int, default=len(TURNS))
     parser.add_argument("--repeats", type=int, default=1, help="cold prefills per request (median)")
-    parser.add_argument("--high-water", type=int, default=2600)
-    parser.add_argument("--low-water", type=int, default=1900)
+    parser.add_argument("--high-water", type=int, default=2000)
+    parser.add_argument("--low-water", type=int, default=1500)
     parser.add_argument("--output-reserve", type=int, default=256)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nodwyn-bench-") as tmp:
