@@ -223,46 +223,15 @@ def test_a_flood_under_the_cap_arrives_whole() -> None:
 
 
 @contextmanager
-def _answering(status: int) -> Iterator[str]:
+def _serving(status: int, headers: dict[str, str], body: bytes) -> Iterator[str]:
+    """A loopback server that answers every POST with ``status``, ``headers`` and ``body``."""
+
     class Answer(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length") or 0))
             self.send_response(status)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_a_204_is_reported_as_no_reply_not_as_a_redirect() -> None:
-    with _answering(204) as url:
-        backend = _backend(url)
-        err, _ = _within(
-            5, lambda: backend.send(_request(), settings_for(url, "openai-chat"), session_key=None)
-        )
-    text = _one_line(err)
-    assert "HTTP 204 with no reply" in text and "redirect" not in text
-    assert isinstance(err, ProviderError) and err.status == 204
-
-
-@contextmanager
-def _sse(body: bytes) -> Iterator[str]:
-    """A server that answers every POST with ``body`` as an SSE stream."""
-
-    class Answer(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
 
@@ -279,6 +248,17 @@ def _sse(body: bytes) -> Iterator[str]:
         server.server_close()
 
 
+def test_a_204_is_reported_as_no_reply_not_as_a_redirect() -> None:
+    with _serving(204, {}, b"") as url:
+        backend = _backend(url)
+        err, _ = _within(
+            5, lambda: backend.send(_request(), settings_for(url, "openai-chat"), session_key=None)
+        )
+    text = _one_line(err)
+    assert "HTTP 204 with no reply" in text and "redirect" not in text
+    assert isinstance(err, ProviderError) and err.status == 204
+
+
 def test_negative_usage_is_unknown_not_negative_tokens() -> None:
     usage = {"prompt_tokens": -5000, "completion_tokens": -7, "prompt_tokens_details": {"cached_tokens": -1}}
     chunks = [
@@ -287,7 +267,7 @@ def test_negative_usage_is_unknown_not_negative_tokens() -> None:
         {"choices": [], "usage": usage},
     ]
     body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-    with _sse(body) as url:
+    with _serving(200, {"content-type": "text/event-stream"}, body) as url:
         backend = _backend(url)
         reply, _ = _within(
             5, lambda: backend.send(_request(), settings_for(url, "openai-chat"), session_key=None)
