@@ -430,3 +430,19 @@ def test_offset_of_names_where_each_line_starts(store: Store) -> None:
             pos += len(line)
         assert [log.offset_of(s) for s in range(1, 7)] == starts
         assert log.offset_of(0) is None and log.offset_of(7) is None
+
+
+def test_sessions_started_in_one_second_list_in_start_order(store: Store) -> None:
+    """An id names its start to the second; ``latest`` must still be the one started last
+    (`nodwyn run` twice in a second, then `-c`), whatever the random suffixes say."""
+    second = datetime(2026, 11, 29, 16, 7, 29, tzinfo=UTC)
+    made = []
+    for i in range(8):
+        with store.create(now=second) as log:
+            log.append("note", {"i": i})
+            made.append(log.id)
+    with store.create(now=second) as unstarted:
+        pass
+    assert store.ids() == [*made, unstarted.id]
+    assert store.resolve("latest") == unstarted.id
+    assert [info.id for info in store.list()] == store.ids()

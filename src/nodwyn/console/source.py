@@ -31,7 +31,7 @@ class Source:
 
     def ids(self) -> list[str]:
         """Session ids, newest first."""
-        return sorted(self._store.ids(), reverse=True)
+        return self._store.ids()[::-1]
 
     def resolve(self, prefix: str) -> str:
         return self._store.resolve(prefix)

@@ -134,9 +134,31 @@ class Store:
                 if self.root.exists() and not self.root.is_dir():
                     raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(self.root))
                 return []
-            return sorted(p.name for p in self.sessions.iterdir() if is_session_id(p.name) and p.is_dir())
+            ids = sorted(p.name for p in self.sessions.iterdir() if is_session_id(p.name) and p.is_dir())
         except OSError as exc:
             raise storage_error(exc, f"cannot list the sessions in {self.sessions}") from None
+        return self._in_start_order(ids)
+
+    def _in_start_order(self, ids: list[str]) -> list[str]:
+        """``ids`` (sorted) oldest first: an id names its start to the second only, so sessions
+        started in the same second are ordered by the microsecond time their first event
+        records; one with no event yet counts as the newest."""
+        second = [sid[:16] for sid in ids]
+        if len(set(second)) == len(second):
+            return ids
+        tied = {s for s in second if second.count(s) > 1}
+        return sorted(ids, key=lambda sid: (sid[:16], self._start_time(sid) if sid[:16] in tied else "", sid))
+
+    def _start_time(self, session_id: str) -> str:
+        """The ``t`` of the session's first event, or "~" (after any time) when there is none."""
+        try:
+            with (self.sessions / session_id / LOG_NAME).open("rb") as f:
+                head = f.read(64)
+        except OSError:
+            return "~"
+        start = head.find(b'"t":"')
+        end = head.find(b'"', start + 5)
+        return head[start + 5 : end].decode("ascii", "replace") if start >= 0 and end > 0 else "~"
 
     def resolve(self, prefix: str) -> str:
         """The one session id starting with ``prefix``, or whose random suffix starts with it
