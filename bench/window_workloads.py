@@ -26,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench.workloads` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workloads import Found, WorkloadError, engine, find, load, sliding
+from bench.workloads import Found, ImportFormatError, WorkloadError, engine, find, load, sliding
 from bench.workloads.measure import Figures, Measured, figures
 from bench.workloads.prepared import prepare
 
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     policies = [n for n, _ in recipes] + ([] if args.no_baselines else list(BASELINES))
     try:
         runs = find(args.folder)
-    except WorkloadError as exc:
+    except (ImportFormatError, WorkloadError) as exc:
         print(f"window_workloads: {exc}", file=sys.stderr)
         return 2
     runs = runs[:: max(args.every, 1)]
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         else:
             done = [replay_one(f, budgets, recipes, not args.no_baselines) for f in runs]
-    except WorkloadError as exc:
+    except (ImportFormatError, WorkloadError) as exc:
         print(f"window_workloads: {exc}", file=sys.stderr)
         return 2
     for name, out in done:

@@ -27,6 +27,7 @@ RANKS: tuple[str, ...] = (
     "stats",
     "log",
     "record",
+    "imports",
     "replay",
     "transport",
     "fakes",

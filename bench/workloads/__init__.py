@@ -1,12 +1,11 @@
-"""Loaders that turn real agent runs into neutral conversations, and the window benchmark's parts.
-
-``find(folder)`` lists the runs in a workload folder, ``load(found)`` reads one into a ``Run``
-(system prompt, tool catalog, messages as the model saw them before each of its replies). One
-module per format: ``mini_v1``, ``mini_v2``, ``sweagent``, ``openhands``; see
-``docs/bench-workloads.md``.
+"""The window benchmark's parts over real agent runs; the loaders are the product's
+(``nodwyn.imports``: ``find``, ``load``, ``Run``). ``engine`` replays a run through the window,
+``sliding`` is the baseline, ``measure`` sums the figures; see ``docs/bench-workloads.md``.
 """
 
-from bench.workloads.discover import Found, find, load, load_all
-from bench.workloads.run import Run, WorkloadError
+from bench.workloads.engine import WorkloadError
 
-__all__ = ["Found", "Run", "WorkloadError", "find", "load", "load_all"]
+from nodwyn.errors import ImportFormatError
+from nodwyn.imports import Found, Run, find, load, load_all
+
+__all__ = ["Found", "ImportFormatError", "Run", "WorkloadError", "find", "load", "load_all"]

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from bench.workloads.measure import Measured, content_size, recent_shares, request_size, tokens
 from bench.workloads.prepared import Prepared
-from bench.workloads.run import WorkloadError
 
+from nodwyn.errors import NodwynError
 from nodwyn.stats.prefix import common_parts
 from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 MODEL = "workload"
 ORIGIN = Origin(model=MODEL)
+
+
+class WorkloadError(NodwynError):
+    """A replay of a run through the window went wrong (a bug of the engine, not of the run)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from bench.workloads.measure import content_size
-from bench.workloads.run import Run
 
+from nodwyn.imports.run import Run
 from nodwyn.stats.prefix import Encoder
 
 

@@ -19,7 +19,8 @@
     │   ├── ProviderUnavailable      (retryable)
     │   └── DecodeError              the provider's reply could not be parsed
     ├── EncodeError                  exit 13  a request cannot be represented in a dialect
-    └── StorageError                 exit 14  the disk refused: full, read-only, unreadable, not a folder
+    ├── StorageError                 exit 14  the disk refused: full, read-only, unreadable, not a folder
+    └── ImportFormatError            exit 15  another agent's session file is not in the format read
 
 The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits.
 """
@@ -132,6 +133,12 @@ class StorageError(NodwynError):
     """The file system refused a read or write of nodwyn's data (the log stays as it was)."""
 
     exit_code = 14
+
+
+class ImportFormatError(NodwynError):
+    """Another agent's session file is not in the format its loader reads (names file, line, field)."""
+
+    exit_code = 15
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

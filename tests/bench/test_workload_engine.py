@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.workloads import find, load
 from bench.workloads.engine import Sizing, replay
 from bench.workloads.measure import figures
 from bench.workloads.prepared import prepare
-from bench.workloads.run import Run, user
 from bench.workloads.sliding import replay as sliding
 
+from nodwyn.imports import find, load
+from nodwyn.imports.run import Run, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 
 

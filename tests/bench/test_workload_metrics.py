@@ -6,12 +6,12 @@ from __future__ import annotations
 from bench.workloads.engine import Sizing, replay
 from bench.workloads.measure import Measured, content_size, figures, recent_shares, request_size
 from bench.workloads.prepared import prepare
-from bench.workloads.run import Run, user
 from bench.workloads.sliding import append_only
 from bench.workloads.sliding import replay as sliding
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nodwyn.imports.run import Run, user
 from nodwyn.stats.prefix import Encoder, common_bytes
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import request_to_json

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.workloads.jsonfile import field, text_of
-from bench.workloads.run import WorkloadError, check_pairs, first_system, until_last_reply, user
-
+from nodwyn.errors import ImportFormatError
+from nodwyn.imports.jsonfile import field, text_of
+from nodwyn.imports.run import check_pairs, first_system, until_last_reply, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 
 # (the reply without its action, the call) or (the reply, None); ``k`` counts the replies before it
@@ -44,7 +44,7 @@ def text_actions(
             system = first_system(system, out, content, w)
         elif role == "assistant":
             if pending is not None:
-                raise WorkloadError(f"{w}: two replies in a row; the first one's action has no output")
+                raise ImportFormatError(f"{w}: two replies in a row; the first one's action has no output")
             text, pending = split(content, replies)
             out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
             replies += 1
@@ -57,9 +57,9 @@ def text_actions(
             else:
                 out.append(user(content))
         else:
-            raise WorkloadError(f"{w}: unknown role {role!r}")
+            raise ImportFormatError(f"{w}: unknown role {role!r}")
     if system is None:
-        raise WorkloadError(f"{where}: no system message in {name}")
+        raise ImportFormatError(f"{where}: no system message in {name}")
     messages = until_last_reply(out)
     check_pairs(messages, where)
     return system, messages

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.workloads import mini_v1, mini_v2, openhands, sweagent
-from bench.workloads.jsonfile import read_json
-from bench.workloads.run import Run, WorkloadError
+from nodwyn.errors import ImportFormatError
+from nodwyn.imports import mini_v1, mini_v2, openhands, sweagent
+from nodwyn.imports.jsonfile import read_json
+from nodwyn.imports.run import Run
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,13 +29,13 @@ class Found:
 def find(root: Path) -> list[Found]:
     """Every run under ``root``, in path order."""
     if not root.exists():
-        raise WorkloadError(
+        raise ImportFormatError(
             f"{root}: no such file or folder; pass a workload folder such as ../shared/workloads"
         )
     if root.is_file() or openhands.is_conversation(root):
         kind = _kind(root)
         if kind is None:
-            raise WorkloadError(f"{root}: not a run (.traj, .traj.json or an OpenHands events folder)")
+            raise ImportFormatError(f"{root}: not a run (.traj, .traj.json or an OpenHands events folder)")
         return [Found(path=root, name=root.name, kind=kind)]
     out: list[Found] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -54,7 +55,7 @@ def find(root: Path) -> list[Found]:
                 out.append(Found(path=here / f, name=str((here / f).relative_to(root)), kind=kind))
     out.sort(key=lambda r: r.name)
     if not out:
-        raise WorkloadError(f"{root}: no runs found (.traj, .traj.json or OpenHands events folders)")
+        raise ImportFormatError(f"{root}: no runs found (.traj, .traj.json or OpenHands events folders)")
     return out
 
 
@@ -80,7 +81,7 @@ def load(found: Found) -> Run:
         mini_v2.TRAJECTORY_FORMAT: mini_v2.load,
     }
     if fmt not in loaders:
-        raise WorkloadError(
+        raise ImportFormatError(
             f"{found.path}: trajectory_format {fmt!r} is not one we read ({', '.join(sorted(loaders))})"
         )
     return loaders[fmt](found.path, found.name)

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from nodwyn.errors import NodwynError
+from nodwyn.errors import ImportFormatError
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.request import ToolSpec
-
-
-class WorkloadError(NodwynError):
-    """A workload file is not in the format its loader reads; the message names the file and field."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,7 +37,7 @@ def user(text: str) -> UserMessage:
 def first_system(system: str | None, out: list[Message], content: str, where: str) -> str:
     """``content`` as the run's system prompt: the agent sends one, before any other message."""
     if system is not None or out:
-        raise WorkloadError(f"{where}: a second system message; the agent sends one, first")
+        raise ImportFormatError(f"{where}: a second system message; the agent sends one, first")
     return content
 
 
@@ -53,20 +49,20 @@ def check_pairs(messages: list[Message], where: str) -> None:
     for i, m in enumerate(messages):
         if isinstance(m, AssistantMessage):
             if open_calls:
-                raise WorkloadError(
+                raise ImportFormatError(
                     f"{where}: message {i}: calls {sorted(open_calls)} have no result before the next reply"
                 )
             open_calls = {c.id: c.name for c in m.calls}
             if len(open_calls) != len(m.calls):
-                raise WorkloadError(f"{where}: message {i}: a reply repeats a call id")
+                raise ImportFormatError(f"{where}: message {i}: a reply repeats a call id")
         elif isinstance(m, ToolMessage):
             if m.call_id not in open_calls:
-                raise WorkloadError(
+                raise ImportFormatError(
                     f"{where}: message {i}: result for call {m.call_id!r}, not a call of the latest reply"
                 )
             del open_calls[m.call_id]
     if open_calls and last_reply < len(messages) - 1:
-        raise WorkloadError(f"{where}: calls {sorted(open_calls)} of the last reply are half answered")
+        raise ImportFormatError(f"{where}: calls {sorted(open_calls)} of the last reply are half answered")
 
 
 def until_last_reply(messages: list[Message]) -> list[Message]:

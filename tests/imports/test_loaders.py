@@ -9,11 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
-from bench.workloads import WorkloadError, find, load, load_all
-from bench.workloads.discover import Found
-from bench.workloads.mini_v1 import ACTION
-from bench.workloads.run import Run
 
+from nodwyn.errors import ImportFormatError
+from nodwyn.imports import Found, Run, find, load, load_all
+from nodwyn.imports.mini_v1 import ACTION
 from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
 
 DEEPSEEK = "minisweagent-deepseek-v2"
@@ -207,14 +206,14 @@ def test_a_truncated_file_is_refused_by_name(tmp_path: Path, workloads: Path) ->
     src = smallest(workloads / GEMINI, "*.traj.json").read_bytes()
     bad = tmp_path / "cut.traj.json"
     bad.write_bytes(src[: len(src) // 2])
-    with pytest.raises(WorkloadError, match="cut.traj.json: not JSON"):
+    with pytest.raises(ImportFormatError, match="cut.traj.json: not JSON"):
         load(Found(path=bad, name=bad.name, kind="mini-swe-agent"))
 
 
 def test_an_unknown_trajectory_format_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "x.traj.json"
     bad.write_text(json.dumps({"trajectory_format": "mini-swe-agent-9", "messages": []}))
-    with pytest.raises(WorkloadError, match="'mini-swe-agent-9' is not one we read"):
+    with pytest.raises(ImportFormatError, match="'mini-swe-agent-9' is not one we read"):
         load_all(tmp_path)
 
 
@@ -228,7 +227,7 @@ def test_a_result_without_its_call_is_refused(tmp_path: Path) -> None:
     ]
     bad = tmp_path / "x.traj.json"
     bad.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "messages": msgs}))
-    with pytest.raises(WorkloadError, match="x.traj.json: .*result for call 'nope'"):
+    with pytest.raises(ImportFormatError, match="x.traj.json: .*result for call 'nope'"):
         load_all(tmp_path)
 
 
@@ -236,11 +235,11 @@ def test_an_unknown_openhands_event_is_refused(tmp_path: Path) -> None:
     events = tmp_path / "conv" / "events"
     events.mkdir(parents=True)
     (events / "event-00000-a.json").write_text(json.dumps({"kind": "TeleportEvent"}))
-    with pytest.raises(WorkloadError, match="unknown event kind 'TeleportEvent'"):
+    with pytest.raises(ImportFormatError, match="unknown event kind 'TeleportEvent'"):
         load_all(tmp_path)
 
 
 def test_a_folder_without_runs_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text("nothing here")
-    with pytest.raises(WorkloadError, match="no runs found"):
+    with pytest.raises(ImportFormatError, match="no runs found"):
         find(tmp_path)

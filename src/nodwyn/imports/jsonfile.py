@@ -6,27 +6,28 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from bench.workloads.run import WorkloadError
+
+from nodwyn.errors import ImportFormatError
 
 
 def read_json(path: Path) -> Any:
     try:
         return orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise WorkloadError(f"{path}: not JSON ({exc}); is it a complete copy of the run?") from exc
+        raise ImportFormatError(f"{path}: not JSON ({exc}); is it a complete copy of the run?") from exc
     except OSError as exc:
-        raise WorkloadError(f"{path}: cannot read ({exc.strerror})") from exc
+        raise ImportFormatError(f"{path}: cannot read ({exc.strerror})") from exc
 
 
 def field(obj: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
-    """``obj[key]``, checked to be of ``typ``; a WorkloadError naming ``where.key`` otherwise."""
+    """``obj[key]``, checked to be of ``typ``; a ImportFormatError naming ``where.key`` otherwise."""
     if not isinstance(obj, dict):
-        raise WorkloadError(f"{where}: expected an object, found {type(obj).__name__}")
+        raise ImportFormatError(f"{where}: expected an object, found {type(obj).__name__}")
     if key not in obj:
-        raise WorkloadError(f"{where}: missing field {key!r}")
+        raise ImportFormatError(f"{where}: missing field {key!r}")
     value = obj[key]
     if not isinstance(value, typ):
-        raise WorkloadError(f"{where}.{key}: expected {typ}, found {type(value).__name__}")
+        raise ImportFormatError(f"{where}.{key}: expected {typ}, found {type(value).__name__}")
     return value
 
 
@@ -40,10 +41,10 @@ def text_of(content: Any, where: str) -> str:
         out = []
         for i, part in enumerate(content):
             if not isinstance(part, dict) or not isinstance(part.get("text", ""), str):
-                raise WorkloadError(f"{where}[{i}]: expected a text part, found {str(part)[:60]!r}")
+                raise ImportFormatError(f"{where}[{i}]: expected a text part, found {str(part)[:60]!r}")
             out.append(part.get("text", ""))
         return "".join(out)
-    raise WorkloadError(f"{where}: expected text or a list of parts, found {type(content).__name__}")
+    raise ImportFormatError(f"{where}: expected text or a list of parts, found {type(content).__name__}")
 
 
 def trajectory_messages(path: Path, trajectory_format: str) -> list[Any]:
@@ -52,6 +53,6 @@ def trajectory_messages(path: Path, trajectory_format: str) -> list[Any]:
     where = str(path)
     fmt = field(doc, "trajectory_format", str, where)
     if fmt != trajectory_format:
-        raise WorkloadError(f"{where}: trajectory_format {fmt!r} is not {trajectory_format!r}")
+        raise ImportFormatError(f"{where}: trajectory_format {fmt!r} is not {trajectory_format!r}")
     messages: list[Any] = field(doc, "messages", list, where)
     return messages

@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.workloads.jsonfile import field, text_of, trajectory_messages
-from bench.workloads.run import Run, WorkloadError, check_pairs, first_system, until_last_reply, user
-
+from nodwyn.errors import ImportFormatError
+from nodwyn.imports.jsonfile import field, text_of, trajectory_messages
+from nodwyn.imports.run import Run, check_pairs, first_system, until_last_reply, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec
 
@@ -61,7 +61,7 @@ def load(path: Path, name: str) -> Run:
             names.update((c.id, c.name) for c in calls)
             thinking = m.get("reasoning_content") or ""
             if not isinstance(thinking, str):
-                raise WorkloadError(f"{w}.reasoning_content: expected text")
+                raise ImportFormatError(f"{w}.reasoning_content: expected text")
             out.append(AssistantMessage(text=content, thinking=thinking, calls=calls))
         elif role == "tool":
             call_id = field(m, "tool_call_id", str, w)
@@ -71,9 +71,9 @@ def load(path: Path, name: str) -> Run:
         elif role == "exit":
             continue
         else:
-            raise WorkloadError(f"{w}: unknown role {role!r}")
+            raise ImportFormatError(f"{w}: unknown role {role!r}")
     if system is None:
-        raise WorkloadError(f"{where}: no system message")
+        raise ImportFormatError(f"{where}: no system message")
     messages = until_last_reply(out)
     check_pairs(messages, where)
     return Run(name=name, format=FORMAT, system=system, tools=(BASH,), messages=tuple(messages))

@@ -14,11 +14,10 @@ import json
 import re
 from pathlib import Path
 
-from bench.workloads.actions import call_id, text_actions
-from bench.workloads.jsonfile import trajectory_messages
-from bench.workloads.mini_v2 import BASH, failed
-from bench.workloads.run import Run
-
+from nodwyn.imports.actions import call_id, text_actions
+from nodwyn.imports.jsonfile import trajectory_messages
+from nodwyn.imports.mini_v2 import BASH, failed
+from nodwyn.imports.run import Run
 from nodwyn.values.content import ToolCall
 
 FORMAT = "mini-swe-agent-v1"

@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.workloads.jsonfile import field, read_json, text_of
-from bench.workloads.run import Run, WorkloadError, check_pairs, until_last_reply, user
-
+from nodwyn.errors import ImportFormatError
+from nodwyn.imports.jsonfile import field, read_json, text_of
+from nodwyn.imports.run import Run, check_pairs, until_last_reply, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec
 
@@ -47,7 +47,7 @@ def is_conversation(folder: Path) -> bool:
 def observation_text(obs: Any, where: str) -> tuple[str, bool]:
     """What the model was shown for an observation, and whether it reports a failure."""
     if not isinstance(obs, dict):
-        raise WorkloadError(f"{where}: expected an object")
+        raise ImportFormatError(f"{where}: expected an object")
     error = obs.get("error")
     text = ""
     for key in ("output", "content", "message"):
@@ -68,7 +68,7 @@ def observation_text(obs: Any, where: str) -> tuple[str, bool]:
 def load(folder: Path, name: str) -> Run:
     files = event_files(folder)
     if not files:
-        raise WorkloadError(
+        raise ImportFormatError(
             f"{folder}: no events/event-*.json files; is it an OpenHands conversation folder?"
         )
     system: str | None = None
@@ -82,7 +82,7 @@ def load(folder: Path, name: str) -> Run:
         kind = field(e, "kind", str, w)
         if kind == "SystemPromptEvent":
             if system is not None:
-                raise WorkloadError(f"{w}: a second system prompt")
+                raise ImportFormatError(f"{w}: a second system prompt")
             system = text_of(field(e, "system_prompt", dict, w).get("text"), f"{w}.system_prompt.text")
             tools = tuple(_tool(t, f"{w}.tools[{i}]") for i, t in enumerate(field(e, "tools", list, w)))
             batch = None
@@ -121,11 +121,11 @@ def load(folder: Path, name: str) -> Run:
         elif kind in IGNORED:
             condensations += kind == "Condensation"
         else:
-            raise WorkloadError(
-                f"{w}: unknown event kind {kind!r}; teach bench/workloads/openhands.py about it"
+            raise ImportFormatError(
+                f"{w}: unknown event kind {kind!r}; teach nodwyn/imports/openhands.py about it"
             )
     if system is None:
-        raise WorkloadError(f"{folder}: no SystemPromptEvent; the conversation store is incomplete")
+        raise ImportFormatError(f"{folder}: no SystemPromptEvent; the conversation store is incomplete")
     messages = until_last_reply(out)
     check_pairs(messages, str(folder))
     notes = (f"{condensations} peer condensations left out",) if condensations else ()

@@ -17,10 +17,9 @@ import json
 import re
 from pathlib import Path
 
-from bench.workloads.actions import call_id, text_actions
-from bench.workloads.jsonfile import field, read_json
-from bench.workloads.run import Run
-
+from nodwyn.imports.actions import call_id, text_actions
+from nodwyn.imports.jsonfile import field, read_json
+from nodwyn.imports.run import Run
 from nodwyn.values.content import ToolCall
 
 FORMAT = "swe-agent"
