@@ -46,14 +46,15 @@ PURE = {"values", "window", "dialects", "stats"}
 ALLOWED: dict[str, frozenset[str]] = {
     "transport": frozenset({"dialects"}),
     "record": frozenset({"log", "window"}),
-    "replay": frozenset({"stats", "log", "window"}),
+    "imports": frozenset({"log", "record"}),
+    "replay": frozenset({"stats", "log", "window", "imports"}),
     "agent": frozenset({"window", "dialects", "stats", "log", "record", "transport"}),
     "compose": frozenset({"window", "dialects", "log", "record", "transport", "agent"}),
     "testing": frozenset({"window", "log", "record", "transport", "fakes"}),
     "console": frozenset({"stats", "log", "replay"}),
     "export": frozenset({"stats", "replay"}),
     "cli": frozenset(
-        {"stats", "log", "replay", "transport", "fakes", "agent", "compose", "console", "export"}
+        {"stats", "log", "imports", "replay", "transport", "fakes", "agent", "compose", "console", "export"}
     ),
 }
 

@@ -115,8 +115,12 @@ def describe(d: Diagnosis) -> str:
         return f"first request of context {d.ctx!r}{_read(d.cached_tokens, d.prompt_tokens)}"
     short = _short(d.cached_tokens, d.expected, d.shortfall or 0)
     if d.kind == "moved":
-        why = ", ".join(str(c) for c in d.causes) if d.causes else "no cause recorded (a window bug)"
-        text = f"moved by us: {why}; first difference at {d.first_difference}"
+        if d.observed:  # another agent's request (imported): the agent moved it
+            why = ", ".join(str(c) for c in d.causes) if d.causes else "its files record no reason"
+            text = f"moved by the agent: {why}; first difference at {d.first_difference}"
+        else:
+            why = ", ".join(str(c) for c in d.causes) if d.causes else "no cause recorded (a window bug)"
+            text = f"moved by us: {why}; first difference at {d.first_difference}"
         if d.held:  # only a model switch moves a prefix that held: each model has its own cache
             text += " (the prompt held, but each model has its own cache)"
         elif d.expected is not None:
@@ -136,7 +140,8 @@ def describe(d: Diagnosis) -> str:
             "cache: the request asked for no caching, and a server that caches only when asked "
             f'(Anthropic\'s) caches nothing then; set cache_control = "ephemeral" in [models.{d.model}]'
         )
-    text = f"server miss: our prefix held ({head}) but {short}"
+    whose = "the agent's" if d.observed else "our"
+    text = f"server miss: {whose} prefix held ({head}) but {short}"
     if d.matched is not None:
         text += f"; the hit matched request {d.matched}'s prompt (a replica that served it)"
     resumed = [c for c in d.causes if c.kind == "resume"]

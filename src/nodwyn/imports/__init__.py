@@ -7,6 +7,21 @@ read raises ``nodwyn.errors.ImportFormatError`` naming the file and field.
 """
 
 from nodwyn.imports.discover import Found, find, load, load_all
-from nodwyn.imports.run import Run
+from nodwyn.imports.run import Run, Sent, Stand
+from nodwyn.imports.session import Source, conversation, imported_sessions, observed, source_of, write
 
-__all__ = ["Found", "Run", "find", "load", "load_all"]
+__all__ = [
+    "Found",
+    "Run",
+    "Sent",
+    "Source",
+    "Stand",
+    "conversation",
+    "find",
+    "imported_sessions",
+    "load",
+    "load_all",
+    "observed",
+    "source_of",
+    "write",
+]

@@ -13,7 +13,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, text_of
-from nodwyn.imports.run import check_pairs, first_system, until_last_reply, user
+from nodwyn.imports.run import Sent, check_pairs, completion_sent, first_system, until_last_reply, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 
 # (the reply without its action, the call) or (the reply, None); ``k`` counts the replies before it
@@ -28,10 +28,11 @@ def text_actions(
     split: Split,
     back: tuple[str, ...] = ("user",),
     failed: Callable[[str], bool] = lambda text: False,
+    sents: list[Sent] | None = None,
 ) -> tuple[str, list[Message]]:
     """The system prompt and the conversation of the history ``raw`` (``where``: the file,
     ``name``: the history's field). ``back``: the roles of what the agent sends back; ``failed``
-    tells a failed result from its text."""
+    tells a failed result from its text; ``sents`` (if given) gets each reply's reported usage."""
     system: str | None = None
     out: list[Message] = []
     pending: ToolCall | None = None
@@ -47,6 +48,8 @@ def text_actions(
                 raise ImportFormatError(f"{w}: two replies in a row; the first one's action has no output")
             text, pending = split(content, replies)
             out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
+            if sents is not None:
+                sents.append(completion_sent(m, w))
             replies += 1
         elif role in back:
             if pending is not None:

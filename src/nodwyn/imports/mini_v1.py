@@ -17,7 +17,7 @@ from pathlib import Path
 from nodwyn.imports.actions import call_id, text_actions
 from nodwyn.imports.jsonfile import trajectory_messages
 from nodwyn.imports.mini_v2 import BASH, failed
-from nodwyn.imports.run import Run
+from nodwyn.imports.run import Run, Sent
 from nodwyn.values.content import ToolCall
 
 FORMAT = "mini-swe-agent-v1"
@@ -40,5 +40,14 @@ def split_action(reply: str, k: int) -> tuple[str, ToolCall | None]:
 def load(path: Path, name: str) -> Run:
     where = str(path)
     raw = trajectory_messages(path, TRAJECTORY_FORMAT)
-    system, messages = text_actions(raw, where, "messages", split=split_action, failed=failed)
-    return Run(name=name, format=FORMAT, system=system, tools=(), messages=tuple(messages))
+    sents: list[Sent] = []
+    system, messages = text_actions(raw, where, "messages", split=split_action, failed=failed, sents=sents)
+    return Run(
+        name=name,
+        format=FORMAT,
+        system=system,
+        tools=(),
+        messages=tuple(messages),
+        model=next((s.model for s in sents if s.model), ""),
+        requests=tuple(sents),
+    )

@@ -16,7 +16,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, text_of, trajectory_messages
-from nodwyn.imports.run import Run, check_pairs, first_system, until_last_reply, user
+from nodwyn.imports.run import Run, Sent, check_pairs, completion_sent, first_system, until_last_reply, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec
 
@@ -48,6 +48,7 @@ def load(path: Path, name: str) -> Run:
     system: str | None = None
     out: list[Message] = []
     names: dict[str, str] = {}
+    sents: list[Sent] = []
     for i, m in enumerate(raw):
         w = f"{where}: messages[{i}]"
         role = field(m, "role", str, w)
@@ -63,6 +64,7 @@ def load(path: Path, name: str) -> Run:
             if not isinstance(thinking, str):
                 raise ImportFormatError(f"{w}.reasoning_content: expected text")
             out.append(AssistantMessage(text=content, thinking=thinking, calls=calls))
+            sents.append(completion_sent(m, w))
         elif role == "tool":
             call_id = field(m, "tool_call_id", str, w)
             out.append(
@@ -76,7 +78,15 @@ def load(path: Path, name: str) -> Run:
         raise ImportFormatError(f"{where}: no system message")
     messages = until_last_reply(out)
     check_pairs(messages, where)
-    return Run(name=name, format=FORMAT, system=system, tools=(BASH,), messages=tuple(messages))
+    return Run(
+        name=name,
+        format=FORMAT,
+        system=system,
+        tools=(BASH,),
+        messages=tuple(messages),
+        model=next((s.model for s in sents if s.model), ""),
+        requests=tuple(sents),
+    )
 
 
 def _call(c: Any, where: str) -> ToolCall:

@@ -18,9 +18,9 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_json, text_of
-from nodwyn.imports.run import Run, check_pairs, until_last_reply, user
+from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
-from nodwyn.values.request import ToolSpec
+from nodwyn.values.request import ToolSpec, Usage
 
 FORMAT = "openhands-v1"
 
@@ -65,21 +65,81 @@ def observation_text(obs: Any, where: str) -> tuple[str, bool]:
     return text, failed
 
 
+def token_usages(folder: Path) -> tuple[dict[str, Usage], str]:
+    """The agent's per-call usage from ``base_state.json`` by ``response_id``, and its model.
+
+    ``prompt_tokens`` there is LiteLLM's count for Anthropic: the uncached input plus the cache
+    read, without the cache write; the whole prompt is ``prompt_tokens + cache_write_tokens``
+    (docs/imports.md). A folder without the file, or whose snapshot predates the usage, has none."""
+    path = folder / "base_state.json"
+    if not path.exists():
+        return {}, ""
+    doc = read_json(path)
+    where = str(path)
+    agent = doc.get("agent") if isinstance(doc, dict) else None
+    llm = agent.get("llm") if isinstance(agent, dict) else None
+    model = llm.get("model") if isinstance(llm, dict) else None
+    stats = doc.get("stats") if isinstance(doc, dict) else None
+    metrics = stats.get("service_to_metrics") if isinstance(stats, dict) else None
+    default = metrics.get("default") if isinstance(metrics, dict) else None
+    raw = default.get("token_usages") if isinstance(default, dict) else None
+    out: dict[str, Usage] = {}
+    for i, u in enumerate(raw if isinstance(raw, list) else []):
+        w = f"{where}: stats.service_to_metrics.default.token_usages[{i}]"
+        rid = field(u, "response_id", str, w)
+        prompt = field(u, "prompt_tokens", int, w)
+        read = field(u, "cache_read_tokens", int, w)
+        write = field(u, "cache_write_tokens", int, w)
+        out[rid] = Usage(
+            prompt_tokens=prompt + write,
+            cached_tokens=read,
+            cache_write_tokens=write,
+            output_tokens=field(u, "completion_tokens", int, w),
+            reasoning_tokens=u.get("reasoning_tokens")
+            if isinstance(u.get("reasoning_tokens"), int)
+            else None,
+        )
+    return out, model if isinstance(model, str) else ""
+
+
 def load(folder: Path, name: str) -> Run:
     files = event_files(folder)
     if not files:
         raise ImportFormatError(
             f"{folder}: no events/event-*.json files; is it an OpenHands conversation folder?"
         )
+    usages, model = token_usages(folder)
     system: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     out: list[Message] = []
+    ids: list[str] = []  # the event each message of ``out`` began with
+    sents: list[Sent] = []
     batch: str | None = None  # llm_response_id of the reply being gathered
     condensations = 0
+    forgotten: set[str] = set()
+    summary: Stand | None = None
+    offset = 0
+    why: list[str] = []  # what the agent did since its previous request
+
+    def reply(message: AssistantMessage, eid: str, rid: Any) -> None:
+        """A new reply: request k is what the SDK's view held before it."""
+        view: tuple[int | Stand, ...] | None = None
+        if condensations:
+            kept: list[int | Stand] = [i for i in range(len(out)) if ids[i] not in forgotten]
+            if summary is not None:
+                kept.insert(min(offset, len(kept)), summary)
+            view = tuple(kept)
+        usage = usages.get(rid) if isinstance(rid, str) else None
+        sents.append(Sent(usage=usage, model=model, view=view, why=tuple(why)))
+        why.clear()
+        out.append(message)
+        ids.append(eid)
+
     for f in files:
         e = read_json(f)
         w = str(f)
         kind = field(e, "kind", str, w)
+        eid = str(e.get("id") or f.name)
         if kind == "SystemPromptEvent":
             if system is not None:
                 raise ImportFormatError(f"{w}: a second system prompt")
@@ -89,7 +149,11 @@ def load(folder: Path, name: str) -> Run:
         elif kind == "MessageEvent":
             msg = field(e, "llm_message", dict, w)
             text = text_of(msg.get("content"), f"{w}.llm_message.content")
-            out.append(user(text) if e.get("source") == "user" else AssistantMessage(text=text))
+            if e.get("source") == "user":
+                out.append(user(text))
+                ids.append(eid)
+            else:
+                reply(AssistantMessage(text=text), eid, e.get("llm_response_id"))
             batch = None
         elif kind == "ActionEvent":
             rid = e.get("llm_response_id")
@@ -106,7 +170,7 @@ def load(folder: Path, name: str) -> Run:
                 text = last.text + ("\n" if last.text and thought else "") + thought
                 out[-1] = AssistantMessage(text=text, calls=(*last.calls, call))
             else:
-                out.append(AssistantMessage(text=thought, calls=(call,)))
+                reply(AssistantMessage(text=thought, calls=(call,)), eid, rid)
             batch = rid
         elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
             cid = field(e, "tool_call_id", str, w)
@@ -117,9 +181,22 @@ def load(folder: Path, name: str) -> Run:
                 text = str(e.get("error") or e.get("rejection_reason") or kind)
                 failed = True
             out.append(ToolMessage(call_id=cid, name=str(tool_name), text=text, error=failed))
+            ids.append(eid)
             batch = None
+        elif kind == "Condensation":
+            condensations += 1
+            gone = field(e, "forgotten_event_ids", list, w)
+            forgotten.update(str(x) for x in gone)
+            text = e.get("summary")
+            if isinstance(text, str):
+                of = tuple(i for i in range(len(out)) if ids[i] in forgotten)
+                summary = Stand(message=user(text), why="condensation", of=of)
+                raw_offset = e.get("summary_offset")
+                # the offset counts the view's events, the system prompt event first
+                offset = max(raw_offset - 1, 0) if isinstance(raw_offset, int) else 0
+            why.append("condensation")
         elif kind in IGNORED:
-            condensations += kind == "Condensation"
+            continue
         else:
             raise ImportFormatError(
                 f"{w}: unknown event kind {kind!r}; teach nodwyn/imports/openhands.py about it"
@@ -128,8 +205,17 @@ def load(folder: Path, name: str) -> Run:
         raise ImportFormatError(f"{folder}: no SystemPromptEvent; the conversation store is incomplete")
     messages = until_last_reply(out)
     check_pairs(messages, str(folder))
-    notes = (f"{condensations} peer condensations left out",) if condensations else ()
-    return Run(name=name, format=FORMAT, system=system, tools=tools, messages=tuple(messages), notes=notes)
+    notes = (f"{condensations} peer condensations left out of the conversation",) if condensations else ()
+    return Run(
+        name=name,
+        format=FORMAT,
+        system=system,
+        tools=tools,
+        messages=tuple(messages),
+        notes=notes,
+        model=model,
+        requests=tuple(sents),
+    )
 
 
 def _tool(t: Any, where: str) -> ToolSpec:

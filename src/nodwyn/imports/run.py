@@ -12,7 +12,33 @@ from dataclasses import dataclass, field
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
-from nodwyn.values.request import ToolSpec
+from nodwyn.values.request import ToolSpec, Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stand:
+    """A message the agent sent that its conversation does not hold: a summary in place of the
+    messages it forgot, a masked observation in place of the result. ``of``: indexes in
+    ``Run.messages`` of what it stands for, when the source tells."""
+
+    message: Message
+    why: str  # "condensation", "compaction", "masked observation", ...
+    of: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sent:
+    """One request as the agent sent it, with what its provider reported.
+
+    ``view`` None: the conversation so far (``messages[:replies[k]]``); otherwise the messages in
+    order, each an index in ``Run.messages`` or a ``Stand``. ``why``: what the agent did since its
+    previous request that changed what it sent, as the source records it. ``usage`` None: the
+    source records none for this request."""
+
+    usage: Usage | None = None
+    model: str = ""
+    view: tuple[int | Stand, ...] | None = None
+    why: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,11 +49,24 @@ class Run:
     tools: tuple[ToolSpec, ...]
     messages: tuple[Message, ...]
     notes: tuple[str, ...] = field(default=())  # what the loader left out, e.g. peer condensations
+    model: str = ""  # the model the source names ("" when it names none)
+    # One per reply when the source records anything per request (usage, model, what was sent);
+    # empty when it records nothing: each request is then the conversation so far, usage unknown.
+    requests: tuple[Sent, ...] = field(default=())
 
     @property
     def replies(self) -> tuple[int, ...]:
         """Indexes of the model's replies in ``messages``: request k is ``messages[:replies[k]]``."""
         return tuple(i for i, m in enumerate(self.messages) if isinstance(m, AssistantMessage))
+
+    def sent(self, k: int) -> Sent:
+        """Request k as the source records it (a bare ``Sent`` when it records nothing)."""
+        return self.requests[k] if self.requests else Sent(model=self.model)
+
+    def view(self, k: int) -> tuple[int | Stand, ...]:
+        """The messages of request k, in order: indexes in ``messages`` or ``Stand``s."""
+        v = self.sent(k).view
+        return tuple(range(self.replies[k])) if v is None else v
 
 
 def user(text: str) -> UserMessage:
@@ -69,3 +108,44 @@ def until_last_reply(messages: list[Message]) -> list[Message]:
     """The messages up to and including the last reply: what follows it no model saw."""
     last = max((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), default=-1)
     return messages[: last + 1]
+
+
+def openai_usage(u: object, where: str) -> Usage | None:
+    """Usage as an OpenAI-style chat completion reports it (``prompt_tokens`` the whole prompt,
+    ``prompt_tokens_details.cached_tokens`` the part read from the cache; DeepSeek's
+    ``prompt_cache_hit_tokens`` when the details are absent). None when the reply has none."""
+    if u is None:
+        return None
+    if not isinstance(u, dict):
+        raise ImportFormatError(f"{where}: expected an object, found {type(u).__name__}")
+
+    def count(d: object, key: str) -> int | None:
+        v = d.get(key) if isinstance(d, dict) else None
+        if v is None:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ImportFormatError(f"{where}.{key}: expected a count, found {v!r}")
+        return v
+
+    cached = count(u.get("prompt_tokens_details"), "cached_tokens")
+    if cached is None:
+        cached = count(u, "prompt_cache_hit_tokens")
+    return Usage(
+        prompt_tokens=count(u, "prompt_tokens"),
+        cached_tokens=cached,
+        output_tokens=count(u, "completion_tokens"),
+        reasoning_tokens=count(u.get("completion_tokens_details"), "reasoning_tokens"),
+    )
+
+
+def completion_sent(m: object, where: str) -> Sent:
+    """The usage and model a mini-swe-agent reply keeps in ``extra.response`` (the raw reply)."""
+    extra = m.get("extra") if isinstance(m, dict) else None
+    response = extra.get("response") if isinstance(extra, dict) else None
+    if not isinstance(response, dict):
+        return Sent()
+    model = response.get("model")
+    return Sent(
+        usage=openai_usage(response.get("usage"), f"{where}.extra.response.usage"),
+        model=model if isinstance(model, str) else "",
+    )

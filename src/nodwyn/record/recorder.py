@@ -81,10 +81,17 @@ class Recorder:
         return build, self.append(LLM_REQ, record.to_data(), ctx)
 
 
-def start_session(store: Store, recipe: Recipe, model: str, workspace: str | None = None) -> SessionLog:
-    """A new session, locked for writing, whose first event records ``recipe``."""
+def start_session(
+    store: Store,
+    recipe: Recipe,
+    model: str,
+    workspace: str | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> SessionLog:
+    """A new session, locked for writing, whose first event records ``recipe`` (and ``extra``'s
+    fields, e.g. an imported session's source)."""
     policy_for(recipe.version)  # refuses an unknown version before anything is written
-    data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
+    data: dict[str, object] = {**(extra or {}), "recipe": codec.recipe_to_json(recipe), "model": model}
     if workspace is not None:
         data["workspace"] = workspace
     log = store.create()

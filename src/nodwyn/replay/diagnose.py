@@ -28,7 +28,24 @@ class Replayed:
         return chunks(self.request) if self.request is not None else (self.error or "not rebuilt")
 
 
-def replay(log: SessionLog, seq: int) -> Replayed:
+OBSERVED = (
+    "an imported request: another agent sent it and nodwyn did not build it, so there is no digest to verify"
+)
+
+
+def observed_requests(log: SessionLog) -> dict[int, Request]:
+    """An imported session's requests as the agent sent them (llm.seen seq -> request), read back
+    from the log (``nodwyn.imports.observed``); empty for a session nodwyn ran."""
+    from nodwyn.imports.session import observed
+
+    return observed(log.read())
+
+
+def replay(log: SessionLog, seq: int, observed: dict[int, Request] | None = None) -> Replayed:
+    """Request ``seq`` rebuilt and verified; an observed (imported) request is read back with
+    ``error`` saying it is not verified (``observed``: the session's, when the caller has them)."""
+    if observed is not None and seq in observed:
+        return Replayed(seq=seq, request=observed[seq], digest=None, error=OBSERVED)
     try:
         result = replay_request(log, seq)
     except NodwynError as exc:
@@ -41,10 +58,14 @@ def diagnose_request(
 ) -> tuple[Replayed, Diagnosis]:
     """Replay ``row``'s request and its predecessor and diagnose it. Older requests are matched on
     their reported prompt tokens only (replaying them all would read the log once each)."""
-    mine = replay(log, row.seq)
-    rebuilt: dict[int, Rebuilt] = {row.seq: mine.rebuilt}
+    seen = observed_requests(log) if row.observed else None
+    mine = replay(log, row.seq, seen)
+    rebuilt: dict[int, Rebuilt] = {
+        row.seq: chunks(mine.request) if mine.request is not None else mine.rebuilt
+    }
     if row.predecessor is not None:
-        rebuilt[row.predecessor] = replay(log, row.predecessor).rebuilt
+        theirs = replay(log, row.predecessor, seen)
+        rebuilt[row.predecessor] = chunks(theirs.request) if theirs.request is not None else theirs.rebuilt
     by_seq = {r.seq: r for r in rows}
     older = [r.seq for r in rows if r.ctx == row.ctx and r.seq < row.seq]
     return mine, diagnose(row, by_seq, rebuilt, older)
@@ -63,4 +84,7 @@ def diagnose_session(log: SessionLog, rows: Sequence[RequestRow]) -> list[Diagno
                     rebuilt.setdefault(row.seq, str(verdict.error))
             else:
                 rebuilt[verdict.seq] = str(verdict.error)
+    if any(r.observed for r in rows):
+        for seq, request in observed_requests(log).items():
+            rebuilt[seq] = encoder.chunks(request)
     return diagnose_all(rows, rebuilt)

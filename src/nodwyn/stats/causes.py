@@ -45,7 +45,15 @@ CauseKind = Literal[
     "blocks",
     "system",
     "messages",
+    # what another agent did, as its files record it (imported sessions, ADR 0280)
+    "compaction",
+    "condensation",
+    "masked observation",
+    "agent",
 ]
+# The reasons an imported request records (llm.seen ``why``) that have a cause kind of their own;
+# any other reason is the cause "agent".
+AGENT_CAUSES: Final = frozenset({"compaction", "condensation", "masked observation", "system", "tools"})
 
 # Kinds that affect every context, whatever ctx they were logged in.
 _GLOBAL: Final = {SESSION_RESUME: "resume", MODEL_SWITCH: "model switch"}

@@ -68,6 +68,7 @@ class Diagnosis:
     uncacheable: bool = False  # appended, read nothing, and the prefix is under MIN_CACHEABLE
     unrebuilt: int | None = None  # unverified: the request (k or p) that could not be rebuilt
     error: str | None = None  # unverified: why it could not be rebuilt
+    observed: bool = False  # another agent sent it (imported): "moved" is the agent's doing
 
 
 Rebuilt = Chunks | str  # the request's chunks, or why it could not be rebuilt
@@ -94,6 +95,7 @@ def diagnose(
         causes=row.causes,
         prompt_tokens=prompt,
         cached_tokens=cached,
+        observed=row.observed,
     )
     mine = rebuilt.get(row.seq, "not rebuilt")
     if isinstance(mine, str):

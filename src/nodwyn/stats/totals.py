@@ -20,12 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from nodwyn.errors import NodwynError
-from nodwyn.stats.causes import Cause, event_cause, request_causes
+from nodwyn.stats.causes import AGENT_CAUSES, Cause, event_cause, request_causes
 from nodwyn.stats.cost import Cost, reply_cost
 from nodwyn.stats.prefix import tolerance
 from nodwyn.values.events import (
     LLM_REQ,
     LLM_RESP,
+    LLM_SEEN,
     MAIN_CTX,
     SESSION_RESUME,
     SESSION_START,
@@ -33,6 +34,7 @@ from nodwyn.values.events import (
     Event,
     LlmReq,
     LlmResp,
+    LlmSeen,
     Payload,
     SessionResume,
     SessionStart,
@@ -60,7 +62,7 @@ def contributes(usage: Usage) -> bool:
     return usage.cached_tokens is not None and usage.prompt_tokens is not None and usage.prompt_tokens > 0
 
 
-_READ: Final = frozenset({SESSION_START, SESSION_RESUME, USER_MSG, LLM_REQ, LLM_RESP})
+_READ: Final = frozenset({SESSION_START, SESSION_RESUME, USER_MSG, LLM_REQ, LLM_RESP, LLM_SEEN})
 
 
 def _damaged_reply(event: Event) -> LlmResp | None:
@@ -164,6 +166,7 @@ class RequestRow:
     drop: bool = False
     cache_ask: str | None = None  # llm.req cache_ask: "ephemeral", "1h", "none"; None: not recorded
     t: str = ""  # when the request was logged (just before it was sent)
+    observed: bool = False  # another agent sent it (llm.seen, an imported session): causes are the agent's
 
     @property
     def rate(self) -> float | None:
@@ -252,11 +255,13 @@ class Aggregator:
                 self._recipe(event.seq, p.recipe)
             elif isinstance(p, LlmReq):
                 self._request(event, p)
+            elif isinstance(p, LlmSeen):
+                self._seen(event, p)
             elif isinstance(p, LlmResp):
                 self._reply(event, p)
             elif isinstance(p, UserMsg) and event.ctx == MAIN_CTX:  # a new turn
                 self._turn += 1
-        if event.kind not in (LLM_REQ, LLM_RESP):
+        if event.kind not in (LLM_REQ, LLM_RESP, LLM_SEEN):
             for ctx, pending in self._pending.items():
                 cause = event_cause(event, ctx, headers_in_system=self._headers_in_system)
                 if cause is not None:
@@ -291,6 +296,36 @@ class Aggregator:
         if previous is not None:
             self._records.pop(previous, None)
         self._records[event.seq] = data
+        self._last_req[ctx] = event.seq
+        self._pending[ctx] = []
+        self._row_index[event.seq] = len(self._rows)
+        self._rows.append(row)
+        for acc in (self._all, self._acc(self._by_turn, row.turn), self._acc(self._by_model, row.model)):
+            acc.add(_ONE_REQUEST)
+
+    def _seen(self, event: Event, data: LlmSeen) -> None:
+        """A request another agent sent (an imported session): its causes are what the source
+        records the agent did (``why``), each at this request's seq."""
+        ctx = event.ctx
+        previous = self._last_req.get(ctx)
+        causes = [*self._pending.get(ctx, [])]
+        for why in data.why or ():
+            kind = why if why in AGENT_CAUSES else "agent"
+            causes.append(Cause(kind=kind, seq=event.seq))  # type: ignore[arg-type]
+        row = RequestRow(
+            seq=event.seq,
+            ctx=ctx,
+            model=data.model,
+            turn=self._turn,
+            trim=False,
+            estimate=None,
+            predecessor=previous,
+            causes=tuple(causes),
+            t=event.t,
+            observed=True,
+        )
+        if previous is not None:
+            self._records.pop(previous, None)
         self._last_req[ctx] = event.seq
         self._pending[ctx] = []
         self._row_index[event.seq] = len(self._rows)

@@ -46,8 +46,12 @@ def row_json(r: RequestRow) -> dict[str, Any]:
         "rate": r.rate,
         "cost_usd": r.cost.usd if r.cost is not None else None,
         "drop": r.drop,
+        **({"observed": True} if r.observed else {}),
     }
 
 
 def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
-    return asdict(d)
+    out = asdict(d)
+    if not d.observed:
+        del out["observed"]  # only an imported request says so
+    return out

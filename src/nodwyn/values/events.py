@@ -51,6 +51,8 @@ KINDS: Final = frozenset(
         "model.switch",
         "log.repaired",
         "note",
+        "llm.seen",
+        "import.view",
     }
 )
 
@@ -82,6 +84,8 @@ CTX_WIDEN: Final = "ctx.widen"
 MODEL_SWITCH: Final = "model.switch"
 LOG_REPAIRED: Final = "log.repaired"
 NOTE: Final = "note"
+LLM_SEEN: Final = "llm.seen"  # a request another agent sent, read from its files (ADR 0280)
+IMPORT_VIEW: Final = "import.view"  # a message another agent sent that its conversation does not hold
 
 
 class FileRange(TypedDict):
@@ -672,6 +676,78 @@ class LogRepaired(Payload):
         return {"truncated_bytes": self.truncated_bytes, "offset": self.offset}
 
 
+# One item of an observed request's messages: the seq of one message event, or an inclusive range
+# of seqs whose message events (user.msg, llm.resp, tool.result, import.view) it holds in order.
+SeenItem = int | tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmSeen(Payload):
+    """A request another agent sent, as its own files record it (``nodwyn import``; ADR 0280).
+    nodwyn did not build it, so it has no digest and exact replay does not claim it: it is read
+    back, not rebuilt. ``messages``: the events it held, in order (system prompt and tools are the
+    session's recipe's); ``why``: what the agent did since its previous request that changed what
+    it sent (``"compaction"``, ``"condensation"``, ...), as the source records it."""
+
+    KIND: ClassVar[str] = LLM_SEEN
+    model: str
+    messages: tuple[SeenItem, ...]
+    why: tuple[str, ...] | None = None
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        model = r.get("model", str)
+        items: list[SeenItem] = []
+        for i, v in enumerate(r.get("messages", list)):
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                items.append(v)
+            elif (
+                isinstance(v, list)
+                and len(v) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)
+                and v[0] <= v[1]
+            ):
+                items.append((v[0], v[1]))
+            else:
+                raise CorruptLogError(
+                    f"{r.where}.messages[{i}]: expected a seq or a [first, last] range of seqs"
+                )
+        return cls(model=model, messages=tuple(items), why=r.strs("why"), extra=r.extra())
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model,
+            "messages": [list(v) if isinstance(v, tuple) else v for v in self.messages],
+        }
+        if self.why is not None:
+            out["why"] = list(self.why)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportView(Payload):
+    """A message another agent sent in place of part of its conversation (a summary, a masked
+    observation), logged once and named by the ``llm.seen`` requests that held it. ``why`` says
+    what made it; ``of`` lists the message events it stands for, when the source tells."""
+
+    KIND: ClassVar[str] = IMPORT_VIEW
+    message: dict[str, Any]
+    why: str
+    of: tuple[int, ...] | None = None
+
+    @classmethod
+    def _read(cls, r: _Reader) -> Self:
+        return cls(
+            message=r.get("message", dict), why=r.get("why", str), of=r.ints("of", None), extra=r.extra()
+        )
+
+    def _fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"message": self.message, "why": self.why}
+        if self.of is not None:
+            out["of"] = list(self.of)
+        return out
+
+
 PAYLOADS: Final[dict[str, type[Payload]]] = {
     cls.KIND: cls
     for cls in (
@@ -691,6 +767,8 @@ PAYLOADS: Final[dict[str, type[Payload]]] = {
         ModelSwitch,
         LogRepaired,
         Note,
+        LlmSeen,
+        ImportView,
     )
 }
 
