@@ -2,11 +2,12 @@
 
     .venv/bin/python bench/window_workloads.py ../shared/workloads [--budgets 16,32,64]
 
-For each run (mini-swe-agent v1/v2, SWE-agent, OpenHands; see bench/workloads/), request k is
-built from the conversation before the model's k-th reply, by nodwyn's window under each recipe
-asked for (``v19``, ``v20``, and ``v19+units``, ``v19+growth``, ``v19+head``: v19 with one rule of
-v20 switched on) and by a window that drops the oldest messages to fit (``sliding``); ``whole``
-sends every request whole (no window: the minimum's policy, for reference). Per budget (Ki tokens;
+For each run (mini-swe-agent v1/v2, SWE-agent, OpenHands; read by nodwyn.imports, replayed by
+nodwyn.whatif), request k is built from the conversation before the model's k-th reply, by
+nodwyn's window under each recipe asked for (``v19``, ``v20``, and ``v19+units``, ``v19+growth``,
+``v19+head``: v19 with one rule of v20 switched on) and by a window that drops the oldest
+messages to fit (``sliding``); ``whole`` sends every request whole (no window: the minimum's
+policy, for reference). Per budget (Ki tokens;
 a token is three bytes of the canonical request) it prints: the share of prompt bytes a
 single-slot prefix cache serves, uncached bytes as a multiple of the append-only minimum, full
 prefills, requests over the budget, mean occupancy, the share of the conversation still visible,
@@ -23,14 +24,12 @@ from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make `bench.workloads` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.workloads import Found, ImportFormatError, WorkloadError, engine, find, load, sliding
-from bench.workloads.measure import Figures, Measured, figures
-from bench.workloads.prepared import prepare
-
+from nodwyn.errors import ImportFormatError, WhatifError
+from nodwyn.imports import Found, find, load
 from nodwyn.values.recipe import DEFAULT_VERSION, Flag
+from nodwyn.whatif import engine, sliding
+from nodwyn.whatif.measure import Figures, Measured, figures
+from nodwyn.whatif.prepared import prepare
 from nodwyn.window.units import V20, Tuning
 
 KI = 1024
@@ -214,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     policies = [n for n, _ in recipes] + ([] if args.no_baselines else list(BASELINES))
     try:
         runs = find(args.folder)
-    except (ImportFormatError, WorkloadError) as exc:
+    except (ImportFormatError, WhatifError) as exc:
         print(f"window_workloads: {exc}", file=sys.stderr)
         return 2
     runs = runs[:: max(args.every, 1)]
@@ -233,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         else:
             done = [replay_one(f, budgets, recipes, not args.no_baselines) for f in runs]
-    except (ImportFormatError, WorkloadError) as exc:
+    except (ImportFormatError, WhatifError) as exc:
         print(f"window_workloads: {exc}", file=sys.stderr)
         return 2
     for name, out in done:

@@ -25,6 +25,7 @@ RANKS: tuple[str, ...] = (
     "window",
     "dialects",
     "stats",
+    "whatif",
     "log",
     "record",
     "imports",
@@ -40,10 +41,11 @@ RANKS: tuple[str, ...] = (
 )
 RANK = {layer: i for i, layer in enumerate(RANKS)}
 BASE = {"errors", "values"}  # any layer may import these; they are not listed in ALLOWED
-PURE = {"values", "window", "dialects", "stats"}
+PURE = {"values", "window", "dialects", "stats", "whatif"}
 
 # Every import between layers that exists (importer -> imported), besides imports of BASE.
 ALLOWED: dict[str, frozenset[str]] = {
+    "whatif": frozenset({"window", "stats"}),
     "transport": frozenset({"dialects"}),
     "record": frozenset({"log", "window"}),
     "imports": frozenset({"log", "record"}),

@@ -20,7 +20,8 @@
     │   └── DecodeError              the provider's reply could not be parsed
     ├── EncodeError                  exit 13  a request cannot be represented in a dialect
     ├── StorageError                 exit 14  the disk refused: full, read-only, unreadable, not a folder
-    └── ImportFormatError            exit 15  another agent's session file is not in the format read
+    ├── ImportFormatError            exit 15  another agent's session file is not in the format read
+    └── WhatifError                  exit 1   a what-if replay could not be made (names the run)
 
 The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits.
 """
@@ -139,6 +140,10 @@ class ImportFormatError(NodwynError):
     """Another agent's session file is not in the format its loader reads (names file, line, field)."""
 
     exit_code = 15
+
+
+class WhatifError(NodwynError):
+    """A what-if replay (``nodwyn.whatif``) could not be made; the message names the run."""
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

@@ -1,6 +1,6 @@
-"""Tests of bench/workloads: the loaders on the real runs of the workload corpus (NODWYN_WORKLOADS,
-skipped when absent), the metrics on small constructed conversations. ``bench`` is not an installed
-package, so the repository root goes on the import path here."""
+"""Tests of bench/: the benchmark commands on the real runs of the workload corpus (NODWYN_WORKLOADS,
+skipped when absent). ``bench`` is not an installed package, so the repository root goes on the
+import path here."""
 
 from __future__ import annotations
 

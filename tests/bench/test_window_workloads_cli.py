@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.workloads.engine import Sizing
 
 from bench import window_workloads
+from nodwyn.whatif.engine import Sizing
 
 
 def smallest_run(workloads: Path) -> Path:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
+from nodwyn.values.model import Prices
 from nodwyn.window import encode
 
 BYTES_PER_TOKEN = 3
@@ -56,11 +57,15 @@ class Measured:
     broken: bool = False  # the request does not begin with the whole previous request
     recent: tuple[float, ...] = (1.0, 1.0)  # share of the last RECENT tokens of conversation shown
     task_kept: bool = True  # the task (the messages before the first reply) is shown whole
+    side: bool = False  # a call for a summary, not for one of the run's replies (ADR 0290)
+    output_tokens: int = 0  # tokens a side call writes (its summary); the run's replies are the same for all
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Figures:
-    """The benchmark's figures for one policy at one budget over a set of runs."""
+    """The figures for one policy at one budget over a set of runs. Side calls (a summariser's)
+    count in the bytes, the cost and ``side_calls``; the per-request means are over the requests
+    that ask for one of the runs' replies."""
 
     runs: int
     requests: int
@@ -77,11 +82,17 @@ class Figures:
     recent8: float = 1.0  # mean share of the last 8,192 tokens of conversation shown
     recent16: float = 1.0  # mean share of the last 16,384 tokens of conversation shown
     task_kept: float = 1.0  # share of requests that show the task whole
+    side_calls: int = 0  # summariser calls the policy adds to the run's requests
+    cached_tokens: int = 0
+    output_tokens: int = 0  # what the side calls write
+    usd: float | None = None  # the prompts' cost at the prices given (None: no prices)
 
 
-def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figures:
+def figures(
+    runs: Sequence[tuple[Sequence[Measured], int]], budget: int, prices: Prices | None = None
+) -> Figures:
     """``runs``: each run's requests, in order, and its append-only minimum (bytes)."""
-    stream = cached = minimum = fulls = over = n = 0
+    stream = cached = minimum = fulls = over = n = sides = out_tokens = 0
     occupancy = visible = capped = 0.0
     recent = [0.0] * len(RECENT)
     refill = kept = 0
@@ -89,19 +100,25 @@ def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figu
         minimum += run_minimum
         previous = None
         for r in reqs:
-            n += 1
             stream += r.stream
             cached += r.cached
+            refill += (r.stream - r.cached) if r.broken else 0
+            if r.side:
+                sides += 1
+                out_tokens += r.output_tokens
+                continue
+            n += 1
             fulls += previous is not None and r.cached < FULL_PREFILL * previous
             previous = r.stream
             over += tokens(r.size) > budget
             occupancy += r.size / BYTES_PER_TOKEN / budget
             visible += r.visible / r.conversation if r.conversation else 1.0
             capped += r.shortened / r.conversation if r.conversation else 0.0
-            refill += (r.stream - r.cached) if r.broken else 0
             for k, share in enumerate(r.recent):
                 recent[k] += share
             kept += r.task_kept
+    uncached_tokens = (stream - cached) // BYTES_PER_TOKEN
+    cached_tokens = cached // BYTES_PER_TOKEN
     return Figures(
         runs=len(runs),
         requests=n,
@@ -111,14 +128,28 @@ def figures(runs: Sequence[tuple[Sequence[Measured], int]], budget: int) -> Figu
         over_budget=over,
         occupancy=occupancy / n if n else 0.0,
         visible=visible / n if n else 1.0,
-        uncached_tokens=(stream - cached) // BYTES_PER_TOKEN,
+        uncached_tokens=uncached_tokens,
         minimum_tokens=minimum // BYTES_PER_TOKEN,
         refill_share=refill / (stream - cached) if stream > cached else 0.0,
         hidden_by_caps=capped / n if n else 0.0,
         recent8=recent[0] / n if n else 1.0,
         recent16=recent[1] / n if n else 1.0,
         task_kept=kept / n if n else 1.0,
+        side_calls=sides,
+        cached_tokens=cached_tokens,
+        output_tokens=out_tokens,
+        usd=None if prices is None else prompt_cost(uncached_tokens, cached_tokens, out_tokens, prices),
     )
+
+
+def prompt_cost(uncached: int, cached: int, output: int, prices: Prices) -> float:
+    """US dollars for prompts of ``uncached`` and ``cached`` tokens and ``output`` tokens of
+    summaries. An uncached token is written to the cache, so it costs the cache-write price where
+    the entry has one (else the input price); a cached token the cached-input price (else the input
+    price). The runs' own replies cost the same under every policy and are left out (ADR 0290)."""
+    write = prices.input if prices.cache_write is None else prices.cache_write
+    read = prices.input if prices.cached_input is None else prices.cached_input
+    return (uncached * write + cached * read + output * prices.output) * 1e-6
 
 
 def recent_shares(content: Sequence[int], end: int, shown: Sequence[tuple[int, float]]) -> tuple[float, ...]:

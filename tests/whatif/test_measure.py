@@ -3,11 +3,6 @@ the figures, and the sliding-window baseline, each checked against a direct comp
 
 from __future__ import annotations
 
-from bench.workloads.engine import Sizing, replay
-from bench.workloads.measure import Measured, content_size, figures, recent_shares, request_size
-from bench.workloads.prepared import prepare
-from bench.workloads.sliding import append_only
-from bench.workloads.sliding import replay as sliding
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +12,11 @@ from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import request_to_json
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Request, ToolSpec
+from nodwyn.whatif.engine import Sizing, replay
+from nodwyn.whatif.measure import Measured, content_size, figures, recent_shares, request_size
+from nodwyn.whatif.prepared import prepare
+from nodwyn.whatif.sliding import append_only
+from nodwyn.whatif.sliding import replay as sliding
 
 TOOL = ToolSpec(
     name="bash",

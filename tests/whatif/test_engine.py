@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.workloads.engine import Sizing, replay
-from bench.workloads.measure import figures
-from bench.workloads.prepared import prepare
-from bench.workloads.sliding import replay as sliding
 
 from nodwyn.imports import find, load
 from nodwyn.imports.run import Run, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.whatif.engine import Sizing, replay
+from nodwyn.whatif.measure import figures
+from nodwyn.whatif.prepared import prepare
+from nodwyn.whatif.sliding import replay as sliding
 
 
 def size_of(q: Path) -> int:

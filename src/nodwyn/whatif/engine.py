@@ -1,38 +1,58 @@
-"""Replaying a run through nodwyn's window engine.
+"""Replaying a conversation through nodwyn's window.
 
-The run becomes the events a nodwyn session would have logged: ``session.start`` with the recipe
-for the budget, the task as ``user.msg``, and for each reply the ``llm.req`` recorded as the agent
-records it (``nodwyn.record.Recorder``; fed back, which is what makes elision sticky), the reply
-as ``llm.resp``, its results as ``tool.result`` and any other user message as ``user.msg``.
-Request k is the build before the k-th reply. The events live in memory
-(``nodwyn.testing.MemoryLog``); no log is written.
+The conversation becomes the events a nodwyn session would have logged: ``session.start`` with the
+recipe for the budget, the task as ``user.msg``, and for each reply the ``llm.req`` recorded as
+``nodwyn.record.Recorder`` records it (the build's record with its start point, fed back, which is
+what makes elision sticky), the reply as ``llm.resp``, its results as ``tool.result`` and any
+other user message as ``user.msg``. Request k is the build before the k-th reply. The events live
+in memory (``_Events``); nothing is written, so this module stays pure.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bench.workloads.measure import Measured, content_size, recent_shares, request_size, tokens
-from bench.workloads.prepared import Prepared
-
-from nodwyn.errors import NodwynError
+from nodwyn.errors import WhatifError
 from nodwyn.stats.prefix import common_parts
 from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
-from nodwyn.values.events import MAIN_CTX
+from nodwyn.values.events import LLM_REQ, MAIN_CTX, Event, ReqStart
 from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, policy_for
 from nodwyn.values.request import Response
-
-if TYPE_CHECKING:
-    from nodwyn.window.units import Tuning
+from nodwyn.whatif.measure import Measured, content_size, recent_shares, request_size, tokens
+from nodwyn.whatif.prepared import Prepared
+from nodwyn.window import Build, TurnOptions, Window
+from nodwyn.window.sizing import ConfiguredLimits, size_limits
+from nodwyn.window.units import V20, Tuning
 
 MODEL = "workload"
 ORIGIN = Origin(model=MODEL)
+T = "2026-11-29T00:00:00Z"  # one fixed time: the events are never written
 
 
-class WorkloadError(NodwynError):
-    """A replay of a run through the window went wrong (a bug of the engine, not of the run)."""
+class _Events:
+    """The replay's events in memory, each fed to the window as it is made; ``request`` does what
+    ``nodwyn.record.Recorder.request`` does (build, record the start point, feed the record back)
+    without a log."""
+
+    __slots__ = ("seq", "window")
+
+    def __init__(self, window: Window) -> None:
+        self.window = window
+        self.seq = 0
+
+    def append(self, kind: str, data: dict[str, Any]) -> Event:
+        self.seq += 1
+        event = Event(seq=self.seq, t=T, kind=kind, ctx=MAIN_CTX, data=data)
+        self.window.feed(event)
+        return event
+
+    def request(self) -> tuple[Build, Event]:
+        build = self.window.build(MAIN_CTX, origin=ORIGIN, turn=TurnOptions(), withheld={})
+        start = self.window.start
+        record = replace(build.record, model=MODEL, start=ReqStart(seq=start.seq, keep=start.keep))
+        return build, self.append(LLM_REQ, record.to_data())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,8 +79,6 @@ class Sizing:
 
         ``fixed``: tokens the window can never trim (system prompt, catalog, task), used only when
         ``above_prefix`` places low water above them."""
-        from nodwyn.window.sizing import ConfiguredLimits, size_limits
-
         low = int(budget * self.low_water)
         if self.above_prefix and fixed < budget:
             low = fixed + int((budget - fixed) * self.low_water)
@@ -76,7 +94,7 @@ class Sizing:
         return Recipe(
             version=self.version,
             system=p.run.system,
-            tools=p.run.tools,
+            tools=tuple(p.run.tools),
             limits=limits,
             context_size=budget + self.output_reserve,
         )
@@ -90,13 +108,8 @@ class EngineResult:
 
 
 def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
-    from nodwyn.record import Recorder  # the engine; imported only when replayed
-    from nodwyn.testing import MemoryLog
-    from nodwyn.window import Window
-    from nodwyn.window.units import V20
-
     run = p.run
-    rec = Recorder(MemoryLog(), Window(flags=sizing.flags, tuning=sizing.tuning or V20))
+    rec = _Events(Window(flags=sizing.flags, tuning=sizing.tuning or V20))
 
     def feed(kind: str, data: dict[str, Any]) -> int:
         return rec.append(kind, data).seq
@@ -110,7 +123,7 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     prev: tuple[bytes, ...] = ()
     for i, m in enumerate(run.messages):
         if isinstance(m, AssistantMessage):
-            b, req_event = rec.request(MAIN_CTX, ORIGIN, model=MODEL)  # as the agent records it
+            b, req_event = rec.request()  # as the agent records it
             req = b.request
             record = b.record
             elided.update(record.elided)
@@ -162,13 +175,13 @@ def visible(
     content and what the request shows for it (a task header adds to a message, a cap takes from
     it). Messages the request leaves out (the results of an elided batch) show nothing."""
     if len(seqs) != len(shown):
-        raise WorkloadError(f"{p.run.name}: the build names {len(seqs)} seqs for {len(shown)} messages")
+        raise WhatifError(f"{p.run.name}: the build names {len(seqs)} seqs for {len(shown)} messages")
     total = cut = 0
     parts: list[tuple[int, float]] = []
     for s, r in zip(seqs, shown, strict=True):
         i = index_of.get(s)
         if i is None or i >= end:
-            raise WorkloadError(
+            raise WhatifError(
                 f"{p.run.name}: request before message {end} shows seq {s}, not a message before it"
             )
         if s not in elided:

@@ -1,0 +1,69 @@
+"""What-if: a conversation replayed through nodwyn's window and through the policies of other
+agents, each measured as a prefix cache and a budget see it (PURE: no disk, clock or network).
+
+``POLICIES`` names each policy's replay, ``(Prepared, budget) -> [Measured]``; ``compare(runs,
+budget, prices)`` gives each policy's ``Figures`` over a set of conversations. The peers' modules
+(``sliding``, ``masking``, ``condenser``, ``prune``, ``compaction``) each map a conversation and a
+budget to the requests that peer would send (``Sent``); their docstrings cite the rule they model.
+See ADR 0290 and docs/bench-peers.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from nodwyn.values.model import Prices
+from nodwyn.whatif import compaction, condenser, engine, masking, prune, sliding
+from nodwyn.whatif.measure import Figures, Measured, figures
+from nodwyn.whatif.prepared import Conversation, Prepared, prepare
+from nodwyn.whatif.sent import Sent, measure
+
+Replay = Callable[[Prepared, int], list[Measured]]
+Requests = Callable[[Prepared, int], list[Sent]]
+
+
+def _nodwyn(p: Prepared, budget: int) -> list[Measured]:
+    return engine.replay(p, budget).requests
+
+
+def _peer(requests: Requests) -> Replay:
+    return lambda p, budget: measure(p, requests(p, budget))
+
+
+# name -> (replay, one line on what it models); "whole" is no window, the minimum's policy
+POLICIES: dict[str, tuple[Replay, str]] = {
+    "nodwyn": (_nodwyn, "nodwyn's window (the default recipe)"),
+    "sliding": (_peer(sliding.requests), "drop the oldest messages to fit"),
+    "swe-agent": (_peer(masking.requests), "SWE-agent: mask all but the last 5 observations"),
+    "openhands": (_peer(condenser.requests), "OpenHands: summarising condenser, max_size 80, keep_first 4"),
+    "opencode": (_peer(prune.requests), "opencode: prune old tool outputs, compact on overflow"),
+    "claude-code": (_peer(compaction.requests), "Claude Code: compact the conversation at 95% of the window"),
+    "whole": (_peer(sliding.append_requests), "every request whole (no window)"),
+}
+
+
+def compare(
+    runs: Sequence[Conversation], budget: int, prices: Prices | None = None, policies: Sequence[str] = ()
+) -> dict[str, Figures]:
+    """Each policy's figures over ``runs`` at ``budget`` (tokens); costs at ``prices`` if given."""
+    names = list(policies) or list(POLICIES)
+    prepared = [prepare(r) for r in runs]
+    out: dict[str, Figures] = {}
+    for name in names:
+        replay = POLICIES[name][0]
+        out[name] = figures([(replay(p, budget), p.minimum) for p in prepared], budget, prices)
+    return out
+
+
+__all__ = [
+    "POLICIES",
+    "Conversation",
+    "Figures",
+    "Measured",
+    "Prepared",
+    "Sent",
+    "compare",
+    "figures",
+    "measure",
+    "prepare",
+]
