@@ -38,6 +38,7 @@ RANKS: tuple[str, ...] = (
     "console",
     "export",
     "cli",
+    "tui",
 )
 RANK = {layer: i for i, layer in enumerate(RANKS)}
 BASE = {"errors", "values"}  # any layer may import these; they are not listed in ALLOWED
@@ -58,6 +59,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "cli": frozenset(
         {"stats", "log", "imports", "replay", "transport", "fakes", "agent", "compose", "console", "export"}
     ),
+    "tui": frozenset({"stats", "log", "agent", "compose", "cli"}),
 }
 
 # Modules that reach the disk, the network, the clock, the environment or other processes.

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import_",
         "Import other agents' runs (Claude Code, Codex, ...) as sessions.",
     ),
+    "tui": ("nodwyn.tui.command", "tui", "The session full-screen (also `nodwyn` alone on a terminal)."),
 }
 
 
@@ -87,6 +88,8 @@ def one_line(message: str) -> str:
 def main(argv: list[str] | None = None) -> Any:
     # NO_COLOR (https://no-color.org): set and not empty, no colour even on a terminal
     color = False if os.environ.get("NO_COLOR") else None
+    if argv is None and len(sys.argv) <= 1 and sys.stdin.isatty() and sys.stdout.isatty():
+        argv = ["tui"]  # `nodwyn` alone on a terminal opens the full-screen session
     try:
         return cli.main(args=argv, prog_name="nodwyn", standalone_mode=False, color=color)
     except NodwynError as exc:

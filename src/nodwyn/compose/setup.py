@@ -203,14 +203,17 @@ def backends(env: Mapping[str, str], config: Config, notice: Callable[[str], Non
     return Backends(env, config, notice)
 
 
-def approver(config: Config, yes: bool, ask: Callable[[str], bool] | None) -> Approver:
+def approver(
+    config: Config, yes: bool, ask: Callable[[str], bool] | None, *, always_ask: bool = False
+) -> Approver:
     """Writes and shell commands run if --yes, if [tools] approve lists them, or if the person says
-    so; with no one to ask (no terminal), they are declined with a message saying how to allow them."""
+    so; with no one to ask (no terminal), they are declined with a message saying how to allow them.
+    ``always_ask``: ``ask`` reaches the person whatever stdin is (a full-screen face owns the terminal)."""
 
     def approve(tool: str, what: str) -> bool:
         if yes or tool in config.approve:
             return True
-        if ask is not None and sys.stdin.isatty():
+        if ask is not None and (always_ask or sys.stdin.isatty()):
             return ask(f"{tool}: {what}")
         return False
 
@@ -293,8 +296,10 @@ def open_agent(
     backend_for: Callable[[ModelSettings], Backend] | None = None,
     config: Config | None = None,
     recipe_version: str | None = None,
+    always_ask: bool = False,
 ) -> Opened:
-    """``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
+    """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
+    ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
     ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151)."""
     config = config or load_config(env)
     asked = None if recipe_version is None else _asked_version(recipe_version)
@@ -351,7 +356,7 @@ def open_agent(
         log=log,
         settings=settings,
         backend_for=backend_for,
-        approve=approver(config, yes, ask),
+        approve=approver(config, yes, ask, always_ask=always_ask),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
     )

@@ -1,0 +1,519 @@
+"""``nodwyn tui``: the session full-screen, a face over the same library as the CLI.
+
+The session is opened by ``compose.setup.open_agent`` (as ``nodwyn chat`` opens it); each turn,
+model switch, compaction or strategy runs in one worker thread (``bridge.Turns``) while the app
+draws what the bridge queued, a batch per tick. On open only the log's tail is read (by index,
+``log.read(first=...)``); the cache panel aggregates the events from the resumed window's start
+(at most ``STATS_SPAN`` back) with ``stats.totals.Aggregator``. No rule of the window, the log or
+the dialects lives here (ADR 0270).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Static
+
+from nodwyn.agent.figures import overview
+from nodwyn.agent.loop import Agent
+from nodwyn.agent.strategies import compact, switch_model
+from nodwyn.cli.screen import hold, shown
+from nodwyn.compose.setup import Opened, open_agent
+from nodwyn.errors import NodwynError, did_you_mean
+from nodwyn.log import Store, data_root
+from nodwyn.stats.totals import percent
+from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Turns
+from nodwyn.tui.composer import Composer
+from nodwyn.tui.conversation import Conversation
+from nodwyn.tui.panel import CachePanel
+from nodwyn.tui.screens import ApprovalScreen, HelpScreen, ModelScreen, Pick, PickerScreen
+
+TAIL = 200  # events shown when a session opens (the log's end, read by index)
+STATS_SPAN = 5000  # events the cache panel aggregates at most when a session opens
+TICK = 1 / 30  # seconds between draws of what the worker queued
+WIDE = 110  # columns from which the cache panel sits beside the conversation
+
+SLASH: dict[str, str] = {
+    "/model": "/model [NAME]: switch model (no NAME: pick one)",
+    "/models": "/models: the configured models",
+    "/plan": "/plan TASK: plan first (no tools), then do it",
+    "/compact": "/compact: replace the conversation with a note",
+    "/resume": "/resume [TEXT]: pick a session to resume (TEXT searches)",
+    "/help": "/help: keys and commands",
+    "/quit": "/quit: leave (also /exit)",
+}
+
+
+class Done:
+    """The worker finished its job."""
+
+
+class NodwynApp(App[None]):
+    TITLE = "nodwyn"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    Screen { layout: vertical; }
+    #status { height: 1; background: $boost; color: $text; padding: 0 1; }
+    #plan { height: auto; max-height: 6; border: round $secondary; padding: 0 1; display: none; }
+    #plan.shown { display: block; }
+    #body { height: 1fr; }
+    #body.narrow { layout: vertical; }
+    Composer { height: auto; min-height: 3; max-height: 10; border: round $primary; }
+    """
+    BINDINGS = [
+        Binding("enter", "noop", "Send", show=True, key_display="Enter"),
+        Binding("escape", "cancel", "Cancel", priority=False),
+        Binding("ctrl+c", "cancel", "Cancel", show=False, priority=True),
+        Binding("ctrl+o", "models", "Model"),
+        Binding("ctrl+r", "resume", "Resume"),
+        Binding("ctrl+b", "toggle_panel", "Cache panel"),
+        Binding("ctrl+t", "toggle_thinking", "Thinking"),
+        Binding("ctrl+e", "toggle_results", "Results", show=False),
+        Binding("ctrl+k", "compact", "Compact", show=False),
+        Binding("f1", "help", "Help"),
+        Binding("ctrl+q,ctrl+d", "leave", "Quit", priority=True),
+        Binding("pageup", "scroll(-1)", "Scroll up", show=False),
+        Binding("pagedown", "scroll(1)", "Scroll down", show=False),
+    ]
+    # The keys the composer and the modals handle themselves, for the help screen.
+    MORE_KEYS: list[tuple[str, str]] = [
+        ("Ctrl+J / Alt+Enter", "new line in the message"),
+        ("Up / Down", "earlier / later messages (on the first / last line)"),
+        ("Tab / Right", "take the completion (slash command, @path)"),
+        ("y / a / n (approval)", "allow once / allow for this session / decline"),
+        ("Esc (in a dialog)", "close it (an approval: decline)"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        workspace: Path,
+        model_name: str | None = None,
+        resume: str | None = None,
+        yes: bool = False,
+        recipe: str | None = None,
+        tail: int = TAIL,
+    ) -> None:
+        super().__init__()
+        self.env = env
+        self.workspace = workspace
+        self.model_name = model_name
+        self.resume_id = resume
+        self.yes = yes
+        self.recipe = recipe
+        self.tail = tail
+        self.bridge = Bridge()
+        self.turns = Turns()
+        self.opened: Opened | None = None
+        self.busy = False
+        self._quitting = False
+        self._thread: threading.Thread | None = None
+        self._picks: dict[tuple[str, int], Pick] = {}
+        self.opened_in: float | None = None  # seconds open_agent and the tail took (bench)
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="status")
+        yield Static("", id="plan")
+        with Horizontal(id="body"):
+            yield Conversation(id="conversation")
+            yield CachePanel(_no_limits(), 1, id="panel")
+        yield Composer(self._commands, lambda: self.workspace, id="composer")
+        yield Footer()
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.query_one(Conversation)
+
+    @property
+    def panel(self) -> CachePanel:
+        return self.query_one(CachePanel)
+
+    @property
+    def agent(self) -> Agent:
+        assert self.opened is not None, "no session is open"
+        return self.opened.agent
+
+    def on_mount(self) -> None:
+        self._layout(self.size.width)
+        self.open_session(self.resume_id)
+        self.set_interval(TICK, self.drain)
+        self.query_one(Composer).focus()
+
+    def on_resize(self, event: Any) -> None:
+        self._layout(event.size.width)
+
+    def _layout(self, width: int) -> None:
+        narrow = width < WIDE
+        self.query_one("#body").set_class(narrow, "narrow")
+        self.panel.set_class(narrow, "bottom")
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def open_session(self, resume: str | None) -> None:
+        """Open (or resume) a session and show the end of its log."""
+        import time
+
+        started = time.perf_counter()
+        opened = open_agent(
+            env=self.env,
+            workspace=self.workspace,
+            model_name=self.model_name if resume is None or resume == self.resume_id else None,
+            resume=resume,
+            yes=self.yes,
+            ask=self.bridge.ask,
+            display=self.bridge,
+            recipe_version=self.recipe,
+            always_ask=True,
+        )
+        self.opened = opened
+        agent = opened.agent
+        self.workspace = agent.settings.workspace
+        hold(agent.log.known)
+        log = agent.log
+        last = log.last_seq
+        first = max(1, last - self.tail + 1)
+        since = max(agent.first_seq, last - STATS_SPAN + 1, 1)
+        before = list(log.read(since, first - 1)) if since < first else []
+        shown_events = list(log.read(first)) if last else []
+        self.bridge.attach(log, shown_events[-1].seq if shown_events else last)
+        self.panel.reset(agent.settings.recipe.limits, since)
+        self.panel.feed(before + shown_events)
+        self.conversation.add(shown_events)
+        plan = self.conversation.plan or _last_plan(before)
+        self._show_plan(plan)
+        self.conversation.scroll_end(animate=False, immediate=True)
+        self.opened_in = time.perf_counter() - started
+        self._status()
+
+    def _show_plan(self, plan: str | None) -> None:
+        widget = self.query_one("#plan", Static)
+        if plan:
+            widget.update(Text("plan: " + shown(plan.strip())))
+        widget.set_class(bool(plan), "shown")
+
+    def _status(self) -> None:
+        if self.opened is None:
+            return
+        agent = self.agent
+        state = "working… Esc cancels" if self.busy else "ready"
+        totals = self.panel.agg.totals().all
+        text = (
+            f"{agent.session_id} · {agent.model.name} · window-v{agent.settings.recipe.version}"
+            f" · cached {percent(totals.cache_rate)} · {state}"
+        )
+        self.query_one("#status", Static).update(Text(shown(text, newlines=False)))
+
+    # -- the worker ----------------------------------------------------------------------------
+
+    def _commands(self) -> list[str]:
+        extra = [] if self.opened is None else [f"/{n}" for n in sorted(self.opened.extensions.strategies)]
+        return [*SLASH, "/exit", *extra]
+
+    def start(self, job: Callable[[Agent], object], what: str) -> bool:
+        """Run ``job(agent)`` on the worker thread; refused while another runs."""
+        if self.busy:
+            self.conversation.notice(f"{what}: a turn is running; Esc cancels it")
+            return False
+        self.busy = True
+        self._status()
+        self._work(job)
+        return True
+
+    @work(thread=True, group="agent", exit_on_error=False)
+    def _work(self, job: Callable[[Agent], object]) -> None:
+        agent = self.agent
+        self._thread = threading.current_thread()
+        try:
+            try:
+                self.turns.enter()
+                job(agent)
+            finally:
+                self.turns.leave()
+        except KeyboardInterrupt:
+            self.bridge.notice("interrupted; the log keeps everything so far")
+            agent.settle()
+        except NodwynError as exc:
+            self.bridge.notice(str(exc))
+            agent.settle()
+        finally:
+            self.bridge.finish()
+            self.bridge.put(Done())
+
+    def drain(self) -> None:
+        """Draw what the worker queued since the last tick, as one batch."""
+        items = self.bridge.drain()
+        if not items:
+            return
+        text: dict[str, list[str]] = {}
+        order: list[str] = []
+
+        def flush_text() -> None:
+            for kind in order:
+                self.conversation.stream(kind, "".join(text[kind]))
+            text.clear()
+            order.clear()
+
+        for item in items:
+            if isinstance(item, Delta):
+                if item.kind not in text:
+                    order.append(item.kind)
+                text.setdefault(item.kind, []).append(item.text)
+                continue
+            flush_text()
+            self._take(item)
+        flush_text()
+        self._status()
+
+    def _take(self, item: object) -> None:
+        if isinstance(item, Events):
+            plan = self.conversation.add(item.events)
+            self.panel.feed(item.events)
+            if plan is not None:
+                self._show_plan(plan)
+        elif isinstance(item, Calling):
+            self.conversation.calling(item.ctx, item.call)
+        elif isinstance(item, Notice):
+            self.conversation.notice(item.text)
+        elif isinstance(item, Ask):
+            answer = item.answer
+
+            def decided(choice: str | None) -> None:
+                if not answer.done():
+                    answer.set_result(
+                        "once" if choice == "once" else "session" if choice == "session" else "decline"
+                    )
+
+            self.push_screen(ApprovalScreen(item.tool, item.what, item.call), decided)
+        elif isinstance(item, Done):
+            self.busy = False
+            self.conversation.end_stream()
+            if self._quitting:
+                self.exit()
+
+    # -- what the person does -------------------------------------------------------------------
+
+    def on_composer_submitted(self, message: Composer.Submitted) -> None:
+        self.submit(message.text)
+
+    def submit(self, line: str) -> None:
+        text = line.strip()
+        if not text:
+            return
+        if not text.startswith("/"):
+            self.start(lambda agent: agent.user_turn(line.rstrip("\n")), "message")
+            return
+        name, _, arg = text.partition(" ")
+        arg = arg.strip()
+        strategies = {} if self.opened is None else self.opened.extensions.strategies
+        if name in ("/quit", "/exit"):
+            self.action_leave()
+        elif name == "/help":
+            self.action_help()
+        elif name == "/model":
+            if arg:
+                self.switch(arg)
+            else:
+                self.action_models()
+        elif name == "/models":
+            current = self.agent.model.name
+            listed = ", ".join(("*" if m == current else "") + m for m in sorted(self.agent.settings.models))
+            self.conversation.notice(f"models: {listed}")
+        elif name == "/plan":
+            if not arg:
+                self.conversation.notice("usage: /plan TASK")
+            else:
+                self.start(lambda agent: agent.user_turn(arg, plan_first=True), "/plan")
+        elif name == "/compact":
+            self.action_compact()
+        elif name == "/resume":
+            self.action_resume(arg)
+        elif name[1:] in strategies:
+            strategy = strategies[name[1:]]
+            self.start(lambda agent: strategy(agent), name)
+        else:
+            known = self._commands()
+            self.conversation.notice(f"unknown command {name}{did_you_mean(name, known)}; F1 lists them")
+
+    def switch(self, name: str) -> None:
+        self.start(lambda agent: switch_model(agent, name), "/model")
+
+    def action_noop(self) -> None:
+        pass
+
+    def action_cancel(self) -> None:
+        """Esc / Ctrl-C: stop the running request or tool; the app stays."""
+        if not self.busy:
+            return
+        self.bridge.decline_pending()
+        if self.turns.interrupt():
+            self.conversation.notice("cancelling…")
+
+    def action_models(self) -> None:
+        models = sorted(self.agent.settings.models)
+
+        def picked(name: str | None) -> None:
+            if name and name != self.agent.model.name:
+                self.switch(name)
+
+        self.push_screen(ModelScreen(models, self.agent.model.name), picked)
+
+    def action_compact(self) -> None:
+        self.start(compact, "/compact")
+
+    def action_toggle_panel(self) -> None:
+        self.panel.display = not self.panel.display
+
+    def action_toggle_thinking(self) -> None:
+        items = self.conversation.query("Collapsible.think")
+        expanded = any(getattr(c, "collapsed", True) for c in items)
+        self.conversation.set_thinking(expanded)
+
+    def action_toggle_results(self) -> None:
+        items = self.conversation.query("Collapsible.tool")
+        expanded = any(getattr(c, "collapsed", True) for c in items)
+        self.conversation.set_results(expanded)
+
+    def action_scroll(self, pages: int) -> None:
+        conv = self.conversation
+        if pages < 0:
+            conv.scroll_page_up()
+        else:
+            conv.scroll_page_down()
+
+    def action_help(self) -> None:
+        keys = [
+            (b.key_display or _keys(b.key), b.description) for b in self.BINDINGS if isinstance(b, Binding)
+        ]
+        keys = [k for k in keys if k[0] != "Enter"] + [("Enter", "send the message")]
+        commands = [(c, SLASH[c].split(": ", 1)[1]) for c in SLASH]
+        if self.opened is not None:
+            commands += [
+                (f"/{n}", "a strategy from an extension file")
+                for n in sorted(self.opened.extensions.strategies)
+            ]
+        self.push_screen(HelpScreen(keys + self.MORE_KEYS, commands))
+
+    async def action_quit(self) -> None:
+        self.action_leave()
+
+    def action_leave(self) -> None:
+        """Quit; a running turn is cancelled first and the app ends when it has stopped."""
+        if self.busy:
+            self._quitting = True
+            self.action_cancel()
+            return
+        self.exit()
+
+    # -- resume ------------------------------------------------------------------------------
+
+    def action_resume(self, query: str = "") -> None:
+        if self.busy:
+            self.conversation.notice("resume: a turn is running; Esc cancels it")
+            return
+        self._gather_picks(query)
+
+    @work(thread=True, group="picker", exclusive=True, exit_on_error=False)
+    def _gather_picks(self, query: str) -> None:
+        picks = self.picks()
+        self.call_from_thread(self._show_picker, picks, query)
+
+    def picks(self) -> list[Pick]:
+        """Every session of the store, newest first; a session's overview is kept while its log
+        does not grow."""
+        store = Store(data_root(self.env))
+        out: list[Pick] = []
+        current = None if self.opened is None else self.agent.session_id
+        for info in reversed(store.list()):
+            if info.id == current or info.error:
+                continue
+            key = (info.id, info.size)
+            pick = self._picks.get(key)
+            if pick is None:
+                try:
+                    with store.open(info.id) as log:
+                        view = overview(log.read(1))
+                except NodwynError:
+                    continue
+                share = view.figures.cached_share
+                pick = Pick(
+                    id=info.id,
+                    first_message=view.first_message,
+                    model=view.model,
+                    last=info.last,
+                    cache_share="-" if not view.figures.requests else percent(share),
+                )
+                self._picks[key] = pick
+            out.append(pick)
+        return out
+
+    def _show_picker(self, picks: list[Pick], query: str) -> None:
+        screen = PickerScreen(picks, datetime.now(UTC))
+
+        def picked(session: str | None) -> None:
+            if session:
+                self.resume_session(session)
+
+        self.push_screen(screen, picked)
+        if query:
+            screen.query_one("#query").value = query  # type: ignore[attr-defined]
+
+    def resume_session(self, session: str) -> None:
+        """Close this session and open ``session`` from its log, showing its end."""
+        if self.busy:
+            return
+        if self.opened is not None:
+            self.opened.close()
+            self.opened = None
+        self.bridge = Bridge()
+        self.conversation.reset()
+        self.open_session(session)
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def on_unmount(self) -> None:
+        if self.busy:
+            self.bridge.decline_pending()
+            self.turns.interrupt()
+            if self._thread is not None:
+                self._thread.join(5)
+        if self.opened is not None:
+            self.opened.close()
+            self.opened = None
+
+
+def _keys(key: str) -> str:
+    return " / ".join(k.replace("ctrl+", "Ctrl+").replace("escape", "Esc").title() for k in key.split(","))
+
+
+def _last_plan(events: list[Any]) -> str | None:
+    from nodwyn.values.events import GATE_PLAN, GatePlan, decoded
+
+    plan = None
+    for event in events:
+        p = decoded(event, GATE_PLAN)
+        if isinstance(p, GatePlan):
+            plan = p.text
+    return plan
+
+
+def _no_limits() -> Any:
+    from nodwyn.values.recipe import WindowLimits
+
+    return WindowLimits(high_water=1, low_water=1, max_result_tokens=1, output_reserve=0, ceiling=1)
+
+
+def run(env: Mapping[str, str] | None = None, **kw: Any) -> None:
+    NodwynApp(env=os.environ if env is None else env, **kw).run()

@@ -1,0 +1,254 @@
+"""The conversation: events as the person reads them (their messages, the replies with thinking
+dimmed and collapsible, each tool call with its arguments and a collapsible result), and the reply
+as it streams. Everything shown went through ``cli.screen.shown`` (credentials redacted, control
+characters spelled out) and is put on the screen as plain text, never as markup."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Collapsible, Static
+
+from nodwyn.cli.screen import shown
+from nodwyn.values.content import ToolCall
+from nodwyn.values.events import (
+    CTX_CLOSE,
+    CTX_OPEN,
+    GATE_PLAN,
+    LLM_REQ,
+    LLM_RESP,
+    MAIN_CTX,
+    MODEL_SWITCH,
+    NOTE,
+    SESSION_RESUME,
+    TOOL_RESULT,
+    USER_MSG,
+    CtxClose,
+    CtxOpen,
+    Event,
+    GatePlan,
+    LlmReq,
+    LlmResp,
+    ModelSwitch,
+    Note,
+    SessionResume,
+    ToolResult,
+    UserMsg,
+    decoded,
+)
+
+RESULT_LINES = 200  # lines of a tool result the screen holds; `nodwyn log` prints the rest
+ARGS_WIDTH = 120
+
+
+def _clip_lines(text: str, limit: int = RESULT_LINES) -> str:
+    lines = text.splitlines()
+    if len(lines) <= limit:
+        return text
+    more = len(lines) - limit
+    return "\n".join(lines[:limit]) + f"\n… {more} more lines on the screen's cut (`nodwyn log` shows them)"
+
+
+def _args(call: ToolCall) -> str:
+    args = shown(call.arguments, newlines=False)
+    return args if len(args) <= ARGS_WIDTH else args[: ARGS_WIDTH - 1] + "…"
+
+
+class ToolItem(Collapsible):
+    """A tool call, its arguments in the title, its result (collapsed) once it is logged."""
+
+    def __init__(self, ctx: str, call: ToolCall) -> None:
+        self.call = call
+        self.ctx_name = ctx
+        self.body = Static(Text("running…", style="dim"), classes="result")
+        super().__init__(self.body, title=self._heading("…"), collapsed=True, classes="tool")
+
+    def _heading(self, state: str) -> str:
+        where = "" if self.ctx_name == MAIN_CTX else f"[{self.ctx_name}] "
+        return f"{where}→ {shown(self.call.name)} {_args(self.call)}  {state}"
+
+    def answered(self, result: ToolResult, seq: int, elided_in: int | None = None) -> None:
+        lines = result.text.count("\n") + 1
+        state = ("✗ error" if result.error else f"✓ {lines} lines") + f" · seq {seq}"
+        if elided_in is not None:
+            state += f" · elided from request {elided_in}"
+        self.title = self._heading(state)
+        self.set_class(result.error, "error")
+        self.body.update(Text(_clip_lines(shown(result.text))))
+
+    def elided(self, seq: int, req: int) -> None:
+        if "elided" not in str(self.title):
+            self.title = f"{self.title} · elided from request {req}"
+            self.add_class("elided")
+
+
+class Conversation(VerticalScroll):
+    """The session's events from the tail read at open, then as the agent appends them."""
+
+    DEFAULT_CSS = """
+    Conversation { height: 1fr; padding: 0 1; }
+    Conversation .user { margin-top: 1; text-style: bold; }
+    Conversation .reply { margin-bottom: 0; }
+    Conversation .thinking { color: $text-muted; text-style: italic; }
+    Conversation .aside { color: $text-muted; }
+    Conversation .warn { color: $warning; }
+    Conversation Collapsible { border-top: none; padding: 0; margin: 0; background: $surface; }
+    Conversation Collapsible.error CollapsibleTitle { color: $error; }
+    Conversation Collapsible.elided CollapsibleTitle { text-style: strike; }
+    Conversation .result { color: $text-muted; }
+    """
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.tools: dict[str, ToolItem] = {}  # call id -> its item
+        self.results: dict[int, ToolItem] = {}  # tool.result seq -> its item
+        self.replies: dict[int, int] = {}  # llm.req seq -> llm.resp seq
+        self._live: dict[str, Static] = {}  # kind -> the streaming widget
+        self._live_text: dict[str, list[str]] = {}
+        self.plan: str | None = None
+        self.shown_events = 0
+
+    def reset(self) -> None:
+        """Empty, for another session."""
+        self.remove_children()
+        self.tools.clear()
+        self.results.clear()
+        self.replies.clear()
+        self._live.clear()
+        self._live_text.clear()
+        self.plan = None
+        self.shown_events = 0
+
+    # -- streaming ----------------------------------------------------------------------------
+
+    def stream(self, kind: str, text: str) -> None:
+        """A batch of a streaming reply's text or thinking (already shown-safe)."""
+        parts = self._live_text.setdefault(kind, [])
+        parts.append(text)
+        widget = self._live.get(kind)
+        body = "".join(parts)
+        rendered = Text(body, style="dim italic" if kind == "thinking" else "")
+        if widget is None:
+            widget = Static(rendered, classes="live " + ("thinking" if kind == "thinking" else "reply"))
+            self._live[kind] = widget
+            self._mount(widget)
+        else:
+            widget.update(rendered)
+
+    def end_stream(self) -> None:
+        for widget in self._live.values():
+            widget.remove()
+        self._live.clear()
+        self._live_text.clear()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _mount(self, *widgets: Widget) -> None:
+        at_end = self.is_vertical_scroll_end or self.max_scroll_y == 0
+        self.mount_all(widgets)
+        if at_end:
+            self.scroll_end(animate=False, immediate=False)
+
+    def calling(self, ctx: str, call: ToolCall) -> None:
+        """A call about to run (before its result is logged): shown as running."""
+        if call.id in self.tools:
+            return
+        item = ToolItem(ctx, call)
+        self.tools[call.id] = item
+        self._mount(item)
+
+    def add(self, events: list[Event] | tuple[Event, ...]) -> str | None:
+        """Show events; returns the plan if one of them recorded it."""
+        widgets: list[Widget] = []
+        plan: str | None = None
+        for event in events:
+            self.shown_events += 1
+            widgets.extend(self._widgets(event))
+            p = decoded(event, GATE_PLAN)
+            if isinstance(p, GatePlan):
+                plan = p.text
+        if widgets:
+            self._mount(*widgets)
+        if plan is not None:
+            self.plan = plan
+        return plan
+
+    def _widgets(self, event: Event) -> list[Widget]:
+        kind = event.kind
+        p = decoded(
+            event,
+            USER_MSG,
+            LLM_RESP,
+            TOOL_RESULT,
+            LLM_REQ,
+            NOTE,
+            MODEL_SWITCH,
+            SESSION_RESUME,
+            CTX_OPEN,
+            CTX_CLOSE,
+        )
+        where = "" if event.ctx == MAIN_CTX else f"[{event.ctx}] "
+        if isinstance(p, UserMsg):
+            images = f"  [{len(p.images)} image(s)]" if p.images else ""
+            return [Static(Text(f"{where}› {shown(p.text)}{images}"), classes="user")]
+        if isinstance(p, LlmResp):
+            self.end_stream()
+            self.replies[p.req] = event.seq
+            out: list[Widget] = []
+            r = p.response
+            if r.thinking.strip():
+                thinking = Static(Text(shown(r.thinking.strip()), style="dim italic"), classes="thinking")
+                out.append(Collapsible(thinking, title=f"{where}thinking", collapsed=True, classes="think"))
+            if r.text.strip():
+                out.append(Static(Text(where + shown(r.text.strip())), classes="reply"))
+            for call in r.calls:
+                item = self.tools.get(call.id)
+                if item is None:
+                    item = self.tools[call.id] = ToolItem(event.ctx, call)
+                    out.append(item)
+            return out
+        if isinstance(p, ToolResult):
+            item = self.tools.get(p.call_id)
+            if item is None:
+                item = self.tools[p.call_id] = ToolItem(
+                    event.ctx, ToolCall(id=p.call_id, name=p.name, arguments="")
+                )
+                item.answered(p, event.seq)
+                self.results[event.seq] = item
+                return [item]
+            item.answered(p, event.seq)
+            self.results[event.seq] = item
+            return []
+        if isinstance(p, LlmReq):
+            for seq in p.elided:
+                elided = self.results.get(seq)
+                if elided is not None:
+                    elided.elided(seq, event.seq)
+            if p.trim:
+                text = f"{where}request {event.seq}: the window trimmed ({len(p.elided)} entries elided)"
+                return [Static(Text(text), classes="aside")]
+            return []
+        if isinstance(p, Note):
+            return [Static(Text(f"{where}note: {shown(p.text)}"), classes="aside warn")]
+        if isinstance(p, ModelSwitch):
+            return [Static(Text(f"model → {shown(p.model)}"), classes="aside")]
+        if isinstance(p, SessionResume):
+            return [Static(Text(f"resumed on {shown(p.model)} (seq {event.seq})"), classes="aside")]
+        if isinstance(p, CtxOpen):
+            return [Static(Text(f"{where}opened {p.kind} context {shown(p.id)}"), classes="aside")]
+        if isinstance(p, CtxClose):
+            return [Static(Text(f"closed context {shown(p.id)}"), classes="aside")]
+        del kind
+        return []
+
+    def notice(self, text: str) -> None:
+        self._mount(Static(Text(text), classes="aside warn"))
+
+    def set_thinking(self, expanded: bool) -> None:
+        for c in self.query("Collapsible.think").results(Collapsible):
+            c.collapsed = not expanded
+
+    def set_results(self, expanded: bool) -> None:
+        for c in self.query("Collapsible.tool").results(Collapsible):
+            c.collapsed = not expanded
