@@ -57,7 +57,19 @@ ALLOWED: dict[str, frozenset[str]] = {
     "console": frozenset({"stats", "log", "replay"}),
     "export": frozenset({"stats", "replay"}),
     "cli": frozenset(
-        {"stats", "log", "imports", "replay", "transport", "fakes", "agent", "compose", "console", "export"}
+        {
+            "stats",
+            "whatif",
+            "log",
+            "imports",
+            "replay",
+            "transport",
+            "fakes",
+            "agent",
+            "compose",
+            "console",
+            "export",
+        }
     ),
     "tui": frozenset({"stats", "log", "agent", "compose", "cli"}),
 }

@@ -33,6 +33,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "replay": ("nodwyn.cli.replay", "replay", "Transcript of a session; --window SEQ proves one request."),
     "export": ("nodwyn.cli.export", "export", "A session as Markdown, JSON or OpenTelemetry spans."),
     "summary": ("nodwyn.cli.summary", "summary", "Add, revoke and list reviewed summaries of a session."),
+    "whatif": (
+        "nodwyn.cli.whatif",
+        "whatif",
+        "Imported sessions under nodwyn's window and other agents' context policies.",
+    ),
     "import": (
         "nodwyn.cli.import_cmd",
         "import_",
