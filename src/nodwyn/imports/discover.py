@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from nodwyn.errors import ImportFormatError
-from nodwyn.imports import mini_v1, mini_v2, openhands, sweagent
+from nodwyn.imports import claude_code, codex, mini_v1, mini_v2, openhands, sweagent
 from nodwyn.imports.jsonfile import read_json
 from nodwyn.imports.run import Run
 
@@ -23,7 +25,7 @@ from nodwyn.imports.run import Run
 class Found:
     path: Path
     name: str  # relative to the folder searched (its own name when a single run was given)
-    kind: str  # "openhands", "swe-agent" or "mini-swe-agent"
+    kind: str  # "openhands", "swe-agent", "mini-swe-agent", "claude-code" or "codex"
 
 
 def find(root: Path) -> list[Found]:
@@ -35,7 +37,10 @@ def find(root: Path) -> list[Found]:
     if root.is_file() or openhands.is_conversation(root):
         kind = _kind(root)
         if kind is None:
-            raise ImportFormatError(f"{root}: not a run (.traj, .traj.json or an OpenHands events folder)")
+            raise ImportFormatError(
+                f"{root}: not a run (.traj, .traj.json, a Claude Code or Codex .jsonl, "
+                "or an OpenHands events folder)"
+            )
         return [Found(path=root, name=root.name, kind=kind)]
     out: list[Found] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -66,6 +71,23 @@ def _kind(path: Path) -> str | None:
         return "mini-swe-agent"
     if path.name.endswith(".traj"):
         return "swe-agent"
+    if path.name.endswith(".jsonl"):
+        return _sniff(path)
+    return None
+
+
+def _sniff(path: Path) -> str | None:
+    """A ``.jsonl`` file's format from its first line: a Codex rollout or a Claude Code transcript."""
+    try:
+        with path.open("rb") as f:
+            first = orjson.loads(f.readline())
+    except (OSError, orjson.JSONDecodeError):
+        # a rollout by its name; anything else unreadable is not taken for a run
+        return "codex" if path.name.startswith("rollout-") else None
+    if codex.is_rollout(first):
+        return "codex"
+    if claude_code.is_transcript(first):
+        return "claude-code"
     return None
 
 
@@ -74,6 +96,10 @@ def load(found: Found) -> Run:
         return openhands.load(found.path, found.name)
     if found.kind == "swe-agent":
         return sweagent.load(found.path, found.name)
+    if found.kind == "codex":
+        return codex.load(found.path, found.name)
+    if found.kind == "claude-code":
+        return claude_code.load(found.path, found.name)
     doc = read_json(found.path)
     fmt = doc.get("trajectory_format") if isinstance(doc, dict) else None
     loaders: dict[str, Callable[[Path, str], Run]] = {

@@ -56,3 +56,24 @@ def trajectory_messages(path: Path, trajectory_format: str) -> list[Any]:
         raise ImportFormatError(f"{where}: trajectory_format {fmt!r} is not {trajectory_format!r}")
     messages: list[Any] = field(doc, "messages", list, where)
     return messages
+
+
+def read_jsonl(path: Path) -> list[tuple[int, Any]]:
+    """The JSON value of each non-blank line of ``path`` with its line number (from 1); a line
+    that is not JSON (a truncated copy ends in one) is an error naming the file and line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImportFormatError(f"{path}: cannot read ({exc.strerror})") from exc
+    out: list[tuple[int, Any]] = []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, orjson.loads(line)))
+        except orjson.JSONDecodeError as exc:
+            cut = " (the file ends inside it: a truncated copy?)" if n >= data.count(b"\n") else ""
+            raise ImportFormatError(f"{path}:{n}: not a JSON line ({exc}){cut}") from exc
+    if not out:
+        raise ImportFormatError(f"{path}: no lines; is it a complete copy of the session file?")
+    return out

@@ -1,0 +1,209 @@
+"""Claude Code project transcripts (``~/.claude/projects/<project>/<session>.jsonl``).
+
+One JSON object a line, in the order Claude Code wrote them. ``type`` ``user`` and ``assistant``
+lines carry ``message`` as the Messages API has it; other types (``summary`` titles,
+``file-history-snapshot``, ``queue-operation``, ``progress``, ``system`` notices) never reach the
+model and are skipped. One API reply is written as several ``assistant`` lines (one per content
+block) sharing ``message.id``; they are joined into one reply, whose usage is the last line's
+``message.usage``: ``input_tokens`` (uncached), ``cache_read_input_tokens``,
+``cache_creation_input_tokens``, ``output_tokens``; the whole prompt is their first three summed.
+A user line's ``tool_result`` blocks are results of the latest reply's ``tool_use`` calls; its
+text blocks a user message. A compaction (a ``system`` line with ``subtype`` ``compact_boundary``,
+then a user line with ``isCompactSummary``) replaces what the model sees by the summary: the
+conversation keeps every message, and each request after it is the summary and what followed
+(``Sent.view``, why ``compaction``). Lines with ``isSidechain`` (a sub-agent's own conversation
+written into the parent's file) are left out of the parent's run; a file of only such lines (a
+sub-agent's transcript) is read as that sub-agent's run. The system prompt and tool catalog are not
+in the file (docs/imports.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nodwyn.errors import ImportFormatError
+from nodwyn.imports.jsonfile import field, read_jsonl
+from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
+from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.values.request import Usage
+
+FORMAT = "claude-code"
+
+
+def is_transcript(first: Any) -> bool:
+    """Whether a file's first object looks like a Claude Code transcript line."""
+    return isinstance(first, dict) and (
+        "sessionId" in first
+        or "parentUuid" in first
+        or first.get("type") in ("summary", "file-history-snapshot")
+    )
+
+
+def usage_of(u: Any, where: str) -> Usage | None:
+    if u is None:
+        return None
+    if not isinstance(u, dict):
+        raise ImportFormatError(f"{where}: expected an object, found {type(u).__name__}")
+    counts: dict[str, int | None] = {}
+    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens"):
+        v = u.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise ImportFormatError(f"{where}.{key}: expected a count, found {v!r}")
+        counts[key] = v
+    fresh, read, write = (
+        counts[k] for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    return Usage(
+        prompt_tokens=None if fresh is None else fresh + (read or 0) + (write or 0),
+        cached_tokens=read,
+        cache_write_tokens=write,
+        output_tokens=counts["output_tokens"],
+    )
+
+
+def _result_text(content: Any, where: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        parts = []
+        for i, b in enumerate(content):
+            if not isinstance(b, dict):
+                raise ImportFormatError(f"{where}[{i}]: expected a content block")
+            if b.get("type") == "text":
+                parts.append(field(b, "text", str, f"{where}[{i}]"))
+            else:
+                parts.append(f"[{b.get('type')}]")  # an image the tool returned: not kept as text
+        return "\n".join(parts)
+    raise ImportFormatError(f"{where}: expected text or content blocks, found {type(content).__name__}")
+
+
+def load(path: Path, name: str) -> Run:
+    lines = read_jsonl(path)
+    main = [(n, d) for n, d in lines if isinstance(d, dict) and not d.get("isSidechain")]
+    convo = [x for x in main if x[1].get("type") in ("user", "assistant")]
+    side = len(lines) - len(main)
+    if not convo:  # a sub-agent's own transcript: every line is a sidechain
+        main = lines
+        side = 0
+    out: list[Message] = []
+    sents: list[Sent] = []
+    reply_id: str | None = None  # message.id of the reply being gathered
+    since: int | None = None  # index in out where the view after the latest compaction begins
+    summary: Stand | None = None
+    why: list[str] = []
+    model = ""
+    names: dict[str, str] = {}  # call id -> tool name
+    for n, d in main:
+        w = f"{path}:{n}"
+        if not isinstance(d, dict):
+            raise ImportFormatError(f"{w}: expected an object, found {type(d).__name__}")
+        kind = d.get("type")
+        if kind == "system" and d.get("subtype") == "compact_boundary":
+            since = len(out)
+            why.append("compaction")
+            reply_id = None
+            continue
+        if kind not in ("user", "assistant"):
+            continue
+        msg = field(d, "message", dict, w)
+        content = msg.get("content")
+        if kind == "assistant":
+            mid = msg.get("id")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+            text, thinking, calls = [], [], []
+            for i, b in enumerate(blocks):
+                bw = f"{w}: message.content[{i}]"
+                t = b.get("type") if isinstance(b, dict) else None
+                if t == "text":
+                    text.append(field(b, "text", str, bw))
+                elif t == "thinking":
+                    thinking.append(field(b, "thinking", str, bw))
+                elif t == "tool_use":
+                    args = b.get("input", {})
+                    calls.append(
+                        ToolCall(
+                            id=field(b, "id", str, bw),
+                            name=field(b, "name", str, bw),
+                            arguments=json.dumps(args),
+                        )
+                    )
+                elif t == "redacted_thinking":
+                    continue
+                else:
+                    raise ImportFormatError(f"{bw}: unknown content block type {t!r}")
+            names.update((c.id, c.name) for c in calls)
+            usage = usage_of(msg.get("usage"), f"{w}: message.usage")
+            m_model = msg.get("model") if isinstance(msg.get("model"), str) else ""
+            model = model or (m_model if m_model and not m_model.startswith("<") else "")
+            last = out[-1] if out else None
+            if mid is not None and mid == reply_id and isinstance(last, AssistantMessage):
+                out[-1] = AssistantMessage(
+                    text="\n".join(x for x in (last.text, *text) if x),
+                    thinking="\n".join(x for x in (last.thinking, *thinking) if x),
+                    calls=(*last.calls, *calls),
+                )
+                s = sents[-1]
+                sents[-1] = Sent(usage=usage or s.usage, model=s.model, view=s.view, why=s.why)
+            else:
+                view = None
+                if since is not None and summary is not None:
+                    view = (summary, *range(since, len(out)))
+                sents.append(Sent(usage=usage, model=m_model, view=view, why=tuple(why)))
+                why.clear()
+                out.append(
+                    AssistantMessage(text="\n".join(text), thinking="\n".join(thinking), calls=tuple(calls))
+                )
+            reply_id = mid if isinstance(mid, str) else None
+            continue
+        reply_id = None
+        if d.get("isCompactSummary"):
+            said = _result_text(content, f"{w}: message.content")
+            summary = Stand(message=user(said), why="compaction", of=tuple(range(since or 0)))
+            if since is None:  # a summary without its boundary line: it begins the view
+                since = len(out)
+                why.append("compaction")
+            continue
+        if isinstance(content, str):
+            out.append(user(content))
+            continue
+        if not isinstance(content, list):
+            raise ImportFormatError(f"{w}: message.content: expected text or content blocks")
+        texts = []
+        for i, b in enumerate(content):
+            bw = f"{w}: message.content[{i}]"
+            t = b.get("type") if isinstance(b, dict) else None
+            if t == "tool_result":
+                cid = field(b, "tool_use_id", str, bw)
+                out.append(
+                    ToolMessage(
+                        call_id=cid,
+                        name=names.get(cid, ""),
+                        text=_result_text(b.get("content"), f"{bw}.content"),
+                        error=bool(b.get("is_error")),
+                    )
+                )
+            elif t == "text":
+                texts.append(field(b, "text", str, bw))
+            elif t in ("image", "document"):
+                texts.append(f"[{t}]")  # attachments are not imported; their place is kept
+            else:
+                raise ImportFormatError(f"{bw}: unknown content block type {t!r}")
+        if texts:
+            out.append(user("\n".join(texts)))
+    messages = until_last_reply(out)
+    if not any(isinstance(m, AssistantMessage) for m in messages):
+        raise ImportFormatError(f"{path}: no assistant reply; is it a Claude Code transcript?")
+    check_pairs(messages, str(path))
+    notes = (f"{side} sidechain (sub-agent) lines left out",) if side else ()
+    return Run(
+        name=name,
+        format=FORMAT,
+        system="",
+        tools=(),
+        messages=tuple(messages),
+        notes=notes,
+        model=model,
+        requests=tuple(sents),
+    )
