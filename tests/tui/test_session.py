@@ -4,14 +4,20 @@ and into the log is asserted, not only what the screen shows."""
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList, Static
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.tui.app import NodwynApp
 from nodwyn.tui.composer import Composer
+from nodwyn.tui.screens import ApprovalScreen, ModelScreen, PickerScreen
 
-from .conftest import chat_bodies, configure, until
+from .conftest import call, chat_bodies, configure, until
 
 
 def _app(env: dict[str, str], **kw: object) -> NodwynApp:
@@ -46,3 +52,184 @@ async def _a_turn(env: dict[str, str]) -> None:
     with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
         kinds = [e.kind for e in log.read(1)]
     assert kinds[-3:] == ["user.msg", "llm.req", "llm.resp"]
+
+
+# -- a whole tool-using session with approvals: once, for this session, declined --------------
+
+
+def test_tool_session_with_approvals_once_session_and_decline(env: dict[str, str]) -> None:
+    asyncio.run(_approvals(env))
+
+
+async def _approvals(env: dict[str, str]) -> None:
+    ws = Path(env["WS"])
+    script = [
+        {"text": "Writing a note.", "calls": [call("shell", "s1", command="echo hi > note.txt")]},
+        {"calls": [call("fs-edit", "e1", path="calc.py", old="return a - b", new="return a + b")]},
+        {"calls": [call("fs-edit", "e2", path="calc.py", old="def add", new="def plus")]},
+        {"calls": [call("shell", "s2", command="rm calc.py")]},
+        {"text": "Done: add adds."},
+    ]
+    asked: list[str] = []
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        app = _app(env)
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.query_one(Composer).text = "Fix add and tidy up"
+            await pilot.press("enter")
+            for key in ("y", "a", "n"):
+                await until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what=f"approval for {key}")
+                modal = app.screen
+                asked.append(str(modal.query_one("#detail", Static).render()))
+                await pilot.press(key)
+                await until(pilot, lambda modal=modal: app.screen is not modal, what="the modal closed")
+            await until(pilot, lambda: not app.busy, what="the turn's end")
+            shown_text = _screen_text(app)
+            sid = app.agent.session_id
+        bodies = chat_bodies(fake)
+    # once: the command ran; for this session: both edits ran, the second without asking; declined: not run
+    assert (ws / "note.txt").read_text() == "hi\n"
+    assert (ws / "calc.py").read_text() == "def plus(a, b):\n    return a + b\n"
+    assert len(asked) == 3
+    assert "$ echo hi > note.txt" in asked[0]
+    assert "edit calc.py" in asked[1]
+    assert "\n-return a - b\n+return a + b\n" in asked[1]  # the whole change, as a diff
+    assert "$ rm calc.py" in asked[2]
+    assert "Done: add adds." in shown_text
+    assert len(bodies) == 5
+    tool_msgs = [m for m in bodies[-1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["s1", "e1", "e2", "s2"]
+    assert "declined" in tool_msgs[-1]["content"].lower()
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        results = [e.data for e in log.read(1) if e.kind == "tool.result"]
+    assert [r["error"] for r in results] == [False, False, False, True]
+
+
+# -- Esc cancels a running tool: its process ends, the app stays, the next turn goes on -----------
+
+
+def test_escape_cancels_a_running_tool_and_its_process_ends(env: dict[str, str]) -> None:
+    asyncio.run(_cancel(env))
+
+
+async def _cancel(env: dict[str, str]) -> None:
+    ws = Path(env["WS"])
+    script = [
+        {"calls": [call("shell", "s1", command="echo $$ > pid; exec sleep 60")]},
+        {"text": "Stopped; what next?"},
+    ]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        app = _app(env, yes=True)
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.query_one(Composer).text = "Wait a minute"
+            await pilot.press("enter")
+            await until(
+                pilot, lambda: (ws / "pid").exists() and (ws / "pid").read_text().strip() != "", what="pid"
+            )
+            pid = int((ws / "pid").read_text())
+            os.kill(pid, 0)  # running
+            started = time.monotonic()
+            await pilot.press("escape")
+            await until(pilot, lambda: not app.busy, timeout=10, what="the cancel")
+            took = time.monotonic() - started
+            assert app.is_running
+            app.query_one(Composer).text = "Go on"
+            await pilot.press("enter")
+            await until(pilot, lambda: "Stopped; what next?" in _screen_text(app), what="the next turn")
+            sid = app.agent.session_id
+        bodies = chat_bodies(fake)
+    assert took < 5
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        events = list(log.read(1))
+    result = next(e.data for e in events if e.kind == "tool.result")
+    assert result["call_id"] == "s1" and result["error"] and "interrupted" in result["text"]
+    tool_msgs = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool_msgs and "interrupted" in tool_msgs[0]["content"]
+
+
+# -- a model switch from the model picker (Ctrl+O) and by /model NAME ----------------------------
+
+
+def test_model_switch_from_the_picker_and_the_slash_command(env: dict[str, str]) -> None:
+    asyncio.run(_switch(env))
+
+
+async def _switch(env: dict[str, str]) -> None:
+    script = [{"text": "one"}, {"text": "two"}, {"text": "three"}]
+    with FakeServer(api="openai-chat", script=script, models=("fake-model", "other-model")) as fake:
+        configure(env, fake.url)
+        app = _app(env)
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.query_one(Composer).text = "first"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and "one" in _screen_text(app), what="turn 1")
+            await pilot.press("ctrl+o")
+            await until(pilot, lambda: isinstance(app.screen, ModelScreen), what="model picker")
+            picker = app.screen
+            assert isinstance(picker, ModelScreen)
+            steps = picker.models.index("other") - picker.models.index("fake")
+            await pilot.press(*["down"] * steps, "enter")
+            await until(pilot, lambda: not app.busy and app.agent.model.name == "other", what="switch")
+            app.query_one(Composer).text = "second"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and "two" in _screen_text(app), what="turn 2")
+            app.query_one(Composer).text = "/model fake"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and app.agent.model.name == "fake", what="/model")
+            app.query_one(Composer).text = "third"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and "three" in _screen_text(app), what="turn 3")
+            sid = app.agent.session_id
+        bodies = chat_bodies(fake)
+    assert [b["model"] for b in bodies] == ["fake-model", "other-model", "fake-model"]
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        switches = [e.data["model"] for e in log.read(1) if e.kind == "model.switch"]
+    assert switches == ["other", "fake"]
+
+
+# -- resume from the picker (Ctrl+R), searched ---------------------------------------------------
+
+
+def test_resume_from_the_searchable_picker(env: dict[str, str]) -> None:
+    asyncio.run(_resume(env))
+
+
+async def _resume(env: dict[str, str]) -> None:
+    script = [{"text": "The parser needs a fix."}, {"text": "Unrelated."}, {"text": "Fixed the parser."}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        for task in ("Look at the parser", "Something else"):
+            app = _app(env)
+            async with app.run_test(size=(100, 30)) as pilot:
+                app.query_one(Composer).text = task
+                await pilot.press("enter")
+                await until(
+                    pilot, lambda app=app: not app.busy and app.panel.agg.totals().all.replies == 1, what=task
+                )
+        first, second = Store(Path(env["NODWYN_HOME"])).ids()[-2:]
+        app = _app(env)
+        async with app.run_test(size=(100, 30)) as pilot:
+            fresh = app.agent.session_id
+            await pilot.press("ctrl+r")
+            await until(pilot, lambda: isinstance(app.screen, PickerScreen), what="the picker")
+            options = app.screen.query_one(OptionList)
+            assert options.option_count == 2  # the other sessions, not the open one
+            await pilot.press(*"parser")
+            await until(pilot, lambda: options.option_count == 1, what="the search")
+            await pilot.press("enter")
+            await until(pilot, lambda: app.agent.session_id == first, what="the resume")
+            assert "Look at the parser" in _screen_text(app)
+            app.query_one(Composer).text = "Now fix it"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and "Fixed the parser." in _screen_text(app), what="turn")
+        bodies = chat_bodies(fake)
+    assert second != first and fresh not in (first, second)
+    contents = [str(m.get("content")) for m in bodies[-1]["messages"]]
+    assert any("Look at the parser" in c for c in contents)
+    assert any("The parser needs a fix." in c for c in contents)
+    with Store(Path(env["NODWYN_HOME"])).open(first) as log:
+        kinds = [e.kind for e in log.read(1)]
+    assert "session.resume" in kinds and kinds[-1] == "llm.resp"
