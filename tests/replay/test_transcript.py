@@ -94,9 +94,17 @@ def test_damaged_payloads_render_without_crashing() -> None:
         Event(seq=5, t="t", kind="what.is.this", ctx="main", data={"a": 1}),
     ]
     lines = list(transcript(odd))
-    assert "? no recipe recorded" in "\n".join(lines)
+    # each damaged payload: the codec's reason naming the field, then the fields as recorded
+    assert lines[:2] == [
+        "#1 ? the payload does not decode: session.start at seq 1.model: expected str, got int",
+        "    as recorded: {'model': 3}",
+    ]
+    assert "#2 ? the payload does not decode: user.msg at seq 2.text: expected str, got NoneType" in lines
+    assert render_event(odd[2]) == [
+        "#3 [side] ? the payload does not decode: llm.resp at seq 3: missing field 'req'",
+        "    as recorded: {'response': [1, 2]}",
+    ]
     assert lines[-1].startswith("#5 ? unknown event kind 'what.is.this'")
-    assert render_event(odd[2])[0] == "#3 [side] reply to #"
     forged = Event(seq=6, t="t", kind="note", ctx="x\n#7 person:", data={"text": "hi"})
     assert render_event(forged)[0] == "#6 ['x\\n#7 person:'] note:"  # a context id no log writes, quoted
 

@@ -27,6 +27,7 @@ from nodwyn.record import last_model, resume_point, resume_session, start_sessio
 from nodwyn.transport.backend import Backend
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.weights import weights_for
+from nodwyn.values.events import SESSION_RESUME, SESSION_START, SessionResume, SessionStart, decode
 from nodwyn.values.model import ModelSettings, Prices
 from nodwyn.values.recipe import (
     DEFAULT_VERSION,
@@ -374,8 +375,9 @@ def _where_it_was(store: Store, session_id: str) -> tuple[Path | None, str | Non
     workspace: Path | None = None
     with store.open(session_id) as reader:
         first = next(reader.read(1, 1), None)
-        if first is not None and first.kind == "session.start" and "workspace" in first.data:
-            workspace = Path(first.data["workspace"])
+        start = None if first is None else decode(first)
+        if isinstance(start, SessionStart) and start.workspace is not None:
+            workspace = Path(start.workspace)
         return workspace, last_model(reader)
 
 
@@ -387,9 +389,7 @@ def _last_version(store: Store, session_id: str) -> int | None:
         start, keep = resume_point(reader)
         kept = (e for seq in keep for e in reader.read(seq, seq))
         for event in chain(kept, reader.read(start)):
-            if event.kind in ("session.start", "session.resume"):
-                recipe = event.data.get("recipe")
-                name = recipe.get("version") if isinstance(recipe, dict) else None
-                if isinstance(name, str):
-                    version = parse_version(name)
+            p = decode(event) if event.kind in (SESSION_START, SESSION_RESUME) else None
+            if isinstance(p, SessionStart | SessionResume) and p.recipe is not None:
+                version = p.recipe.version
     return version

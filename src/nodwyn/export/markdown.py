@@ -12,11 +12,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from nodwyn.replay.transcript import in_words
 from nodwyn.stats.totals import Totals, percent
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import (
+    CTX_OPEN,
+    MAIN_CTX,
+    TOOL_RESULT,
+    CtxClose,
+    CtxOpen,
+    Event,
+    GatePlan,
+    LlmResp,
+    Note,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    ToolResult,
+    UserMsg,
+    decoded,
+)
+from nodwyn.values.request import Response
 
 _TICKS = re.compile(r"`+")
 
@@ -31,14 +47,6 @@ def fence(text: str, lang: str = "") -> list[str]:
 def quote(text: str) -> list[str]:
     """A person's message as a block quote (Markdown in it stays Markdown)."""
     return [("> " + line).rstrip() for line in (text.splitlines() or [""])]
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
 def _esc(text: str) -> str:
@@ -67,107 +75,117 @@ def figures(totals: Totals) -> str:
     )
 
 
+def _results(events: list[Event]) -> dict[str, tuple[int, ToolResult]]:
+    """Each tool call's result (its seq and payload), by call id."""
+    out: dict[str, tuple[int, ToolResult]] = {}
+    for ev in events:
+        p = decoded(ev, TOOL_RESULT)
+        if isinstance(p, ToolResult):
+            out[p.call_id] = (ev.seq, p)
+    return out
+
+
+def _reply(
+    r: Response, where: str, results: dict[str, tuple[int, ToolResult]], shown: set[int]
+) -> Iterator[str]:
+    """A reply: its thinking folded away, its text, each call folded with its result."""
+    text, thinking = r.text.strip(), r.thinking.strip()
+    if not (text or thinking or r.calls):
+        return
+    yield f"### Assistant{where}"
+    yield ""
+    if thinking:
+        yield "<details><summary>Thinking</summary>"
+        yield ""
+        yield from fence(thinking)
+        yield ""
+        yield "</details>"
+        yield ""
+    if text:
+        yield text
+        yield ""
+    for call in r.calls:
+        found = results.get(call.id)
+        mark = " (no result recorded)" if found is None else " (failed)" if found[1].error else ""
+        yield f"<details><summary>Tool call: <code>{_esc(call.name)}</code>{mark}</summary>"
+        yield ""
+        args, lang = _args(call.arguments)
+        yield from fence(args, lang)
+        if found is not None:
+            shown.add(found[0])
+            yield ""
+            yield "Result:"
+            yield ""
+            yield from fence(found[1].text)
+        yield ""
+        yield "</details>"
+        yield ""
+
+
 def markdown(events: Iterable[Event], session: str, totals: Totals | None = None) -> Iterator[str]:
-    """The transcript's lines."""
+    """The transcript's lines. An event whose payload does not decode (a damaged log) is named
+    in one line, not guessed at."""
     yield f"# nodwyn session {session}"
     yield ""
     head_done = False
-    results: dict[str, Event] = {}
     buffered = list(events)
-    for ev in buffered:
-        if ev.kind == "tool.result" and isinstance(ev.data.get("call_id"), str):
-            results[ev.data["call_id"]] = ev
+    results = _results(buffered)
     shown_results: set[int] = set()
     subs = {  # sub-agent contexts: their first message is the parent model's task, not a person's
-        _s(_d(ev.data).get("id"))
-        for ev in buffered
-        if ev.kind == "ctx.open" and _d(ev.data).get("kind") == "sub"
+        p.id for p in (decoded(ev, CTX_OPEN) for ev in buffered) if isinstance(p, CtxOpen) and p.kind == "sub"
     }
     for ev in buffered:
-        data = _d(ev.data)
         where = "" if ev.ctx == MAIN_CTX else f" · {ev.ctx}"
-        if ev.kind in ("session.start", "session.resume"):
-            if not head_done:
-                when = ev.t[:16].replace("T", " ")
-                yield f"*Model {_s(data.get('model'))} · started {when} UTC*"
+        p = decoded(ev)
+        when = ev.t[:16].replace("T", " ")
+        match p:
+            case None:
+                yield f"*Event #{ev.seq} ({ev.kind}) does not decode; `nodwyn replay` shows it as recorded.*"
+                yield ""
+            case SessionStart() | SessionResume() if not head_done:
+                yield f"*Model {p.model} · started {when} UTC*"
                 if totals is not None:
                     yield ""
                     yield f"*{figures(totals)}*"
                 yield ""
                 head_done = True
-            else:
-                when = ev.t[:16].replace("T", " ")
-                yield f"*Session resumed {when} UTC with the model {_s(data.get('model'))}.*"
+            case SessionStart() | SessionResume():
+                yield f"*Session resumed {when} UTC with the model {p.model}.*"
                 yield ""
-        elif ev.kind == "user.msg":
-            yield f"## Task for the sub-agent{where}" if ev.ctx in subs else f"## Person{where}"
-            yield ""
-            yield from quote(_s(data.get("text")))
-            images = data.get("images")
-            if isinstance(images, list) and images:
-                yield ">"
-                yield f"> *({len(images)} image{'s' if len(images) != 1 else ''} attached)*"
-            yield ""
-        elif ev.kind == "llm.resp":
-            response = _d(data.get("response"))
-            text = _s(response.get("text")).strip()
-            thinking = _s(response.get("thinking")).strip()
-            calls = [_d(c) for c in response.get("calls") or [] if isinstance(c, dict)]
-            if not (text or thinking or calls):
-                continue
-            yield f"### Assistant{where}"
-            yield ""
-            if thinking:
-                yield "<details><summary>Thinking</summary>"
+            case UserMsg():
+                yield f"## Task for the sub-agent{where}" if ev.ctx in subs else f"## Person{where}"
                 yield ""
-                yield from fence(thinking)
+                yield from quote(p.text)
+                if p.images:
+                    n = len(p.images)
+                    yield ">"
+                    yield f"> *({n} image{'s' if n != 1 else ''} attached)*"
+                yield ""
+            case LlmResp():
+                yield from _reply(p.response, where, results, shown_results)
+            case ToolResult() if ev.seq not in shown_results:
+                yield f"<details><summary>Tool result: <code>{_esc(p.name)}</code></summary>"
+                yield ""
+                yield from fence(p.text)
                 yield ""
                 yield "</details>"
                 yield ""
-            if text:
-                yield text
+            case GatePlan():
+                yield f"**Plan**{where}"
                 yield ""
-            for call in calls:
-                name = _esc(_s(call.get("name")))
-                result = results.get(_s(call.get("id")))
-                failed = result is not None and result.data.get("error") is True
-                mark = " (failed)" if failed else "" if result is not None else " (no result recorded)"
-                yield f"<details><summary>Tool call: <code>{name}</code>{mark}</summary>"
+                yield p.text
                 yield ""
-                args, lang = _args(_s(call.get("arguments")))
-                yield from fence(args, lang)
-                if result is not None:
-                    shown_results.add(result.seq)
+            case Note():
+                yield f"*Note: {p.text}*"
+                yield ""
+            case _:
+                sentence = in_words(ev)
+                if sentence is not None:
+                    yield f"*{sentence}*"
                     yield ""
-                    yield "Result:"
-                    yield ""
-                    yield from fence(_s(result.data.get("text")))
-                yield ""
-                yield "</details>"
-                yield ""
-        elif ev.kind == "tool.result" and ev.seq not in shown_results:
-            yield f"<details><summary>Tool result: <code>{_esc(_s(data.get('name')))}</code></summary>"
-            yield ""
-            yield from fence(_s(data.get("text")))
-            yield ""
-            yield "</details>"
-            yield ""
-        elif ev.kind == "gate.plan":
-            yield f"**Plan**{where}"
-            yield ""
-            yield _s(data.get("text"))
-            yield ""
-        elif ev.kind == "note":
-            yield f"*Note: {_s(data.get('text'))}*"
-            yield ""
-        else:
-            sentence = in_words(ev)
-            if sentence is not None:
-                yield f"*{sentence}*"
-                yield ""
-                if ev.kind == "ctx.close" and isinstance(data.get("result"), str):
-                    yield from quote(data["result"])
-                    yield ""
-                elif ev.kind == "result.fold" and isinstance(data.get("text"), str):
-                    yield from quote(data["text"])
-                    yield ""
+                    carried = (
+                        p.result if isinstance(p, CtxClose) else p.text if isinstance(p, ResultFold) else None
+                    )
+                    if carried is not None:
+                        yield from quote(carried)
+                        yield ""

@@ -23,7 +23,20 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.content import Origin
+from nodwyn.values.events import (
+    MAIN_CTX,
+    CtxClose,
+    CtxOpen,
+    Event,
+    LlmReq,
+    LlmResp,
+    SessionResume,
+    SessionStart,
+    ToolResult,
+    decoded,
+)
+from nodwyn.values.request import Response, Usage
 
 SCOPE = "nodwyn.export"
 # The GenAI conventions this mapping follows (attribute names as of semantic conventions 1.37+).
@@ -68,22 +81,14 @@ def unix_ns(t: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _server(origin: dict[str, Any]) -> list[tuple[str, AttrValue]]:
+def _server(origin: Origin) -> list[tuple[str, AttrValue]]:
     """``gen_ai.provider.name`` and ``server.*`` from the request's origin. The log records the
     model entry's server name and URL, not which company runs it, and nothing is guessed from a
     URL: the provider is the server the entry names, else the URL's host."""
     out: list[tuple[str, AttrValue]] = []
-    url = origin.get("url")
+    url = origin.url
     host, port = None, None
-    if isinstance(url, str) and url:
+    if url:
         try:
             parts = urlsplit(url)
             host, port = parts.hostname, parts.port
@@ -91,8 +96,7 @@ def _server(origin: dict[str, Any]) -> list[tuple[str, AttrValue]]:
                 port = 443 if parts.scheme == "https" else 80
         except ValueError:
             host = None
-    server = origin.get("server")
-    provider = server if isinstance(server, str) and server else host
+    provider = origin.server or host
     out.append(("gen_ai.provider.name", provider or "unknown"))
     if host:
         out.append(("server.address", host))
@@ -101,23 +105,18 @@ def _server(origin: dict[str, Any]) -> list[tuple[str, AttrValue]]:
     return out
 
 
-def _usage(usage: dict[str, Any]) -> list[tuple[str, AttrValue]]:
+def _usage(usage: Usage) -> list[tuple[str, AttrValue]]:
     """Token counts the provider reported; a count it did not report is left out, not zero.
     ``prompt_tokens`` is the whole prompt, cache reads and writes included, as the conventions
     ask of ``gen_ai.usage.input_tokens``."""
     pairs = [
-        ("gen_ai.usage.input_tokens", "prompt_tokens"),
-        ("gen_ai.usage.output_tokens", "output_tokens"),
-        ("gen_ai.usage.cache_read.input_tokens", "cached_tokens"),
-        ("gen_ai.usage.cache_creation.input_tokens", "cache_write_tokens"),
-        ("gen_ai.usage.reasoning.output_tokens", "reasoning_tokens"),
+        ("gen_ai.usage.input_tokens", usage.prompt_tokens),
+        ("gen_ai.usage.output_tokens", usage.output_tokens),
+        ("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens),
+        ("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens),
+        ("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens),
     ]
-    out: list[tuple[str, AttrValue]] = []
-    for name, key in pairs:
-        value = _int(usage.get(key))
-        if value is not None:
-            out.append((name, value))
-    return out
+    return [(name, value) for name, value in pairs if value is not None]
 
 
 def spans(events: Iterable[Event], session: str, *, agent: str = "nodwyn") -> list[Span]:
@@ -125,9 +124,9 @@ def spans(events: Iterable[Event], session: str, *, agent: str = "nodwyn") -> li
     trace = _id("nodwyn-trace", session, size=16)
     root = _id("nodwyn-span", session, "session", size=8)
     ctx_span: dict[str, bytes] = {MAIN_CTX: root}
-    ctx_open: dict[str, tuple[Event, str]] = {}  # ctx id -> its ctx.open and its kind
-    requests: dict[int, Event] = {}  # llm.req seq -> event, until answered
-    calls: dict[str, tuple[Event, dict[str, Any]]] = {}  # tool call id -> the reply asking, the call
+    ctx_open: dict[str, tuple[Event, CtxOpen]] = {}  # ctx id -> its ctx.open
+    requests: dict[int, tuple[Event, LlmReq]] = {}  # llm.req seq -> the request, until answered
+    asked: dict[str, Event] = {}  # tool call id -> the reply asking for it
     out: list[Span] = []
     first_t = last_t = ""
     first_model = ""
@@ -138,71 +137,34 @@ def spans(events: Iterable[Event], session: str, *, agent: str = "nodwyn") -> li
     def common() -> list[tuple[str, AttrValue]]:
         return [("gen_ai.conversation.id", session)]
 
-    for ev in events:
+    for ev in events:  # a payload that does not decode (a damaged log) gives no span
         first_t = first_t or ev.t
         last_t = ev.t
-        data = _d(ev.data)
-        if ev.kind in ("session.start", "session.resume") and not first_model:
-            model = data.get("model")
-            first_model = model if isinstance(model, str) else ""
-        elif ev.kind == "ctx.open":
-            cid = data.get("id")
-            if isinstance(cid, str):
-                ctx_span[cid] = _id("nodwyn-span", session, str(ev.seq), size=8)
-                kind = data.get("kind")
-                ctx_open[cid] = (ev, kind if isinstance(kind, str) else "sub")
-        elif ev.kind == "ctx.close":
-            cid = data.get("id")
-            opened = ctx_open.pop(cid, None) if isinstance(cid, str) else None
-            if opened is not None and isinstance(cid, str):
-                out.append(_context_span(trace, ctx_span[cid], parent(opened[0].ctx), opened, ev, session))
-        elif ev.kind == "llm.req":
-            requests[ev.seq] = ev
-        elif ev.kind == "llm.resp":
-            req_seq = data.get("req")
-            req = requests.pop(req_seq, None) if isinstance(req_seq, int) else None
-            if req is None:
-                continue
-            out.append(_chat_span(trace, parent(req.ctx), req, ev, session))
-            for call in _d(data.get("response")).get("calls") or []:
-                c = _d(call)
-                if isinstance(c.get("id"), str):
-                    calls[c["id"]] = (ev, c)
-        elif ev.kind == "tool.result":
-            call_id = data.get("call_id")
-            asked = calls.pop(call_id, None) if isinstance(call_id, str) else None
-            start = asked[0].t if asked is not None else ev.t
-            name = data.get("name") if isinstance(data.get("name"), str) else "?"
-            attrs: list[tuple[str, AttrValue]] = [
-                ("gen_ai.operation.name", "execute_tool"),
-                ("gen_ai.tool.name", str(name)),
-                ("gen_ai.tool.type", "function"),
-                *common(),
-            ]
-            if isinstance(call_id, str):
-                attrs.append(("gen_ai.tool.call.id", call_id))
-            attrs += [("nodwyn.seq", ev.seq), ("nodwyn.context", ev.ctx)]
-            failed = data.get("error") is True
-            if failed:
-                attrs.append(("error.type", "tool_error"))
-            text = data.get("text")
-            out.append(
-                Span(
-                    trace_id=trace,
-                    span_id=_id("nodwyn-span", session, str(ev.seq), size=8),
-                    parent_id=parent(ev.ctx),
-                    name=f"execute_tool {name}",
-                    kind=KIND_INTERNAL,
-                    start_ns=unix_ns(start),
-                    end_ns=unix_ns(ev.t),
-                    attributes=tuple(attrs),
-                    status=STATUS_ERROR if failed else STATUS_UNSET,
-                    message=(text.splitlines() or [""])[0][:200] if failed and isinstance(text, str) else "",
-                )
-            )
+        match decoded(ev):
+            case SessionStart() | SessionResume() as p if not first_model:
+                first_model = p.model
+            case CtxOpen() as p:
+                ctx_span[p.id] = _id("nodwyn-span", session, str(ev.seq), size=8)
+                ctx_open[p.id] = (ev, p)
+            case CtxClose() as p:
+                opened = ctx_open.pop(p.id, None)
+                if opened is not None:
+                    out.append(
+                        _context_span(trace, ctx_span[p.id], parent(opened[0].ctx), opened, ev, session)
+                    )
+            case LlmReq() as p:
+                requests[ev.seq] = (ev, p)
+            case LlmResp() as p:
+                req = requests.pop(p.req, None)
+                if req is None:
+                    continue
+                out.append(_chat_span(trace, parent(req[0].ctx), req, (ev, p.response), session))
+                for call in p.response.calls:
+                    asked[call.id] = ev
+            case ToolResult() as p:
+                out.append(_tool_span(trace, parent(ev.ctx), ev, p, asked.pop(p.call_id, None), session))
     for req in requests.values():  # asked and never answered (the run stopped, or it failed)
-        span = _chat_span(trace, parent(req.ctx), req, None, session)
-        out.append(span)
+        out.append(_chat_span(trace, parent(req[0].ctx), req, None, session))
     for cid, opened in ctx_open.items():  # still open when the log ends
         out.append(_context_span(trace, ctx_span[cid], parent(opened[0].ctx), opened, None, session))
     root_span = Span(
@@ -223,48 +185,76 @@ def spans(events: Iterable[Event], session: str, *, agent: str = "nodwyn") -> li
     return [root_span, *out]
 
 
-def _chat_span(trace: bytes, parent: bytes, req: Event, resp: Event | None, session: str) -> Span:
-    data = _d(req.data)
-    origin = _d(data.get("origin"))
-    wire_model = origin.get("model") if isinstance(origin.get("model"), str) else data.get("model")
-    model = wire_model if isinstance(wire_model, str) else "?"
+def _tool_span(
+    trace: bytes, parent: bytes, ev: Event, p: ToolResult, asked: Event | None, session: str
+) -> Span:
+    """A tool call, from the reply that asked for it (else its result) to its result."""
+    attrs: list[tuple[str, AttrValue]] = [
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", p.name),
+        ("gen_ai.tool.type", "function"),
+        ("gen_ai.conversation.id", session),
+        ("gen_ai.tool.call.id", p.call_id),
+        ("nodwyn.seq", ev.seq),
+        ("nodwyn.context", ev.ctx),
+    ]
+    if p.error:
+        attrs.append(("error.type", "tool_error"))
+    return Span(
+        trace_id=trace,
+        span_id=_id("nodwyn-span", session, str(ev.seq), size=8),
+        parent_id=parent,
+        name=f"execute_tool {p.name}",
+        kind=KIND_INTERNAL,
+        start_ns=unix_ns(asked.t if asked is not None else ev.t),
+        end_ns=unix_ns(ev.t),
+        attributes=tuple(attrs),
+        status=STATUS_ERROR if p.error else STATUS_UNSET,
+        message=(p.text.splitlines() or [""])[0][:200] if p.error else "",
+    )
+
+
+def _chat_span(
+    trace: bytes,
+    parent: bytes,
+    req: tuple[Event, LlmReq],
+    resp: tuple[Event, Response] | None,
+    session: str,
+) -> Span:
+    ev, p = req
+    model = p.origin.model  # the model id as sent on the wire
     attrs: list[tuple[str, AttrValue]] = [
         ("gen_ai.operation.name", "chat"),
         ("gen_ai.request.model", model),
-        *_server(origin),
+        *_server(p.origin),
         ("gen_ai.conversation.id", session),
     ]
-    max_output = _int(data.get("max_output"))
-    if max_output is not None:
-        attrs.append(("gen_ai.request.max_tokens", max_output))
+    if p.max_output is not None:
+        attrs.append(("gen_ai.request.max_tokens", p.max_output))
     status, message = STATUS_UNSET, ""
     if resp is not None:
-        response = _d(_d(resp.data).get("response"))
-        if isinstance(response.get("model"), str):
-            attrs.append(("gen_ai.response.model", response["model"]))
-        if isinstance(response.get("finish"), str):
-            attrs.append(("gen_ai.response.finish_reasons", (response["finish"],)))
-        attrs += _usage(_d(response.get("usage")))
+        r = resp[1]
+        if r.model is not None:
+            attrs.append(("gen_ai.response.model", r.model))
+        if r.finish is not None:
+            attrs.append(("gen_ai.response.finish_reasons", (r.finish,)))
+        attrs += _usage(r.usage)
     else:
         status, message = STATUS_ERROR, "no reply recorded"
         attrs.append(("error.type", "no_reply"))
-    attrs.append(("nodwyn.seq", req.seq))
-    if isinstance(data.get("model"), str):
-        attrs.append(("nodwyn.model.entry", data["model"]))
-    attrs.append(("nodwyn.context", req.ctx))
-    if isinstance(data.get("digest"), str):
-        attrs.append(("nodwyn.request.digest", data["digest"]))
-    if data.get("trim") is True:
+    attrs += [("nodwyn.seq", ev.seq), ("nodwyn.model.entry", p.model), ("nodwyn.context", ev.ctx)]
+    if p.digest is not None:
+        attrs.append(("nodwyn.request.digest", p.digest))
+    if p.trim:
         attrs.append(("nodwyn.trim", True))
-    end = resp.t if resp is not None else req.t
     return Span(
         trace_id=trace,
-        span_id=_id("nodwyn-span", session, str(req.seq), size=8),
+        span_id=_id("nodwyn-span", session, str(ev.seq), size=8),
         parent_id=parent,
         name=f"chat {model}",
         kind=KIND_CLIENT,
-        start_ns=unix_ns(req.t),
-        end_ns=unix_ns(end),
+        start_ns=unix_ns(ev.t),
+        end_ns=unix_ns(resp[0].t if resp is not None else ev.t),
         attributes=tuple(attrs),
         status=status,
         message=message,
@@ -272,11 +262,15 @@ def _chat_span(trace: bytes, parent: bytes, req: Event, resp: Event | None, sess
 
 
 def _context_span(
-    trace: bytes, span_id: bytes, parent: bytes, opened: tuple[Event, str], closed: Event | None, session: str
+    trace: bytes,
+    span_id: bytes,
+    parent: bytes,
+    opened: tuple[Event, CtxOpen],
+    closed: Event | None,
+    session: str,
 ) -> Span:
-    ev, kind = opened
-    cid = _d(ev.data).get("id")
-    name = "sub-agent" if kind == "sub" else "narrowed context"
+    ev, p = opened
+    name = "sub-agent" if p.kind == "sub" else "narrowed context"
     return Span(
         trace_id=trace,
         span_id=span_id,
@@ -288,7 +282,7 @@ def _context_span(
         attributes=(
             ("gen_ai.operation.name", "invoke_agent"),
             ("gen_ai.agent.name", name),
-            ("gen_ai.agent.id", str(cid)),
+            ("gen_ai.agent.id", p.id),
             ("gen_ai.conversation.id", session),
             ("nodwyn.seq", ev.seq),
         ),

@@ -11,11 +11,24 @@ from collections.abc import Iterator
 
 from nodwyn.errors import CorruptLogError
 from nodwyn.log import SessionLog
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    LLM_REQ,
+    MODEL_SWITCH,
+    SESSION_RESUME,
+    SESSION_START,
+    SUMMARY_ADD,
+    SUMMARY_REVOKE,
+    Event,
+    LlmReq,
+    ModelSwitch,
+    SessionResume,
+    SessionStart,
+    decoded,
+)
 from nodwyn.window import recorded_start
 
-_WHOLE = frozenset({"summary.add", "summary.revoke"})  # a summary holds the session whole
-_MODEL_KINDS = frozenset({"session.start", "session.resume", "model.switch"})
+_WHOLE = frozenset({SUMMARY_ADD, SUMMARY_REVOKE})  # a summary holds the session whole
+_MODEL_KINDS = (SESSION_START, SESSION_RESUME, MODEL_SWITCH, LLM_REQ)
 
 
 def _backwards(log: SessionLog) -> Iterator[Event]:
@@ -37,7 +50,7 @@ def resume_point(log: SessionLog) -> tuple[int, tuple[int, ...]]:
     for event in _backwards(log):
         if event.kind in _WHOLE:
             break
-        if event.kind == "llm.req":
+        if event.kind == LLM_REQ:
             start = recorded_start(event)
             return (1, ()) if start is None else (start.seq, start.keep)
     return 1, ()
@@ -63,7 +76,7 @@ def last_model(log: SessionLog) -> str | None:
     """The model entry the session's next request goes to, read back from the end: the last
     session event or model switch, or else the entry the last request went to."""
     for event in _backwards(log):
-        if event.kind in _MODEL_KINDS or event.kind == "llm.req":
-            model = event.data.get("model")
-            return model if isinstance(model, str) else None
+        if event.kind in _MODEL_KINDS:
+            p = decoded(event)  # a damaged payload names no model
+            return p.model if isinstance(p, SessionStart | SessionResume | ModelSwitch | LlmReq) else None
     return None

@@ -37,12 +37,15 @@ from nodwyn.replay.tolerant import raw_lines
 from nodwyn.replay.validate import check_event, place
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
-from nodwyn.values.events import Event
-from nodwyn.values.recipe import parse_version, policy_for
+from nodwyn.values.events import (
+    Event,
+    LlmReq,
+    Payload,
+    SessionResume,
+    SessionStart,
+)
 from nodwyn.values.request import Request
 from nodwyn.window import Window, recorded_start, recorded_turn, recorded_withheld
-
-RECIPE_KINDS = frozenset({"session.start", "session.resume"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,10 +94,10 @@ def _sha(canonical: bytes) -> str:
     return "sha256:" + hashlib.sha256(canonical).hexdigest()
 
 
-def _checked(log: SessionLog, ev: Event, expected: int | None) -> None:
-    """``check_event``; a refusal names the line's byte offset, looked up only then."""
+def _checked(log: SessionLog, ev: Event, expected: int | None) -> Payload:
+    """``check_event``: the typed payload; a refusal names the line's byte offset, looked up only then."""
     try:
-        check_event(ev, expected, log.id)
+        return check_event(ev, expected, log.id)
     except CorruptLogError:
         check_event(ev, expected, log.id, offset_of(log, ev.seq))
         raise
@@ -113,15 +116,17 @@ class _Replayer:
     def corrupt(self, seq: int, why: str) -> CorruptLogError:
         return CorruptLogError(f"{place(self.log.id, seq, offset_of(self.log, seq))}: {why}")
 
-    def check(self, ev: Event, *, contiguous: bool = True) -> None:
-        _checked(self.log, ev, self.next_seq if contiguous else None)
+    def check(self, ev: Event, *, contiguous: bool = True) -> Payload:
+        return _checked(self.log, ev, self.next_seq if contiguous else None)
 
     def feed(self, ev: Event, *, contiguous: bool = True) -> None:
-        self.check(ev, contiguous=contiguous)
-        if ev.kind in RECIPE_KINDS:
-            if "recipe" in ev.data:
-                self.recipe_version = parse_version(ev.data["recipe"]["version"])
-                policy_for(self.recipe_version)
+        self.take(ev, self.check(ev, contiguous=contiguous))
+
+    def take(self, ev: Event, p: Payload) -> None:
+        """Feed an event ``check`` passed (``p``: its payload) to the window."""
+        if isinstance(p, SessionStart | SessionResume):
+            if p.recipe is not None:  # decoding it refused a version this release does not know
+                self.recipe_version = p.recipe.version
                 self.legacy_recipe_seq = None
             else:  # a legacy session event: the window cannot take it; requests after it are refused
                 self.recipe_version = None
@@ -136,18 +141,17 @@ class _Replayer:
             raise self.corrupt(ev.seq, f"the event has no canonical form: {exc}") from None
         self.next_seq = ev.seq + 1
 
-    def rebuild(self, req: Event) -> tuple[Request, bytes]:
+    def rebuild(self, req: Event, p: LlmReq) -> tuple[Request, bytes]:
         """The request ``req`` records, built by the window from the events before it, and its
         canonical bytes, computed afresh rather than taken from the build: the recorded digest came
         from the window's incremental encoding, and this is the independent check that it was the
         request's canonical form."""
-        data = req.data
         try:
             b = self.window.build(
                 ctx=req.ctx,
-                origin=codec.origin_from_json(data["origin"]),
-                turn=recorded_turn(data),
-                withheld=recorded_withheld(data),
+                origin=p.origin,
+                turn=recorded_turn(req.data),
+                withheld=recorded_withheld(req.data),
             )
             return b.request, canonical_bytes(codec.request_to_json(b.request))
         except (CorruptLogError, NotFoundError) as exc:
@@ -155,11 +159,10 @@ class _Replayer:
         except CanonicalError as exc:
             raise self.corrupt(req.seq, f"the rebuilt request has no canonical form: {exc}") from None
 
-    def build(self, req: Event) -> Replayed:
-        """Rebuild the request ``req`` records and prove it by its digest."""
-        data = req.data
+    def build(self, req: Event, p: LlmReq) -> Replayed:
+        """Rebuild the request ``req`` (payload ``p``) records and prove it by its digest."""
         where = f"session {self.log.id} request seq {req.seq}"
-        if "digest" not in data:
+        if p.digest is None:
             raise LegacyRequestError(
                 f"{where} records no digest (a legacy request); exact replay cannot prove it; "
                 "`nodwyn replay SESSION` shows the transcript"
@@ -174,10 +177,10 @@ class _Replayer:
                 f"{where}: {why} (a legacy session); exact replay cannot rebuild it; "
                 "`nodwyn replay SESSION` shows the transcript"
             )
-        request, canonical = self.rebuild(req)
+        request, canonical = self.rebuild(req, p)
         rebuilt = _sha(canonical)
-        if rebuilt != data["digest"]:
-            raise DigestMismatchError(f"{where}: rebuilt {rebuilt} but the log recorded {data['digest']}")
+        if rebuilt != p.digest:
+            raise DigestMismatchError(f"{where}: rebuilt {rebuilt} but the log recorded {p.digest}")
         return Replayed(
             seq=req.seq,
             ctx=req.ctx,
@@ -188,7 +191,7 @@ class _Replayer:
         )
 
 
-def _target(log: SessionLog, seq: int) -> Event:
+def _target(log: SessionLog, seq: int) -> tuple[Event, LlmReq]:
     found = next(log.read(seq, seq), None)
     if found is None:
         raise NotFoundError(
@@ -197,16 +200,16 @@ def _target(log: SessionLog, seq: int) -> Event:
         )
     if found.seq != seq:
         raise CorruptLogError(f"{place(log.id, seq, offset_of(log, seq))}: the line holds seq {found.seq}")
-    _checked(log, found, None)  # first: a damaged line is refused as damage, whatever its kind
-    if found.kind != "llm.req":
+    p = _checked(log, found, None)  # first: a damaged line is refused as damage, whatever its kind
+    if not isinstance(p, LlmReq):
         raise NotFoundError(
             f"session {log.id} seq {seq} is a {found.kind}, not an llm.req; "
             "`nodwyn replay SESSION --all` lists its requests"
         )
-    return found
+    return found, p
 
 
-def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...]) -> Replayed:
+def _replay_from(log: SessionLog, req: Event, p: LlmReq, start: int, keep: tuple[int, ...]) -> Replayed:
     """Feed the kept events, then ``start..req.seq-1`` with no gap, and rebuild ``req``."""
     r = _Replayer(log)
     for k in keep:
@@ -219,7 +222,7 @@ def _replay_from(log: SessionLog, req: Event, start: int, keep: tuple[int, ...])
         r.feed(ev)
     if r.next_seq != req.seq:
         raise r.corrupt(r.next_seq, f"the events before request seq {req.seq} end at seq {r.next_seq - 1}")
-    return r.build(req)
+    return r.build(req, p)
 
 
 def replay_request(
@@ -233,28 +236,28 @@ def replay_request(
     ``complete``: refuse a partial or malformed log as exact CLI replay does: every
     event after ``seq`` must be whole and well formed, and no torn tail may follow the last one.
     """
-    req = _target(log, seq)
+    req, p = _target(log, seq)
     if complete:
         check_complete(log, seq)
     hint = None if whole else recorded_start(req)
     try:
         if hint is not None and hint.seq > 1:
             try:
-                return _replay_from(log, req, hint.seq, hint.keep)
+                return _replay_from(log, req, p, hint.seq, hint.keep)
             except (ReplayError, CorruptLogError):
                 pass  # a damaged hint (or a real fault): the whole prefix decides which
-        return _replay_from(log, req, 1, ())
+        return _replay_from(log, req, p, 1, ())
     except DigestMismatchError as exc:
-        raise DigestMismatchError(f"{exc}; {_locate(log, req, expect)}") from None
+        raise DigestMismatchError(f"{exc}; {_locate(log, req, p, expect)}") from None
 
 
-def _locate(log: SessionLog, req: Event, expect: bytes | None) -> str:
+def _locate(log: SessionLog, req: Event, p: LlmReq, expect: bytes | None) -> str:
     """Where the rebuilt bytes first differ, and from what (ADR 0036)."""
-    rebuilt, prev = _rebuild_and_last_verified(log, req)
+    rebuilt, prev = _rebuild_and_last_verified(log, req, p)
     if rebuilt is None:
         return "the rebuilt request could not be located against anything"
     if expect is not None:
-        if _sha(expect) != req.data["digest"]:
+        if _sha(expect) != p.digest:
             return f"the --expect bytes hash to {_sha(expect)}, not to the recorded digest either"
         return f"first difference from the bytes that were sent (--expect): {describe(rebuilt, expect)}"
     if prev is None:
@@ -268,18 +271,21 @@ def _locate(log: SessionLog, req: Event, expect: bytes | None) -> str:
     )
 
 
-def _rebuild_and_last_verified(log: SessionLog, req: Event) -> tuple[bytes | None, Replayed | None]:
+def _rebuild_and_last_verified(
+    log: SessionLog, req: Event, p: LlmReq
+) -> tuple[bytes | None, Replayed | None]:
     """One pass over the whole prefix: the target rebuilt without its digest check, and the last
     earlier request of its context that does verify."""
     r = _Replayer(log)
     last: Replayed | None = None
     try:
         for ev in log.read(1, req.seq - 1):
-            if ev.kind == "llm.req" and ev.ctx == req.ctx and "digest" in ev.data:
+            earlier = r.check(ev)
+            if isinstance(earlier, LlmReq) and ev.ctx == req.ctx and earlier.digest is not None:
                 with contextlib.suppress(ReplayError):
-                    last = r.build(ev)
-            r.feed(ev)
-        return r.rebuild(req)[1], last
+                    last = r.build(ev, earlier)
+            r.take(ev, earlier)
+        return r.rebuild(req, p)[1], last
     except NodwynError:
         return None, last
 
@@ -317,14 +323,13 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
     r = _Replayer(log)
     try:
         for ev in log.read(1):
-            if ev.kind == "llm.req":
-                r.check(ev)
-                recorded = ev.data.get("digest")
+            p = r.check(ev)
+            if isinstance(p, LlmReq):
                 try:
-                    yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, replayed=r.build(ev))
+                    yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=p.digest, replayed=r.build(ev, p))
                 except (ReplayError, CorruptLogError) as exc:  # this request only; the pass goes on
-                    yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=recorded, error=exc)
-            r.feed(ev)
+                    yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=p.digest, error=exc)
+            r.take(ev, p)
         torn = _torn(log)
         if torn is not None:
             raise torn

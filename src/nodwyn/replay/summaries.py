@@ -25,25 +25,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from nodwyn.errors import ConfigError, NotFoundError
 from nodwyn.log import SessionLog
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    CTX_CLOSE,
+    CTX_OPEN,
+    CTX_WIDEN,
+    GATE_PLAN,
+    LLM_REQ,
+    LLM_RESP,
+    RESULT_FOLD,
+    SESSION_RESUME,
+    SESSION_START,
+    SUMMARY_ADD,
+    SUMMARY_REVOKE,
+    TOOL_RESULT,
+    USER_MSG,
+    CtxClose,
+    CtxOpen,
+    Event,
+    LlmResp,
+    SummaryAdd,
+    SummaryRevoke,
+    ToolResult,
+    decoded,
+)
 from nodwyn.window.summaries import source_digest
 
-_CONVERSATION = frozenset({"user.msg", "llm.req", "llm.resp", "tool.result", "gate.plan", "result.fold"})
-_NOT_IN_SPAN = frozenset({"session.start", "session.resume", "summary.add", "summary.revoke", "ctx.widen"})
-
-
-def _calls(resp: Event) -> list[str]:
-    response = resp.data.get("response")
-    calls = response.get("calls") if isinstance(response, dict) else None
-    out = []
-    for c in calls if isinstance(calls, list) else []:
-        if isinstance(c, dict) and isinstance(c.get("id"), str):
-            out.append(c["id"])
-    return out
+_CONVERSATION = frozenset({USER_MSG, LLM_REQ, LLM_RESP, TOOL_RESULT, GATE_PLAN, RESULT_FOLD})
+_NOT_IN_SPAN = frozenset({SESSION_START, SESSION_RESUME, SUMMARY_ADD, SUMMARY_REVOKE, CTX_WIDEN})
 
 
 def check_span(events: Sequence[Event], first: int, last: int, session: str = "") -> list[Event]:
@@ -65,7 +77,7 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
         raise NotFoundError(f"--to {last}: {where} has no event with that seq")
     span = list(events[by_seq[first] : by_seq[last] + 1])
     start = span[0]
-    if start.kind != "user.msg":
+    if start.kind != USER_MSG:
         raise ConfigError(
             f"{pre}--from {first} is a {start.kind}, not a person's message; a summary covers whole turns, "
             "so start it at a user.msg"
@@ -78,25 +90,27 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
             raise ConfigError(
                 f"{pre}seq {e.seq} in {first}..{last} is a {e.kind}; a summary's span holds none"
             )
-        if e.kind == "ctx.open" and isinstance(e.data.get("id"), str):
-            opened.add(e.data["id"])
-        if e.kind == "ctx.close" and isinstance(e.data.get("id"), str):
-            closed.add(e.data["id"])
+        p = decoded(e, CTX_OPEN, CTX_CLOSE)
+        if isinstance(p, CtxOpen):
+            opened.add(p.id)
+        elif isinstance(p, CtxClose):
+            closed.add(p.id)
     for e in span:
         if e.ctx != ctx and not (e.ctx in opened and e.ctx in closed):
             raise ConfigError(
                 f"{pre}seq {e.seq} is in context {e.ctx!r}, not {ctx!r}: a summary stays inside one context "
                 "(a sub-context it covers must open and close inside the span)"
             )
-    open_reqs = {e.seq for e in span if e.kind == "llm.req"}
+    open_reqs = {e.seq for e in span if e.kind == LLM_REQ}
     open_calls: dict[tuple[str, str], int] = {}
     for e in span:
-        if e.kind == "llm.resp" and isinstance(e.data.get("req"), int):
-            open_reqs.discard(e.data["req"])
-            for cid in _calls(e):
-                open_calls[(e.ctx, cid)] = e.seq
-        elif e.kind == "tool.result" and isinstance(e.data.get("call_id"), str):
-            open_calls.pop((e.ctx, e.data["call_id"]), None)
+        p = decoded(e, LLM_RESP, TOOL_RESULT)
+        if isinstance(p, LlmResp):
+            open_reqs.discard(p.req)
+            for call in p.response.calls:
+                open_calls[(e.ctx, call.id)] = e.seq
+        elif isinstance(p, ToolResult):
+            open_calls.pop((e.ctx, p.call_id), None)
     if open_reqs:
         s = min(open_reqs)
         raise ConfigError(
@@ -111,13 +125,16 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
     for e in events[by_seq[last] + 1 :]:
         if e.ctx != ctx or e.kind not in _CONVERSATION:
             continue
-        if e.kind != "user.msg":
+        if e.kind != USER_MSG:
             raise ConfigError(
                 f"{pre}--to {last} ends inside a turn (seq {e.seq}, a {e.kind}, continues it); "
                 "end the span just before the next user.msg of the context"
             )
         break
     return span
+
+
+Status = Literal["active", "revoked", "superseded", "stale"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,13 +145,21 @@ class SummaryInfo:
     last: int
     text: str
     source_digest: str
-    status: Literal["active", "revoked", "superseded", "stale"]
+    status: Status
     by: int | None = None  # the revoking or superseding event's seq
 
 
-def _int(data: dict[str, Any], key: str) -> int | None:
-    v = data.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+def _info(e: Event, a: SummaryAdd, status: Status, by: int | None = None) -> SummaryInfo:
+    return SummaryInfo(
+        seq=e.seq,
+        ctx=e.ctx,
+        first=a.first,
+        last=a.last,
+        text=a.text,
+        source_digest=a.source_digest,
+        status=status,
+        by=by,
+    )
 
 
 def list_summaries(events: Sequence[Event]) -> list[SummaryInfo]:
@@ -146,47 +171,32 @@ def list_summaries(events: Sequence[Event]) -> list[SummaryInfo]:
     """
     by_seq = {e.seq: e for e in events}
     revoked: dict[int, int] = {}
+    adds: list[tuple[Event, SummaryAdd]] = []  # a payload that does not decode is left out
     for e in events:
-        if e.kind == "summary.revoke":
-            target = _int(e.data, "summary")
-            if target is not None:
-                revoked.setdefault(target, e.seq)
-    adds = [e for e in events if e.kind == "summary.add"]
+        p = decoded(e, SUMMARY_REVOKE, SUMMARY_ADD)
+        if isinstance(p, SummaryRevoke):
+            revoked.setdefault(p.summary, e.seq)
+        elif isinstance(p, SummaryAdd):
+            adds.append((e, p))
     out: list[SummaryInfo] = []
-    for e in adds:
-        first, last = _int(e.data, "first"), _int(e.data, "last")
-        if first is None or last is None:
-            continue
-        text = e.data.get("text")
-        src = e.data.get("source_digest")
-        info: dict[str, Any] = {
-            "seq": e.seq,
-            "ctx": e.ctx,
-            "first": first,
-            "last": last,
-            "text": text if isinstance(text, str) else "",
-            "source_digest": src if isinstance(src, str) else "",
-        }
-        span = [by_seq[s] for s in range(first, last + 1) if s in by_seq]
+    for e, a in adds:
+        span = [by_seq[s] for s in range(a.first, a.last + 1) if s in by_seq]
         if e.seq in revoked:
-            out.append(SummaryInfo(**info, status="revoked", by=revoked[e.seq]))
+            out.append(_info(e, a, "revoked", revoked[e.seq]))
             continue
-        if len(span) != last - first + 1 or source_digest(span) != src:
-            out.append(SummaryInfo(**info, status="stale"))
+        if len(span) != a.last - a.first + 1 or source_digest(span) != a.source_digest:
+            out.append(_info(e, a, "stale"))
             continue
         newer = [
             o.seq
-            for o in adds
+            for o, b in adds
             if o.seq > e.seq
             and o.seq not in revoked
             and o.ctx == e.ctx
-            and (_int(o.data, "first") or 0) <= last
-            and first <= (_int(o.data, "last") or 0)
+            and b.first <= a.last
+            and a.first <= b.last
         ]
-        if newer:
-            out.append(SummaryInfo(**info, status="superseded", by=newer[0]))
-        else:
-            out.append(SummaryInfo(**info, status="active"))
+        out.append(_info(e, a, "superseded", newer[0]) if newer else _info(e, a, "active"))
     return out
 
 
@@ -198,13 +208,14 @@ def check_revoke(events: Sequence[Event], summary_seq: int, session: str = "") -
         raise NotFoundError(
             f"{where} has no event seq {summary_seq}; `nodwyn summary list` shows its summaries"
         )
-    if target.kind != "summary.add":
+    if target.kind != SUMMARY_ADD:
         raise ConfigError(
             f"seq {summary_seq} of {where} is a {target.kind}, not a summary.add; "
             "`nodwyn summary list` shows its summaries"
         )
     for e in events:
-        if e.kind == "summary.revoke" and e.data.get("summary") == summary_seq:
+        p = decoded(e, SUMMARY_REVOKE)
+        if isinstance(p, SummaryRevoke) and p.summary == summary_seq:
             raise ConfigError(f"summary seq {summary_seq} of {where} was already revoked at seq {e.seq}")
     return target
 
@@ -220,8 +231,8 @@ def add_summary(log: SessionLog, first: int, last: int, text: str) -> Event:
         raise ConfigError(f"session {log.id}: the summary text is empty; write the reviewed summary in FILE")
     events = list(log.read(first))
     span = check_span(events, first, last, log.id)
-    data = {"first": first, "last": last, "text": text, "source_digest": source_digest(span)}
-    return log.append("summary.add", data, ctx=span[0].ctx)
+    add = SummaryAdd(first=first, last=last, text=text, source_digest=source_digest(span))
+    return log.append(SUMMARY_ADD, add.to_data(), ctx=span[0].ctx)
 
 
 def revoke_summary(log: SessionLog, summary_seq: int) -> Event:
@@ -230,7 +241,7 @@ def revoke_summary(log: SessionLog, summary_seq: int) -> Event:
         raise ConfigError(f"session {log.id}: open the log for writing to revoke a summary")
     events = list(log.read(summary_seq))
     target = check_revoke(events, summary_seq, log.id)
-    return log.append("summary.revoke", {"summary": summary_seq}, ctx=target.ctx)
+    return log.append(SUMMARY_REVOKE, SummaryRevoke(summary=summary_seq).to_data(), ctx=target.ctx)
 
 
 def summaries(log: SessionLog) -> list[SummaryInfo]:

@@ -1,7 +1,8 @@
 """Transcript replay: the conversation of any log as a person reads it.
 
-Unlike exact replay this never refuses a log: a legacy request, an unknown recipe version or a
-payload of the wrong shape is shown as it is, with a ``?`` note, so old and damaged logs stay
+Unlike exact replay this never refuses a log: a legacy request or session is shown with a ``?``
+note, and a payload that does not decode (a damaged log, a recipe version this release does not
+know) is shown as the codec's reason and its fields as recorded, so old and damaged logs stay
 readable. It renders only what the log holds; it builds no request and verifies nothing.
 """
 
@@ -11,8 +12,48 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from nodwyn.errors import NodwynError
 from nodwyn.log.jsonl import CTX_ID
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    CTX_CLOSE,
+    CTX_OPEN,
+    CTX_WIDEN,
+    GATE_PLAN,
+    LLM_REQ,
+    LLM_RESP,
+    LOG_REPAIRED,
+    MODEL_SWITCH,
+    NOTE,
+    PAYLOADS,
+    RESULT_FOLD,
+    SESSION_RESUME,
+    SESSION_START,
+    SUMMARY_ADD,
+    SUMMARY_REVOKE,
+    TOOL_RESULT,
+    USER_MSG,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
+    Event,
+    GatePlan,
+    LlmReq,
+    LlmResp,
+    LogRepaired,
+    ModelSwitch,
+    Note,
+    Payload,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
+    ToolResult,
+    UserMsg,
+    decode,
+    decoded,
+)
+from nodwyn.values.recipe import Recipe
 
 _INDENT = "    "
 
@@ -33,7 +74,7 @@ def render_damage(d: Damaged) -> list[str]:
 
 
 def _s(value: Any) -> str:
-    """A payload field as text, whatever its type (damaged logs hold anything)."""
+    """A value as text, whatever its type (a damaged payload holds anything)."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -50,187 +91,164 @@ def _block(label: str, text: str) -> list[str]:
     return out
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _recipe_line(recipe: dict[str, Any]) -> str:
-    limits = _dict(recipe.get("limits"))
-    tools = [_s(_dict(t).get("name")) for t in _list(recipe.get("tools"))]
+def _recipe_line(recipe: Recipe) -> str:
+    lim = recipe.limits
     parts = [
-        _s(recipe.get("version")) or "no recipe version",
-        f"context {_s(recipe.get('context_size'))}",
-        f"high water {_s(limits.get('high_water'))}",
-        f"low water {_s(limits.get('low_water'))}",
-        f"result cap {_s(limits.get('max_result_tokens'))}",
-        f"output reserve {_s(limits.get('output_reserve'))}",
+        f"window-v{recipe.version}",
+        f"context {recipe.context_size}",
+        f"high water {lim.high_water}",
+        f"low water {lim.low_water}",
+        f"result cap {lim.max_result_tokens}",
+        f"output reserve {lim.output_reserve}",
     ]
-    if recipe.get("keep_alive") is not None:
-        parts.append(f"keep-alive {_s(recipe.get('keep_alive'))}")
-    head = ", ".join(parts)
-    return f"{head}; tools: {', '.join(tools) if tools else '(none)'}"
+    if recipe.keep_alive is not None:
+        parts.append(f"keep-alive {recipe.keep_alive}")
+    tools = [t.name for t in recipe.tools]
+    return f"{', '.join(parts)}; tools: {', '.join(tools) if tools else '(none)'}"
 
 
-def _session(ev: Event, verb: str) -> list[str]:
-    recipe = ev.data.get("recipe")
-    lines = [f"{verb} with model {_s(ev.data.get('model'))}"]
-    if isinstance(recipe, dict):
-        lines.append(f"{_INDENT}recipe {_recipe_line(recipe)}")
-        if isinstance(recipe.get("system"), str):
-            lines.extend(_block("system", recipe["system"]))
+def _session(p: SessionStart | SessionResume, verb: str) -> list[str]:
+    lines = [f"{verb} with model {p.model}"]
+    if p.recipe is not None:
+        lines.append(f"{_INDENT}recipe {_recipe_line(p.recipe)}")
+        lines.extend(_block("system", p.recipe.system))
     else:
         lines.append(f"{_INDENT}? no recipe recorded (a legacy session: exact replay refuses it)")
-    if isinstance(ev.data.get("workspace"), str):
-        lines.append(f"{_INDENT}workspace {ev.data['workspace']}")
+    if p.workspace is not None:
+        lines.append(f"{_INDENT}workspace {p.workspace}")
     return lines
 
 
-def _user(ev: Event) -> list[str]:
-    lines = ["person:"]
-    lines.extend(_block("", _s(ev.data.get("text"))))
-    for img in _list(ev.data.get("images")):
-        d = _dict(img)
-        name = _s(d.get("name")) or _s(d.get("digest"))
-        size = f"{_s(d.get('width'))}x{_s(d.get('height'))}"
-        lines.append(f"{_INDENT}[image {name} {_s(d.get('media_type'))} {size}]")
+def _user(p: UserMsg) -> list[str]:
+    lines = ["person:", *_block("", p.text)]
+    for img in p.images or ():
+        name = img.name or img.digest
+        lines.append(f"{_INDENT}[image {name} {img.media_type} {img.width}x{img.height}]")
     return lines
 
 
-def _request(ev: Event) -> list[str]:
-    d = ev.data
-    facts = [f"to {_s(d.get('model'))}", f"estimate {_s(d.get('estimate'))} tokens"]
-    if d.get("trim"):
-        facts.append(
-            f"trim point (high water {_s(d.get('high_water'))})" if "high_water" in d else "trim point"
-        )
-    elif "high_water" in d:
-        facts.append(f"high water {_s(d.get('high_water'))}")
-    if d.get("headroom"):
+def _request(p: LlmReq) -> list[str]:
+    facts = [f"to {p.model}", f"estimate {p.estimate} tokens"]
+    if p.trim:
+        facts.append("trim point" if p.high_water is None else f"trim point (high water {p.high_water})")
+    elif p.high_water is not None:
+        facts.append(f"high water {p.high_water}")
+    if p.headroom:
         facts.append("headroom")
-    if d.get("no_tools"):
+    if p.no_tools:
         facts.append("no tools")
-    if "offered_tools" in d:
-        facts.append("tools " + ", ".join(_s(t) for t in _list(d.get("offered_tools"))))
-    if "max_output" in d:
-        facts.append(f"max output {_s(d.get('max_output'))}")
+    if p.offered_tools is not None:
+        facts.append("tools " + ", ".join(p.offered_tools))
+    if p.max_output is not None:
+        facts.append(f"max output {p.max_output}")
     lines = ["request " + ", ".join(facts)]
-    moved = [_s(m) for m in _list(d.get("moved")) if m != "first"]
+    moved = [m for m in p.moved or () if m != "first"]
     if moved:
         lines.append(f"{_INDENT}prefix moved: " + ", ".join(moved))
-    elided = _list(d.get("elided"))
-    if elided:
-        lines.append(f"{_INDENT}elided " + ", ".join(f"#{_s(s)}" for s in elided))
-    for w in _list(d.get("withheld_images")):
-        wd = _dict(w)
-        lines.append(f"{_INDENT}withheld image {_s(wd.get('digest'))}: {_s(wd.get('reason'))}")
-    if "digest" not in d:
+    if p.elided:
+        lines.append(f"{_INDENT}elided " + ", ".join(f"#{s}" for s in p.elided))
+    for w in p.withheld_images or ():
+        lines.append(f"{_INDENT}withheld image {w.digest}: {w.reason}")
+    if p.digest is None:
         lines.append(f"{_INDENT}? no digest recorded (legacy request: exact replay refuses it)")
     else:
-        lines.append(f"{_INDENT}digest {_s(d.get('digest'))}")
+        lines.append(f"{_INDENT}digest {p.digest}")
     return lines
 
 
-def _reply(ev: Event) -> list[str]:
-    resp = _dict(ev.data.get("response"))
-    lines = [
-        f"reply to #{_s(ev.data.get('req'))}" + (f" ({_s(resp['finish'])})" if resp.get("finish") else "")
-    ]
-    if resp.get("thinking"):
-        lines.extend(_block("thinking", _s(resp.get("thinking"))))
-    blocks = _list(resp.get("blocks"))
-    if blocks:
-        kinds = ", ".join(_s(_dict(b).get("type")) for b in blocks)
-        lines.append(f"{_INDENT}reasoning blocks: {kinds}")
-    if resp.get("text"):
-        lines.extend(_block("text", _s(resp.get("text"))))
-    for call in _list(resp.get("calls")):
-        c = _dict(call)
-        lines.extend(_block(f"call {_s(c.get('name'))} [{_s(c.get('id'))}]", _s(c.get("arguments"))))
-    usage = _dict(resp.get("usage"))
-    if usage:
-        shown = [
-            f"{k.removesuffix('_tokens')} {usage[k]}"
-            for k in (
-                "prompt_tokens",
-                "cached_tokens",
-                "cache_write_tokens",
-                "output_tokens",
-                "reasoning_tokens",
-            )
-            if usage.get(k) is not None
-        ]
-        if shown:
-            lines.append(f"{_INDENT}usage: " + ", ".join(shown))
+def _reply(p: LlmResp) -> list[str]:
+    r = p.response
+    lines = [f"reply to #{p.req}" + (f" ({r.finish})" if r.finish else "")]
+    if r.thinking:
+        lines.extend(_block("thinking", r.thinking))
+    if r.blocks:
+        lines.append(f"{_INDENT}reasoning blocks: " + ", ".join(b.type for b in r.blocks))
+    if r.text:
+        lines.extend(_block("text", r.text))
+    for c in r.calls:
+        lines.extend(_block(f"call {c.name} [{c.id}]", c.arguments))
+    u = r.usage
+    counts = (
+        ("prompt", u.prompt_tokens),
+        ("cached", u.cached_tokens),
+        ("cache_write", u.cache_write_tokens),
+        ("output", u.output_tokens),
+        ("reasoning", u.reasoning_tokens),
+    )
+    shown = [f"{name} {n}" for name, n in counts if n is not None]
+    if shown:
+        lines.append(f"{_INDENT}usage: " + ", ".join(shown))
     return lines
 
 
-def _result(ev: Event) -> list[str]:
-    d = ev.data
-    head = f"result of {_s(d.get('name'))} [{_s(d.get('call_id'))}]"
-    if d.get("error"):
+def _result(p: ToolResult) -> list[str]:
+    head = f"result of {p.name} [{p.call_id}]"
+    if p.error:
         head += " (error)"
-    rng = _dict(d.get("range"))
-    if rng:
-        head += f" lines {_s(rng.get('start'))}-{_s(rng.get('end'))} of {_s(rng.get('total'))}"
-    return [head, *_block("", _s(d.get("text")))]
+    if p.range is not None:
+        head += f" lines {p.range.start}-{p.range.end} of {p.range.total}"
+    return [head, *_block("", p.text)]
 
 
-def _other(ev: Event) -> list[str]:
-    d = ev.data
-    k = ev.kind
-    if k == "gate.plan":
-        return ["plan:", *_block("", _s(d.get("text")))]
-    if k == "result.fold":
-        return [f"fold of result #{_s(d.get('target'))}:", *_block("", _s(d.get("text")))]
-    if k == "summary.add":
-        head = (
-            f"summary of #{_s(d.get('first'))}..#{_s(d.get('last'))} (source {_s(d.get('source_digest'))}):"
-        )
-        return [head, *_block("", _s(d.get("text")))]
-    if k == "summary.revoke":
-        return [f"summary #{_s(d.get('summary'))} revoked"]
-    if k == "ctx.open":
-        line = f"context {_s(d.get('id'))} opened ({_s(d.get('kind'))})"
-        extra = _block("system", _s(d["system"])) if isinstance(d.get("system"), str) else []
-        return [line, *extra]
-    if k == "ctx.close":
-        extra = _block("result", _s(d["result"])) if isinstance(d.get("result"), str) else []
-        return [f"context {_s(d.get('id'))} closed", *extra]
-    if k == "ctx.widen":
-        return [f"context widened: {_s(d)}"]
-    if k == "model.switch":
-        return [f"model switched to {_s(d.get('model'))}"]
-    if k == "log.repaired":
-        return [
-            f"log repaired: {_s(d.get('truncated_bytes'))} torn bytes cut at offset {_s(d.get('offset'))}"
-        ]
-    if k == "note":
-        return ["note:", *_block("", _s(d.get("text")))]
-    return [f"? unknown event kind {k!r}: {_s(d)}"]
+def _body(ev: Event, p: Payload) -> list[str]:
+    """The lines of a decoded event, without its ``#SEQ [ctx]`` head."""
+    match p:
+        case SessionStart():
+            return _session(p, "session started")
+        case SessionResume():
+            return _session(p, "session resumed")
+        case UserMsg():
+            return _user(p)
+        case LlmReq():
+            return _request(p)
+        case LlmResp():
+            return _reply(p)
+        case ToolResult():
+            return _result(p)
+        case GatePlan():
+            return ["plan:", *_block("", p.text)]
+        case ResultFold():
+            return [f"fold of result #{p.target}:", *_block("", p.text)]
+        case SummaryAdd():
+            head = f"summary of #{p.first}..#{p.last} (source {p.source_digest}):"
+            return [head, *_block("", p.text)]
+        case SummaryRevoke():
+            return [f"summary #{p.summary} revoked"]
+        case CtxOpen():
+            system = _block("system", p.system) if p.system is not None else []
+            return [f"context {p.id} opened ({p.kind})", *system]
+        case CtxClose():
+            result = _block("result", p.result) if p.result is not None else []
+            return [f"context {p.id} closed", *result]
+        case CtxWiden():
+            return [f"context widened: {_s(ev.data)}"]  # its fields as recorded
+        case ModelSwitch():
+            return [f"model switched to {p.model}"]
+        case LogRepaired():
+            return [f"log repaired: {p.truncated_bytes} torn bytes cut at offset {p.offset}"]
+        case Note():
+            return ["note:", *_block("", p.text)]
+    return [f"? {label(ev.kind)}: {_s(ev.data)}"]
 
 
 # What a person calls each kind of event (the console's transcript and the Markdown export).
 LABELS = {
-    "session.start": "session started",
-    "session.resume": "session resumed",
-    "user.msg": "person",
-    "llm.req": "request",
-    "llm.resp": "reply",
-    "tool.result": "tool result",
-    "gate.plan": "plan",
-    "result.fold": "tool result folded",
-    "summary.add": "summary",
-    "summary.revoke": "summary withdrawn",
-    "ctx.open": "context opened",
-    "ctx.close": "context closed",
-    "ctx.widen": "context widened",
-    "model.switch": "model switched",
-    "note": "note",
-    "log.repaired": "log repaired",
+    SESSION_START: "session started",
+    SESSION_RESUME: "session resumed",
+    USER_MSG: "person",
+    LLM_REQ: "request",
+    LLM_RESP: "reply",
+    TOOL_RESULT: "tool result",
+    GATE_PLAN: "plan",
+    RESULT_FOLD: "tool result folded",
+    SUMMARY_ADD: "summary",
+    SUMMARY_REVOKE: "summary withdrawn",
+    CTX_OPEN: "context opened",
+    CTX_CLOSE: "context closed",
+    CTX_WIDEN: "context widened",
+    MODEL_SWITCH: "model switched",
+    NOTE: "note",
+    LOG_REPAIRED: "log repaired",
 }
 
 
@@ -240,58 +258,50 @@ def label(kind: str) -> str:
 
 def in_words(ev: Event) -> str | None:
     """A sentence for the bookkeeping events (contexts, folds, summaries, switches, repairs) as a
-    person would say it, instead of their fields; None for the kinds shown by their own text."""
-    d = _dict(ev.data)
-    k = ev.kind
-    cid = _s(d.get("id"))
-    if k == "ctx.open" and d.get("kind") == "sub":
-        tools = [_s(t) for t in _list(d.get("offered_tools"))]
-        return f"A sub-agent started ({cid})" + (f" with the tools {', '.join(tools)}" if tools else "") + "."
-    if k == "ctx.open" and d.get("lasting") is True:
-        return (
-            "The conversation was compacted: later requests start from the note the model wrote; "
-            "the earlier conversation stays in the log."
-        )
-    if k == "ctx.open":
-        return f"The conversation narrowed to a side task ({cid}); what came before is hidden until it ends."
-    if k == "ctx.close":
-        return f"The side conversation {cid} ended" + (": its answer follows." if "result" in d else ".")
-    if k == "ctx.widen":
-        return f"The side conversation {cid} ended and joined the conversation it came from."
-    if k == "result.fold":
-        return f"The tool result at #{_s(d.get('target'))} was replaced by a short note to save room."
-    if k == "summary.add":
-        return f"Events #{_s(d.get('first'))} to #{_s(d.get('last'))} are shown to the model as a summary."
-    if k == "summary.revoke":
-        return (
-            f"The summary at #{_s(d.get('summary'))} was withdrawn; the events it stood for are shown again."
-        )
-    if k == "model.switch":
-        return f"Switched to the model {_s(d.get('model'))}."
-    if k == "log.repaired":
-        return (
-            f"A torn last line ({_s(d.get('truncated_bytes'))} bytes, from a run that stopped mid-write) "
-            "was cut when the session was opened again."
-        )
+    person would say it, instead of their fields; None for the kinds shown by their own text and
+    for a payload that does not decode."""
+    match decoded(ev):
+        case CtxOpen(kind="sub") as p:
+            tools = f" with the tools {', '.join(p.offered_tools)}" if p.offered_tools else ""
+            return f"A sub-agent started ({p.id}){tools}."
+        case CtxOpen(lasting=True):
+            return (
+                "The conversation was compacted: later requests start from the note the model wrote; "
+                "the earlier conversation stays in the log."
+            )
+        case CtxOpen() as p:
+            hidden = "what came before is hidden until it ends"
+            return f"The conversation narrowed to a side task ({p.id}); {hidden}."
+        case CtxClose() as p:
+            follows = ": its answer follows." if p.result is not None else "."
+            return f"The side conversation {p.id} ended{follows}"
+        case CtxWiden() as p:
+            return f"The side conversation {p.id} ended and joined the conversation it came from."
+        case ResultFold() as p:
+            return f"The tool result at #{p.target} was replaced by a short note to save room."
+        case SummaryAdd() as p:
+            return f"Events #{p.first} to #{p.last} are shown to the model as a summary."
+        case SummaryRevoke() as p:
+            return f"The summary at #{p.summary} was withdrawn; the events it stood for are shown again."
+        case ModelSwitch() as p:
+            return f"Switched to the model {p.model}."
+        case LogRepaired() as p:
+            return (
+                f"A torn last line ({p.truncated_bytes} bytes, from a run that stopped mid-write) "
+                "was cut when the session was opened again."
+            )
     return None
-
-
-_RENDER = {
-    "user.msg": _user,
-    "llm.req": _request,
-    "llm.resp": _reply,
-    "tool.result": _result,
-}
 
 
 def render_event(ev: Event) -> list[str]:
     """The lines of one event: ``#SEQ [ctx] first line`` then indented detail."""
-    if ev.kind == "session.start":
-        body = _session(ev, "session started")
-    elif ev.kind == "session.resume":
-        body = _session(ev, "session resumed")
+    if ev.kind not in PAYLOADS:
+        body = [f"? unknown event kind {ev.kind!r}: {_s(ev.data)}"]
     else:
-        body = _RENDER.get(ev.kind, _other)(ev)
+        try:
+            body = _body(ev, decode(ev))
+        except NodwynError as exc:  # damaged, or a recipe version this release does not know
+            body = [f"? the payload does not decode: {exc}", f"{_INDENT}as recorded: {_s(ev.data)}"]
     ctx = ev.ctx if isinstance(ev.ctx, str) and CTX_ID.fullmatch(ev.ctx) else repr(ev.ctx)
     where = "" if ctx == "main" else f" [{ctx}]"
     return [f"#{ev.seq}{where} {body[0]}", *body[1:]]
@@ -304,7 +314,7 @@ def transcript(events: Iterable[Event | Damaged]) -> Iterator[str]:
         if isinstance(ev, Damaged):
             yield from render_damage(ev)
             continue
-        if ev.kind == "user.msg" and not first:
+        if ev.kind == USER_MSG and not first:
             yield ""
         first = False
         yield from render_event(ev)
