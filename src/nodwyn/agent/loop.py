@@ -29,7 +29,7 @@ from nodwyn.record import Recorder, resumed_events
 from nodwyn.transport.backend import Backend
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
-from nodwyn.values.events import Event
+from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MSG, Event
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
 from nodwyn.window import TurnOptions, Window
@@ -93,14 +93,14 @@ class Agent:
             )
         except (ProviderError, OriginError, ConfigError, EncodeError) as exc:
             redact_error(exc, self.log.known)  # it may echo the key: shown and logged only redacted
-            self.append("note", {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
+            self.append(NOTE, {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
             raise
         if not all(c.id for c in response.calls):  # ids the server did not give, minted from the log
             response = dataclasses.replace(response, calls=mint_call_ids(response.calls, req.seq))
         logged, left_out = reply.for_log(response, self.log.known)
         for note in left_out:
             self.display.notice(note)
-        event = self.append("llm.resp", {"req": req.seq, "response": response_to_json(logged)}, ctx=ctx)
+        event = self.append(LLM_RESP, {"req": req.seq, "response": response_to_json(logged)}, ctx=ctx)
         self.display.response(event, logged)
         return event, logged
 
@@ -117,7 +117,7 @@ class Agent:
         strategies.compact_if_due(self)
         strategies.hygiene(self)
         refs = [image_ref(self.log.attachments, p, model_host(self.model)) for p in images]
-        self.append("user.msg", {"text": text, **({"images": refs} if refs else {})})
+        self.append(USER_MSG, {"text": text, **({"images": refs} if refs else {})})
         if plan_first:
             strategies.plan(self)
         return self.run(self.state.ctx)
@@ -144,7 +144,7 @@ class Agent:
 
     def stop(self, ctx: str, message: str, stopped: str, start: int) -> TurnResult:
         """A turn that ends without an answer: why, in the log and on the display."""
-        self.append("note", {"text": message}, ctx=ctx)
+        self.append(NOTE, {"text": message}, ctx=ctx)
         self.display.notice(message)
         return TurnResult(text="", requests=self.requests - start, stopped=stopped)
 
@@ -161,7 +161,7 @@ class Agent:
         else:
             outcome = run_call(call, tools, self.tool_context, offered)
         if outcome.plan is not None:
-            self.append("gate.plan", {"text": outcome.plan}, ctx=ctx)
-        self.append("tool.result", result_data(call, outcome), ctx=ctx)
+            self.append(GATE_PLAN, {"text": outcome.plan}, ctx=ctx)
+        self.append(TOOL_RESULT, result_data(call, outcome), ctx=ctx)
         self.display.tool_result(ctx, call, outcome)
         return outcome

@@ -15,7 +15,9 @@ from typing import Any
 from nodwyn.agent.strategies import ResultRecord
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
+    CTX_CLOSE,
     MAIN_CTX,
+    TOOL_RESULT,
     CtxClose,
     CtxOpen,
     CtxWiden,
@@ -86,10 +88,10 @@ class LoopState:
         context's last reply left without a result is answered with an error saying so."""
         out: list[tuple[str, dict[str, Any], str]] = []
         for sub_id, event in sorted(self.open_subs.items(), key=lambda kv: -kv[1].seq):
-            out.append(("ctx.close", {"id": sub_id, "result": SUB_INTERRUPTED}, event.ctx))
+            out.append((CTX_CLOSE, {"id": sub_id, "result": SUB_INTERRUPTED}, event.ctx))
         for call in self.pending.get(self.ctx, {}).values():
             data = {"call_id": call.id, "name": call.name, "text": INTERRUPTED, "error": True}
-            out.append(("tool.result", data, self.ctx))
+            out.append((TOOL_RESULT, data, self.ctx))
         return out
 
 

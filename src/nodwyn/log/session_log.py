@@ -27,7 +27,7 @@ from nodwyn.log.jsonl import CTX_ID, FIX, KIND, encode_line, parse_line
 from nodwyn.log.lock import SessionLock
 from nodwyn.log.paths import storage_error
 from nodwyn.log.redact import NO_KNOWN, Known, redact
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import LOG_REPAIRED, MAIN_CTX, Event
 
 LOG_NAME: Final = "log.jsonl"
 REDACTION_KEY: Final = "_redaction"
@@ -266,7 +266,7 @@ class SessionLog:
             os.ftruncate(self._fd, self._end)
             os.fsync(self._fd)
             self.repaired = self.append(
-                "log.repaired", {"truncated_bytes": size - self._end, "offset": self._end}
+                LOG_REPAIRED, {"truncated_bytes": size - self._end, "offset": self._end}
             )
 
     # -- writing -----------------------------------------------------------------------------

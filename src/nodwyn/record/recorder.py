@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from nodwyn.log import SessionLog, Store
 from nodwyn.values import codec
 from nodwyn.values.content import Origin
-from nodwyn.values.events import LLM_REQ, MAIN_CTX, Event, ReqStart
+from nodwyn.values.events import LLM_REQ, MAIN_CTX, SESSION_RESUME, SESSION_START, Event, ReqStart
 from nodwyn.values.recipe import Recipe, policy_for
 from nodwyn.window import Build, TurnOptions, Window
 
@@ -96,7 +96,7 @@ def start_session(
         data["workspace"] = workspace
     log = store.create()
     try:
-        log.append("session.start", data)
+        log.append(SESSION_START, data)
     except BaseException:
         log.close()
         store.discard(log.id)  # a start that recorded nothing leaves no empty session behind
@@ -114,7 +114,7 @@ def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) ->
     data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
     log = store.open(session_id, write=True)
     try:
-        log.append("session.resume", data)
+        log.append(SESSION_RESUME, data)
     except BaseException:
         log.close()
         raise

@@ -17,7 +17,23 @@ from nodwyn.transport.backend import Backend
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import (
+    CTX_CLOSE,
+    CTX_OPEN,
+    CTX_WIDEN,
+    GATE_PLAN,
+    LLM_RESP,
+    MAIN_CTX,
+    MODEL_SWITCH,
+    RESULT_FOLD,
+    SESSION_RESUME,
+    SESSION_START,
+    SUMMARY_ADD,
+    SUMMARY_REVOKE,
+    TOOL_RESULT,
+    USER_MSG,
+    Event,
+)
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import DEFAULT_VERSION, Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec, Usage
@@ -132,7 +148,7 @@ class SessionBuilder:
     def start(self, recipe: Recipe) -> Event:
         """The session's first event: ``session.start`` with ``recipe``."""
         if self.store is None:  # in memory, or a log the caller opened (empty, for writing)
-            return self.add("session.start", {"recipe": codec.recipe_to_json(recipe), "model": self.model})
+            return self.add(SESSION_START, {"recipe": codec.recipe_to_json(recipe), "model": self.model})
         self._log = start_session(self.store, recipe, self.model, self.workspace)
         self.id = self._log.id
         self.recorder = Recorder(self._log, self._window)
@@ -145,7 +161,7 @@ class SessionBuilder:
         if model is not None:
             self.model = model
         if self.store is None:
-            return self.add("session.resume", {"recipe": codec.recipe_to_json(recipe), "model": self.model})
+            return self.add(SESSION_RESUME, {"recipe": codec.recipe_to_json(recipe), "model": self.model})
         self.close()
         self._log = resume_session(self.store, self.id, recipe, self.model)
         self.recorder = Recorder(self._log)
@@ -197,7 +213,7 @@ class SessionBuilder:
         data: dict[str, Any] = {"text": text}
         if images:
             data["images"] = images
-        return self.add("user.msg", data, ctx)
+        return self.add(USER_MSG, data, ctx)
 
     def request(
         self,
@@ -244,7 +260,7 @@ class SessionBuilder:
         reply."""
         req = self.request(ctx, settings.origin, turn, model=settings.name)
         response = backend.send(self.builds[req.seq].request, settings, session_key=session_key)
-        self.add("llm.resp", {"req": req.seq, "response": codec.response_to_json(response)}, ctx)
+        self.add(LLM_RESP, {"req": req.seq, "response": codec.response_to_json(response)}, ctx)
         return req, response
 
     def reply(
@@ -279,7 +295,7 @@ class SessionBuilder:
             model=model,
         )
         data = {"req": req.seq, "response": codec.response_to_json(response)}
-        event = self.add("llm.resp", data, ctx or req.ctx)
+        event = self.add(LLM_RESP, data, ctx or req.ctx)
         return event, made
 
     def result(
@@ -294,7 +310,7 @@ class SessionBuilder:
         data: dict[str, Any] = {"call_id": call.id, "name": call.name, "text": text, "error": error}
         if rng is not None:
             data["range"] = dict(rng)
-        return self.add("tool.result", data, ctx)
+        return self.add(TOOL_RESULT, data, ctx)
 
     def turn(
         self,
@@ -318,26 +334,26 @@ class SessionBuilder:
     def switch(self, model: str, ctx: str = MAIN_CTX) -> Event:
         """``model.switch``; later requests record ``model`` as their entry."""
         self.model = model
-        return self.add("model.switch", {"model": model}, ctx)
+        return self.add(MODEL_SWITCH, {"model": model}, ctx)
 
     def plan(self, text: str, ctx: str = MAIN_CTX) -> Event:
-        return self.add("gate.plan", {"text": text}, ctx)
+        return self.add(GATE_PLAN, {"text": text}, ctx)
 
     def fold(self, target: int, text: str, ctx: str = MAIN_CTX) -> Event:
-        return self.add("result.fold", {"target": target, "text": text}, ctx)
+        return self.add(RESULT_FOLD, {"target": target, "text": text}, ctx)
 
     def open_ctx(self, cid: str, kind: str, ctx: str = MAIN_CTX, **fields: Any) -> Event:
         """``ctx.open`` of a narrowing (``kind="narrow"``) or a sub-agent (``kind="sub"``)."""
-        return self.add("ctx.open", {"id": cid, "kind": kind, **fields}, ctx)
+        return self.add(CTX_OPEN, {"id": cid, "kind": kind, **fields}, ctx)
 
     def close_ctx(self, cid: str, ctx: str, result: str | None = None) -> Event:
         data: dict[str, Any] = {"id": cid}
         if result is not None:
             data["result"] = result
-        return self.add("ctx.close", data, ctx)
+        return self.add(CTX_CLOSE, data, ctx)
 
     def widen_ctx(self, cid: str, ctx: str) -> Event:
-        return self.add("ctx.widen", {"id": cid}, ctx)
+        return self.add(CTX_WIDEN, {"id": cid}, ctx)
 
     def summary(
         self, first: int, last: int, text: str, ctx: str = MAIN_CTX, digest: str | None = None
@@ -346,11 +362,11 @@ class SessionBuilder:
         if digest is None:
             digest = source_digest(e for e in self.events if first <= e.seq <= last)
         return self.add(
-            "summary.add", {"first": first, "last": last, "text": text, "source_digest": digest}, ctx
+            SUMMARY_ADD, {"first": first, "last": last, "text": text, "source_digest": digest}, ctx
         )
 
     def revoke(self, summary: int, ctx: str = MAIN_CTX) -> Event:
-        return self.add("summary.revoke", {"summary": summary}, ctx)
+        return self.add(SUMMARY_REVOKE, {"summary": summary}, ctx)
 
     def feed(self, events: Iterable[Event]) -> None:
         """Events already in the log into the window (rarely needed: the builder feeds its own)."""
