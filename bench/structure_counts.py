@@ -1,0 +1,259 @@
+"""The structure figures of a git revision (docs/structure.md), computed from git alone.
+
+    .venv/bin/python bench/structure_counts.py BASE [REV ...]
+
+Each revision is read with ``git ls-tree`` / ``git show REV:PATH`` (no checkout, the work tree is
+not touched) and measured the same way:
+
+- loop: lines of ``src/nodwyn/agent/loop.py``, of its class ``Agent``, its methods besides
+  ``__init__``, and the parameters of ``Agent.__init__`` (keyword parameters, ``self`` left out);
+- the ten longest functions in ``src`` (lines from ``def`` to the last line of the body);
+- kind comparisons: lines of ``src/**/*.py`` (``values/events.py`` left out: the vocabulary lives
+  there) where a comparison (``==``, ``!=``, ``in``, ``not in``) has an event kind's string literal
+  as an operand or inside one (a tuple, set, list, ``frozenset({...})``), and a module-level name
+  bound to a set of kind literals that is compared with; the lines holding any kind literal at all;
+- payload reads by hand: ``NAME.data[...]`` / ``NAME.data.get(...)`` on an event in ``src``
+  outside ``values/events.py`` (and outside ``dialects``, whose ``.data`` is a stream event's text);
+- harnesses: functions in ``tests`` and ``bench`` that append an ``llm.req`` themselves (the
+  kind's literal or ``LLM_REQ`` as the first argument of an ``append``/``add`` call) instead of
+  recording through ``nodwyn.record`` / ``nodwyn.testing`` (listed by name: a test that forges
+  a request on purpose is one of them);
+- ADRs: files ``docs/adr/NNNN-*.md``.
+
+The first revision is the baseline; the table has one column per revision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+KINDS = frozenset(
+    {
+        "session.start",
+        "session.resume",
+        "user.msg",
+        "llm.req",
+        "llm.resp",
+        "tool.result",
+        "gate.plan",
+        "result.fold",
+        "summary.add",
+        "summary.revoke",
+        "ctx.open",
+        "ctx.close",
+        "ctx.widen",
+        "model.switch",
+        "log.repaired",
+        "note",
+    }
+)
+VOCABULARY = "src/nodwyn/values/events.py"
+LOOP = "src/nodwyn/agent/loop.py"
+_ADR = re.compile(r"docs/adr/\d{4}-[^/]+\.md")
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], check=True, capture_output=True, text=True).stdout
+
+
+def files(rev: str, *paths: str) -> list[str]:
+    return git("ls-tree", "-r", "--name-only", rev, "--", *paths).split()
+
+
+def show(rev: str, path: str) -> str:
+    return git("show", f"{rev}:{path}")
+
+
+def _is_kind(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in KINDS
+
+
+def _kinds_in(node: ast.AST) -> bool:
+    """A kind literal, or a tuple/set/list/frozenset(...) holding one."""
+    if _is_kind(node):
+        return True
+    if isinstance(node, ast.Tuple | ast.Set | ast.List):
+        return any(_is_kind(e) for e in node.elts)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("frozenset", "set")
+    ):
+        return any(_kinds_in(a) for a in node.args)
+    return False
+
+
+def _kind_sets(tree: ast.Module) -> set[str]:
+    """Module-level names bound to a collection of kind literals (``_WHOLE = frozenset({...})``)."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if _kinds_in(value) and not _is_kind(value):
+            out.update(t.id for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def kind_comparisons(tree: ast.Module) -> set[int]:
+    sets = _kind_sets(tree)
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_kinds_in(o) or (isinstance(o, ast.Name) and o.id in sets) for o in operands):
+                lines.add(node.lineno)
+    return lines
+
+
+def kind_literal_lines(tree: ast.Module) -> set[int]:
+    return {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Constant) and _is_kind(n)}
+
+
+def payload_reads(tree: ast.Module) -> int:
+    """``x.data[...]`` and ``x.data.get(...)`` where ``x`` is a plain name."""
+    n = 0
+    for node in ast.walk(tree):
+        target = None
+        if isinstance(node, ast.Subscript):
+            target = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            target = node.func.value
+        if isinstance(target, ast.Attribute) and target.attr == "data" and isinstance(target.value, ast.Name):
+            n += 1
+    return n
+
+
+def functions(tree: ast.Module, path: str) -> list[tuple[int, str]]:
+    """(lines, path:qualified name) of every function, nested ones included."""
+    out: list[tuple[int, str]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                end = child.end_lineno or child.lineno
+                out.append(
+                    (end - child.lineno + 1, f"{path.removeprefix('src/nodwyn/')}:{prefix}{child.name}")
+                )
+                walk(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, f"{prefix}{child.name}.")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return out
+
+
+def _appends_request(fn: ast.AST) -> bool:
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "add")
+            and node.args
+        ):
+            first = node.args[0]
+            if (isinstance(first, ast.Constant) and first.value == "llm.req") or (
+                isinstance(first, ast.Name | ast.Attribute) and ast.unparse(first).endswith("LLM_REQ")
+            ):
+                return True
+    return False
+
+
+@dataclass
+class Counts:
+    rev: str
+    loop_lines: int = 0
+    agent_lines: int = 0
+    agent_methods: int = 0
+    agent_params: int = 0
+    largest: list[tuple[int, str]] = field(default_factory=list)
+    kind_comparisons: int = 0
+    kind_literal_lines: int = 0
+    payload_reads: int = 0
+    harnesses: list[str] = field(default_factory=list)
+    adrs: int = 0
+
+
+def measure(rev: str) -> Counts:
+    c = Counts(rev=git("rev-parse", "--short", rev).strip())
+    fns: list[tuple[int, str]] = []
+    for path in files(rev, "src"):
+        if not path.endswith(".py"):
+            continue
+        tree = ast.parse(show(rev, path))
+        fns += functions(tree, path)
+        if path != VOCABULARY:
+            c.kind_comparisons += len(kind_comparisons(tree))
+            c.kind_literal_lines += len(kind_literal_lines(tree))
+            if "/dialects/" not in path:
+                c.payload_reads += payload_reads(tree)
+        if path == LOOP:
+            source = show(rev, path)
+            c.loop_lines = len(source.splitlines())
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef) and node.name == "Agent":
+                    c.agent_lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    methods = [n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+                    c.agent_methods = len([m for m in methods if m.name != "__init__"])
+                    for m in methods:
+                        if m.name == "__init__":
+                            a = m.args
+                            c.agent_params = len(a.args) - 1 + len(a.kwonlyargs) + len(a.posonlyargs)
+    c.largest = sorted(fns, key=lambda f: (-f[0], f[1]))[:10]
+    for path in files(rev, "tests", "bench"):
+        if not path.endswith(".py"):
+            continue
+        tree = ast.parse(show(rev, path))
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and _appends_request(fn):
+                c.harnesses.append(f"{path}:{fn.name}")
+    c.adrs = len([p for p in files(rev, "docs/adr") if _ADR.fullmatch(p)])
+    return c
+
+
+def table(counts: list[Counts]) -> str:
+    head = "| | " + " | ".join(f"`{c.rev}`" for c in counts) + " |"
+    rule = "|---|" + "---:|" * len(counts)
+    rows = [
+        ("`agent/loop.py` lines", [c.loop_lines for c in counts]),
+        ("class `Agent` lines", [c.agent_lines for c in counts]),
+        ("`Agent` methods besides `__init__`", [c.agent_methods for c in counts]),
+        ("`Agent.__init__` parameters", [c.agent_params for c in counts]),
+        ("longest function in `src` (lines)", [c.largest[0][0] for c in counts]),
+        ("sum of the ten longest (lines)", [sum(n for n, _ in c.largest) for c in counts]),
+        ("lines comparing a kind with a string literal", [c.kind_comparisons for c in counts]),
+        ("lines holding a kind literal (any use)", [c.kind_literal_lines for c in counts]),
+        ("event payload fields read by hand", [c.payload_reads for c in counts]),
+        ("test/bench functions appending `llm.req` themselves", [len(c.harnesses) for c in counts]),
+        ("ADRs in `docs/adr`", [c.adrs for c in counts]),
+    ]
+    out = [head, rule, *(f"| {name} | " + " | ".join(str(v) for v in values) + " |" for name, values in rows)]
+    for c in counts:
+        out += ["", f"Ten longest functions at `{c.rev}`:", ""]
+        out += [f"- {n} `{name}`" for n, name in c.largest]
+        if c.harnesses:
+            out += [
+                "",
+                f"Appending `llm.req` themselves at `{c.rev}`: " + ", ".join(f"`{h}`" for h in c.harnesses),
+            ]
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("revs", nargs="+", help="git revisions; the first is the baseline")
+    args = ap.parse_args()
+    print(table([measure(r) for r in args.revs]))
+
+
+if __name__ == "__main__":
+    main()
