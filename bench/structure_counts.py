@@ -8,10 +8,11 @@ not touched) and measured the same way:
 - loop: lines of ``src/nodwyn/agent/loop.py``, of its class ``Agent``, its methods besides
   ``__init__``, and the parameters of ``Agent.__init__`` (keyword parameters, ``self`` left out);
 - the ten longest functions in ``src`` (lines from ``def`` to the last line of the body);
-- kind comparisons: lines of ``src/**/*.py`` (``values/events.py`` left out: the vocabulary lives
-  there) where a comparison (``==``, ``!=``, ``in``, ``not in``) has an event kind's string literal
-  as an operand or inside one (a tuple, set, list, ``frozenset({...})``), and a module-level name
-  bound to a set of kind literals that is compared with; the lines holding any kind literal at all;
+- kind comparisons (the kinds the revision's ``values.events.KINDS`` lists): lines of
+  ``src/**/*.py`` (``values/events.py`` left out: the vocabulary lives there) where a comparison
+  (``==``, ``!=``, ``in``, ``not in``) has a kind's string literal as an operand or inside one
+  (a tuple, set, list, ``frozenset({...})``), or a module-level name bound to a set of kind
+  literals; and the lines holding a kind literal at all;
 - payload reads by hand: ``NAME.data[...]`` / ``NAME.data.get(...)`` on an event in ``src``
   outside ``values/events.py`` (and outside ``dialects``, whose ``.data`` is a stream event's text);
 - harnesses: functions in ``tests`` and ``bench`` that append an ``llm.req`` themselves (the
@@ -31,7 +32,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-KINDS = frozenset(
+BASE_KINDS = frozenset(
     {
         "session.start",
         "session.resume",
@@ -52,6 +53,7 @@ KINDS = frozenset(
     }
 )
 VOCABULARY = "src/nodwyn/values/events.py"
+KINDS: set[str] = set(BASE_KINDS)  # the revision's vocabulary, read from its values/events.py
 LOOP = "src/nodwyn/agent/loop.py"
 _ADR = re.compile(r"docs/adr/\d{4}-[^/]+\.md")
 
@@ -183,8 +185,23 @@ class Counts:
     adrs: int = 0
 
 
+def vocabulary(rev: str) -> set[str]:
+    """The kinds the revision's ``values/events.py`` lists in ``KINDS`` (and the first release's)."""
+    kinds = set(BASE_KINDS)
+    for node in ast.parse(show(rev, VOCABULARY)).body:
+        if not isinstance(node, ast.AnnAssign | ast.Assign) or node.value is None:
+            continue
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+        if any(isinstance(t, ast.Name) and t.id == "KINDS" for t in targets):
+            strings = (n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant))
+            kinds |= {v for v in strings if isinstance(v, str)}
+    return kinds
+
+
 def measure(rev: str) -> Counts:
     c = Counts(rev=git("rev-parse", "--short", rev).strip())
+    KINDS.clear()
+    KINDS.update(vocabulary(rev))
     fns: list[tuple[int, str]] = []
     for path in files(rev, "src"):
         if not path.endswith(".py"):
