@@ -93,7 +93,7 @@ def test_a_recipes_own_flags_round_trip_and_only_known_ones_are_taken() -> None:
     raw = codec.recipe_to_json(flagged)
     assert raw["flags"] == ["kept_headers"]
     assert codec.recipe_from_json(raw) == flagged
-    assert flagged.policy.flags == policy_for(19).flags | {Flag.KEPT_HEADERS}
+    assert flagged.rules.flags == policy_for(19).flags | {Flag.KEPT_HEADERS}
     with pytest.raises(UnknownRecipeError, match="recipe flag 'pairs'"):
         codec.recipe_from_json({**raw, "flags": ["pairs"]})
     with pytest.raises(UnknownRecipeError, match="recipe flag 'later'"):

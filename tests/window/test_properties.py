@@ -76,9 +76,13 @@ def _legit_move(sim: Sim, prev: Built, b: Built) -> bool:
         return True
     version = _version_at(sim, b.seq)
     between = sim.events[prev.seq : b.seq - 1]
+    summarised = any(e.kind == "summary.add" for e in sim.events[: prev.seq])
     for e in between:
         if e.kind in MOVERS:
             return True
+        if e.kind == "user.msg" and summarised:
+            return True  # a person's message may bring an earlier summary into use (its span now
+            # ends before the second-latest message); the record says "summary"
         if e.kind == "llm.req" and e.data.get("elided"):
             return True  # another context's trim may elide entries a widening brings in
         if Flag.IN_CONVERSATION not in policy_for(version) and e.kind in ("user.msg", "gate.plan"):

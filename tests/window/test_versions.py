@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from nodwyn.errors import UnknownRecipeError
 from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
-from nodwyn.values.recipe import KNOWN_VERSIONS, Flag, WindowLimits, policy_for
+from nodwyn.values.recipe import KNOWN_VERSIONS, V20_TUNING, Flag, Rules, WindowLimits, policy_for, rules_for
 from nodwyn.window import TurnOptions
 
-from .sessions import ORIGIN_A, Sim, batch, block, started
+from .sessions import ORIGIN_A, Sim, batch, block, recipe, started
 
 IMG = {
     "digest": "sha256:" + "ef" * 32,
@@ -70,3 +72,21 @@ def test_each_rule_applies_exactly_from_its_version(version: int) -> None:
 def test_versions_the_seed_only_mentions_are_refused(version: int) -> None:
     with pytest.raises(UnknownRecipeError):
         started(version)
+
+
+def test_rules_name_every_flag_and_resolve_once() -> None:
+    """Each flag is one boolean field of ``Rules`` named as it; a recipe's rules are its version's
+    flags plus its own, built once and shared by every access."""
+    for version in KNOWN_VERSIONS:
+        rules = rules_for(version)
+        assert rules.flags == policy_for(version).flags
+        for flag in Flag:
+            assert getattr(rules, flag.value) is (flag in policy_for(version).flags)
+    assert Rules.of(20, Flag).flags == frozenset(Flag)
+    assert Rules.of(20, ()).flags == frozenset()
+    assert rules_for(16).unit_trim is False and rules_for(20).unit_trim is True
+    plain = recipe(19)
+    flagged = replace(plain, extra_flags=(Flag.KEPT_HEADERS,))
+    assert flagged.rules.kept_headers and not plain.rules.kept_headers
+    assert flagged.rules is replace(flagged, system="other").rules  # resolved once per version+flags
+    assert flagged.rules.tuning == V20_TUNING

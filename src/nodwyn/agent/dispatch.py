@@ -24,7 +24,6 @@ from nodwyn.values.events import (
     UserMsg,
     decode,
 )
-from nodwyn.values.recipe import Flag
 
 READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
 
@@ -33,7 +32,7 @@ def tool_context(settings: AgentSettings, approve: Approver, recall: Callable[[i
     """The session's tool context: a ranged fs-read stops within the window's read cap."""
     recipe = settings.recipe
     cap = recipe.limits.max_result_tokens
-    if Flag.WIDE_READS in recipe.policy:
+    if recipe.rules.wide_reads:
         cap *= 2
     return ToolContext(
         workspace=settings.workspace,

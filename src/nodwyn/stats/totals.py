@@ -42,7 +42,7 @@ from nodwyn.values.events import (
     decode,
 )
 from nodwyn.values.model import Prices
-from nodwyn.values.recipe import Flag, Recipe
+from nodwyn.values.recipe import Recipe
 from nodwyn.values.request import Response, Usage
 
 
@@ -271,7 +271,7 @@ class Aggregator:
         if recipe is None:
             self._problems.append(f"seq {seq}: no recipe recorded (a legacy session)")
             return
-        self._headers_in_system = Flag.IN_CONVERSATION not in recipe.policy
+        self._headers_in_system = not recipe.rules.in_conversation
         self._prices_from = "given" if recipe.prices is None else "recipe"
         self._prices = self._given if recipe.prices is None else dict(recipe.prices)
 

@@ -1,14 +1,17 @@
 """The window recipe: everything a request's reconstruction depends on besides the log's events.
 
 Recorded (redacted) by ``session.start`` and every ``session.resume``. Replay reads it from the
-log, never from the current configuration. The algorithm version maps to a set of policy flags;
-the window branches on flags, never on version numbers.
+log, never from the current configuration. The algorithm version maps to a set of flags (the
+on-disk vocabulary); code reads them resolved once into ``Rules`` (one named field per flag, and
+the v20 constants), never version numbers or flag sets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 
 from nodwyn.errors import UnknownRecipeError
 from nodwyn.values.model import Prices
@@ -112,6 +115,90 @@ def policy_for(version: int) -> Policy:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Tuning:
+    """The constants of the v20 rules. ``V20_TUNING`` is part of the recipe: changing it would
+    change what every v20 log replays to, so a new set of constants needs a new recipe version."""
+
+    growth: float  # c in B - c*sqrt(C*g*(B - P))
+    floor: float  # the target is at least this share of B
+    ceiling: float  # and at most this share
+    head: float  # the head holds this share of what B leaves after S0 and the reserve
+    reserve: int  # tokens of recent conversation the head leaves room for
+
+
+V20_TUNING = Tuning(growth=0.020, floor=0.4, ceiling=0.8, head=0.30, reserve=8192)  # ADR 0150
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rules:
+    """A recipe's rules resolved once (ADR 0250): one boolean per ``Flag``, named as the flag's
+    value, and the v20 constants. The window, the agent and the stats read these fields; ``Flag``
+    stays the vocabulary a recipe records. Build with ``Rules.of`` or ``Recipe.rules``."""
+
+    version: int
+    summaries: bool = False  # v2: revocable summaries replace eligible spans
+    headers: bool = False  # v6: task/plan headers from the recipe
+    tool_subsets: bool = False  # v7: no_tools / offered_tools
+    output_cap: bool = False  # v8: max_output = output_reserve
+    folds: bool = False  # v9: result.fold replaces a result's text
+    headroom: bool = False  # v10: a request may pass high water up to the ceiling
+    images: bool = False  # v12: attached images
+    thinking: bool = False  # v14: a reply's thinking goes back on it
+    in_conversation: bool = False  # v15: task and plan are user messages
+    pairs: bool = False  # v16: trimming preserves tool-call pairs
+    named_cuts: bool = False  # v17: cuts at line ends name the omitted lines
+    blocks: bool = False  # v18: reasoning blocks go back with their reply
+    wide_reads: bool = False  # v19: fs-read shown up to twice the cap
+    units: bool = False  # v20: whole units elided oldest first, one marker per run
+    growth: bool = False  # v20: the trim target follows the run's growth
+    head: bool = False  # v20: the first units after the task are kept
+    kept_headers: bool = False  # a message keeps the header it was first shown under
+    tuning: Tuning = V20_TUNING  # the constants of units, growth and head
+
+    @classmethod
+    def of(cls, version: int, flags: Iterable[Flag], tuning: Tuning = V20_TUNING) -> Rules:
+        """The rules of exactly these flags (a version's, or a measurement's own set)."""
+        on = frozenset(flags)
+        return cls(
+            version=version,
+            summaries=Flag.SUMMARIES in on,
+            headers=Flag.HEADERS in on,
+            tool_subsets=Flag.TOOL_SUBSETS in on,
+            output_cap=Flag.OUTPUT_CAP in on,
+            folds=Flag.FOLDS in on,
+            headroom=Flag.HEADROOM in on,
+            images=Flag.IMAGES in on,
+            thinking=Flag.THINKING in on,
+            in_conversation=Flag.IN_CONVERSATION in on,
+            pairs=Flag.PAIRS in on,
+            named_cuts=Flag.NAMED_CUTS in on,
+            blocks=Flag.BLOCKS in on,
+            wide_reads=Flag.WIDE_READS in on,
+            units=Flag.UNITS in on,
+            growth=Flag.GROWTH in on,
+            head=Flag.HEAD in on,
+            kept_headers=Flag.KEPT_HEADERS in on,
+            tuning=tuning,
+        )
+
+    @property
+    def flags(self) -> frozenset[Flag]:
+        """The flags these rules have on (the inverse of ``of``)."""
+        return frozenset(f for f in Flag if getattr(self, f.value))
+
+    @property
+    def unit_trim(self) -> bool:
+        """Whether a trim is decided by the v20 rules (any of units, growth, head)."""
+        return self.units or self.growth or self.head
+
+
+@cache
+def rules_for(version: int, extra_flags: tuple[Flag, ...] = ()) -> Rules:
+    """The rules of a known version plus a recipe's own flags; resolved once per pair."""
+    return Rules.of(version, policy_for(version).flags | frozenset(extra_flags))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WindowLimits:
     """Token sizes the session ran with (after sizing to the model's context)."""
 
@@ -139,8 +226,6 @@ class Recipe:
     weights: str | None = None  # an in-process model's weights ("sha256:…"); None for a server's
 
     @property
-    def policy(self) -> Policy:
-        base = policy_for(self.version)
-        if not self.extra_flags:
-            return base
-        return Policy(version=self.version, flags=base.flags | frozenset(self.extra_flags))
+    def rules(self) -> Rules:
+        """The recipe's rules (its version's flags and its own), resolved once per recipe kind."""
+        return rules_for(self.version, self.extra_flags)

@@ -16,7 +16,7 @@ from nodwyn.errors import CorruptLogError, NotFoundError
 from nodwyn.values.codec import origin_from_json, recipe_from_json
 from nodwyn.values.content import Origin
 from nodwyn.values.events import KINDS, MAIN_CTX, Event, LlmReq, WithheldImage
-from nodwyn.values.recipe import Flag, Policy, Recipe
+from nodwyn.values.recipe import V20_TUNING, Flag, Recipe, Rules, Tuning
 from nodwyn.values.request import Request, ToolSpec
 from nodwyn.window import encode, units
 from nodwyn.window.contexts import Context, Contexts, replies_between
@@ -42,7 +42,6 @@ from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 
 _NO_WITHHELD: Mapping[str, str] = {}
 _PLAIN_TURN = TurnOptions()
-_V20 = frozenset({Flag.UNITS, Flag.GROWTH, Flag.HEAD})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,16 +56,18 @@ class Build:
 
 
 class Window:
-    def __init__(self, *, flags: frozenset[Flag] | None = None, tuning: units.Tuning = units.V20) -> None:
+    def __init__(self, *, flags: frozenset[Flag] | None = None, tuning: Tuning = V20_TUNING) -> None:
         """``flags`` and ``tuning`` are for measuring rules apart (``bench/window_workloads.py``):
-        builds then use those flags instead of the recipe's, and those constants. A session and
-        replay never pass them: what a log means comes from its recipe alone."""
+        builds then use those flags (and the recipe's own) instead of the version's, and those
+        constants. A session and replay never pass them: what a log means comes from its recipe
+        alone. The rules are resolved once per recipe event (``_rules``)."""
         self._flags = flags
         self._tuning = tuning
         self._heads: dict[str, int] = {}  # v20: each context's head boundary, from its llm.req
         self._sizes: dict[int, int] = {}  # v20: content bytes of each entry, measured once
         self._contexts = Contexts()
         self._recipe: Recipe | None = None
+        self._rules: Rules | None = None  # the recipe's, resolved when it is fed
         self._recipe_seqs: list[int] = []
         self._elided: frozenset[int] = frozenset()
         self._stale: frozenset[int] = frozenset()
@@ -132,8 +133,15 @@ class Window:
 
     def _recipe_event(self, event: Event) -> None:
         self._recipe = recipe_from_json(event.data.get("recipe"), f"{event.kind} at seq {event.seq}: recipe")
+        self._rules = self._rules_of(self._recipe)
         self._recipe_seqs.append(event.seq)
         self._tools = {}
+
+    def _rules_of(self, recipe: Recipe) -> Rules:
+        if self._flags is None and self._tuning == V20_TUNING:
+            return recipe.rules
+        flags = recipe.rules.flags if self._flags is None else self._flags | frozenset(recipe.extra_flags)
+        return Rules.of(recipe.version, flags, self._tuning)
 
     def _open(self, event: Event) -> None:
         self._contexts.open(event)
@@ -245,14 +253,14 @@ class Window:
         elided: frozenset[int],
         stale: frozenset[int],
     ) -> Params:
-        policy = self._policy(recipe)
+        rules = self._need_rules()
         summaries: tuple[Summary, ...] = ()
-        if Flag.SUMMARIES in policy and self._summaries:
+        if rules.summaries and self._summaries:
             mine = [s for s in self._summaries.values() if self._contexts.view_of(s.ctx) is view]
             if mine:
                 summaries = accepted(mine, self._revoked, view.entries)
         held: tuple[tuple[str, str], ...] = ()
-        if Flag.IMAGES in policy and withheld:
+        if rules.images and withheld:
             # only what the request can show: an image of the view neither elided nor in a span
             # a summary replaces (the record lists those shown; replay builds with that list)
             def shown(seq: int) -> bool:
@@ -265,12 +273,12 @@ class Window:
             )
         return Params(
             recipe=recipe,
-            policy=policy,
-            origin=origin if Flag.BLOCKS in policy else None,
+            rules=rules,
+            origin=origin if rules.blocks else None,
             withheld=held,
             elided=elided,
             stale=stale,
-            folds=self._fold_versions.get(view.id, 0) if Flag.FOLDS in policy else 0,
+            folds=self._fold_versions.get(view.id, 0) if rules.folds else 0,
             summaries=summaries,
             version=view.version,
         )
@@ -279,7 +287,7 @@ class Window:
         self, c: Context, recipe: Recipe, turn: TurnOptions
     ) -> tuple[tuple[ToolSpec, ...], bytes, list[str] | None]:
         names: tuple[str, ...] | None = None
-        if Flag.TOOL_SUBSETS in self._policy(recipe):
+        if self._need_rules().tool_subsets:
             names = (
                 () if turn.no_tools else turn.offered_tools if turn.offered_tools is not None else c.offered
             )
@@ -317,7 +325,7 @@ class Window:
         cache = render(c, params, self._folds, withheld)
         items = cache.messages()
         _, tools, _ = self._offered(c, recipe, turn)
-        limits_out = recipe.limits.output_reserve if Flag.OUTPUT_CAP in self._policy(recipe) else None
+        limits_out = recipe.limits.output_reserve if params.rules.output_cap else None
         snap = Snapshot(
             params=params,
             system=encode.system_bytes(cache.system(c)),
@@ -349,10 +357,10 @@ class Window:
         snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
         return self._estimate(snap, full_tools, cache, items)
 
-    def _policy(self, recipe: Recipe) -> Policy:
-        if self._flags is None:
-            return recipe.policy
-        return Policy(version=recipe.version, flags=self._flags | frozenset(recipe.extra_flags))
+    def _need_rules(self) -> Rules:
+        self._need_recipe()
+        assert self._rules is not None  # set with the recipe
+        return self._rules
 
     def _conversation(self, c: Context) -> tuple[int, int]:
         """The view's conversation so far in tokens (content, uncut), and this request's number
@@ -385,10 +393,10 @@ class Window:
     ) -> Build:
         """The next request of context ``ctx`` to the model at ``origin``, and its ``llm.req`` fields."""
         recipe = self._need_recipe()
-        policy = self._policy(recipe)
+        rules = self._need_rules()
         c = self._contexts.buildable(ctx)
         limits = recipe.limits
-        headroom = Flag.HEADROOM in policy and turn.headroom
+        headroom = rules.headroom and turn.headroom
         line = limits.ceiling if headroom else limits.high_water
         subset, _, offered_names = self._offered(c, recipe, turn)
         _, full_tools, _ = self._offered(c, recipe, _PLAIN_TURN)
@@ -396,21 +404,21 @@ class Window:
         est = self._estimate(snap, full_tools, cache, items)
         new = {s for s in cache.omitted if s not in self._elided}
         trimmed = est > line
-        v20 = bool(policy.flags & _V20)
+        v20 = rules.unit_trim
         target = limits.low_water
         head: int | None = None
         if trimmed and v20:
             overhead = encode.overhead(snap.system, full_tools, snap.max_output)
             keep: int | None = None
-            if Flag.HEAD in policy:
+            if rules.head:
                 head = self._heads.get(c.id)
                 if head is None:
                     head = units.head_boundary(
-                        items, overhead=overhead, budget=limits.high_water, t=self._tuning
+                        items, overhead=overhead, budget=limits.high_water, t=rules.tuning
                     )
                 # while every unit fits in the head, it keeps them all (and is not fixed yet)
                 keep = head if head is not None else self._last_seq + 1
-            conversation, requests = self._conversation(c) if Flag.GROWTH in policy else (0, 0)
+            conversation, requests = self._conversation(c) if rules.growth else (0, 0)
             decision = units.choose(
                 items,
                 overhead=overhead,
@@ -418,12 +426,12 @@ class Window:
                 image_tokens=cache.image_tokens,
                 budget=limits.high_water,
                 low_water=limits.low_water,
-                units=Flag.UNITS in policy,
-                growth=self._tuning if Flag.GROWTH in policy else None,
+                units=rules.units,
+                growth=rules.tuning if rules.growth else None,
                 conversation=conversation,
                 requests=requests,
                 keep_before=keep,
-                pairs=Flag.PAIRS in policy,
+                pairs=rules.pairs,
                 cut=min(new) if new else None,
                 marker_len=lambda item: len(piece(marker_message(item))),
                 run_len=lambda first, last: len(piece(run_message(first, last))),
@@ -438,7 +446,7 @@ class Window:
                 image_bytes=cache.image_bytes,
                 image_tokens=cache.image_tokens,
                 low_water=limits.low_water,
-                pairs=Flag.PAIRS in policy,
+                pairs=rules.pairs,
                 cut=min(new) if new else None,
                 marker_len=lambda item: len(piece(marker_message(item))),
                 unblocked_len=lambda item: len(piece(self._unblocked(item, cache.params))),
@@ -457,14 +465,14 @@ class Window:
             system=cache.system(c),
             tools=subset,
             messages=messages,
-            max_output=limits.output_reserve if Flag.OUTPUT_CAP in policy else None,
+            max_output=limits.output_reserve if rules.output_cap else None,
         )
         end = encode.tail(snap.plan, not cache.items, snap.system, snap.tools)
         hasher = cache.hasher.copy()
         hasher.update(end)
         canonical = cache.canonical(end)
-        tools_on = Flag.TOOL_SUBSETS in policy
-        held = tuple(_withheld(items)) if Flag.IMAGES in policy else ()
+        tools_on = rules.tool_subsets
+        held = tuple(_withheld(items)) if rules.images else ()
         moved = moved_from(c.last_req, snap, bool(new))
         build_digest = "sha256:" + hasher.hexdigest()
         record = LlmReq(
@@ -483,7 +491,7 @@ class Window:
             if tools_on and not turn.no_tools and offered_names is not None
             else None,
             withheld_images=held or None,
-            max_output=limits.output_reserve if Flag.OUTPUT_CAP in policy else None,
+            max_output=limits.output_reserve if rules.output_cap else None,
             headroom=True if headroom else None,
             moved=tuple(moved) if moved else None,
         )

@@ -1,11 +1,11 @@
 """Task and plan headers, and where the task and plan go.
 
-From v15 (``Flag.IN_CONVERSATION``) each person's message is a user message under the task
+From v15 (``Rules.in_conversation``) each person's message is a user message under the task
 header and each recorded plan a user message under the plan header; the system prompt never
 changes. Before v15 the system prompt carried the current task (the latest person's message of
-the window) and its plan (the latest plan since that message). From v6 (``Flag.HEADERS``) the
+the window) and its plan (the latest plan since that message). From v6 (``Rules.headers``) the
 headers come from the recipe, where None means the default text; before v6 they are always the
-default text, so older logs rebuild byte for byte. With ``Flag.KEPT_HEADERS`` (a flag of its own,
+default text, so older logs rebuild byte for byte. With ``Rules.kept_headers`` (a flag of its own,
 ADR 0113) a message or plan keeps the header of the recipe in force when it was recorded, so a
 resume that changes a header leaves earlier requests' messages as they were; without it every
 message takes the current recipe's header, as older recipes were built.
@@ -15,35 +15,35 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nodwyn.values.recipe import Flag, Policy, Recipe
+from nodwyn.values.recipe import Recipe, Rules
 from nodwyn.window.entries import Entry
 
 DEFAULT_TASK_HEADER = "# Task"
 DEFAULT_PLAN_HEADER = "# Plan"
 
 
-def task_header(recipe: Recipe, policy: Policy) -> str:
-    if Flag.HEADERS in policy and recipe.task_header is not None:
+def task_header(recipe: Recipe, rules: Rules) -> str:
+    if rules.headers and recipe.task_header is not None:
         return recipe.task_header
     return DEFAULT_TASK_HEADER
 
 
-def plan_header(recipe: Recipe, policy: Policy) -> str:
-    if Flag.HEADERS in policy and recipe.plan_header is not None:
+def plan_header(recipe: Recipe, rules: Rules) -> str:
+    if rules.headers and recipe.plan_header is not None:
         return recipe.plan_header
     return DEFAULT_PLAN_HEADER
 
 
 def with_header(entry: Entry, recipe: Recipe) -> Entry:
     """A person's message or a plan with the header ``recipe`` (in force when it was fed) gives it."""
-    policy = recipe.policy
-    header = task_header(recipe, policy) if entry.kind == "user" else plan_header(recipe, policy)
+    rules = recipe.rules
+    header = task_header(recipe, rules) if entry.kind == "user" else plan_header(recipe, rules)
     return replace(entry, header=header)
 
 
-def kept(entry: Entry, current: str, policy: Policy) -> str:
-    """The header ``entry`` is shown under: its own under ``KEPT_HEADERS``, else ``current``."""
-    if Flag.KEPT_HEADERS in policy and entry.header is not None:
+def kept(entry: Entry, current: str, rules: Rules) -> str:
+    """The header ``entry`` is shown under: its own under ``kept_headers``, else ``current``."""
+    if rules.kept_headers and entry.header is not None:
         return entry.header
     return current
 

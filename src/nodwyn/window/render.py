@@ -26,7 +26,7 @@ from nodwyn.values.content import (
     ToolMessage,
     UserMessage,
 )
-from nodwyn.values.recipe import Flag, Policy, Recipe
+from nodwyn.values.recipe import Recipe, Rules
 from nodwyn.window import blocks, encode
 from nodwyn.window.caps import cap_for, cap_text, is_fs_read
 from nodwyn.window.contexts import Context
@@ -68,7 +68,7 @@ def marker_message(item: Item) -> Message:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
     recipe: Recipe
-    policy: Policy
+    rules: Rules  # the window's rules (the recipe's, or a measurement's own)
     origin: Origin | None  # None when the recipe gives no blocks back
     withheld: tuple[tuple[str, str], ...]
     elided: frozenset[int]
@@ -126,9 +126,7 @@ class RenderCache:
     run: list[int] | None = None
 
     def __post_init__(self) -> None:
-        limits_out = (
-            self.params.recipe.limits.output_reserve if Flag.OUTPUT_CAP in self.params.policy else None
-        )
+        limits_out = self.params.recipe.limits.output_reserve if self.params.rules.output_cap else None
         self.head = encode.head(encode.max_output_bytes(limits_out))
         self.hasher = hashlib.sha256(self.head)
         self.stream += self.head
@@ -185,10 +183,10 @@ class RenderCache:
         p = self.params
         if view.system is not None:
             return view.system
-        if Flag.IN_CONVERSATION in p.policy:
+        if p.rules.in_conversation:
             return p.recipe.system
-        task = (task_header(p.recipe, p.policy), self.task) if self.task is not None else None
-        plan = (plan_header(p.recipe, p.policy), self.plan) if self.plan is not None else None
+        task = (task_header(p.recipe, p.rules), self.task) if self.task is not None else None
+        plan = (plan_header(p.recipe, p.rules), self.plan) if self.plan is not None else None
         return system_with_task(p.recipe.system, task, plan)
 
     def extend(self, view: Context, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
@@ -215,10 +213,10 @@ class RenderCache:
 
     def _entry(self, e: Entry, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
         p = self.params
-        policy = p.policy
+        rules = p.rules
         if e.kind == "plan":
-            if Flag.IN_CONVERSATION in policy:
-                text = under(kept(e, plan_header(p.recipe, policy), policy), e.text)
+            if rules.in_conversation:
+                text = under(kept(e, plan_header(p.recipe, rules), rules), e.text)
                 self.pending_plan = _item(e.seq, "plan", UserMessage(parts=(TextPart(text=text),)))
             else:
                 self.plan = e.text
@@ -228,13 +226,13 @@ class RenderCache:
             return
         self._flush_plan()
         if e.kind == "user":
-            if Flag.IN_CONVERSATION in policy:
-                text = under(kept(e, task_header(p.recipe, policy), policy), e.text)
+            if rules.in_conversation:
+                text = under(kept(e, task_header(p.recipe, rules), rules), e.text)
             else:
                 text = e.text
                 self.task, self.plan = e.text, None
             self._push(_item(e.seq, "user", UserMessage(parts=(TextPart(text=text),))))
-            if e.images and Flag.IMAGES in policy:
+            if e.images and rules.images:
                 self._images(e, withheld)
         elif e.kind == "assistant":
             self._assistant(e)
@@ -258,7 +256,7 @@ class RenderCache:
         p = self.params
         reply = e.reply
         calls = tuple(c.id for c in reply.calls)
-        if e.seq in p.elided and Flag.UNITS in p.policy:
+        if e.seq in p.elided and p.rules.units:
             # consecutive elided units show as one run: the run is pushed when something else is
             if self.run is None:
                 self.run = [e.seq, e.seq]
@@ -285,9 +283,8 @@ class RenderCache:
 
     def _result(self, e: Entry, folds: Mapping[int, str]) -> None:
         p = self.params
-        policy = p.policy
         batch = self.call_batch.get(e.call_id, -1)
-        if Flag.PAIRS in policy and batch >= 0 and self._batch_elided(batch):
+        if p.rules.pairs and batch >= 0 and self._batch_elided(batch):
             self.omitted.append(e.seq)
             return
         if e.seq in p.elided:
@@ -307,7 +304,7 @@ def assistant_message(e: Entry, p: Params, *, with_blocks: bool) -> AssistantMes
         kept = blocks.for_origin(reply.blocks, p.origin)
     return AssistantMessage(
         text=reply.text,
-        thinking=reply.thinking if Flag.THINKING in p.policy else "",
+        thinking=reply.thinking if p.rules.thinking else "",
         calls=reply.calls,
         blocks=kept,
         phase=reply.phase,
@@ -317,11 +314,11 @@ def assistant_message(e: Entry, p: Params, *, with_blocks: bool) -> AssistantMes
 
 def result_text(e: Entry, p: Params, folds: Mapping[int, str]) -> str:
     text = e.text
-    if Flag.FOLDS in p.policy and e.seq in folds:
+    if p.rules.folds and e.seq in folds:
         text = folds[e.seq]
     fs_read = is_fs_read(e.name, e.has_range)
-    cap = cap_for(p.recipe.limits.max_result_tokens, fs_read=fs_read, wide_reads=Flag.WIDE_READS in p.policy)
-    return cap_text(text, cap, named=Flag.NAMED_CUTS in p.policy, fs_read=fs_read, range_start=e.range_start)
+    cap = cap_for(p.recipe.limits.max_result_tokens, fs_read=fs_read, wide_reads=p.rules.wide_reads)
+    return cap_text(text, cap, named=p.rules.named_cuts, fs_read=fs_read, range_start=e.range_start)
 
 
 def render(

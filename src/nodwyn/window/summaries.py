@@ -1,4 +1,4 @@
-"""Revocable summaries (window-v2, ``Flag.SUMMARIES``).
+"""Revocable summaries (window-v2, ``Rules.summaries``).
 
 ``summary.add {first, last, text, source_digest}`` offers an assistant message that replaces the
 entries of its context's view with seqs in ``[first, last]``; ``summary.revoke {summary}`` takes it

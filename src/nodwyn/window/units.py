@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import isqrt
 
+from nodwyn.values.recipe import V20_TUNING, Tuning
 from nodwyn.window import pairs as pairs_rules
 from nodwyn.window.entries import Entry
 from nodwyn.window.estimate import estimate
@@ -24,19 +25,7 @@ _ANY_UNIT = ("assistant", "summary", "closed", "image")
 _PHASES = (("result", "image"), ("assistant", "summary", "closed"))  # the v15-v19 order
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tuning:
-    """The constants of the v20 rules. ``V20`` is part of the recipe: changing it would change what
-    every v20 log replays to, so a new set of constants needs a new recipe version."""
-
-    growth: float  # c in B - c*sqrt(C*g*(B - P))
-    floor: float  # the target is at least this share of B
-    ceiling: float  # and at most this share
-    head: float  # the head holds this share of what B leaves after S0 and the reserve
-    reserve: int  # tokens of recent conversation the head leaves room for
-
-
-V20 = Tuning(growth=0.020, floor=0.4, ceiling=0.8, head=0.30, reserve=8192)  # ADR 0150
+V20 = V20_TUNING  # the v20 constants (``values.recipe.Tuning``, part of the recipe; ADR 0150)
 
 
 def content_bytes(e: Entry) -> int:
