@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import isqrt
 
-from nodwyn.values.recipe import V20_TUNING, Tuning
+from nodwyn.values.recipe import V20_TUNING
+from nodwyn.values.recipe import Tuning as Tuning  # re-exported: the v20 constants moved to values
 from nodwyn.window import pairs as pairs_rules
 from nodwyn.window.entries import Entry
 from nodwyn.window.estimate import estimate
