@@ -432,6 +432,18 @@ def _toml_value(raw: str) -> Any:
         return raw
 
 
+def _write_validated(path: Path, doc: tomlkit.TOMLDocument) -> Config:
+    """Write an edited document in place of ``path`` only if it parses as a whole config (a bad
+    value leaves the file as it was); the new file replaces the old in one rename."""
+    new_text = tomlkit.dumps(doc)
+    config = parse_config(new_text, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(new_text, encoding="utf-8")
+    os.replace(tmp, path)
+    return config
+
+
 def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool) -> ModelSettings:
     """Add (``create``) or change ``[models.NAME]`` keys, keeping the file's comments and order.
 
@@ -472,13 +484,7 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
             table[key] = value
     if table.get("api") == "anthropic" and "cache_control" not in table:
         table["cache_control"] = ANTHROPIC_ASK
-    new_text = tomlkit.dumps(doc)
-    config = parse_config(new_text, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(new_text, encoding="utf-8")
-    os.replace(tmp, path)
-    return config.models[name]
+    return _write_validated(path, doc).models[name]
 
 
 def write_cache_asks(config: Config) -> list[str]:
@@ -512,10 +518,4 @@ def set_control(path: Path, name: str) -> Config:
         control = tomlkit.table()
         doc["control"] = control
     control["model"] = name
-    new_text = tomlkit.dumps(doc)
-    config = parse_config(new_text, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(new_text, encoding="utf-8")
-    os.replace(tmp, path)
-    return config
+    return _write_validated(path, doc)
