@@ -1,17 +1,19 @@
-"""The adversarial suite's one counting helper (see README.md).
+"""The adversarial suite's counting helper (see README.md) and the setup its CLI cases share.
 
 Mark a test (or a whole module with ``pytestmark``) with ``@pytest.mark.attack("CLASS")``; every
 test so marked is one case of that attack class, named by the test's name (parametrize ids
 included). It *held* if the test passed and *failed* if it failed in setup, call or teardown;
 skipped cases are not counted. When ``NODWYN_SECURITY_RESULTS`` names a file, the run writes the
 cases there as JSON; ``bench/security_table.py`` runs this folder that way and writes docs/security.md.
+
+``person`` is the setup the tests that run the real ``nodwyn`` against a fake provider share.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +51,38 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if target:
         body = json.dumps({"cases": list(_CASES.values())}, indent=1)
         Path(target).write_text(body + "\n", encoding="utf-8")
+
+
+def _person(tmp: Path, url: str, *, credential: tuple[str, str] | None = None) -> dict[str, str]:
+    """A person's machine under ``tmp``: the workspace ``ws``, ``config.toml`` with one
+    openai-chat model ``chat`` at ``url`` (the fake's) and a 20-second shell timeout, and the
+    environment to run ``nodwyn`` in. ``credential`` (NAME, value): the model entry names the
+    variable NAME, which the environment sets to value."""
+    (tmp / "ws").mkdir(exist_ok=True)
+    named = f'credential = "{credential[0]}"\n' if credential is not None else ""
+    (tmp / "config.toml").write_text(
+        f"""[control]
+model = "chat"
+[tools]
+shell_timeout = 20
+[models.chat]
+api = "openai-chat"
+model = "fake-model"
+base_url = "{url}"
+{named}context_size = 32000
+"""
+    )
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp),
+        "NODWYN_HOME": str(tmp / "home"),
+        "NODWYN_CONFIG": str(tmp / "config.toml"),
+    }
+    if credential is not None:
+        env[credential[0]] = credential[1]
+    return env
+
+
+@pytest.fixture(scope="session")
+def person() -> Callable[..., dict[str, str]]:
+    return _person

@@ -12,10 +12,9 @@ byte the command wrote to stdout and stderr, and every request body the fake rec
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,8 @@ import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.transport.credentials import write_keychain
+
+Person = Callable[..., dict[str, str]]  # the `person` fixture (conftest.py)
 
 pytestmark = pytest.mark.attack("credentials")
 
@@ -36,37 +37,8 @@ def call(name: str, arguments: dict[str, Any], cid: str) -> dict[str, Any]:
     return {"name": name, "id": cid, "arguments": arguments}
 
 
-def person(tmp: Path, url: str) -> dict[str, str]:
-    ws = tmp / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "notes.txt").write_text(f"deploy with {ENV_VALUE}\nbackup {VAULT_VALUE}\n")
-    (tmp / "config.toml").write_text(
-        f"""[control]
-model = "chat"
-[tools]
-shell_timeout = 20
-[models.chat]
-api = "openai-chat"
-model = "fake-model"
-base_url = "{url}"
-credential = "CORP_LLM"
-context_size = 32000
-"""
-    )
-    write_keychain(
-        tmp / "keychain.json", {"vault": {"value": VAULT_VALUE, "origins": ["https://example.com"]}}
-    )
-    return {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp),
-        "NODWYN_HOME": str(tmp / "home"),
-        "NODWYN_CONFIG": str(tmp / "config.toml"),
-        "CORP_LLM": ENV_VALUE,
-    }
-
-
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def session(tmp_path_factory: pytest.TempPathFactory, person: Person) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("creds")
     echo = f"your keys: {ENV_VALUE} and {VAULT_VALUE}"
     script: list[dict[str, Any]] = [
@@ -83,7 +55,10 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         {"text": "ok"},  # a later request carries the whole conversation
     ]
     with FakeServer(api="openai-chat", script=script) as fake:
-        env = person(tmp, fake.url)
+        env = person(tmp, fake.url, credential=("CORP_LLM", ENV_VALUE))
+        (tmp / "ws" / "notes.txt").write_text(f"deploy with {ENV_VALUE}\nbackup {VAULT_VALUE}\n")
+        vault = {"vault": {"value": VAULT_VALUE, "origins": ["https://example.com"]}}
+        write_keychain(tmp / "keychain.json", vault)
         runs = []
         for args in (
             ["run", "--yes", f"print {ENV_VALUE}"],

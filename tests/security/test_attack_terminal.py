@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,8 @@ import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.values.terminal import escape_controls
+
+Person = Callable[..., dict[str, str]]  # the `person` fixture (conftest.py)
 
 pytestmark = pytest.mark.attack("terminal output")
 
@@ -51,34 +53,12 @@ def test_escape_controls_spells_every_control_out(text: str) -> None:
     assert escape_controls("line one\n\tline two") == "line one\n\tline two"
 
 
-def person(tmp: Path, url: str) -> dict[str, str]:
-    (tmp / "ws").mkdir(exist_ok=True)
-    (tmp / "config.toml").write_text(
-        f"""[control]
-model = "chat"
-[tools]
-shell_timeout = 20
-[models.chat]
-api = "openai-chat"
-model = "fake-model"
-base_url = "{url}"
-context_size = 32000
-"""
-    )
-    return {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp),
-        "NODWYN_HOME": str(tmp / "home"),
-        "NODWYN_CONFIG": str(tmp / "config.toml"),
-    }
-
-
 EVIL_REPLY = "".join(ATTACKS.values())
 LONG_COMMAND = "echo " + "a" * 300 + " && " + ATTACKS["carriage-return-erase-line"]
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def session(tmp_path_factory: pytest.TempPathFactory, person: Person) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("term")
     script: list[dict[str, Any]] = [
         {
@@ -139,7 +119,7 @@ def test_the_log_keeps_the_bytes_as_they_came(session: dict[str, Any]) -> None:
     assert any(EVIL_REPLY in t for t in texts)
 
 
-def test_the_approval_prompt_shows_the_whole_command_escaped(tmp_path: Path) -> None:
+def test_the_approval_prompt_shows_the_whole_command_escaped(tmp_path: Path, person: Person) -> None:
     """Through a real terminal (a pty): the prompt holds all 300+ characters, spelled out."""
     script = [
         {"calls": [{"name": "shell", "id": "c1", "arguments": {"command": LONG_COMMAND}}]},
