@@ -21,6 +21,7 @@
     ├── EncodeError                  exit 13  a request cannot be represented in a dialect
     ├── StorageError                 exit 14  the disk refused: full, read-only, unreadable, not a folder
     ├── ImportFormatError            exit 15  another agent's session file is not in the format read
+    ├── ExportError                  exit 16  an OTLP collector refused an export or could not be reached
     └── WhatifError                  exit 1   a what-if replay could not be made (names the run)
 
 The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits.
@@ -140,6 +141,13 @@ class ImportFormatError(NodwynError):
     """Another agent's session file is not in the format its loader reads (names file, line, field)."""
 
     exit_code = 15
+
+
+class ExportError(NodwynError):
+    """``nodwyn export`` could not deliver what it made: the OTLP collector refused it or could not
+    be reached (the message names the URL). Not a provider's failure: no model was asked."""
+
+    exit_code = 16
 
 
 class WhatifError(NodwynError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from google.protobuf.json_format import MessageToDict, Parse
 from markdown_it import MarkdownIt
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from nodwyn.errors import ExportError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.values.events import Event
@@ -280,8 +282,16 @@ def test_a_refusing_collector_is_one_line(recorded: tuple[dict[str, str], str, l
     finally:
         refusing.close()
     err = done.stderr.decode()
-    assert done.returncode == 1 and err.count("\n") == 1
+    assert done.returncode == ExportError.exit_code == 16 and err.count("\n") == 1
     assert "HTTP 400" in err and "/custom/path" in err
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        unreachable = nodwyn(
+            env, "export", sid, "--format", "otel", "--otlp-endpoint", f"http://127.0.0.1:{port}"
+        )
+    err = unreachable.stderr.decode()
+    assert unreachable.returncode == 16 and err.count("\n") == 1 and "check that a collector listens" in err
     bad = nodwyn(env, "export", sid, "--format", "otel", "--otlp-endpoint", "ftp://x")
     assert bad.returncode == 2 and "not an http(s) URL" in bad.stderr.decode()
 

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from nodwyn.errors import ConfigError, NodwynError
+from nodwyn.errors import ConfigError, ExportError
 
 TRACES_PATH = "/v1/traces"
 CONTENT_TYPES = {"protobuf": "application/x-protobuf", "json": "application/json"}
@@ -40,18 +40,18 @@ def post_otlp(
     timeout: float = 30.0,
 ) -> str:
     """Send ``body`` (an encoded ExportTraceServiceRequest) and return the URL it went to; a
-    refusal or an unreachable collector is one NodwynError line."""
+    refusal or an unreachable collector is one ``ExportError`` line (exit 16)."""
     url = traces_url(endpoint)
     sent = {"content-type": CONTENT_TYPES[protocol], **(headers or {})}
     try:
         reply = httpx.post(url, content=body, headers=sent, timeout=timeout)
     except httpx.HTTPError as exc:
-        raise NodwynError(
+        raise ExportError(
             f"OTLP export to {url} failed: {type(exc).__name__}: {exc}; check that a collector listens there"
         ) from None
     if not 200 <= reply.status_code < 300:
         text = reply.text.strip().splitlines()[0][:200] if reply.text.strip() else ""
-        raise NodwynError(
+        raise ExportError(
             f"OTLP export to {url} was refused: HTTP {reply.status_code}"
             + (f" ({text})" if text else "")
             + "; check the endpoint, --otlp-protocol and any --otlp-header the collector needs"
