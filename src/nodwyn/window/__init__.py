@@ -2,7 +2,7 @@
 request and the record of what the build decided. Usage and rules: README.md; words: docs/glossary.md.
 """
 
-from nodwyn.window.fold import Build, Window, build_window
+from nodwyn.window.fold import Build, Decision, Window, build_window
 from nodwyn.window.sizing import ConfiguredLimits, size_limits
 from nodwyn.window.start import Start, recorded_start
 from nodwyn.window.summaries import source_digest
@@ -11,6 +11,7 @@ from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 __all__ = [
     "Build",
     "ConfiguredLimits",
+    "Decision",
     "Start",
     "TurnOptions",
     "Window",

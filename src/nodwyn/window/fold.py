@@ -9,7 +9,7 @@ events before a request and building with what that request recorded, gets the s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodwyn.errors import CorruptLogError, NotFoundError
@@ -45,6 +45,20 @@ _PLAIN_TURN = TurnOptions()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """What a build keeps, elides and trims, decided before its request is rendered."""
+
+    line: int  # the mark the request is held to: high water, or the ceiling under headroom
+    headroom: bool  # the turn asked for headroom and the rules allow it
+    before: int  # the estimate before this build elides anything new (how full the window is)
+    trimmed: bool  # ``before`` passed ``line``
+    elided: frozenset[int]  # seqs newly elided (sticky from this request on)
+    target: int  # what a trim aims for (low water, or v20's target)
+    head: int | None = None  # v20: the head boundary a trim kept
+    predicted: int | None = None  # a trim's own account of the estimate it leaves (None: no trim)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Build:
     request: Request
     record: LlmReq = field(
@@ -53,6 +67,29 @@ class Build:
     canonical: bytes  # canonical_bytes(request_to_json(request))
     digest: str  # digest(request_to_json(request))
     seqs: tuple[int, ...] = ()  # the seq each message came from (user.msg, llm.resp, tool.result, ...)
+    decision: Decision  # what the build decided (the estimate before trimming, the new elisions, ...)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Shown:
+    """One render of a context: its parts, the overhead its estimate counts, and the estimate."""
+
+    snap: Snapshot
+    cache: RenderCache
+    items: list[Item]
+    overhead: int
+    estimate: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Rendered:
+    """The request a decision leaves: the render it came from, and its canonical form."""
+
+    shown: _Shown
+    request: Request
+    canonical: bytes
+    digest: str
+    seqs: tuple[int, ...]
 
 
 class Window:
@@ -337,10 +374,25 @@ class Window:
         )
         return snap, cache, items
 
-    def _estimate(self, snap: Snapshot, full_tools: bytes, cache: RenderCache, items: list[Item]) -> int:
+    def _shown(
+        self,
+        c: Context,
+        origin: Origin,
+        turn: TurnOptions,
+        withheld: Mapping[str, str],
+        elided: frozenset[int],
+        stale: frozenset[int],
+    ) -> _Shown:
+        """The context rendered with ``elided`` left out, and that render's estimate (its overhead
+        counts the whole catalog's tools, whatever the turn offers)."""
+        recipe = self._need_recipe()
+        _, full_tools, _ = self._offered(c, recipe, _PLAIN_TURN)
+        snap, cache, items = self._parts(c, origin, turn, withheld, elided, stale)
+        overhead = encode.overhead(snap.system, full_tools, snap.max_output)
         body = cache.body + (len(cache.pending_plan.piece) if cache.pending_plan is not None else 0)
-        total = encode.overhead(snap.system, full_tools, snap.max_output) + body + max(len(items) - 1, 0)
-        return estimate(total, cache.image_bytes, cache.image_tokens)
+        total = overhead + body + max(len(items) - 1, 0)
+        est = estimate(total, cache.image_bytes, cache.image_tokens)
+        return _Shown(snap=snap, cache=cache, items=items, overhead=overhead, estimate=est)
 
     def measure(
         self,
@@ -351,11 +403,8 @@ class Window:
         withheld: Mapping[str, str] = _NO_WITHHELD,
     ) -> int:
         """The estimate of the next request before any trim (how full the window is)."""
-        recipe = self._need_recipe()
         c = self._contexts.buildable(ctx)
-        _, full_tools, _ = self._offered(c, recipe, _PLAIN_TURN)
-        snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
-        return self._estimate(snap, full_tools, cache, items)
+        return self._shown(c, origin, turn, withheld, self._elided, self._stale).estimate
 
     def _need_rules(self) -> Rules:
         self._need_recipe()
@@ -391,116 +440,165 @@ class Window:
         turn: TurnOptions = _PLAIN_TURN,
         withheld: Mapping[str, str] = _NO_WITHHELD,
     ) -> Build:
-        """The next request of context ``ctx`` to the model at ``origin``, and its ``llm.req`` fields."""
-        recipe = self._need_recipe()
-        rules = self._need_rules()
+        """The next request of context ``ctx`` to the model at ``origin``: decide what it keeps,
+        elides and trims, render the request that leaves, record the decision as its ``llm.req``."""
         c = self._contexts.buildable(ctx)
+        shown = self._shown(c, origin, turn, withheld, self._elided, self._stale)
+        decision = self._decide(c, shown, turn)
+        rendered = self._render(c, origin, turn, withheld, decision, shown)
+        if decision.predicted is not None:
+            self.trim_prediction = decision.predicted
+        return Build(
+            request=rendered.request,
+            record=self._record(c, origin, turn, decision, rendered),
+            canonical=rendered.canonical,
+            digest=rendered.digest,
+            seqs=rendered.seqs,
+            decision=decision,
+        )
+
+    def _decide(self, c: Context, shown: _Shown, turn: TurnOptions) -> Decision:
+        """What the request elides, from the render of the sticky elided set: results left out
+        with their newly elided batch and, when the estimate passes the line (high water, or the
+        ceiling under headroom), what the trim chooses (v20's units or v16's entries)."""
+        recipe, rules = self._need_recipe(), self._need_rules()
         limits = recipe.limits
         headroom = rules.headroom and turn.headroom
         line = limits.ceiling if headroom else limits.high_water
-        subset, _, offered_names = self._offered(c, recipe, turn)
-        _, full_tools, _ = self._offered(c, recipe, _PLAIN_TURN)
-        snap, cache, items = self._parts(c, origin, turn, withheld, self._elided, self._stale)
-        est = self._estimate(snap, full_tools, cache, items)
-        new = {s for s in cache.omitted if s not in self._elided}
-        trimmed = est > line
-        v20 = rules.unit_trim
-        target = limits.low_water
+        decision = Decision(
+            line=line,
+            headroom=headroom,
+            before=shown.estimate,
+            trimmed=shown.estimate > line,
+            elided=frozenset(s for s in shown.cache.omitted if s not in self._elided),
+            target=limits.low_water,
+        )
+        if not decision.trimmed:
+            return decision
+        if rules.unit_trim:
+            return self._trim_units(c, shown, decision)
+        chosen, predicted = choose(
+            shown.items,
+            overhead=shown.overhead,
+            image_bytes=shown.cache.image_bytes,
+            image_tokens=shown.cache.image_tokens,
+            low_water=limits.low_water,
+            pairs=rules.pairs,
+            cut=min(decision.elided) if decision.elided else None,
+            marker_len=lambda item: len(piece(marker_message(item))),
+            unblocked_len=lambda item: len(piece(self._unblocked(item, shown.cache.params))),
+        )
+        return replace(decision, elided=decision.elided | chosen, predicted=predicted)
+
+    def _trim_units(self, c: Context, shown: _Shown, decision: Decision) -> Decision:
+        """v20's trim: whole units oldest first, past a kept head, to a target from the growth."""
+        recipe, rules = self._need_recipe(), self._need_rules()
+        limits, items = recipe.limits, shown.items
         head: int | None = None
-        if trimmed and v20:
-            overhead = encode.overhead(snap.system, full_tools, snap.max_output)
-            keep: int | None = None
-            if rules.head:
-                head = self._heads.get(c.id)
-                if head is None:
-                    head = units.head_boundary(
-                        items, overhead=overhead, budget=limits.high_water, t=rules.tuning
-                    )
-                # while every unit fits in the head, it keeps them all (and is not fixed yet)
-                keep = head if head is not None else self._last_seq + 1
-            conversation, requests = self._conversation(c) if rules.growth else (0, 0)
-            decision = units.choose(
-                items,
-                overhead=overhead,
-                image_bytes=cache.image_bytes,
-                image_tokens=cache.image_tokens,
-                budget=limits.high_water,
-                low_water=limits.low_water,
-                units=rules.units,
-                growth=rules.tuning if rules.growth else None,
-                conversation=conversation,
-                requests=requests,
-                keep_before=keep,
-                pairs=rules.pairs,
-                cut=min(new) if new else None,
-                marker_len=lambda item: len(piece(marker_message(item))),
-                run_len=lambda first, last: len(piece(run_message(first, last))),
-                unblocked_len=lambda item: len(piece(self._unblocked(item, cache.params))),
-            )
-            new |= decision.elided
-            self.trim_prediction, target = decision.estimate, decision.target
-        elif trimmed:
-            chosen, self.trim_prediction = choose(
-                items,
-                overhead=encode.overhead(snap.system, full_tools, snap.max_output),
-                image_bytes=cache.image_bytes,
-                image_tokens=cache.image_tokens,
-                low_water=limits.low_water,
-                pairs=rules.pairs,
-                cut=min(new) if new else None,
-                marker_len=lambda item: len(piece(marker_message(item))),
-                unblocked_len=lambda item: len(piece(self._unblocked(item, cache.params))),
-            )
-            new |= chosen
-        if new:
+        keep: int | None = None
+        if rules.head:
+            head = self._heads.get(c.id)
+            if head is None:
+                head = units.head_boundary(
+                    items, overhead=shown.overhead, budget=limits.high_water, t=rules.tuning
+                )
+            # while every unit fits in the head, it keeps them all (and is not fixed yet)
+            keep = head if head is not None else self._last_seq + 1
+        conversation, requests = self._conversation(c) if rules.growth else (0, 0)
+        chosen = units.choose(
+            items,
+            overhead=shown.overhead,
+            image_bytes=shown.cache.image_bytes,
+            image_tokens=shown.cache.image_tokens,
+            budget=limits.high_water,
+            low_water=limits.low_water,
+            units=rules.units,
+            growth=rules.tuning if rules.growth else None,
+            conversation=conversation,
+            requests=requests,
+            keep_before=keep,
+            pairs=rules.pairs,
+            cut=min(decision.elided) if decision.elided else None,
+            marker_len=lambda item: len(piece(marker_message(item))),
+            run_len=lambda first, last: len(piece(run_message(first, last))),
+            unblocked_len=lambda item: len(piece(self._unblocked(item, shown.cache.params))),
+        )
+        return replace(
+            decision,
+            elided=decision.elided | chosen.elided,
+            target=chosen.target,
+            head=head,
+            predicted=chosen.estimate,
+        )
+
+    def _render(
+        self,
+        c: Context,
+        origin: Origin,
+        turn: TurnOptions,
+        withheld: Mapping[str, str],
+        decision: Decision,
+        shown: _Shown,
+    ) -> _Rendered:
+        """The request the decision leaves, its canonical bytes and digest: ``shown`` (the render
+        of the sticky elided set) as it is, or rendered again with the new elisions (replies with
+        blocks after the earliest of them go stale: their blocks no longer go back)."""
+        rules = self._need_rules()
+        if decision.elided:
             stale = self._stale
-            marked = replies_between(c, min(new), self._last_seq + 1)
+            marked = replies_between(c, min(decision.elided), self._last_seq + 1)
             if marked:
                 stale = stale | frozenset(marked)
-            snap, cache, items = self._parts(c, origin, turn, withheld, self._elided | new, stale)
-            est = self._estimate(snap, full_tools, cache, items)
+            shown = self._shown(c, origin, turn, withheld, self._elided | decision.elided, stale)
+        cache, snap = shown.cache, shown.snap
+        subset, _, _ = self._offered(c, self._need_recipe(), turn)
         plan = cache.pending_plan
-        messages = tuple(cache.msgs) if plan is None else (*cache.msgs, plan.message)
         request = Request(
             system=cache.system(c),
             tools=subset,
-            messages=messages,
-            max_output=limits.output_reserve if rules.output_cap else None,
+            messages=tuple(cache.msgs) if plan is None else (*cache.msgs, plan.message),
+            max_output=self._need_recipe().limits.output_reserve if rules.output_cap else None,
         )
         end = encode.tail(snap.plan, not cache.items, snap.system, snap.tools)
         hasher = cache.hasher.copy()
         hasher.update(end)
-        canonical = cache.canonical(end)
+        return _Rendered(
+            shown=shown,
+            request=request,
+            canonical=cache.canonical(end),
+            digest="sha256:" + hasher.hexdigest(),
+            seqs=tuple(cache.seqs) if plan is None else (*cache.seqs, plan.seq),
+        )
+
+    def _record(
+        self, c: Context, origin: Origin, turn: TurnOptions, decision: Decision, rendered: _Rendered
+    ) -> LlmReq:
+        """The ``llm.req`` that records the decision and what the request shows (the recorder
+        adds start, model and cache ask)."""
+        recipe, rules = self._need_recipe(), self._need_rules()
+        shown = rendered.shown
+        _, _, offered = self._offered(c, recipe, turn)
+        trimmed, v20 = decision.trimmed, decision.trimmed and rules.unit_trim
         tools_on = rules.tool_subsets
-        held = tuple(_withheld(items)) if rules.images else ()
-        moved = moved_from(c.last_req, snap, bool(new))
-        build_digest = "sha256:" + hasher.hexdigest()
-        record = LlmReq(
+        held = tuple(_withheld(shown.items)) if rules.images else ()
+        moved = moved_from(c.last_req, shown.snap, bool(decision.elided))
+        return LlmReq(
             model=origin.model,
             origin=origin,
-            digest=build_digest,
-            elided=tuple(sorted(new)),
-            estimate=est,
-            trim=bool(new),
-            high_water=line if trimmed or headroom else None,
-            below_low_blocked=True if trimmed and est > target else None,
-            target=target if trimmed and v20 else None,
-            head=head if trimmed and v20 else None,
+            digest=rendered.digest,
+            elided=tuple(sorted(decision.elided)),
+            estimate=shown.estimate,
+            trim=bool(decision.elided),
+            high_water=decision.line if trimmed or decision.headroom else None,
+            below_low_blocked=True if trimmed and shown.estimate > decision.target else None,
+            target=decision.target if v20 else None,
+            head=decision.head if v20 else None,
             no_tools=True if tools_on and turn.no_tools else None,
-            offered_tools=tuple(offered_names)
-            if tools_on and not turn.no_tools and offered_names is not None
-            else None,
+            offered_tools=tuple(offered) if tools_on and not turn.no_tools and offered is not None else None,
             withheld_images=held or None,
-            max_output=limits.output_reserve if rules.output_cap else None,
-            headroom=True if headroom else None,
+            max_output=recipe.limits.output_reserve if rules.output_cap else None,
+            headroom=True if decision.headroom else None,
             moved=tuple(moved) if moved else None,
-        )
-        return Build(
-            request=request,
-            record=record,
-            canonical=canonical,
-            digest=build_digest,
-            seqs=tuple(cache.seqs) if plan is None else (*cache.seqs, plan.seq),
         )
 
     def _unblocked(self, item: Item, params: Params) -> Any:
