@@ -11,7 +11,7 @@ from nodwyn.log import Store
 from nodwyn.replay.transcript import render_event, transcript
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
-from nodwyn.values.events import Event
+from nodwyn.values.events import IMPORT_VIEW, LLM_SEEN, Event
 from nodwyn.values.recipe import DEFAULT_VERSION
 
 from .invoke import run
@@ -130,3 +130,24 @@ def test_a_damaged_log_reads_past_the_damage(store: Store, capfd: pytest.Capture
     rows = [orjson.loads(line) for line in out.splitlines()]
     assert [r["offset"] for r in rows if r.get("damaged") and not r["torn"]] == [offset]
     assert rows[-1]["torn"] is True and "text: second answer" in rows[-2]["text"]
+
+
+def test_an_imported_sessions_requests_read_as_observed() -> None:
+    seen = {"model": "claude", "messages": [[2, 5], 9], "why": ["condensation"]}
+    view = {"message": {"role": "user", "content": "summary so far"}, "why": "condensation", "of": [3, 4]}
+    lines = list(
+        transcript(
+            [
+                Event(seq=9, t="t", kind=IMPORT_VIEW, ctx="main", data=view),
+                Event(seq=10, t="t", kind=LLM_SEEN, ctx="main", data=seen),
+            ]
+        )
+    )
+    assert lines == [
+        "#9 message the imported agent sent (condensation) in place of #3, #4:",
+        '    {"role": "user", "content": "summary so far"}',
+        "#10 observed request to claude",
+        "    held #2..#5, #9",
+        "    since the previous request: condensation",
+        "    ? not built by nodwyn (an imported session): exact replay does not claim it",
+    ]

@@ -8,6 +8,7 @@ readable. It renders only what the log holds; it builds no request and verifies 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,10 @@ from nodwyn.values.events import (
     CTX_OPEN,
     CTX_WIDEN,
     GATE_PLAN,
+    IMPORT_VIEW,
     LLM_REQ,
     LLM_RESP,
+    LLM_SEEN,
     LOG_REPAIRED,
     MODEL_SWITCH,
     NOTE,
@@ -37,8 +40,10 @@ from nodwyn.values.events import (
     CtxWiden,
     Event,
     GatePlan,
+    ImportView,
     LlmReq,
     LlmResp,
+    LlmSeen,
     LogRepaired,
     ModelSwitch,
     Note,
@@ -190,6 +195,16 @@ def _result(p: ToolResult) -> list[str]:
     return [head, *_block("", p.text)]
 
 
+def _seen(p: LlmSeen) -> list[str]:
+    """A request another agent sent (an imported session): read back, never rebuilt."""
+    held = ", ".join(f"#{m}" if isinstance(m, int) else f"#{m[0]}..#{m[1]}" for m in p.messages)
+    lines = [f"observed request to {p.model}", f"{_INDENT}held {held or '(no messages)'}"]
+    if p.why:
+        lines.append(f"{_INDENT}since the previous request: " + ", ".join(p.why))
+    lines.append(f"{_INDENT}? not built by nodwyn (an imported session): exact replay does not claim it")
+    return lines
+
+
 def _body(ev: Event, p: Payload) -> list[str]:
     """The lines of a decoded event, without its ``#SEQ [ctx]`` head."""
     match p:
@@ -228,6 +243,12 @@ def _body(ev: Event, p: Payload) -> list[str]:
             return [f"log repaired: {p.truncated_bytes} torn bytes cut at offset {p.offset}"]
         case Note():
             return ["note:", *_block("", p.text)]
+        case LlmSeen():
+            return _seen(p)
+        case ImportView():
+            of = f" in place of {', '.join(f'#{s}' for s in p.of)}" if p.of else ""
+            message = json.dumps(p.message, ensure_ascii=False)  # as the other agent wrote it
+            return [f"message the imported agent sent ({p.why}){of}:", *_block("", message)]
     return [f"? {label(ev.kind)}: {_s(ev.data)}"]
 
 
@@ -249,6 +270,8 @@ LABELS = {
     MODEL_SWITCH: "model switched",
     NOTE: "note",
     LOG_REPAIRED: "log repaired",
+    LLM_SEEN: "observed request",
+    IMPORT_VIEW: "imported message",
 }
 
 
