@@ -7,7 +7,8 @@ not touched) and measured the same way:
 
 - loop: lines of ``src/nodwyn/agent/loop.py``, of its class ``Agent``, its methods besides
   ``__init__``, and the parameters of ``Agent.__init__`` (keyword parameters, ``self`` left out);
-- the ten longest functions in ``src`` (lines from ``def`` to the last line of the body);
+- the ten longest functions in ``src`` (lines from ``def`` to the last line of the body), and the
+  ten longest in the modules the baseline had (new packages left out);
 - kind comparisons (the kinds the revision's ``values.events.KINDS`` lists): lines of
   ``src/**/*.py`` (``values/events.py`` left out: the vocabulary lives there) where a comparison
   (``==``, ``!=``, ``in``, ``not in``) has a kind's string literal as an operand or inside one
@@ -21,7 +22,9 @@ not touched) and measured the same way:
   a request on purpose is one of them);
 - ADRs: files ``docs/adr/NNNN-*.md``.
 
-The first revision is the baseline; the table has one column per revision.
+The first revision is the baseline; the table has one column per revision. ``--out FILE``
+writes it between the ``<!-- counts -->`` and ``<!-- /counts -->`` lines of FILE (docs/structure.md)
+instead of printing it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import ast
 import re
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 BASE_KINDS = frozenset(
     {
@@ -55,6 +59,7 @@ BASE_KINDS = frozenset(
 VOCABULARY = "src/nodwyn/values/events.py"
 KINDS: set[str] = set(BASE_KINDS)  # the revision's vocabulary, read from its values/events.py
 LOOP = "src/nodwyn/agent/loop.py"
+START, END = "<!-- counts -->", "<!-- /counts -->"
 _ADR = re.compile(r"docs/adr/\d{4}-[^/]+\.md")
 
 
@@ -178,6 +183,7 @@ class Counts:
     agent_methods: int = 0
     agent_params: int = 0
     largest: list[tuple[int, str]] = field(default_factory=list)
+    largest_old: list[tuple[int, str]] = field(default_factory=list)  # in the baseline's modules
     kind_comparisons: int = 0
     kind_literal_lines: int = 0
     payload_reads: int = 0
@@ -198,7 +204,7 @@ def vocabulary(rev: str) -> set[str]:
     return kinds
 
 
-def measure(rev: str) -> Counts:
+def measure(rev: str, baseline_modules: set[str] | None = None) -> Counts:
     c = Counts(rev=git("rev-parse", "--short", rev).strip())
     KINDS.clear()
     KINDS.update(vocabulary(rev))
@@ -226,6 +232,8 @@ def measure(rev: str) -> Counts:
                             a = m.args
                             c.agent_params = len(a.args) - 1 + len(a.kwonlyargs) + len(a.posonlyargs)
     c.largest = sorted(fns, key=lambda f: (-f[0], f[1]))[:10]
+    old = [f for f in fns if baseline_modules is None or f[1].split(":")[0] in baseline_modules]
+    c.largest_old = sorted(old, key=lambda f: (-f[0], f[1]))[:10]
     for path in files(rev, "tests", "bench"):
         if not path.endswith(".py"):
             continue
@@ -247,6 +255,7 @@ def table(counts: list[Counts]) -> str:
         ("`Agent.__init__` parameters", [c.agent_params for c in counts]),
         ("longest function in `src` (lines)", [c.largest[0][0] for c in counts]),
         ("sum of the ten longest (lines)", [sum(n for n, _ in c.largest) for c in counts]),
+        ("... in modules the baseline had (lines)", [sum(n for n, _ in c.largest_old) for c in counts]),
         ("lines comparing a kind with a string literal", [c.kind_comparisons for c in counts]),
         ("lines holding a kind literal (any use)", [c.kind_literal_lines for c in counts]),
         ("event payload fields read by hand", [c.payload_reads for c in counts]),
@@ -268,8 +277,18 @@ def table(counts: list[Counts]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("revs", nargs="+", help="git revisions; the first is the baseline")
+    ap.add_argument("--out", type=Path, help="write the table into this file, between its markers")
     args = ap.parse_args()
-    print(table([measure(r) for r in args.revs]))
+    base = {p.removeprefix("src/nodwyn/") for p in files(args.revs[0], "src") if p.endswith(".py")}
+    text = table([measure(r, base) for r in args.revs])
+    if args.out is None:
+        print(text)
+        return
+    doc = args.out.read_text()
+    head, rest = doc.split(START, 1)
+    _, tail = rest.split(END, 1)
+    args.out.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
