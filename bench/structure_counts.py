@@ -193,8 +193,13 @@ class Counts:
 
 def vocabulary(rev: str) -> set[str]:
     """The kinds the revision's ``values/events.py`` lists in ``KINDS`` (and the first release's)."""
+    return vocabulary_of(show(rev, VOCABULARY))
+
+
+def vocabulary_of(source: str) -> set[str]:
+    """The kinds a ``values/events.py`` source lists in ``KINDS``, and the first release's."""
     kinds = set(BASE_KINDS)
-    for node in ast.parse(show(rev, VOCABULARY)).body:
+    for node in ast.parse(source).body:
         if not isinstance(node, ast.AnnAssign | ast.Assign) or node.value is None:
             continue
         targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets

@@ -1,0 +1,42 @@
+"""bench/structure_counts.py counts what docs/structure.md says, and the code keeps its figure:
+no module compares an event kind with a string literal (the constants of values.events instead)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from bench import structure_counts as sc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_literal_comparison_counts_and_a_constant_does_not() -> None:
+    tree = ast.parse(
+        "from nodwyn.values.events import LLM_REQ\n"
+        '_WHOLE = frozenset({"summary.add", "summary.revoke"})\n'
+        'a = e.kind == "llm.req"\n'
+        'b = e.kind in ("user.msg", "note")\n'
+        "c = e.kind in _WHOLE\n"
+        "d = e.kind == LLM_REQ\n"
+        'f = p.kind == "sub"\n'
+        'log.append("note", {})\n'
+        "g = e.data.get('req')\n"
+    )
+    assert sc.kind_comparisons(tree) == {3, 4, 5}
+    assert sc.kind_literal_lines(tree) == {2, 3, 4, 8}
+    assert sc.payload_reads(tree) == 1
+
+
+def test_no_module_compares_a_kind_with_a_literal() -> None:
+    sc.KINDS.update(sc.vocabulary_of((ROOT / sc.VOCABULARY).read_text()))
+    found = []
+    for path in sorted((ROOT / "src" / "nodwyn").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == sc.VOCABULARY or rel.startswith("src/nodwyn/window/"):  # the window's: its own work
+            continue
+        source = path.read_text()
+        lines = source.splitlines()
+        compared = sorted(sc.kind_comparisons(ast.parse(source)))
+        found += [f"{rel}:{n}: {lines[n - 1].strip()}" for n in compared]
+    assert not found, "compare event.kind with the constants of nodwyn.values.events:\n" + "\n".join(found)
