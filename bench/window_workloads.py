@@ -1,18 +1,26 @@
-"""Replay real agent runs through nodwyn's window and a sliding window, at several budgets.
+"""Replay real agent runs through nodwyn's window and the peers' context policies, at several budgets.
 
-    .venv/bin/python bench/window_workloads.py ../shared/workloads [--budgets 16,32,64]
+    .venv/bin/python bench/window_workloads.py ../shared/workloads [--budgets 16,32,64] [--by-source]
+    .venv/bin/python bench/window_workloads.py ../shared/workloads --scale   # whatif runs per second
 
 For each run (mini-swe-agent v1/v2, SWE-agent, OpenHands; read by nodwyn.imports, replayed by
 nodwyn.whatif), request k is built from the conversation before the model's k-th reply, by
 nodwyn's window under each recipe asked for (``v19``, ``v20``, and ``v19+units``, ``v19+growth``,
-``v19+head``: v19 with one rule of v20 switched on) and by a window that drops the oldest
-messages to fit (``sliding``); ``whole`` sends every request whole (no window: the minimum's
-policy, for reference). Per budget (Ki tokens;
-a token is three bytes of the canonical request) it prints: the share of prompt bytes a
-single-slot prefix cache serves, uncached bytes as a multiple of the append-only minimum, full
-prefills, requests over the budget, mean occupancy, the share of the conversation still visible,
-the share of its last 8 Ki and 16 Ki tokens shown, and the share of requests showing the task
-whole. Definitions: docs/bench-workloads.md.
+``v19+head``: v19 with one rule of v20 switched on) and by each peer policy of ``nodwyn.whatif``
+(ADR 0290): ``sliding`` (drop the oldest), ``swe-agent`` (mask all but the last 5 observations),
+``openhands`` (summarising condenser), ``opencode`` (prune old outputs, compact on overflow),
+``claude-code`` (compact at 95% of the window); ``whole`` sends every request whole (no window:
+the minimum's policy, for reference). Per budget (Ki tokens; a token is three bytes of the
+canonical request) it prints: the share of prompt bytes a prefix cache serves (one slot per
+prompt: a summariser's own calls have theirs), uncached bytes as a multiple of the append-only
+minimum, full prefills, requests over the budget, mean occupancy, the share of the conversation
+still visible, the share of its last 8 Ki and 16 Ki tokens shown, the share of requests showing
+the task whole, and the summariser calls a policy adds. Definitions: docs/bench-workloads.md;
+the peer table: docs/bench-peers.md.
+
+``--scale`` imports every K-th run into a temporary store and times ``nodwyn whatif``'s work
+(read the imported session back, replay it under every policy at 32 Ki) on n, 2n and 4n runs of
+the same mix, as runs per second and as ratios of time (linear: 2 and 4).
 """
 
 from __future__ import annotations
@@ -25,15 +33,18 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from nodwyn.errors import ImportFormatError, WhatifError
-from nodwyn.imports import Found, find, load
+from nodwyn.imports import Found, conversation, find, load, write
+from nodwyn.imports import source_of as import_source
+from nodwyn.log import Store
 from nodwyn.values.recipe import DEFAULT_VERSION, Flag
-from nodwyn.whatif import engine, sliding
+from nodwyn.whatif import POLICIES, engine
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import prepare
 from nodwyn.window.units import V20, Tuning
 
 KI = 1024
-BASELINES = ("sliding", "whole")
+# the peers of nodwyn.whatif, and "whole" (no window) for reference
+BASELINES = tuple(name for name in POLICIES if name != "nodwyn")
 # recipe name -> (version, v20 rules switched on besides the version's own)
 RECIPES: dict[str, tuple[int, tuple[Flag, ...]]] = {
     "v19": (19, ()),
@@ -68,13 +79,12 @@ def replay_one(
     found: Found, budgets: list[int], recipes: list[tuple[str, engine.Sizing]], baselines: bool = True
 ) -> tuple[str, dict[str, object]]:
     """Every policy at every budget for one run (runs in a worker process)."""
-    p = prepare(load(found))
-    out: dict[str, object] = {"minimum": p.minimum, "notes": p.run.notes}
-    whole = sliding.append_only(p) if baselines else None  # every request whole (the minimum's)
+    run = load(found)
+    p = prepare(run)
+    out: dict[str, object] = {"minimum": p.minimum, "notes": run.notes}
     for b in budgets:
-        if whole is not None:
-            out[f"sliding/{b}"] = sliding.replay(p, b)
-            out[f"whole/{b}"] = whole
+        for name in BASELINES if baselines else ():
+            out[f"{name}/{b}"] = POLICIES[name][0](p, b)
         for name, sizing in recipes:
             res = engine.replay(p, b, sizing)
             out[f"{name}/{b}"] = res.requests
@@ -86,13 +96,13 @@ def row(label: str, f: Figures) -> str:
     return (
         f"{label:<22} {f.runs:>4} {f.requests:>6} {f.cached_share:>7.3f} {f.uncached_ratio:>8.3f}x"
         f" {f.full_prefills:>6} {f.over_budget:>5} {f.occupancy:>6.2f} {f.visible:>8.3f}"
-        f" {f.recent8:>6.3f} {f.recent16:>6.3f} {f.task_kept:>5.3f}"
+        f" {f.recent8:>6.3f} {f.recent16:>6.3f} {f.task_kept:>5.3f} {f.side_calls:>5}"
     )
 
 
 HEADER = (
     f"{'policy @ budget':<22} {'runs':>4} {'reqs':>6} {'cached':>7} {'uncached':>9}"
-    f" {'fulls':>6} {'over':>5} {'occup':>6} {'visible':>8} {'r8Ki':>6} {'r16Ki':>6} {'task':>5}"
+    f" {'fulls':>6} {'over':>5} {'occup':>6} {'visible':>8} {'r8Ki':>6} {'r16Ki':>6} {'task':>5} {'side':>5}"
 )
 
 
@@ -157,6 +167,53 @@ def check(f: Figures) -> list[str]:
     return missed
 
 
+def scale(runs: list[Found], budget: int) -> list[str]:
+    """Import ``runs`` into a temporary store, then time what ``nodwyn whatif`` does (read each
+    imported session back with ``nodwyn.imports.conversation``, replay it under every policy at
+    ``budget``) on every fourth, every second and every run: n, 2n and 4n runs of the same mix."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp))
+        started = time.perf_counter()
+        ids = []
+        for found in runs:
+            run = load(found)
+            ids.append(write(store, run, import_source(found, run)))
+        imported = time.perf_counter() - started
+        sizes: list[int] = []
+        times: list[float] = []
+        requests: list[int] = []
+        for chosen in (ids[::4], ids[::2], ids):
+            t0 = time.perf_counter()
+            n_requests = 0
+            for sid in chosen:
+                with store.open(sid, write=False) as log:
+                    p = prepare(conversation(log))
+                for replay, _ in POLICIES.values():
+                    replay(p, budget)
+                n_requests += len(p.replies)
+            times.append(time.perf_counter() - t0)
+            sizes.append(len(chosen))
+            requests.append(n_requests)
+    rates = ", ".join(f"{n / t:.2f}" for n, t in zip(sizes, times, strict=True))
+    return [
+        f"import: {len(ids)} runs in {imported:.1f} s ({len(ids) / imported:.2f} runs/s, one process)",
+        f"whatif ({len(POLICIES)} policies at {budget // KI} Ki, each session read back from the store),"
+        " one process:",
+        "  runs          " + " : ".join(f"{n:>6}" for n in sizes) + "   (n, 2n, 4n of the same mix)",
+        "  requests      " + " : ".join(f"{n:>6}" for n in requests),
+        "  seconds       " + " : ".join(f"{t:>6.1f}" for t in times),
+        "  runs ratio    " + " : ".join(f"{n / sizes[0]:>6.2f}" for n in sizes),
+        "  time ratio    " + " : ".join(f"{t / times[0]:>6.2f}" for t in times),
+        f"  runs/s        {rates}",
+        "  time per request, ratio to n: "
+        + " : ".join(
+            f"{(t / r) / (times[0] / requests[0]):.2f}" for t, r in zip(times, requests, strict=True)
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -180,11 +237,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--tune", default="", help="v20 constants for this run, e.g. growth=0.02,head=0.2 (ADR 0150)"
     )
-    ap.add_argument("--no-baselines", action="store_true", help="skip the sliding and whole policies")
+    ap.add_argument("--no-baselines", action="store_true", help="skip the peer policies and whole")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--limit", type=int, default=None, help="replay only the first N runs")
     ap.add_argument("--every", type=int, default=1, help="replay every K-th run (a sample of each source)")
-    ap.add_argument("--baseline-only", action="store_true", help="replay only the sliding window")
+    ap.add_argument(
+        "--baseline-only", action="store_true", help="replay only the peer policies (no engine recipe)"
+    )
+    ap.add_argument(
+        "--scale",
+        action="store_true",
+        help="time nodwyn whatif's work on n, 2n, 4n imported runs at 32 Ki (no tables)",
+    )
     ap.add_argument("--by-source", action="store_true", help="also print each source folder's figures")
     args = ap.parse_args(argv)
     try:
@@ -219,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = runs[:: max(args.every, 1)]
     if args.limit:
         runs = runs[: args.limit]
+    if args.scale:
+        for line in scale(runs, TARGET_BUDGET):
+            print(line)
+        return 0
     started = time.perf_counter()
     results: Results = defaultdict(list)
     trims: dict[tuple[str, str, int], int] = defaultdict(int)

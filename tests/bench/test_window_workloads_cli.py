@@ -22,6 +22,8 @@ def test_one_run_prints_both_policies_at_each_budget(
     assert code == 0
     for row in ("v19 @ 16 Ki", "sliding @ 16 Ki", "whole @ 16 Ki", "v19 @ 32 Ki", "sliding @ 32 Ki"):
         assert row in out
+    for peer in ("swe-agent", "openhands", "opencode", "claude-code"):  # every peer policy of nodwyn.whatif
+        assert f"{peer} @ 16 Ki" in out and f"{peer} @ 32 Ki" in out
     for recipe in ("v20", "v19+units", "v19+growth", "v19+head"):  # v20 and each of its rules alone
         assert f"{recipe} @ 16 Ki" in out and f"{recipe} @ 32 Ki" in out
     assert "r8Ki" in out and "r16Ki" in out and "task" in out
@@ -33,6 +35,17 @@ def test_the_baseline_alone_needs_no_engine(workloads: Path, capsys: pytest.Capt
     code = window_workloads.main([str(smallest_run(workloads)), "--budgets", "64", "--baseline-only"])
     out = capsys.readouterr().out
     assert code == 0 and "sliding @ 64 Ki" in out and "v19 @" not in out and "v20 @" not in out
+    assert "claude-code @ 64 Ki" in out and "openhands @ 64 Ki" in out
+
+
+def test_scale_times_n_2n_4n_runs_of_one_mix(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = str(workloads / "minisweagent-gemini3pro")
+    code = window_workloads.main([runs, "--every", "8", "--limit", "4", "--scale"])
+    out = capsys.readouterr().out
+    assert code == 0 and "import: 4 runs in" in out
+    runs_line = next(line for line in out.splitlines() if line.startswith("  runs   "))
+    assert runs_line.split()[1:6:2] == ["1", "2", "4"]  # every 4th, every 2nd, every run
+    assert "time ratio" in out and "runs/s" in out and "v20 @" not in out
 
 
 def test_a_missing_folder_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
