@@ -45,7 +45,7 @@ def test_scale_times_n_2n_4n_runs_of_one_mix(workloads: Path, capsys: pytest.Cap
     assert code == 0 and "import: 4 runs in" in out
     runs_line = next(line for line in out.splitlines() if line.startswith("  runs   "))
     assert runs_line.split()[1:6:2] == ["1", "2", "4"]  # every 4th, every 2nd, every run
-    assert "time ratio" in out and "runs/s" in out and "v20 @" not in out
+    assert "time ratio" in out and "time per run" in out and "runs/s" in out and "v20 @" not in out
 
 
 def test_a_missing_folder_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
