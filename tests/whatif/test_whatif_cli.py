@@ -111,3 +111,29 @@ def test_a_session_without_prices_costs_unknown_and_a_bad_budget_is_one_line(
     assert json.loads(nodwyn(env, "whatif", "latest", "--json").stdout)["policies"][0]["usd"] is None
     bad = nodwyn(env, "whatif", "latest", "--budget", "lots")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--budget 'lots'" in bad.stderr
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
+SAMPLES = sorted(p for fmt in DATA.iterdir() if fmt.is_dir() for p in fmt.iterdir())
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.parent.name + "/" + p.name[:24])
+def test_whatif_on_each_committed_public_sample(env: dict[str, str], sample: Path) -> None:
+    """Each format's real sample (tests/data/imports/SOURCES.md) imported with ``nodwyn import``,
+    then ``nodwyn whatif`` on it: the figures are the library's on the same file, the minimum's
+    policy costs exactly the minimum, and nodwyn's window is never over when the whole is not."""
+    done = nodwyn(env, "import", str(sample))
+    assert done.returncode == 0, done.stderr
+    shown = nodwyn(env, "whatif", "latest", "--budget", "4k", "--json")
+    assert shown.returncode == 0, shown.stderr
+    got = {p["policy"]: p for p in json.loads(shown.stdout)["policies"]}
+    runs = [load(f) for f in find(sample)]
+    expected = compare(runs, 4096)
+    assert list(got) == list(POLICIES)
+    for name, f in expected.items():
+        g = got[name]
+        assert (g["requests"], g["side_calls"], g["over_budget"]) == (f.requests, f.side_calls, f.over_budget)
+        assert (g["uncached_tokens"], g["visible"]) == (f.uncached_tokens, round(f.visible, 4)), name
+    assert got["nodwyn"]["requests"] == sum(len(r.replies) for r in runs) > 0
+    assert got["whole"]["uncached_vs_minimum"] == 1.0 and got["whole"]["visible"] == 1.0
+    assert got["nodwyn"]["over_budget"] <= got["whole"]["over_budget"]
