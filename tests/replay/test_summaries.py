@@ -9,7 +9,7 @@ import pytest
 
 from nodwyn.errors import ConfigError, LockedError, NotFoundError
 from nodwyn.log import Store
-from nodwyn.replay.summaries import add_summary, revoke_summary, summaries
+from nodwyn.replay.summaries import add_summary, check_span, list_summaries, revoke_summary, summaries
 from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values.events import Event
 from nodwyn.window import source_digest
@@ -198,3 +198,31 @@ def test_summary_then_resume_replays(session: Make, store: Store) -> None:
     s.turn("fourth", [], "ok")
     assert b"SUMMARY-OF-TURN-ONE" in s.sent[max(s.sent)]
     assert all(b"SUMMARY-OF-TURN-ONE" not in b for seq, b in s.sent.items() if seq < u[2])
+
+
+def test_payloads_that_do_not_decode_are_not_read_as_summaries_or_replies() -> None:
+    s = SessionBuilder(recipe=recipe())  # in memory: the damaged events are added below, never written
+    s.turn("first", [], "one")
+    s.turn("second", [], "two")
+    events = s.events
+    users = _users(events)
+    span = [e for e in events if users[0] <= e.seq < users[1]]
+    good = {
+        "first": users[0],
+        "last": users[1] - 1,
+        "text": "the first turn",
+        "source_digest": source_digest(span),
+    }
+    n = events[-1].seq
+    extra = [
+        Event(seq=n + 1, t="t", kind="summary.add", ctx="main", data=good),
+        Event(seq=n + 2, t="t", kind="summary.add", ctx="main", data={**good, "first": "2"}),
+        Event(seq=n + 3, t="t", kind="summary.revoke", ctx="main", data={"summary": str(n + 1)}),
+    ]
+    assert [(i.seq, i.status) for i in list_summaries([*events, *extra])] == [(n + 1, "active")]
+    # a reply whose payload does not decode answers nothing: the span is refused as open
+    reply = next(e for e in span if e.kind == "llm.resp")
+    broken = Event(seq=reply.seq, t=reply.t, kind=reply.kind, ctx=reply.ctx, data={"req": reply.data["req"]})
+    damaged = [broken if e.seq == reply.seq else e for e in events]
+    with pytest.raises(ConfigError, match=r"has no reply inside"):
+        check_span(damaged, users[0], users[1] - 1)
