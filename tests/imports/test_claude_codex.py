@@ -1,6 +1,6 @@
-"""Claude Code transcripts and Codex rollouts, written here in the shapes those tools write (no
-licensed public file with provider usage was found; tests/data/imports/SOURCES.md): per-reply
-usage, replies split over lines, sidechains, token_count events written twice, and compaction."""
+"""Claude Code transcripts and Codex rollouts, written here in the shapes those tools write, for
+what the real samples (tests/imports/test_real_samples.py) do not hold: a sidechain inside the
+parent's file, token_count events written twice, several Codex calls, and compaction."""
 
 from __future__ import annotations
 

@@ -3,18 +3,22 @@
 One JSON object a line, in the order Claude Code wrote them. ``type`` ``user`` and ``assistant``
 lines carry ``message`` as the Messages API has it; other types (``summary`` titles,
 ``file-history-snapshot``, ``queue-operation``, ``progress``, ``system`` notices) never reach the
-model and are skipped. One API reply is written as several ``assistant`` lines (one per content
-block) sharing ``message.id``; they are joined into one reply, whose usage is the last line's
-``message.usage``: ``input_tokens`` (uncached), ``cache_read_input_tokens``,
-``cache_creation_input_tokens``, ``output_tokens``; the whole prompt is their first three summed.
-A user line's ``tool_result`` blocks are results of the latest reply's ``tool_use`` calls; its
-text blocks a user message. A compaction (a ``system`` line with ``subtype`` ``compact_boundary``,
-then a user line with ``isCompactSummary``) replaces what the model sees by the summary: the
-conversation keeps every message, and each request after it is the summary and what followed
-(``Sent.view``, why ``compaction``). Lines with ``isSidechain`` (a sub-agent's own conversation
-written into the parent's file) are left out of the parent's run; a file of only such lines (a
-sub-agent's transcript) is read as that sub-agent's run. The system prompt and tool catalog are not
-in the file (docs/imports.md).
+model and are skipped; so are ``attachment`` lines, though some (hook context, skill listings) are
+text Claude Code adds to a later request (docs/imports.md). One API reply is written as several
+``assistant`` lines (one per content block) sharing ``message.id``; they are joined into one reply,
+whose usage is the last line's ``message.usage``: ``input_tokens`` (uncached),
+``cache_read_input_tokens``, ``cache_creation_input_tokens``, ``output_tokens``; the whole prompt
+is their first three summed. Since Claude Code 2.1 a reply's parallel ``tool_use`` blocks are
+written one line each, each followed by the user line holding its ``tool_result``; those lines are
+still one reply (its calls first, then their results, as the next request sent them). A user
+line's ``tool_result`` blocks are results of the latest reply's ``tool_use`` calls; its text blocks
+a user message. A compaction (a ``system`` line with ``subtype`` ``compact_boundary``, then a user
+line with ``isCompactSummary``) replaces what the model sees by the summary: the conversation keeps
+every message, and each request after it is the summary and what followed (``Sent.view``, why
+``compaction``). Lines with ``isSidechain`` (a sub-agent's own conversation written into the
+parent's file) are left out of the parent's run; a file of only such lines (a sub-agent's
+transcript) is read as that sub-agent's run. The system prompt and tool catalog are not in the file
+(docs/imports.md).
 """
 
 from __future__ import annotations
@@ -79,6 +83,14 @@ def _result_text(content: Any, where: str) -> str:
     raise ImportFormatError(f"{where}: expected text or content blocks, found {type(content).__name__}")
 
 
+def _only_results(content: Any) -> bool:
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
 def load(path: Path, name: str) -> Run:
     lines = read_jsonl(path)
     main = [(n, d) for n, d in lines if isinstance(d, dict) and not d.get("isSidechain")]
@@ -90,6 +102,7 @@ def load(path: Path, name: str) -> Run:
     out: list[Message] = []
     sents: list[Sent] = []
     reply_id: str | None = None  # message.id of the reply being gathered
+    reply_at = 0  # its index in out; after it only the results of its calls
     since: int | None = None  # index in out where the view after the latest compaction begins
     summary: Stand | None = None
     why: list[str] = []
@@ -137,9 +150,9 @@ def load(path: Path, name: str) -> Run:
             usage = usage_of(msg.get("usage"), f"{w}: message.usage")
             m_model = msg.get("model") if isinstance(msg.get("model"), str) else ""
             model = model or (m_model if m_model and not m_model.startswith("<") else "")
-            last = out[-1] if out else None
-            if mid is not None and mid == reply_id and isinstance(last, AssistantMessage):
-                out[-1] = AssistantMessage(
+            last = out[reply_at] if mid is not None and mid == reply_id else None
+            if isinstance(last, AssistantMessage):
+                out[reply_at] = AssistantMessage(
                     text="\n".join(x for x in (last.text, *text) if x),
                     thinking="\n".join(x for x in (last.thinking, *thinking) if x),
                     calls=(*last.calls, *calls),
@@ -152,12 +165,14 @@ def load(path: Path, name: str) -> Run:
                     view = (summary, *range(since, len(out)))
                 sents.append(Sent(usage=usage, model=m_model, view=view, why=tuple(why)))
                 why.clear()
+                reply_at = len(out)
                 out.append(
                     AssistantMessage(text="\n".join(text), thinking="\n".join(thinking), calls=tuple(calls))
                 )
             reply_id = mid if isinstance(mid, str) else None
             continue
-        reply_id = None
+        if not _only_results(content):  # a line of only tool results keeps the reply open
+            reply_id = None
         if d.get("isCompactSummary"):
             said = _result_text(content, f"{w}: message.content")
             summary = Stand(message=user(said), why="compaction", of=tuple(range(since or 0)))
