@@ -12,6 +12,7 @@ payload (``to_data``), compared as sorted JSON: the typed vocabulary changes not
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,19 @@ from nodwyn.errors import DigestMismatchError, NodwynError
 from nodwyn.log import Store
 from nodwyn.replay.exact import verify_all
 from nodwyn.values.events import PAYLOADS
+
+# the larger shared workloads beside the repository; NODWYN_WORKLOADS names them from a worktree elsewhere
+WORKLOADS = Path(
+    os.environ.get("NODWYN_WORKLOADS", Path(__file__).resolve().parents[1].parent / "shared" / "workloads")
+)
+
+
+@pytest.fixture(scope="session")
+def workloads() -> Path:
+    """The shared workloads folder (tests/imports, tests/whatif, tests/bench); skipped when absent."""
+    if not (WORKLOADS / "FORMATS.md").exists():
+        pytest.skip(f"the shared workloads are not at {WORKLOADS}")
+    return WORKLOADS
 
 
 def pytest_configure(config: pytest.Config) -> None:
