@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 
 from nodwyn import testing
 from nodwyn.testing import MemoryLog, SessionBuilder
-from nodwyn.values.codec import origin_from_json
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
-from nodwyn.values.events import Event
+from nodwyn.values.events import Event, LlmReq
 from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe, WindowLimits
 from nodwyn.values.request import ToolSpec, Usage
 from nodwyn.window import (
@@ -137,12 +136,13 @@ class Sim(SessionBuilder):
         """The request the llm.req at ``seq`` recorded, rebuilt as replay does: from the events
         before it and what its record says (origin, turn options, withheld images)."""
         req = self.events[seq - 1]
+        rec = LlmReq.from_data(req.data)
         return build_window(
             self.before(seq),
             req.ctx,
-            origin=origin_from_json(req.data["origin"]),
-            turn=recorded_turn(req.data),
-            withheld=recorded_withheld(req.data),
+            origin=rec.origin,
+            turn=recorded_turn(rec),
+            withheld=recorded_withheld(rec),
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nodwyn.errors import CorruptLogError, UnknownRecipeError
-from nodwyn.values.events import Event
+from nodwyn.values.events import Event, decode
 from nodwyn.window import Window
 
 from .sessions import ORIGIN_A, recipe, started
@@ -44,8 +44,12 @@ def test_malformed_payloads_name_the_seq_and_field() -> None:
         sim.window.feed(_ev(2, "user.msg", {}))
     with pytest.raises(CorruptLogError, match="result.fold at seq 3"):
         sim.window.feed(_ev(3, "result.fold", {"target": 1, "text": "x"}))
-    with pytest.raises(CorruptLogError, match="elided must be a list"):
-        sim.window.feed(_ev(4, "llm.req", {"elided": "all"}))
+    with pytest.raises(CorruptLogError, match="llm.req at seq 3: missing field 'model'"):
+        sim.window.feed(_ev(3, "llm.req", {"elided": [2]}))
+    sim.user("hi")
+    req = sim.request().record.to_data() | {"elided": "all"}
+    with pytest.raises(CorruptLogError, match=r"llm.req at seq 4\.elided: expected list, got str"):
+        sim.window.feed(_ev(4, "llm.req", req))
 
 
 def test_a_refused_event_leaves_the_window_as_it_was() -> None:
@@ -60,7 +64,30 @@ def test_a_refused_event_leaves_the_window_as_it_was() -> None:
 def test_a_refused_close_leaves_the_context_open() -> None:
     sim = started(19)
     sim.open_ctx("n1", "narrow")
-    with pytest.raises(CorruptLogError, match="result must be a string"):
+    with pytest.raises(CorruptLogError, match=r"ctx.close at seq 3\.result: expected str, got int"):
         sim.window.feed(_ev(3, "ctx.close", {"id": "n1", "result": 7}))
     sim.window.feed(_ev(3, "user.msg", {"text": "still narrowed"}, ctx="n1"))
     assert sim.window.build("n1", origin=ORIGIN_A).request.messages
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        ("ctx.open", {"id": "s9", "kind": "sub", "parent_call": 7}),
+        ("ctx.close", {"id": "n1", "result": None}),
+        ("summary.add", {"first": True, "last": 2, "text": "s", "source_digest": "sha256:x"}),
+        ("result.fold", {"target": 2.0, "text": "x"}),
+        ("summary.revoke", {"summary": "4"}),
+    ],
+)
+def test_handlers_refuse_what_the_codec_refuses_with_its_message(kind: str, data: dict[str, object]) -> None:
+    """The window's handlers read the typed payloads of ``values.events``: a payload the codec
+    refuses is refused by the window with the codec's own message (one place checks fields)."""
+    sim = started(19)
+    sim.open_ctx("n1", "narrow")
+    event = _ev(len(sim.events) + 1, kind, data)
+    with pytest.raises(CorruptLogError) as codec:
+        decode(event)
+    with pytest.raises(CorruptLogError) as window:
+        sim.window.feed(event)
+    assert str(window.value) == str(codec.value)

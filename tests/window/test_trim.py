@@ -134,7 +134,8 @@ def test_the_sticky_set_is_derived_from_the_log_not_from_memory() -> None:
     sim.user("task")
     _, reply, (result,) = batch(sim, [("c", "an old result")])
     # an llm.req an earlier process wrote: its elided set is sticky for every later window
-    sim.add("llm.req", {"model": "m", "origin": {"model": "model-a", "server": "alpha"}, "elided": [result]})
+    origin = {"model": "model-a", "server": "alpha"}
+    sim.add("llm.req", {"model": "m", "origin": origin, "elided": [result], "estimate": 0, "trim": True})
     sim.reply(text="ok")
     fresh = build_window(sim.events, origin=ORIGIN_A)
     k = fresh.seqs.index(result)

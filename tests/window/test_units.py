@@ -154,7 +154,7 @@ def test_a_damaged_head_is_refused_naming_its_seq() -> None:
     data = {**bad.data, "head": "4"}
     w = Window()
     w.feed_all(sim.events[:-1])
-    with pytest.raises(CorruptLogError, match=f"llm.req at seq {bad.seq}: head"):
+    with pytest.raises(CorruptLogError, match=rf"llm.req at seq {bad.seq}\.head: expected int"):
         w.feed(type(bad)(seq=bad.seq, t=bad.t, kind=bad.kind, ctx=bad.ctx, data=data))
 
 

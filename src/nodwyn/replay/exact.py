@@ -150,8 +150,8 @@ class _Replayer:
             b = self.window.build(
                 ctx=req.ctx,
                 origin=p.origin,
-                turn=recorded_turn(req.data),
-                withheld=recorded_withheld(req.data),
+                turn=recorded_turn(p),
+                withheld=recorded_withheld(p),
             )
             return b.request, canonical_bytes(codec.request_to_json(b.request))
         except (CorruptLogError, NotFoundError) as exc:

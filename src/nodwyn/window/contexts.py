@@ -24,7 +24,7 @@ from heapq import merge
 from typing import Any, Literal
 
 from nodwyn.errors import CorruptLogError, NotFoundError
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, CTX_WIDEN, MAIN_CTX, CtxClose, CtxOpen, CtxWiden
 from nodwyn.window.entries import Entry
 
 CtxKind = Literal["main", "narrow", "sub"]
@@ -83,28 +83,18 @@ class Contexts:
             c.images.setdefault(image.digest, []).append(entry.seq)
         return c
 
-    def open(self, event: Event) -> None:
-        parent = self.get_open(event.ctx, event.seq, event.kind)
-        data = event.data
-        cid, kind = data.get("id"), data.get("kind")
-        where = f"ctx.open at seq {event.seq}"
-        if not isinstance(cid, str) or not cid:
+    def open(self, seq: int, ctx: str, p: CtxOpen) -> None:
+        """Open the context a ``ctx.open`` at ``seq`` in ``ctx`` names (its fields checked by the
+        codec; here what depends on the contexts so far)."""
+        parent = self.get_open(ctx, seq, CTX_OPEN)
+        cid, kind, lasting = p.id, p.kind, p.lasting is True
+        where = f"ctx.open at seq {seq}"
+        if not cid:
             raise CorruptLogError(f"{where}: id must be a non-empty string")
         if cid in self.by_id:
             raise CorruptLogError(f"{where}: context {cid!r} already exists; give each context a new id")
-        if kind not in ("narrow", "sub"):
-            raise CorruptLogError(f"{where}: kind must be 'narrow' or 'sub', got {kind!r}")
-        system = data.get("system")
-        offered = data.get("offered_tools")
-        lasting = data.get("lasting", False)
-        if system is not None and not isinstance(system, str):
-            raise CorruptLogError(f"{where}: system must be a string")
-        if offered is not None and not (
-            isinstance(offered, list) and all(isinstance(t, str) for t in offered)
-        ):
-            raise CorruptLogError(f"{where}: offered_tools must be a list of tool names")
-        if not isinstance(lasting, bool) or (lasting and kind != "narrow"):
-            raise CorruptLogError(f"{where}: lasting must be a boolean, and only a narrowing lasts")
+        if lasting and kind != "narrow":
+            raise CorruptLogError(f"{where}: only a narrowing lasts (lasting is true on a {kind!r} context)")
         if kind == "narrow":
             if parent.narrowed_by is not None:
                 raise CorruptLogError(
@@ -116,9 +106,9 @@ class Contexts:
             id=cid,
             kind=kind,
             parent=parent.id,
-            opened=event.seq,
-            system=system,
-            offered=tuple(offered) if offered is not None else None,
+            opened=seq,
+            system=p.system,
+            offered=p.offered_tools,
             lasting=lasting,
         )
         parent.children.append(cid)
@@ -137,10 +127,9 @@ class Contexts:
             if parent.narrowed_by == c.id:
                 parent.narrowed_by = None
 
-    def _target(self, event: Event) -> Context:
-        cid = event.data.get("id")
-        where = f"{event.kind} at seq {event.seq}"
-        if not isinstance(cid, str) or cid not in self.by_id:
+    def _target(self, seq: int, kind: str, cid: str) -> Context:
+        where = f"{kind} at seq {seq}"
+        if cid not in self.by_id:
             raise CorruptLogError(f"{where}: no context {cid!r} was opened")
         c = self.by_id[cid]
         if c.kind == "main":
@@ -156,25 +145,22 @@ class Contexts:
             return True
         return any(self.by_id[ch].state == "open" and self.lasting_below(self.by_id[ch]) for ch in c.children)
 
-    def close(self, event: Event) -> Entry | None:
+    def close(self, seq: int, p: CtxClose) -> Entry | None:
         """End a context; a narrowing's result becomes an entry of its parent."""
-        c = self._target(event)
-        result = event.data.get("result")
-        if result is not None and not isinstance(result, str):
-            raise CorruptLogError(f"ctx.close at seq {event.seq}: result must be a string")
-        self._end(c, event.seq, "closed")
-        if c.kind != "narrow" or result is None:
+        c = self._target(seq, CTX_CLOSE, p.id)
+        self._end(c, seq, "closed")
+        if c.kind != "narrow" or p.result is None:
             return None
         assert c.parent is not None
-        entry = Entry(seq=event.seq, ctx=c.parent, kind="closed", text=result)
+        entry = Entry(seq=seq, ctx=c.parent, kind="closed", text=p.result)
         self.by_id[c.parent].entries.append(entry)
         return entry
 
-    def widen(self, event: Event) -> None:
-        c = self._target(event)
+    def widen(self, seq: int, p: CtxWiden) -> None:
+        c = self._target(seq, CTX_WIDEN, p.id)
         if c.kind != "narrow":
-            raise CorruptLogError(f"ctx.widen at seq {event.seq}: {c.id!r} is a sub-context; close it")
-        self._end(c, event.seq, "widened")
+            raise CorruptLogError(f"ctx.widen at seq {seq}: {c.id!r} is a sub-context; close it")
+        self._end(c, seq, "widened")
         assert c.parent is not None
         parent = self.by_id[c.parent]
         c.into = parent.id

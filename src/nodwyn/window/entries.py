@@ -8,7 +8,7 @@ entry keeps its seq, which names it in elision markers and in the sticky elided 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
 from nodwyn.values.events import (
     GATE_PLAN,
@@ -18,6 +18,7 @@ from nodwyn.values.events import (
     Event,
     GatePlan,
     LlmResp,
+    Payload,
     ToolResult,
     UserMsg,
     decode,
@@ -26,6 +27,7 @@ from nodwyn.values.request import Response
 from nodwyn.window.images import Image
 
 EntryKind = Literal["user", "assistant", "result", "plan", "closed"]
+P = TypeVar("P", bound=Payload)
 _EMPTY = Response()
 _SHOWN: Final = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT, GATE_PLAN})
 
@@ -44,6 +46,12 @@ class Entry:
     range_start: int | None = None
     has_range: bool = False
     header: str | None = None  # a person's message or plan: its header under the recipe in force then
+
+
+def payload_of(event: Event, cls: type[P]) -> P:
+    """The event's payload read as ``cls`` (its kind's class): ``decode`` with the class known, so
+    the window's handlers read typed fields and the codec alone checks them."""
+    return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
 
 
 def _images(msg: UserMsg) -> tuple[Image, ...]:

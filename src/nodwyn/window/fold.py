@@ -13,14 +13,37 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodwyn.errors import CorruptLogError, NotFoundError
-from nodwyn.values.codec import origin_from_json, recipe_from_json
 from nodwyn.values.content import Origin
-from nodwyn.values.events import KINDS, MAIN_CTX, Event, LlmReq, WithheldImage
+from nodwyn.values.events import (
+    CTX_CLOSE,
+    CTX_OPEN,
+    CTX_WIDEN,
+    KINDS,
+    LLM_REQ,
+    MAIN_CTX,
+    RESULT_FOLD,
+    SESSION_RESUME,
+    SESSION_START,
+    SUMMARY_ADD,
+    SUMMARY_REVOKE,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
+    Event,
+    LlmReq,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
+    WithheldImage,
+    decode,
+)
 from nodwyn.values.recipe import V20_TUNING, Flag, Recipe, Rules, Tuning
 from nodwyn.values.request import Request, ToolSpec
 from nodwyn.window import encode, units
 from nodwyn.window.contexts import Context, Contexts, replies_between
-from nodwyn.window.entries import Entry, entry_of
+from nodwyn.window.entries import Entry, entry_of, payload_of
 from nodwyn.window.estimate import estimate, tokens_of_bytes
 from nodwyn.window.headers import with_header
 from nodwyn.window.moved import Snapshot
@@ -169,8 +192,15 @@ class Window:
             self.feed(event)
 
     def _recipe_event(self, event: Event) -> None:
-        self._recipe = recipe_from_json(event.data.get("recipe"), f"{event.kind} at seq {event.seq}: recipe")
-        self._rules = self._rules_of(self._recipe)
+        p = decode(event)
+        recipe = p.recipe if isinstance(p, SessionStart | SessionResume) else None
+        if recipe is None:
+            raise CorruptLogError(
+                f"{event.kind} at seq {event.seq} records no recipe (a legacy session); "
+                "a window needs the recipe, so only the transcript replays (`nodwyn replay SESSION`)"
+            )
+        self._recipe = recipe
+        self._rules = self._rules_of(recipe)
         self._recipe_seqs.append(event.seq)
         self._tools = {}
 
@@ -181,59 +211,46 @@ class Window:
         return Rules.of(recipe.version, flags, self._tuning)
 
     def _open(self, event: Event) -> None:
-        self._contexts.open(event)
+        self._contexts.open(event.seq, event.ctx, payload_of(event, CtxOpen))
 
     def _close(self, event: Event) -> None:
-        entry = self._contexts.close(event)
+        entry = self._contexts.close(event.seq, payload_of(event, CtxClose))
         if entry is not None:
             self._entries[entry.seq] = entry
 
     def _widen(self, event: Event) -> None:
-        self._contexts.widen(event)
+        self._contexts.widen(event.seq, payload_of(event, CtxWiden))
 
     def _fold(self, event: Event) -> None:
-        target, text = event.data.get("target"), event.data.get("text")
-        entry = self._entries.get(target) if isinstance(target, int) else None
-        if entry is None or entry.kind != "result" or not isinstance(target, int):
+        p = payload_of(event, ResultFold)
+        entry = self._entries.get(p.target)
+        if entry is None or entry.kind != "result":
             raise CorruptLogError(
-                f"result.fold at seq {event.seq}: target {target!r} is not the seq of an earlier tool.result"
+                f"result.fold at seq {event.seq}: target {p.target} is not the seq of an earlier tool.result"
             )
-        if not isinstance(text, str):
-            got = type(text).__name__
-            raise CorruptLogError(f"result.fold at seq {event.seq}: text must be a string, got {got}")
-        self._folds[target] = text
+        self._folds[p.target] = p.text
         view = self._contexts.view_of(entry.ctx)
         self._fold_versions[view.id] = self._fold_versions.get(view.id, 0) + 1
-        self._mark_stale(view, target, event.seq)
+        self._mark_stale(view, p.target, event.seq)
 
     def _summary_add(self, event: Event) -> None:
-        first, last = event.data.get("first"), event.data.get("last")
-        source = (
-            [e for s, e in self._events.items() if first <= s <= last]
-            if isinstance(first, int) and isinstance(last, int)
-            else []
-        )
-        self._summaries[event.seq] = summary_of(event, sorted(source, key=lambda e: e.seq))
+        p = payload_of(event, SummaryAdd)
+        source = sorted((e for s, e in self._events.items() if p.first <= s <= p.last), key=lambda e: e.seq)
+        self._summaries[event.seq] = summary_of(event.seq, event.ctx, p, source)
         self._elided = frozenset()
 
     def _summary_revoke(self, event: Event) -> None:
-        target = event.data.get("summary")
-        if not isinstance(target, int) or target not in self._summaries:
-            raise CorruptLogError(f"summary.revoke at seq {event.seq}: {target!r} is not a summary.add seq")
+        target = payload_of(event, SummaryRevoke).summary
+        if target not in self._summaries:
+            raise CorruptLogError(f"summary.revoke at seq {event.seq}: {target} is not a summary.add seq")
         self._revoked.add(target)
         self._elided = frozenset()
 
     def _req(self, event: Event) -> None:
-        data = event.data
-        raw = data.get("elided", [])
-        if not isinstance(raw, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in raw):
-            raise CorruptLogError(f"llm.req at seq {event.seq}: elided must be a list of seqs")
-        head = data.get("head")
-        if head is not None:
-            if not isinstance(head, int) or isinstance(head, bool):
-                raise CorruptLogError(f"llm.req at seq {event.seq}: head must be the seq of a unit")
-            self._heads[event.ctx] = head
-        new = set(raw) - self._elided
+        p = payload_of(event, LlmReq)
+        if p.head is not None:
+            self._heads[event.ctx] = p.head
+        new = set(p.elided) - self._elided
         if new:
             self._elided = self._elided | new
             lowest: dict[str, int] = {}
@@ -243,7 +260,7 @@ class Window:
                     lowest[view.id] = min(s, lowest.get(view.id, s))
             for vid, low in lowest.items():
                 self._mark_stale(self._contexts.by_id[vid], low, event.seq)
-        self._snapshot_req(event)
+        self._snapshot_req(event.ctx, p)
 
     def _view_of_seq(self, seq: int) -> Context | None:
         entry = self._entries.get(seq)
@@ -259,20 +276,14 @@ class Window:
         if marked and not self._stale.issuperset(marked):
             self._stale = self._stale | frozenset(marked)
 
-    def _snapshot_req(self, event: Event) -> None:
+    def _snapshot_req(self, ctx: str, req: LlmReq) -> None:
         """Remember the request an ``llm.req`` recorded, to tell the next one's extension from a move."""
-        c = self._contexts.by_id.get(event.ctx)
+        c = self._contexts.by_id.get(ctx)
         if self._recipe is None or c is None or c.state != "open" or c.narrowed_by is not None:
-            return
-        data = event.data
-        try:
-            origin = origin_from_json(data.get("origin"), f"llm.req at seq {event.seq}: origin")
-        except CorruptLogError:
-            c.last_req = None
             return
         try:
             parts = self._parts(
-                c, origin, recorded_turn(data), recorded_withheld(data), self._elided, self._stale
+                c, req.origin, recorded_turn(req), recorded_withheld(req), self._elided, self._stale
             )
         except NotFoundError:
             c.last_req = None
@@ -618,15 +629,15 @@ def _withheld(items: list[Item]) -> list[WithheldImage]:
 
 
 _HANDLERS = {
-    "session.start": Window._recipe_event,
-    "session.resume": Window._recipe_event,
-    "ctx.open": Window._open,
-    "ctx.close": Window._close,
-    "ctx.widen": Window._widen,
-    "result.fold": Window._fold,
-    "summary.add": Window._summary_add,
-    "summary.revoke": Window._summary_revoke,
-    "llm.req": Window._req,
+    SESSION_START: Window._recipe_event,
+    SESSION_RESUME: Window._recipe_event,
+    CTX_OPEN: Window._open,
+    CTX_CLOSE: Window._close,
+    CTX_WIDEN: Window._widen,
+    RESULT_FOLD: Window._fold,
+    SUMMARY_ADD: Window._summary_add,
+    SUMMARY_REVOKE: Window._summary_revoke,
+    LLM_REQ: Window._req,
 }
 
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import orjson
 
 from nodwyn.errors import CorruptLogError
-from nodwyn.values.events import Event
+from nodwyn.values.events import GATE_PLAN, LLM_RESP, TOOL_RESULT, USER_MSG, Event, SummaryAdd
 from nodwyn.window.entries import Entry
 
-SOURCE_KINDS = frozenset({"user.msg", "llm.resp", "tool.result", "gate.plan"})
+SOURCE_KINDS = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT, GATE_PLAN})
 
 
 def source_digest(events: Iterable[Event]) -> str:
@@ -52,26 +52,20 @@ class Summary:
     stale: bool
 
 
-def summary_of(event: Event, source: Iterable[Event]) -> Summary:
-    data = event.data
-    where = f"summary.add at seq {event.seq}"
-    first, last, text, digest = (
-        data.get("first"),
-        data.get("last"),
-        data.get("text"),
-        data.get("source_digest"),
-    )
-    if not (isinstance(first, int) and isinstance(last, int) and 0 < first <= last < event.seq):
-        raise CorruptLogError(f"{where}: first/last must be seqs before it with first <= last")
-    if not isinstance(text, str) or not isinstance(digest, str):
-        raise CorruptLogError(f"{where}: text and source_digest must be strings")
+def summary_of(seq: int, ctx: str, add: SummaryAdd, source: Iterable[Event]) -> Summary:
+    """The summary a ``summary.add`` at ``seq`` in ``ctx`` offers; ``source``: the events fed with
+    seqs in its span (its digest tells a stale summary)."""
+    if not 0 < add.first <= add.last < seq:
+        raise CorruptLogError(
+            f"summary.add at seq {seq}: first/last must be seqs before it with first <= last"
+        )
     return Summary(
-        seq=event.seq,
-        ctx=event.ctx,
-        first=first,
-        last=last,
-        text=text,
-        stale=source_digest(source) != digest,
+        seq=seq,
+        ctx=ctx,
+        first=add.first,
+        last=add.last,
+        text=add.text,
+        stale=source_digest(source) != add.source_digest,
     )
 
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from nodwyn.values.events import LlmReq
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,23 +17,13 @@ class TurnOptions:
     headroom: bool = False
 
 
-def recorded_turn(data: Mapping[str, Any]) -> TurnOptions:
-    """The turn options an ``llm.req`` payload recorded: what replay passes to ``build``."""
-    offered = data.get("offered_tools")
+def recorded_turn(req: LlmReq) -> TurnOptions:
+    """The turn options an ``llm.req`` recorded: what replay passes to ``build``."""
     return TurnOptions(
-        no_tools=data.get("no_tools") is True,
-        offered_tools=tuple(str(t) for t in offered) if isinstance(offered, list) else None,
-        headroom=data.get("headroom") is True,
+        no_tools=req.no_tools is True, offered_tools=req.offered_tools, headroom=req.headroom is True
     )
 
 
-def recorded_withheld(data: Mapping[str, Any]) -> dict[str, str]:
-    """The withheld images an ``llm.req`` payload recorded (digest -> reason)."""
-    held = data.get("withheld_images", [])
-    if not isinstance(held, list):
-        return {}
-    return {
-        w["digest"]: w["reason"]
-        for w in held
-        if isinstance(w, dict) and isinstance(w.get("digest"), str) and isinstance(w.get("reason"), str)
-    }
+def recorded_withheld(req: LlmReq) -> dict[str, str]:
+    """The withheld images an ``llm.req`` recorded (digest -> reason)."""
+    return {w.digest: w.reason for w in req.withheld_images or ()}
