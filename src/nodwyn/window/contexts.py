@@ -21,7 +21,7 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 from heapq import merge
-from typing import Any, Literal
+from typing import Literal
 
 from nodwyn.errors import CorruptLogError, NotFoundError
 from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, CTX_WIDEN, MAIN_CTX, CtxClose, CtxOpen, CtxWiden
@@ -48,8 +48,6 @@ class Context:
     block_replies: list[int] = field(default_factory=list)  # seqs of replies in the view with blocks
     images: dict[str, list[int]] = field(default_factory=dict)  # image digest -> its user.msg seqs
     version: int = 0  # bumped when the view changes other than by appending
-    cache: Any = None  # render.RenderCache of the last render of this view
-    last_req: Any = None  # moved.Snapshot of the last request built in this context
 
 
 class Contexts:
@@ -120,7 +118,6 @@ class Contexts:
             if ch.state == "open":
                 self._end(ch, seq, "closed")
         c.state, c.ended = state, seq
-        c.cache = c.last_req = None  # an ended context is never built again
         self.open_ids.discard(c.id)
         if c.parent is not None:
             parent = self.by_id[c.parent]

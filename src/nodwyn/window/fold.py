@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from nodwyn.errors import CorruptLogError, NotFoundError
-from nodwyn.values.content import Origin
+from nodwyn.values.content import AssistantMessage, Origin
 from nodwyn.values.events import (
     CTX_CLOSE,
     CTX_OPEN,
@@ -126,6 +125,9 @@ class Window:
         self._heads: dict[str, int] = {}  # v20: each context's head boundary, from its llm.req
         self._sizes: dict[int, int] = {}  # v20: content bytes of each entry, measured once
         self._contexts = Contexts()
+        # per open context (by id): its view's last render, and the parts of its last request
+        self._renders: dict[str, RenderCache] = {}
+        self._last_reqs: dict[str, Snapshot] = {}
         self._recipe: Recipe | None = None
         self._rules: Rules | None = None  # the recipe's, resolved when it is fed
         self._recipe_seqs: list[int] = []
@@ -217,9 +219,17 @@ class Window:
         entry = self._contexts.close(event.seq, payload_of(event, CtxClose))
         if entry is not None:
             self._entries[entry.seq] = entry
+        self._drop_ended()
 
     def _widen(self, event: Event) -> None:
         self._contexts.widen(event.seq, payload_of(event, CtxWiden))
+        self._drop_ended()
+
+    def _drop_ended(self) -> None:
+        """Forget the renders and last requests of ended contexts: they are never built again."""
+        for held in (self._renders, self._last_reqs):
+            for cid in [cid for cid in held if cid not in self._contexts.open_ids]:
+                del held[cid]
 
     def _fold(self, event: Event) -> None:
         p = payload_of(event, ResultFold)
@@ -286,9 +296,9 @@ class Window:
                 c, req.origin, recorded_turn(req), recorded_withheld(req), self._elided, self._stale
             )
         except NotFoundError:
-            c.last_req = None
+            self._last_reqs.pop(c.id, None)
             return
-        c.last_req = parts[0]
+        self._last_reqs[c.id] = parts[0]
 
     # -- building ----------------------------------------------------------------------------
 
@@ -370,7 +380,7 @@ class Window:
         recipe = self._recipe
         assert recipe is not None
         params = self._params(c, recipe, origin, withheld, elided, stale)
-        cache = render(c, params, self._folds, withheld)
+        cache = self._renders[c.id] = render(self._renders.get(c.id), c, params, self._folds, withheld)
         items = cache.messages()
         _, tools, _ = self._offered(c, recipe, turn)
         limits_out = recipe.limits.output_reserve if params.rules.output_cap else None
@@ -592,7 +602,7 @@ class Window:
         trimmed, v20 = decision.trimmed, decision.trimmed and rules.unit_trim
         tools_on = rules.tool_subsets
         held = tuple(_withheld(shown.items)) if rules.images else ()
-        moved = moved_from(c.last_req, shown.snap, bool(decision.elided))
+        moved = moved_from(self._last_reqs.get(c.id), shown.snap, bool(decision.elided))
         return LlmReq(
             model=origin.model,
             origin=origin,
@@ -612,7 +622,7 @@ class Window:
             moved=tuple(moved) if moved else None,
         )
 
-    def _unblocked(self, item: Item, params: Params) -> Any:
+    def _unblocked(self, item: Item, params: Params) -> AssistantMessage:
         entry = self._entries[item.seq]
         return assistant_message(entry, params, with_blocks=False)
 

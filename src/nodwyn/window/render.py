@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
@@ -116,7 +115,7 @@ class RenderCache:
     # commas; a SHA-256 over them is kept as items are pushed: a build copies it and adds the tail
     head: bytes = b""
     pieces: list[bytes] = field(default_factory=list)
-    hasher: Any = None
+    hasher: hashlib._Hash = field(default_factory=hashlib.sha256)  # replaced in __post_init__
     stream: bytearray = field(default_factory=bytearray)  # head + pieces[:streamed] joined
     streamed: int = 0
     msgs: list[Message] = field(default_factory=list)
@@ -322,13 +321,15 @@ def result_text(e: Entry, p: Params, folds: Mapping[int, str]) -> str:
 
 
 def render(
-    view: Context, params: Params, folds: Mapping[int, str], withheld: Mapping[str, str]
+    last: RenderCache | None,
+    view: Context,
+    params: Params,
+    folds: Mapping[int, str],
+    withheld: Mapping[str, str],
 ) -> RenderCache:
-    """The view rendered under ``params``, reusing (and replacing) the view's cache."""
-    cache = view.cache
-    if not isinstance(cache, RenderCache) or cache.params != params:
-        cache = RenderCache(params=params)
+    """The view rendered under ``params``: ``last`` (the view's previous render) extended by the
+    entries appended since when its params are the same, else a render from the start."""
+    cache = last if last is not None and last.params == params else RenderCache(params=params)
     if cache.upto < len(view.entries):
         cache.extend(view, folds, withheld)
-    view.cache = cache
     return cache
