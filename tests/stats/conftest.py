@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nodwyn.stats.totals import Aggregator, Totals
 from nodwyn.testing import recipe
 from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.events import Event
+from nodwyn.values.model import Prices
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response, Usage
 
@@ -57,3 +60,11 @@ class Session:
         seq = self.req(model, ctx)
         self.resp(seq, ctx, **usage)
         return seq
+
+
+def totals_of(events: Iterable[Event], prices: Mapping[str, Prices] | None = None) -> Totals:
+    """A whole event sequence's totals, as the CLI and the console get them: an ``Aggregator``
+    fed every event."""
+    agg = Aggregator(prices)
+    agg.feed_all(events)
+    return agg.totals()

@@ -3,11 +3,12 @@ digest, round-trip through the codec, and cost the session whatever config.toml 
 
 from __future__ import annotations
 
-from nodwyn.stats.totals import totals_of
 from nodwyn.testing import SessionBuilder
 from nodwyn.testing.session import recipe
 from nodwyn.values import codec
 from nodwyn.values.model import Prices
+
+from .conftest import totals_of
 
 PRICES = (("m", Prices(input=2.0, output=8.0, cached_input=0.5)), ("free", Prices()))
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 import pytest
 
 from nodwyn.stats.cost import reply_cost
-from nodwyn.stats.totals import Aggregator, totals_of
+from nodwyn.stats.totals import Aggregator
 from nodwyn.values.model import Prices
 from nodwyn.values.request import Usage
 
-from .conftest import Session
+from .conftest import Session, totals_of
 
 
 def test_rate_sums_tokens_across_turns_and_models_before_dividing() -> None:

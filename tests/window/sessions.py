@@ -7,7 +7,7 @@ sub-agents, model switches, resumes). Every request is built by a live ``Window`
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,13 +92,11 @@ class Sim(SessionBuilder):
         withheld: Mapping[str, str] | None = None,
     ) -> Build:
         held = dict(withheld or {})
-        measure = self.window.measure(ctx, origin=origin, turn=turn, withheld=held)
-        self.window.trim_prediction = None
         super().request(ctx, origin, turn, held)
         sent = self.requests[-1]
-        predicted = self.window.trim_prediction
+        d = sent.build.decision
         self.built.append(
-            Built(sent.seq, ctx, origin, turn, held, sent.build, sent.start, measure, predicted)
+            Built(sent.seq, ctx, origin, turn, held, sent.build, sent.start, d.before, d.predicted)
         )
         return sent.build
 
@@ -424,3 +422,9 @@ def started(version: int = 19, **kw: Any) -> Sim:
     sim = Sim()
     sim.start(recipe(version, **kw))
     return sim
+
+
+def select(start: Start, events: Iterable[Event]) -> list[Event]:
+    """The events a window from ``start`` is fed, out of the whole log's."""
+    keep = set(start.keep)
+    return [e for e in events if e.seq >= start.seq or e.seq in keep]

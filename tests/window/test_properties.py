@@ -20,7 +20,7 @@ from nodwyn.values.request import Request
 from nodwyn.window import Window, build_window
 from nodwyn.window.units import V20
 
-from .sessions import LIMITS, ORIGIN_B, Built, Sim, sessions
+from .sessions import LIMITS, ORIGIN_B, Built, Sim, select, sessions
 
 # WINDOW_EXAMPLES=500 for a longer hunt; the default keeps the suite near a minute on 2 cores
 PROPS = settings(
@@ -206,7 +206,7 @@ def test_d_no_orphan_results_or_unanswered_calls(sim: Sim) -> None:
 def test_e_built_from_its_start_equals_built_from_all(sim: Sim) -> None:
     for b in sim.built:
         before = sim.before(b.seq)
-        from_start = list(b.start.select(before))
+        from_start = list(select(b.start, before))
         rebuilt = build_window(from_start, b.ctx, origin=b.origin, turn=b.turn, withheld=b.withheld)
         assert rebuilt.canonical == b.build.canonical
         assert rebuilt.record == b.build.record
@@ -235,7 +235,7 @@ def test_e_at_every_event_every_open_context_builds_the_same_from_its_start(sim:
                 full = build_window(done, ctx, origin=ORIGIN_B)
             except NotFoundError:
                 continue  # closed, widened or narrowed: not buildable here
-            part = build_window(start.select(done), ctx, origin=ORIGIN_B)
+            part = build_window(select(start, done), ctx, origin=ORIGIN_B)
             assert part.canonical == full.canonical and part.record == full.record, (k, ctx)
 
 

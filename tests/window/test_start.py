@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nodwyn.values.events import Event
 from nodwyn.window import Start, build_window
 
-from .sessions import LIMITS, ORIGIN_A, Sim, batch, recipe, started
+from .sessions import LIMITS, ORIGIN_A, Sim, batch, recipe, select, started
 
 
 def _same_from_start(sim: Sim, ctx: str) -> Start:
     start = sim.window.start
     full = build_window(sim.events, ctx, origin=ORIGIN_A)
-    part = build_window(start.select(sim.events), ctx, origin=ORIGIN_A)
+    part = build_window(select(start, sim.events), ctx, origin=ORIGIN_A)
     assert part.canonical == full.canonical and part.record == full.record
     return start
 
@@ -45,7 +44,7 @@ def test_cutting_at_a_narrowing_that_does_not_last_would_be_wrong() -> None:
     assert sim.window.start.seq == 1
     wrong = Start(seq=opened.seq, keep=(1,))
     full = build_window(sim.events, origin=ORIGIN_A)
-    assert build_window(wrong.select(sim.events), origin=ORIGIN_A).canonical != full.canonical
+    assert build_window(select(wrong, sim.events), origin=ORIGIN_A).canonical != full.canonical
 
 
 def test_a_session_with_a_summary_is_held_whole() -> None:
@@ -56,11 +55,6 @@ def test_a_session_with_a_summary_is_held_whole() -> None:
     assert sim.window.start.seq > 1
     sim.summary(2, 2, "s")
     assert sim.window.start == Start(seq=1, keep=())
-
-
-def test_start_select_keeps_order_and_only_what_is_needed() -> None:
-    events = [Event(seq=i, t="t", kind="note", ctx="main", data={"text": ""}) for i in range(1, 10)]
-    assert [e.seq for e in Start(seq=6, keep=(2, 4)).select(events)] == [2, 4, 6, 7, 8, 9]
 
 
 def test_a_fold_before_the_start_does_not_move_a_request_after_it() -> None:

@@ -394,10 +394,3 @@ class Aggregator:
     def row(self, seq: int) -> RequestRow | None:
         index = self._row_index.get(seq)
         return None if index is None else self._rows[index]
-
-
-def totals_of(events: Iterable[Event], prices: Mapping[str, Prices] | None = None) -> Totals:
-    """The totals of a whole event sequence (an ``Aggregator`` fed every event)."""
-    agg = Aggregator(prices)
-    agg.feed_all(events)
-    return agg.totals()

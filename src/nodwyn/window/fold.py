@@ -144,7 +144,6 @@ class Window:
         self._first_seq = 0
         self._last_seq = 0
         self._tools: dict[tuple[str, ...] | None, tuple[tuple[ToolSpec, ...], bytes]] = {}
-        self.trim_prediction: int | None = None  # diagnostic: the last trim's predicted estimate
 
     # -- feeding -----------------------------------------------------------------------------
 
@@ -415,18 +414,6 @@ class Window:
         est = estimate(total, cache.image_bytes, cache.image_tokens)
         return _Shown(snap=snap, cache=cache, items=items, overhead=overhead, estimate=est)
 
-    def measure(
-        self,
-        ctx: str = MAIN_CTX,
-        *,
-        origin: Origin,
-        turn: TurnOptions = _PLAIN_TURN,
-        withheld: Mapping[str, str] = _NO_WITHHELD,
-    ) -> int:
-        """The estimate of the next request before any trim (how full the window is)."""
-        c = self._contexts.buildable(ctx)
-        return self._shown(c, origin, turn, withheld, self._elided, self._stale).estimate
-
     def _need_rules(self) -> Rules:
         self._need_recipe()
         assert self._rules is not None  # set with the recipe
@@ -467,8 +454,6 @@ class Window:
         shown = self._shown(c, origin, turn, withheld, self._elided, self._stale)
         decision = self._decide(c, shown, turn)
         rendered = self._render(c, origin, turn, withheld, decision, shown)
-        if decision.predicted is not None:
-            self.trim_prediction = decision.predicted
         return Build(
             request=rendered.request,
             record=self._record(c, origin, turn, decision, rendered),

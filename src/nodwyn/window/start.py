@@ -14,7 +14,6 @@ open contexts, not the log.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from nodwyn.errors import CorruptLogError
@@ -26,13 +25,6 @@ from nodwyn.window.contexts import Context, Contexts
 class Start:
     seq: int  # the first event a window needs, in order, from here on
     keep: tuple[int, ...]  # earlier events it also needs (recipe, ctx.open of open contexts)
-
-    def select(self, events: Iterable[Event]) -> Iterator[Event]:
-        """The events a window from this start is fed, out of the whole log's."""
-        keep = set(self.keep)
-        for e in events:
-            if e.seq >= self.seq or e.seq in keep:
-                yield e
 
 
 def _hidden_forever(contexts: Contexts, c: Context) -> bool:
