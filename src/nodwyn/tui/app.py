@@ -66,31 +66,49 @@ class NodwynApp(App[None]):
     #status { height: 1; background: $boost; color: $text; padding: 0 1; }
     #plan { height: auto; max-height: 6; border: round $secondary; padding: 0 1; display: none; }
     #plan.shown { display: block; }
+    #plan.narrow { max-height: 4; }
     #body { height: 1fr; }
     #body.narrow { layout: vertical; }
     Composer { height: auto; min-height: 3; max-height: 10; border: round $primary; }
     """
     BINDINGS = [
-        Binding("enter", "noop", "Send", show=True, key_display="Enter"),
-        Binding("escape", "cancel", "Cancel", priority=False),
+        Binding("f1", "help", "Help"),
+        Binding("enter", "noop", "Send", key_display="Enter"),
+        Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+c", "cancel", "Cancel", show=False, priority=True),
         Binding("ctrl+o", "models", "Model"),
         Binding("ctrl+r", "resume", "Resume"),
-        Binding("ctrl+b", "toggle_panel", "Cache panel"),
-        Binding("ctrl+t", "toggle_thinking", "Thinking"),
+        Binding("ctrl+b", "toggle_panel", "Cache panel", show=False),
+        Binding("ctrl+t", "toggle_thinking", "Thinking", show=False),
         Binding("ctrl+e", "toggle_results", "Results", show=False),
         Binding("ctrl+k", "compact", "Compact", show=False),
-        Binding("f1", "help", "Help"),
-        Binding("ctrl+q,ctrl+d", "leave", "Quit", priority=True),
-        Binding("pageup", "scroll(-1)", "Scroll up", show=False),
-        Binding("pagedown", "scroll(1)", "Scroll down", show=False),
+        Binding("pageup", "scroll(-1)", "Scroll up", show=False, key_display="PageUp"),
+        Binding("pagedown", "scroll(1)", "Scroll down", show=False, key_display="PageDown"),
+        Binding("ctrl+q", "leave", "Quit", priority=True),
+        Binding("ctrl+d", "leave", "Quit", show=False, priority=True),
     ]
-    # The keys the composer and the modals handle themselves, for the help screen.
+    # What each binding's action does, for the help screen (F1).
+    KEY_HELP: dict[str, str] = {
+        "help": "this screen: every key and command",
+        "noop": "send the message (a /command runs it)",
+        "cancel": "cancel the running request or tool (its processes ended)",
+        "models": "switch model (pick from the configured ones)",
+        "resume": "resume another session (searchable picker)",
+        "toggle_panel": "show or hide the cache panel",
+        "toggle_thinking": "expand or collapse every thinking block",
+        "toggle_results": "expand or collapse every tool result",
+        "compact": "compact: replace the conversation with a note",
+        "scroll(-1)": "scroll the conversation up a page",
+        "scroll(1)": "scroll the conversation down a page",
+        "leave": "quit (a running turn is cancelled first)",
+    }
+    # The keys the composer and the dialogs handle themselves.
     MORE_KEYS: list[tuple[str, str]] = [
         ("Ctrl+J / Alt+Enter", "new line in the message"),
-        ("Up / Down", "earlier / later messages (on the first / last line)"),
-        ("Tab / Right", "take the completion (slash command, @path)"),
-        ("y / a / n (approval)", "allow once / allow for this session / decline"),
+        ("Up / Down", "earlier / later messages (first / last line)"),
+        ("Tab / Right", "take the completion (/command, @path)"),
+        ("Enter / Space", "open or close the focused thinking or result"),
+        ("y / a / n", "approval: once / for this session / decline"),
         ("Esc (in a dialog)", "close it (an approval: decline)"),
     ]
 
@@ -104,8 +122,10 @@ class NodwynApp(App[None]):
         yes: bool = False,
         recipe: str | None = None,
         tail: int = TAIL,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         super().__init__()
+        self.clock = clock or (lambda: datetime.now(UTC))  # the picker's ages
         self.env = env
         self.workspace = workspace
         self.model_name = model_name
@@ -159,6 +179,7 @@ class NodwynApp(App[None]):
         narrow = width < WIDE
         self.query_one("#body").set_class(narrow, "narrow")
         self.panel.set_class(narrow, "bottom")
+        self.query_one("#plan").set_class(narrow, "narrow")
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -404,7 +425,7 @@ class NodwynApp(App[None]):
                 (f"/{n}", "a strategy from an extension file")
                 for n in sorted(self.opened.extensions.strategies)
             ]
-        self.push_screen(HelpScreen(keys + self.MORE_KEYS, commands))
+        self.push_screen(HelpScreen(keys, commands))
 
     async def action_quit(self) -> None:
         self.action_leave()
@@ -460,7 +481,7 @@ class NodwynApp(App[None]):
         return out
 
     def _show_picker(self, picks: list[Pick], query: str) -> None:
-        screen = PickerScreen(picks, datetime.now(UTC))
+        screen = PickerScreen(picks, self.clock())
 
         def picked(session: str | None) -> None:
             if session:

@@ -70,7 +70,9 @@ class ToolItem(Collapsible):
 
     def answered(self, result: ToolResult, seq: int, elided_in: int | None = None) -> None:
         lines = result.text.count("\n") + 1
-        state = ("✗ error" if result.error else f"✓ {lines} lines") + f" · seq {seq}"
+        state = (
+            "✗ error" if result.error else f"✓ {lines} line{'' if lines == 1 else 's'}"
+        ) + f" · seq {seq}"
         if elided_in is not None:
             state += f" · elided from request {elided_in}"
         self.title = self._heading(state)

@@ -50,8 +50,8 @@ class CachePanel(Static):
     """Fed events in seq order (``feed``); ``refresh_figures`` redraws from the aggregator."""
 
     DEFAULT_CSS = """
-    CachePanel { width: 36; height: 1fr; border-left: solid $primary-darken-2; padding: 0 1; }
-    CachePanel.bottom { width: 1fr; height: 9; border-left: none; border-top: solid $primary-darken-2; }
+    CachePanel { width: 38; height: 1fr; border-left: solid $primary-darken-2; padding: 0 1; }
+    CachePanel.bottom { width: 1fr; height: 6; border-left: none; border-top: solid $primary-darken-2; }
     """
 
     def __init__(self, limits: WindowLimits, since: int, **kw: object) -> None:
@@ -75,24 +75,35 @@ class CachePanel(Static):
         self.refresh_figures()
 
     def figures(self) -> Text:
-        t = self.agg.totals()
-        s = t.all
-        out = Text()
-        out.append("cache", style="bold")
-        out.append(f"  since seq {self.since}\n" if self.since > 1 else "  whole session\n", style="dim")
-        out.append(f"token cache rate {percent(s.cache_rate)}\n")
-        out.append(f"prompt {_k(s.prompt_tokens)} · cached {_k(s.cached_tokens)}\n")
-        out.append(f"output {_k(s.output_tokens)} · requests {s.requests}\n")
+        """The session's figures: six lines beside the conversation, two below it."""
+        s = self.agg.totals().all
         if s.replies and s.cost_unknown == s.replies:
             cost = "cost unknown"
         elif s.cost_unknown:
             cost = f"cost ≥ ${s.cost_usd:.4f} ({s.cost_unknown} unpriced)"
         else:
             cost = f"cost ${s.cost_usd:.4f}"
+        since = f"since seq {self.since}" if self.since > 1 else "whole session"
+        fill = fill_bar(self.estimate, self.limits, 12)
+        fill.append(f" {_k(self.estimate)}/{_k(self.limits.high_water)}", style="dim")
+        out = Text()
+        if self.has_class("bottom"):
+            out.append(f"cache {percent(s.cache_rate)}", style="bold")
+            out.append(f" · prompt {_k(s.prompt_tokens)} · cached {_k(s.cached_tokens)}")
+            out.append(f" · out {_k(s.output_tokens)} · {since}\n", style="dim")
+            out.append(f"{s.requests} requests · {cost} · fill ")
+            out.append_text(fill)
+            out.append("\n")
+            return out
+        out.append("cache", style="bold")
+        out.append(f"  {since}\n", style="dim")
+        out.append(f"token cache rate {percent(s.cache_rate)}\n")
+        out.append(f"prompt {_k(s.prompt_tokens)} · cached {_k(s.cached_tokens)}\n")
+        out.append(f"output {_k(s.output_tokens)} · requests {s.requests}\n")
         out.append(cost + "\n")
         out.append("fill ")
-        out.append_text(fill_bar(self.estimate, self.limits))
-        out.append(f" {_k(self.estimate)}/{_k(self.limits.high_water)}\n", style="dim")
+        out.append_text(fill)
+        out.append("\n")
         return out
 
     def rows_text(self, height: int) -> Text:
@@ -101,16 +112,23 @@ class CachePanel(Static):
         for row in rows:
             mark = "✂" if row.trim else " "
             out.append(f"{row.seq:>6}{mark}", style="bold" if row.trim else "dim")
-            out.append_text(request_bar(row, BAR - 4 if self.has_class("bottom") else BAR))
+            out.append_text(
+                request_bar(row, max(self.size.width - 14, 8) if self.has_class("bottom") else BAR)
+            )
             rate = row.rate
             out.append(f" {percent(rate) if rate is not None else '':>4}\n", style="dim")
         return out
 
+    def on_resize(self) -> None:
+        self.refresh_figures()
+
     def refresh_figures(self) -> None:
         figures = self.figures()
-        room = max((self.size.height or 24) - len(figures.plain.splitlines()) - 1, 3)
+        bottom = self.has_class("bottom")
+        room = max((self.size.height or 24) - len(figures.plain.splitlines()) - (1 if bottom else 2), 1)
         text = Text()
         text.append_text(figures)
-        text.append("\n")
+        if not bottom:
+            text.append("\n")
         text.append_text(self.rows_text(room))
         self.update(text)

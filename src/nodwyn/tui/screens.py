@@ -69,8 +69,8 @@ class ApprovalScreen(ModalScreen[Answer]):
         width: 90%; max-width: 120; height: 90%; border: thick $warning; background: $panel; padding: 0 1;
     }
     ApprovalScreen #what { height: 1fr; }
-    ApprovalScreen Horizontal { height: 3; }
-    ApprovalScreen Button { margin-right: 1; }
+    ApprovalScreen Horizontal { height: 1; margin-bottom: 1; }
+    ApprovalScreen Button { margin-right: 2; }
     """
 
     def __init__(self, tool: str, what: str, call: ToolCall | None) -> None:
@@ -83,9 +83,9 @@ class ApprovalScreen(ModalScreen[Answer]):
             with VerticalScroll(id="what"):
                 yield Static(approval_text(self.tool, self.what, self.call), id="detail")
             with Horizontal():
-                yield Button("Allow once [y]", id="once", variant="primary")
-                yield Button("For this session [a]", id="session")
-                yield Button("Decline [n/Esc]", id="decline", variant="error")
+                yield Button("Allow once (y)", id="once", variant="primary", compact=True)
+                yield Button("For this session (a)", id="session", compact=True)
+                yield Button("Decline (n, Esc)", id="decline", variant="error", compact=True)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_answer(str(event.button.id))
@@ -104,16 +104,16 @@ class Pick:
     last: str | None  # time of its last event
     cache_share: str  # "87%", "unknown", "-"
 
-    def line(self, now: datetime) -> Text:
+    def line(self, now: datetime, width: int = 40) -> Text:
         first = " ".join((self.first_message or "-").split())
         first = shown(first, newlines=False)
-        first = first if len(first) <= 48 else first[:47] + "…"
+        first = first if len(first) <= width else first[: width - 1] + "…"
         text = Text()
-        text.append(f"{age(self.last, now):>6}  ", style="dim")
-        text.append(f"{shown(self.model or '-', newlines=False)[:12]:<12}  ")
-        text.append(f"{self.cache_share:>5}  ", style="dim")
+        text.append(f"{age(self.last, now):>4} ", style="dim")
+        text.append(f"{self.id[-8:]} ", style="dim")
+        text.append(f"{shown(self.model or '-', newlines=False)[:10]:<10} ")
+        text.append(f"{self.cache_share:>4} ", style="dim")
         text.append(first)
-        text.append(f"  {self.id[-6:]}", style="dim")
         return text
 
     def matches(self, query: str) -> bool:
@@ -156,8 +156,9 @@ class PickerScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text("Resume a session (type to search, Enter to open, Esc to close)", style="bold"))
-            yield Input(placeholder="search first message, model or id", id="query")
+            yield Static(Text("Resume a session: type to search, Enter opens, Esc closes", style="bold"))
+            yield Input(placeholder="search first message, model or id", id="query", compact=True)
+            yield Static(Text(" age session  model      cache first message", style="dim"))
             yield OptionList(id="sessions")
 
     def on_mount(self) -> None:
@@ -166,9 +167,10 @@ class PickerScreen(ModalScreen[str | None]):
 
     def _fill(self, query: str) -> None:
         options = self.query_one(OptionList)
+        width = max(min(self.app.size.width, 110) - 42, 16)  # what is left of the row for the message
         options.clear_options()
         options.add_options(
-            [Option(p.line(self.now), id=p.id) for p in self.picks if not query or p.matches(query)]
+            [Option(p.line(self.now, width), id=p.id) for p in self.picks if not query or p.matches(query)]
         )
         if options.option_count:
             options.highlighted = 0
