@@ -4,23 +4,24 @@
     .venv/bin/python bench/window_workloads.py ../shared/workloads --scale   # whatif runs per second
 
 For each run (mini-swe-agent v1/v2, SWE-agent, OpenHands; read by nodwyn.imports, replayed by
-nodwyn.whatif), request k is built from the conversation before the model's k-th reply, by
-nodwyn's window under each recipe asked for (``v19``, ``v20``, and ``v19+units``, ``v19+growth``,
+nodwyn.whatif), request k is built from the conversation before the model's k-th reply, by nodwyn's
+window under each recipe asked for (``v19``, ``v20``, and ``v19+units``, ``v19+growth``,
 ``v19+head``: v19 with one rule of v20 switched on) and by each peer policy of ``nodwyn.whatif``
 (ADR 0290): ``sliding`` (drop the oldest), ``swe-agent`` (mask all but the last 5 observations),
 ``openhands`` (summarising condenser), ``opencode`` (prune old outputs, compact on overflow),
-``claude-code`` (compact at 95% of the window); ``whole`` sends every request whole (no window:
-the minimum's policy, for reference). Per budget (Ki tokens; a token is three bytes of the
-canonical request) it prints: the share of prompt bytes a prefix cache serves (one slot per
-prompt: a summariser's own calls have theirs), uncached bytes as a multiple of the append-only
-minimum, full prefills, requests over the budget, mean occupancy, the share of the conversation
-still visible, the share of its last 8 Ki and 16 Ki tokens shown, the share of requests showing
-the task whole, and the summariser calls a policy adds. Definitions: docs/bench-workloads.md;
-the peer table: docs/bench-peers.md.
+``claude-code`` (compact at 95% of the window); ``whole`` sends every request whole (no window: the
+minimum's policy, for reference); ``as-sent`` is what the agent itself sent, for the runs that
+record it (OpenHands' condensations; mini-swe-agent sends everything). Per budget (Ki tokens; a
+token is three bytes of the canonical request) it prints: the share of prompt bytes a prefix cache
+serves (one slot per prompt: a summariser's own calls have theirs), uncached bytes as a multiple of
+the append-only minimum, full prefills, requests over the budget, mean occupancy, the share of the
+conversation still visible, the share of its last 8 Ki and 16 Ki tokens shown, the share of
+requests showing the task whole, and the summariser calls a policy adds. Definitions:
+docs/bench-workloads.md; the peer table: docs/bench-peers.md.
 
-``--scale`` imports every K-th run into a temporary store and times ``nodwyn whatif``'s work
-(read the imported session back, replay it under every policy at 32 Ki) on n, 2n and 4n runs of
-the same mix, as runs per second and as ratios of time (linear: 2 and 4).
+``--scale`` imports the runs into a temporary store and times ``nodwyn whatif``'s work (read the
+imported session back, replay it under every policy at 32 Ki) on every 4th, every 2nd and every
+run (n, 2n, 4n of the same mix), in CPU seconds, as runs per second and ratios of time.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from nodwyn.imports import Found, conversation, find, load, write
 from nodwyn.imports import source_of as import_source
 from nodwyn.log import Store
 from nodwyn.values.recipe import DEFAULT_VERSION, Flag
-from nodwyn.whatif import POLICIES, engine
+from nodwyn.whatif import POLICIES, engine, recorded
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import prepare
 from nodwyn.window.units import V20, Tuning
@@ -45,6 +46,7 @@ from nodwyn.window.units import V20, Tuning
 KI = 1024
 # the peers of nodwyn.whatif, and "whole" (no window) for reference
 BASELINES = tuple(name for name in POLICIES if name != "nodwyn")
+AS_SENT = "as-sent"  # what the agent sent, where its run records it (nodwyn.whatif.recorded)
 # recipe name -> (version, v20 rules switched on besides the version's own)
 RECIPES: dict[str, tuple[int, tuple[Flag, ...]]] = {
     "v19": (19, ()),
@@ -82,7 +84,11 @@ def replay_one(
     run = load(found)
     p = prepare(run)
     out: dict[str, object] = {"minimum": p.minimum, "notes": run.notes}
+    views = recorded.views(run) if baselines else None
+    sent = recorded.replay(p, views) if views is not None else None
     for b in budgets:
+        if sent is not None:
+            out[f"{AS_SENT}/{b}"] = sent
         for name in BASELINES if baselines else ():
             out[f"{name}/{b}"] = POLICIES[name][0](p, b)
         for name, sizing in recipes:
@@ -278,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     recipes = (
         [] if args.baseline_only else [(n, base.with_rules(RECIPES[n][0], *RECIPES[n][1])) for n in names]
     )
-    policies = [n for n, _ in recipes] + ([] if args.no_baselines else list(BASELINES))
+    policies = [n for n, _ in recipes] + ([] if args.no_baselines else [AS_SENT, *BASELINES])
     try:
         runs = find(args.folder)
     except (ImportFormatError, WhatifError) as exc:

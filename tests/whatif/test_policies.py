@@ -3,17 +3,29 @@ from the rule its module cites."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from nodwyn.imports.run import Run, user
+from nodwyn.imports import find, load
+from nodwyn.imports.run import Run, Stand, user
+from nodwyn.imports.run import Sent as SentRecord
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.model import Prices
-from nodwyn.whatif import POLICIES, compaction, compare, condenser, masking, prune
+from nodwyn.values.request import Usage
+from nodwyn.whatif import POLICIES, compaction, compare, condenser, masking, prune, recorded
 from nodwyn.whatif.measure import figures, prompt_cost
 from nodwyn.whatif.prepared import prepare
 from nodwyn.whatif.sent import Sent, measure, size
 
 BIG = 10**9  # a budget nothing reaches
+OPENHANDS = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "imports"
+    / "openhands-v1"
+    / "3880c06039224ff586eff2db1186474e"
+)
 
 
 def step(k: int, result: str) -> tuple[AssistantMessage, ToolMessage]:
@@ -233,3 +245,55 @@ def test_compare_gives_every_policy_and_whole_is_the_minimum() -> None:
     assert out["claude-code"].side_calls > 0 and out["openhands"].side_calls > 0
     assert all(f.usd is not None and f.usd > 0 for f in out.values())
     assert compare([run], 8192)["nodwyn"].usd is None
+
+
+# -- as sent: the agent's own requests, as its run records them ---------------------------------
+
+
+def test_as_sent_replays_the_recorded_views() -> None:
+    msgs = loop(["a", "b", "c"])  # U0 A1 T2 A3 T4 A5 T6 A7
+    summary = user("summary of steps 0 and 1")
+    views = [
+        SentRecord(view=None, usage=Usage(prompt_tokens=10)),
+        SentRecord(view=None),
+        SentRecord(view=(0, Stand(message=summary, why="condensation", of=(1, 2, 3, 4)))),
+        SentRecord(view=(0, Stand(message=summary, why="condensation", of=(1, 2, 3, 4)), 5, 6)),
+    ]
+    run = Run(name="r", format="test", system="s", tools=(), messages=msgs, requests=tuple(views))
+    got = recorded.views(run)
+    assert got == [(0,), (0, 1, 2), (0, summary), (0, summary, 5, 6)]
+    sent = recorded.requests(prepare(run), got)
+    assert [s.messages for s in sent] == [
+        msgs[:1],
+        msgs[:3],
+        (msgs[0], summary),
+        (msgs[0], summary, *msgs[5:7]),
+    ]
+    assert [i for i, _ in sent[3].shown] == [0, 5, 6] and sent[3].end == 7
+    assert recorded.views(run_of(*msgs)) is None  # a run that records no request
+    nothing = Run(name="r", format="test", system="s", tools=(), messages=msgs, requests=(SentRecord(),) * 4)
+    assert recorded.views(nothing) is None  # nor a request it records nothing of
+
+
+def test_the_condenser_model_forgets_what_openhands_forgot_on_its_own_run() -> None:
+    """On the committed OpenHands run (max_size 80, keep_first 4; tests/data/imports/SOURCES.md) the
+    model condenses before the same requests as OpenHands did and shows the same conversation
+    messages in every request, once the recorded views drop the results whose call was forgotten
+    (OpenHands' view keeps tool calls and results matched; the import records the forgotten ids)."""
+    (found,) = find(OPENHANDS)
+    run = load(found)
+    p = prepare(run)
+    views = recorded.views(run)
+    assert views is not None
+    as_sent = recorded.requests(p, views)
+    model = condenser.requests(p, BIG)
+    assert [s.end for s in model if s.side] == [as_sent[k].end for k in (40, 61)]
+    owner = {c.id: i for i, m in enumerate(run.messages) if isinstance(m, AssistantMessage) for c in m.calls}
+    for a, m in zip(as_sent, main(model), strict=True):
+        shown = {i for i, _ in a.shown}
+        matched = [
+            i
+            for i, _ in a.shown
+            if not (isinstance(run.messages[i], ToolMessage) and owner[run.messages[i].call_id] not in shown)
+        ]
+        assert matched == [i for i, _ in m.shown], a.end

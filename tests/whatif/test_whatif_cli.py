@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from nodwyn.imports import find, load
+from nodwyn.imports import conversation, find, load
+from nodwyn.log import Store
 from nodwyn.values.model import Prices
-from nodwyn.whatif import POLICIES, compare
+from nodwyn.whatif import POLICIES, compare, recorded
 
 PRICES = Prices(input=0.27, output=1.1, cached_input=0.07)
 
@@ -86,7 +87,11 @@ def test_whatif_on_an_imported_session_matches_the_library_and_prices_it(
         assert any(line.startswith(name + " ") for line in lines), name
     doc = json.loads(as_json.stdout)
     got = {p["policy"]: p for p in doc["policies"]}
-    assert list(got) == list(POLICIES) and doc["sessions_without_prices"] == 0
+    assert list(got) == ["as-sent", *POLICIES] and doc["sessions_without_prices"] == 0
+    # mini-swe-agent sends the whole conversation every time: as sent is the minimum's policy
+    assert {k: v for k, v in got["as-sent"].items() if k not in ("policy", "models")} == {
+        k: v for k, v in got["whole"].items() if k not in ("policy", "models")
+    }
     expected = compare([load(f) for f in find(path)], 8192, PRICES)
     for name, f in expected.items():
         g = got[name]
@@ -129,7 +134,10 @@ def test_whatif_on_each_committed_public_sample(env: dict[str, str], sample: Pat
     got = {p["policy"]: p for p in json.loads(shown.stdout)["policies"]}
     runs = [load(f) for f in find(sample)]
     expected = compare(runs, 4096)
-    assert list(got) == list(POLICIES)
+    store = Store(Path(env["NODWYN_HOME"]))
+    with store.open(store.resolve("latest")) as log:
+        records = recorded.views(conversation(log)) is not None  # what the imported session records
+    assert list(got) == (["as-sent"] if records else []) + list(POLICIES)
     for name, f in expected.items():
         g = got[name]
         assert (g["requests"], g["side_calls"], g["over_budget"]) == (f.requests, f.side_calls, f.over_budget)

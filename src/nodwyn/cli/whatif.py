@@ -16,9 +16,11 @@ from nodwyn.errors import ConfigError
 from nodwyn.imports import Run, conversation
 from nodwyn.values.events import SessionStart, decode
 from nodwyn.values.model import Prices
-from nodwyn.whatif import POLICIES, Figures, Measured, figures, prepare
+from nodwyn.whatif import POLICIES, Figures, Measured, figures, prepare, recorded
 
 KI = 1024
+AS_SENT = "as-sent"
+AS_SENT_HELP = "what the agent sent, as its session records it"
 
 
 def budget_tokens(text: str) -> int:
@@ -59,7 +61,8 @@ def usd_text(usd: float | None, unpriced: int, sessions: int) -> str:
 def figures_json(name: str, f: Figures, usd: float | None) -> dict[str, Any]:
     return {
         "policy": name,
-        "models": POLICIES[name][1],
+        "models": POLICIES[name][1] if name in POLICIES else AS_SENT_HELP,
+        "sessions": f.runs,
         "requests": f.requests,
         "side_calls": f.side_calls,
         "cached_share": round(f.cached_share, 4),
@@ -84,38 +87,45 @@ def whatif(sessions: tuple[str, ...], budget: str, as_json: bool, root: Path | N
     budget, share of the conversation shown, cost at the session's prices (ADR 0290)."""
     tokens = budget_tokens(budget)
     loaded = [load_session(root, s) for s in sessions]
-    per_run: dict[str, list[tuple[list[Measured], int]]] = {name: [] for name in POLICIES}
-    usd: dict[str, float] = dict.fromkeys(POLICIES, 0.0)
-    priced = 0
+    names = [AS_SENT, *POLICIES]
+    per_run: dict[str, list[tuple[list[Measured], int]]] = {name: [] for name in names}
+    usd: dict[str, float] = dict.fromkeys(names, 0.0)
+    priced = dict.fromkeys(names, 0)
     for _, run, prices in loaded:
         p = prepare(run)
-        priced += prices is not None
-        for name, (replay, _) in POLICIES.items():
-            reqs = replay(p, tokens)
+        views = recorded.views(run)
+        for name in names:
+            if name == AS_SENT:
+                if views is None:
+                    continue
+                reqs = recorded.replay(p, views)
+            else:
+                reqs = POLICIES[name][0](p, tokens)
             per_run[name].append((reqs, p.minimum))
             if prices is not None:
                 usd[name] += figures([(reqs, p.minimum)], tokens, prices).usd or 0.0
-    table = {name: figures(runs, tokens) for name, runs in per_run.items()}
-    cost = {name: (usd[name] if priced else None) for name in POLICIES}
-    unpriced = len(loaded) - priced
+                priced[name] += 1
+    table = {name: figures(runs, tokens) for name, runs in per_run.items() if runs}
+    cost = {name: (usd[name] if priced[name] else None) for name in table}
+    unpriced = {name: table[name].runs - priced[name] for name in table}
     if as_json:
         doc = {
             "budget": tokens,
             "sessions": [{"id": sid, "name": run.name, "format": run.format} for sid, run, _ in loaded],
-            "sessions_without_prices": unpriced,
+            "sessions_without_prices": unpriced["whole"],
             "policies": [figures_json(n, f, cost[n]) for n, f in table.items()],
         }
         click.echo(json_safe(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()))
         return
-    names = ", ".join(sid for sid, _, _ in loaded)
-    click.echo(shown(f"{len(loaded)} session(s) at a budget of {tokens:,} tokens: {names}"))
+    ids = ", ".join(sid for sid, _, _ in loaded)
+    click.echo(shown(f"{len(loaded)} session(s) at a budget of {tokens:,} tokens: {ids}"))
     click.echo(
         f"{'policy':<12} {'requests':>8} {'cached':>7} {'uncached':>12} {'vs min':>7} {'over':>5}"
         f" {'visible':>8}  cost"
     )
     for name, f in table.items():
         extra = f" +{f.side_calls}" if f.side_calls else ""
-        price = usd_text(cost[name], unpriced, len(loaded))
+        price = usd_text(cost[name], unpriced[name], f.runs)
         click.echo(
             f"{name:<12} {str(f.requests) + extra:>8} {f.cached_share:>7.1%} {f.uncached_tokens:>12,}"
             f" {f.uncached_ratio:>6.2f}x {f.over_budget:>5} {f.visible:>8.1%}  {price}"
@@ -124,3 +134,5 @@ def whatif(sessions: tuple[str, ...], budget: str, as_json: bool, root: Path | N
         f"minimum (every request whole, append-only): {table['whole'].minimum_tokens:,} uncached tokens;"
         " +N: summariser calls; cost: prompts and summaries (replies cost the same under every policy)"
     )
+    if AS_SENT in table:
+        click.echo(f"{AS_SENT}: {AS_SENT_HELP} ({table[AS_SENT].runs} of {len(loaded)} sessions record it)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from nodwyn.values.model import Prices
-from nodwyn.whatif import compaction, condenser, engine, masking, prune, sliding
+from nodwyn.whatif import compaction, condenser, engine, masking, prune, recorded, sliding
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import Conversation, Prepared, prepare
 from nodwyn.whatif.sent import Sent, measure
@@ -66,4 +66,5 @@ __all__ = [
     "figures",
     "measure",
     "prepare",
+    "recorded",
 ]
