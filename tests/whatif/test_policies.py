@@ -278,8 +278,8 @@ def test_as_sent_replays_the_recorded_views() -> None:
 def test_the_condenser_model_forgets_what_openhands_forgot_on_its_own_run() -> None:
     """On the committed OpenHands run (max_size 80, keep_first 4; tests/data/imports/SOURCES.md) the
     model condenses before the same requests as OpenHands did and shows the same conversation
-    messages in every request, once the recorded views drop the results whose call was forgotten
-    (OpenHands' view keeps tool calls and results matched; the import records the forgotten ids)."""
+    messages in every request (the import keeps a recorded view's calls and results matched, as
+    OpenHands' own view does)."""
     (found,) = find(OPENHANDS)
     run = load(found)
     p = prepare(run)
@@ -288,12 +288,5 @@ def test_the_condenser_model_forgets_what_openhands_forgot_on_its_own_run() -> N
     as_sent = recorded.requests(p, views)
     model = condenser.requests(p, BIG)
     assert [s.end for s in model if s.side] == [as_sent[k].end for k in (40, 61)]
-    owner = {c.id: i for i, m in enumerate(run.messages) if isinstance(m, AssistantMessage) for c in m.calls}
     for a, m in zip(as_sent, main(model), strict=True):
-        shown = {i for i, _ in a.shown}
-        matched = [
-            i
-            for i, _ in a.shown
-            if not (isinstance(run.messages[i], ToolMessage) and owner[run.messages[i].call_id] not in shown)
-        ]
-        assert matched == [i for i, _ in m.shown], a.end
+        assert [i for i, _ in a.shown] == [i for i, _ in m.shown], a.end

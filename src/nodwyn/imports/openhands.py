@@ -125,7 +125,7 @@ def load(folder: Path, name: str) -> Run:
         """A new reply: request k is what the SDK's view held before it."""
         view: tuple[int | Stand, ...] | None = None
         if condensations:
-            kept: list[int | Stand] = [i for i in range(len(out)) if ids[i] not in forgotten]
+            kept: list[int | Stand] = _matched(out, [i for i in range(len(out)) if ids[i] not in forgotten])
             if summary is not None:
                 kept.insert(min(offset, len(kept)), summary)
             view = tuple(kept)
@@ -225,3 +225,10 @@ def _tool(t: Any, where: str) -> ToolSpec:
         description=str(fn.get("description") or ""),
         parameters=fn.get("parameters") or {"type": "object", "properties": {}},
     )
+
+
+def _matched(out: list[Message], kept: list[int]) -> list[int]:
+    """``kept`` without the results whose call was forgotten: the SDK's view keeps tool calls and
+    their results matched (``View.from_events`` drops the unmatched ones)."""
+    calls = {c.id for i in kept if isinstance(m := out[i], AssistantMessage) for c in m.calls}
+    return [i for i in kept if not (isinstance(m := out[i], ToolMessage) and m.call_id not in calls)]
