@@ -125,7 +125,9 @@ def load(folder: Path, name: str) -> Run:
         """A new reply: request k is what the SDK's view held before it."""
         view: tuple[int | Stand, ...] | None = None
         if condensations:
-            kept: list[int | Stand] = _matched(out, [i for i in range(len(out)) if ids[i] not in forgotten])
+            kept: list[int | Stand] = [
+                *_matched(out, [i for i in range(len(out)) if ids[i] not in forgotten])
+            ]
             if summary is not None:
                 kept.insert(min(offset, len(kept)), summary)
             view = tuple(kept)
