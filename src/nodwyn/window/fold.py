@@ -59,7 +59,6 @@ from nodwyn.window.render import (
 )
 from nodwyn.window.start import Start, start_of
 from nodwyn.window.summaries import Summary, accepted, summary_of
-from nodwyn.window.trim import choose
 from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 
 _NO_WITHHELD: Mapping[str, str] = {}
@@ -481,23 +480,11 @@ class Window:
         )
         if not decision.trimmed:
             return decision
-        if rules.unit_trim:
-            return self._trim_units(c, shown, decision)
-        chosen, predicted = choose(
-            shown.items,
-            overhead=shown.overhead,
-            image_bytes=shown.cache.image_bytes,
-            image_tokens=shown.cache.image_tokens,
-            low_water=limits.low_water,
-            pairs=rules.pairs,
-            cut=min(decision.elided) if decision.elided else None,
-            marker_len=lambda item: len(piece(marker_message(item))),
-            unblocked_len=lambda item: len(piece(self._unblocked(item, shown.cache.params))),
-        )
-        return replace(decision, elided=decision.elided | chosen, predicted=predicted)
+        return self._trim(c, shown, decision)
 
-    def _trim_units(self, c: Context, shown: _Shown, decision: Decision) -> Decision:
-        """v20's trim: whole units oldest first, past a kept head, to a target from the growth."""
+    def _trim(self, c: Context, shown: _Shown, decision: Decision) -> Decision:
+        """The trim's choice: entries oldest first, results before replies, to low water (v16);
+        with v20's rules whole units past a kept head, to a target from the run's growth."""
         recipe, rules = self._need_recipe(), self._need_rules()
         limits, items = recipe.limits, shown.items
         head: int | None = None
@@ -511,6 +498,7 @@ class Window:
             # while every unit fits in the head, it keeps them all (and is not fixed yet)
             keep = head if head is not None else self._last_seq + 1
         conversation, requests = self._conversation(c) if rules.growth else (0, 0)
+        params = shown.cache.params
         chosen = units.choose(
             items,
             overhead=shown.overhead,
@@ -525,9 +513,11 @@ class Window:
             keep_before=keep,
             pairs=rules.pairs,
             cut=min(decision.elided) if decision.elided else None,
-            marker_len=lambda item: len(piece(marker_message(item))),
-            run_len=lambda first, last: len(piece(run_message(first, last))),
-            unblocked_len=lambda item: len(piece(self._unblocked(item, shown.cache.params))),
+            sizes=units.Sizes(
+                marker_len=lambda item: len(piece(marker_message(item))),
+                run_len=lambda first, last: len(piece(run_message(first, last))),
+                unblocked_len=lambda item: len(piece(self._unblocked(item, params))),
+            ),
         )
         return replace(
             decision,

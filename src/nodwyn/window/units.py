@@ -81,6 +81,131 @@ class Decision:
     target: int  # what the trim aimed for, tokens
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sizes:
+    """How a trim sizes what an elision leaves: an item's marker, a run's marker (v20), and a
+    reply without its blocks (the blocks of replies after an elision go stale)."""
+
+    marker_len: Callable[[Item], int]
+    run_len: Callable[[int, int], int]
+    unblocked_len: Callable[[Item], int]
+
+
+class _Pass:
+    """One trim's running account of the request: each item's current length, which items are
+    still in it, and the estimate they make; ``elide`` changes it as the re-render will (the
+    window checks the estimate against the re-rendered request)."""
+
+    def __init__(
+        self,
+        items: Sequence[Item],
+        *,
+        overhead: int,
+        image_bytes: int,
+        image_tokens: int,
+        units: bool,
+        pairs: bool,
+        keep_before: int | None,
+        sizes: Sizes,
+    ) -> None:
+        n = len(items)
+        self.items, self.n, self.overhead, self.sizes = items, n, overhead, sizes
+        self.units, self.pairs, self.keep_before = units, pairs, keep_before
+        self.cur = [len(it.piece) for it in items]
+        self.alive = [True] * n
+        self.done = [it.elided for it in items]  # elided, now or before
+        self.last = [it.last or it.seq for it in items]  # a run's last reply seq
+        self.left = list(range(-1, n - 1))  # neighbours among the messages still in the request
+        self.right = list(range(1, n + 1))
+        self.blocks_gone = [False] * n
+        self.block_items = [i for i in range(n) if items[i].has_blocks]
+        self.protected = set(range(max(0, n - PROTECTED), n))
+        self.guarded = pairs_rules.protected_batches(items, self.protected) if pairs else set()
+        self.body, self.count, self.ib, self.itok = sum(self.cur), n, image_bytes, image_tokens
+        self.new: set[int] = set()
+        self.cut_at: int | None = None
+
+    def current(self) -> int:
+        return estimate(self.overhead + self.body + max(self.count - 1, 0), self.ib, self.itok)
+
+    def before(self, kinds: tuple[tuple[str, ...], ...]) -> int:
+        """The estimate of what precedes the first item this pass may elide (the growth rule's P)."""
+        first = next((i for i in range(self.n) if any(self.eligible(i, phase) for phase in kinds)), self.n)
+        head = self.items[:first]
+        return estimate(
+            self.overhead + sum(self.cur[:first]) + first,
+            sum(it.image_bytes for it in head),
+            sum(it.image_tokens for it in head),
+        )
+
+    def eligible(self, i: int, phase: tuple[str, ...]) -> bool:
+        item = self.items[i]
+        if item.kind not in phase or self.done[i] or not self.alive[i] or i in self.protected:
+            return False
+        if self.keep_before is not None and item.seq < self.keep_before:
+            return False
+        return not (
+            self.pairs
+            and item.kind == "assistant"
+            and not pairs_rules.may_elide_batch(self.items, i, self.guarded)
+        )
+
+    def _resize(self, i: int, length: int) -> None:
+        self.body += length - self.cur[i]
+        self.cur[i] = length
+
+    def _remove(self, i: int) -> None:
+        self.alive[i] = False
+        self.body -= self.cur[i]
+        self.count -= 1
+        lft, rgt = self.left[i], self.right[i]
+        if lft >= 0:
+            self.right[lft] = rgt
+        if rgt < self.n:
+            self.left[rgt] = lft
+
+    def cut(self, seq: int) -> None:
+        """An elision at ``seq``: the blocks of every later reply go stale (once, at the earliest)."""
+        if self.cut_at is not None and seq >= self.cut_at:
+            return
+        self.cut_at = seq
+        for j in self.block_items:
+            if self.alive[j] and not self.done[j] and not self.blocks_gone[j] and self.items[j].seq > seq:
+                self._resize(j, self.sizes.unblocked_len(self.items[j]))
+                self.blocks_gone[j] = True
+
+    def _is_run(self, j: int) -> bool:
+        return 0 <= j < self.n and self.alive[j] and self.done[j] and self.items[j].kind == "assistant"
+
+    def elide(self, i: int) -> None:
+        item = self.items[i]
+        self.cut(item.seq)
+        self.done[i] = True
+        if item.kind == "image":
+            self.ib -= item.image_bytes
+            self.itok -= item.image_tokens
+        self.new.add(item.seq)
+        if self.pairs and item.kind == "assistant":
+            for r in item.results:
+                if self.alive[r]:
+                    self._remove(r)
+                    if not self.items[r].elided:
+                        self.new.add(self.items[r].seq)
+        if not (self.units and item.kind == "assistant"):
+            self._resize(i, self.sizes.marker_len(item))
+            return
+        rep = i  # the run's first message: it joins the runs on either side
+        if self._is_run(self.left[i]):
+            rep = self.left[i]
+            self.last[rep] = self.last[i]
+            self._remove(i)
+        if self._is_run(self.right[rep]):
+            nxt = self.right[rep]
+            self.last[rep] = self.last[nxt]
+            self._remove(nxt)
+        self._resize(rep, self.sizes.run_len(self.items[rep].seq, self.last[rep]))
+
+
 def choose(
     items: Sequence[Item],
     *,
@@ -96,116 +221,35 @@ def choose(
     keep_before: int | None,
     pairs: bool,
     cut: int | None,
-    marker_len: Callable[[Item], int],
-    run_len: Callable[[int, int], int],
-    unblocked_len: Callable[[Item], int],
+    sizes: Sizes,
 ) -> Decision:
     """Seqs to elide, oldest first, until the estimate reaches the target (as far as protection
-    allows). ``units``: whole units in one pass, runs joined; else results first, then replies.
-    ``growth``: the target from the run's growth, else low water. ``keep_before``: nothing with a
-    lower seq is elided (the head)."""
-    n = len(items)
-    cur = [len(it.piece) for it in items]
-    alive = [True] * n
-    done = [it.elided for it in items]
-    last = [it.last or it.seq for it in items]  # a run's last reply seq
-    left = list(range(-1, n - 1))  # neighbours among the messages still in the request
-    right = list(range(1, n + 1))
-    blocks_gone = [False] * n
-    block_items = [i for i in range(n) if items[i].has_blocks]
-    protected = set(range(max(0, n - PROTECTED), n))
-    guarded = pairs_rules.protected_batches(items, protected) if pairs else set()
-    state = {"body": sum(cur), "count": n, "ib": image_bytes, "itok": image_tokens}
-    new: set[int] = set()
-    cut_at = cut
-
-    def current() -> int:
-        return estimate(overhead + state["body"] + max(state["count"] - 1, 0), state["ib"], state["itok"])
-
-    def resize(i: int, length: int) -> None:
-        state["body"] += length - cur[i]
-        cur[i] = length
-
-    def remove(i: int) -> None:
-        alive[i] = False
-        state["body"] -= cur[i]
-        state["count"] -= 1
-        lft, rgt = left[i], right[i]
-        if lft >= 0:
-            right[lft] = rgt
-        if rgt < n:
-            left[rgt] = lft
-
-    def drop_blocks_after(seq: int) -> None:
-        for j in block_items:
-            if alive[j] and not done[j] and not blocks_gone[j] and items[j].seq > seq:
-                resize(j, unblocked_len(items[j]))
-                blocks_gone[j] = True
-
-    if cut_at is not None:
-        drop_blocks_after(cut_at)
-
+    allows). ``units``: whole units in one pass, runs joined; else results first, then replies
+    (the v16 rules, ``trim.py``). ``growth``: the target from the run's growth, else low water.
+    ``keep_before``: nothing with a lower seq is elided (the head). ``cut``: the earliest seq
+    already newly elided (results left out with their batch)."""
+    p = _Pass(
+        items,
+        overhead=overhead,
+        image_bytes=image_bytes,
+        image_tokens=image_tokens,
+        units=units,
+        pairs=pairs,
+        keep_before=keep_before,
+        sizes=sizes,
+    )
+    if cut is not None:
+        p.cut(cut)
     kinds = (_ANY_UNIT,) if units else _PHASES
-
-    def eligible(i: int, phase: tuple[str, ...]) -> bool:
-        item = items[i]
-        if item.kind not in phase or done[i] or not alive[i] or i in protected:
-            return False
-        if keep_before is not None and item.seq < keep_before:
-            return False
-        return not (pairs and item.kind == "assistant" and not pairs_rules.may_elide_batch(items, i, guarded))
-
-    if growth is None:
-        target = low_water
-    else:
-        first = next((i for i in range(n) if any(eligible(i, phase) for phase in kinds)), n)
-        before = estimate(
-            overhead + sum(cur[:first]) + first,
-            sum(it.image_bytes for it in items[:first]),
-            sum(it.image_tokens for it in items[:first]),
-        )
+    target = low_water
+    if growth is not None:
         target = growth_target(
-            growth, budget=budget, conversation=conversation, requests=requests, before=before
+            growth, budget=budget, conversation=conversation, requests=requests, before=p.before(kinds)
         )
-
-    def is_run(j: int) -> bool:
-        return 0 <= j < n and alive[j] and done[j] and items[j].kind == "assistant"
-
-    def elide(i: int) -> None:
-        nonlocal cut_at
-        item = items[i]
-        if cut_at is None or item.seq < cut_at:
-            cut_at = item.seq
-            drop_blocks_after(item.seq)
-        done[i] = True
-        if item.kind == "image":
-            state["ib"] -= item.image_bytes
-            state["itok"] -= item.image_tokens
-        new.add(item.seq)
-        if pairs and item.kind == "assistant":
-            for r in item.results:
-                if alive[r]:
-                    remove(r)
-                    if not items[r].elided:
-                        new.add(items[r].seq)
-        if not (units and item.kind == "assistant"):
-            resize(i, marker_len(item))
-            return
-        rep = i  # the run's first message: it joins the runs on either side
-        if is_run(left[i]):
-            rep = left[i]
-            last[rep] = last[i]
-            remove(i)
-        if is_run(right[rep]):
-            nxt = right[rep]
-            last[rep] = last[nxt]
-            remove(nxt)
-        resize(rep, run_len(items[rep].seq, last[rep]))
-
     for phase in kinds:
-        for i in range(n):
-            if current() <= target:
-                return Decision(elided=new, estimate=current(), target=target)
-            if eligible(i, phase):
-                elide(i)
-    return Decision(elided=new, estimate=current(), target=target)
+        for i in range(len(items)):
+            if p.current() <= target:
+                return Decision(elided=p.new, estimate=p.current(), target=target)
+            if p.eligible(i, phase):
+                p.elide(i)
+    return Decision(elided=p.new, estimate=p.current(), target=target)
