@@ -15,7 +15,7 @@ from nodwyn.errors import NotFoundError
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import recipe_from_json, request_to_json
 from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
-from nodwyn.values.recipe import Flag, policy_for
+from nodwyn.values.recipe import rules_for
 from nodwyn.values.request import Request
 from nodwyn.window import Window, build_window
 from nodwyn.window.units import V20
@@ -85,7 +85,7 @@ def _legit_move(sim: Sim, prev: Built, b: Built) -> bool:
             # ends before the second-latest message); the record says "summary"
         if e.kind == "llm.req" and e.data.get("elided"):
             return True  # another context's trim may elide entries a widening brings in
-        if Flag.IN_CONVERSATION not in policy_for(version) and e.kind in ("user.msg", "gate.plan"):
+        if not rules_for(version).in_conversation and e.kind in ("user.msg", "gate.plan"):
             return True  # before v15 the task and plan are in the system prompt
     return False
 
@@ -176,7 +176,7 @@ def test_c_hysteresis(sim: Sim) -> None:
         if b.predicted is not None:  # the trim's running accounting is exact
             assert b.predicted == rec.estimate, (b.predicted, rec)
         assert rec.trim == bool(rec.elided)
-        if Flag.HEADROOM not in policy_for(version):
+        if not rules_for(version).headroom:
             assert rec.headroom is None
         sticky |= set(rec.elided)
 
@@ -185,7 +185,7 @@ def test_c_hysteresis(sim: Sim) -> None:
 @given(sessions(versions=(16, 17, 18, 19, 20)))
 def test_d_no_orphan_results_or_unanswered_calls(sim: Sim) -> None:
     for b in sim.built:
-        if Flag.PAIRS not in policy_for(_version_at(sim, b.seq)):
+        if not rules_for(_version_at(sim, b.seq)).pairs:
             continue
         messages = b.build.request.messages
         batch: AssistantMessage | None = None
