@@ -172,6 +172,30 @@ def test_asked_again_only_once() -> None:
         assert len(fake.requests) == 2
 
 
+@pytest.mark.parametrize("api", ["openai-chat", "responses", "anthropic", "ollama"])
+def test_a_server_that_ignores_stream_true_is_read_as_one_json_reply(api: str) -> None:
+    """A server or proxy that answers a streamed request with one JSON object (application/json)
+    gives the same reply as its stream would, shown at once through on_delta."""
+    item = {
+        "thinking": "Look first.",
+        "text": "Reading it.",
+        "calls": [{"name": "fs-read", "arguments": {"path": "a.py"}, "id": "call_1"}],
+    }
+    shown: list[tuple[str, str]] = []
+    with FakeServer(api=api, script=[item, {**item, "quirks": ["whole_reply"]}]) as fake:
+        with backend_for(fake.url) as backend:
+            settings = settings_for(fake.url, api)
+            streamed = backend.send(_request(), settings, session_key=None)
+            whole = backend.send(
+                _request(), settings, session_key=None, on_delta=lambda k, t: shown.append((k, t))
+            )
+        asked = [r.body for r in fake.requests]
+    assert all(body.get("stream") is not False for body in asked)  # a stream was asked both times
+    assert (whole.text, whole.thinking, whole.calls) == (streamed.text, streamed.thinking, streamed.calls)
+    assert whole.usage.prompt_tokens == streamed.usage.prompt_tokens > 0
+    assert shown == [("thinking", "Look first."), ("text", "Reading it.")]
+
+
 def test_a_cut_chat_stream_is_an_error_not_a_short_reply() -> None:
     with FakeServer(api="openai-chat", script=[{"text": "partial", "cut": True}, {"text": "x"}]) as fake:
         with backend_for(fake.url) as backend, pytest.raises(DecodeError):

@@ -303,7 +303,7 @@ def stream(
     output = out_tokens(item.text, *texts, *args_texts)
     final_usage = {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output}
     stop = "tool_use" if item.calls else "end_turn"
-    if body.get("stream") is not True:  # the whole message as one JSON object
+    if body.get("stream") is not True or "whole_reply" in item.quirks:  # the whole message as one object
         whole = {
             **message,
             "content": content,

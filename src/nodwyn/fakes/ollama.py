@@ -123,7 +123,7 @@ def reply(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) 
         calls.append(entry)
     output = out_tokens(item.text, item.thinking, *(c.arguments_json for c in item.calls))
     done = {"done": True, "done_reason": "stop", **metrics(lookup, output)}
-    if body.get("stream") is False:
+    if body.get("stream") is False or "whole_reply" in item.quirks:
         message: dict[str, Any] = {"role": "assistant", "content": item.text}
         if item.thinking:
             message["thinking"] = item.thinking

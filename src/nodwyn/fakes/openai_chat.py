@@ -327,7 +327,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         }
         last = sse(value)
     chunks.append(last)
-    if body.get("stream") is not True:  # the whole reply as one chat.completion object
+    if body.get("stream") is not True or "whole_reply" in item.quirks:  # one chat.completion object
         message: dict[str, Any] = {"role": "assistant", "content": item.text or None}
         if listed:
             parts: list[dict[str, Any]] = []

@@ -299,7 +299,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         "total_tokens": lookup.prompt_tokens + completion,
     }
     final = {**resp, "status": "completed", "output": [] if item.empty_output else output, "usage": usage}
-    if body.get("stream") is not True:
+    if body.get("stream") is not True or "whole_reply" in item.quirks:
         return json_reply(200, final)
     emit("response.completed", response=final)
     if "done_marker" in item.quirks:  # OpenRouter's /responses ends so after the terminal event

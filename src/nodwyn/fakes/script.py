@@ -30,7 +30,8 @@ reasoning.text fragment carries ``"signature": ""``, the real one comes later), 
 (chat: ``content`` as a list of ``text`` and ``thinking`` chunks, as Mistral sends),
 ``no_call_ids`` (chat and Ollama: tool calls without ids, as Gemini's and Ollama's
 OpenAI-compatible servers send), ``delta_transformations`` (Anthropic: ``input_transformations``
-on ``message_delta`` instead of ``message_start``).
+on ``message_delta`` instead of ``message_start``). ``whole_reply`` (any API) answers one JSON
+object although a stream was asked: a server or proxy that ignores ``stream: true``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ _KEYS = {
     "stall",
     "flood",
 }
-QUIRKS = frozenset({"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations"})
+QUIRKS = frozenset(
+    {"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations", "whole_reply"}
+)
 STALLS = ("accept", "headers", "keepalive", "drip")
 # What each key of a script item does, for `nodwyn fake serve --help`.
 ITEM_KEYS: dict[str, str] = {

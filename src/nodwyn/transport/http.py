@@ -4,7 +4,8 @@ Order of a send: the dialect encodes the request (refusing a block of another or
 credential the model names is checked against the URL's origin (refused before anything is
 sent); then the request is POSTed and its stream (SSE, or NDJSON for Ollama) is framed by the
 dialect's parser and fed to its decoder, the text and thinking pieces each event brought going
-to ``on_delta`` as they come.
+to ``on_delta`` as they come. A server that ignores ``stream: true`` and answers one JSON object
+(``application/json``) is read whole and decoded as the API's non-streamed reply.
 
 Retries (ADR 0062): a 429, a 5xx, an overloaded reply or a connection failure is tried again up
 to ``max_retries`` times, after the server's ``Retry-After`` when it gave one (capped at
@@ -255,11 +256,7 @@ class HttpBackend:
                     )
                 if resp.status_code >= 300 or resp.status_code == 204:
                     raise _unexpected(settings, url, resp)
-                parts: list[bytes] = []
-                for chunk in resp.iter_bytes():
-                    guard.took(chunk, progress=True)
-                    parts.append(chunk)
-                content = b"".join(parts)
+                content = _read_whole(resp, guard)
                 status = resp.status_code
         except httpx.HTTPError as exc:
             raise guard.failure(exc) from None
@@ -306,13 +303,21 @@ class HttpBackend:
                     )
                 if resp.status_code >= 300 or resp.status_code == 204:
                     raise _unexpected(settings, url, resp)
-                with guard.watching(resp):
-                    for chunk in resp.iter_bytes():
-                        events = parser.feed(chunk)
-                        guard.took(chunk, progress=bool(events))
-                        feed(events)
-                    guard.check()
+                if _is_whole_json(resp):
+                    with guard.watching(resp):
+                        whole = _read_whole(resp, guard)
+                    if _one_object(whole):
+                        return _whole_reply(dialect, settings, whole, on_delta, shown)
+                    feed(parser.feed(whole))  # a stream labelled as JSON: read it as the stream
                     feed(parser.close())
+                else:
+                    with guard.watching(resp):
+                        for chunk in resp.iter_bytes():
+                            events = parser.feed(chunk)
+                            guard.took(chunk, progress=bool(events))
+                            feed(events)
+                        guard.check()
+                        feed(parser.close())
         except httpx.HTTPError as exc:
             raise guard.failure(exc) from None
         if not decoder.complete:
@@ -428,6 +433,46 @@ class _Watch:
         self.guard.stop()
         if self.thread is not None:
             self.thread.join()
+
+
+def _is_whole_json(resp: httpx.Response) -> bool:
+    """A reply that is one JSON object (``application/json``) although a stream was asked for:
+    a server or proxy that ignores ``stream: true``. Streams are ``text/event-stream`` or, from
+    Ollama, ``application/x-ndjson``."""
+    kind: str = resp.headers.get("content-type", "")
+    return kind.split(";")[0].strip().lower() == "application/json"
+
+
+def _read_whole(resp: httpx.Response, guard: _Guard) -> bytes:
+    """The whole body, within the attempt's size cap and deadlines."""
+    parts: list[bytes] = []
+    for chunk in resp.iter_bytes():
+        guard.took(chunk, progress=True)
+        parts.append(chunk)
+    guard.check()
+    return b"".join(parts)
+
+
+def _one_object(body: bytes) -> bool:
+    try:
+        value: object = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(value, dict)
+
+
+def _whole_reply(
+    dialect: Dialect, settings: ModelSettings, body: bytes, on_delta: OnDelta | None, shown: list[bool]
+) -> Response:
+    """A reply sent as one JSON object, decoded as the API's non-streamed answer; its thinking and
+    text go to ``on_delta`` at once, as a stream's last pieces would."""
+    response = dialect.decode_body(body, settings.origin)
+    if on_delta is not None:
+        for kind, text in (("thinking", response.thinking), ("text", response.text)):
+            if text:
+                shown[0] = True
+                on_delta(kind, text)
+    return response
 
 
 def _read_capped(resp: httpx.Response, limit: int) -> bytes:
