@@ -76,4 +76,10 @@ async def until(pilot: Any, done: Callable[[], bool], timeout: float = 20.0, wha
         await pilot.pause(0.05)
 
 
+async def opened(pilot: Any) -> None:
+    """Until the session is open for turns (a resume opens it on the worker thread)."""
+    app = pilot.app
+    await until(pilot, lambda: app.opened is not None and not app.busy, what="the session to open")
+
+
 Waiter = Callable[[Any, Callable[[], bool]], Awaitable[None]]

@@ -17,7 +17,7 @@ from nodwyn.tui.app import NodwynApp
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.screens import ApprovalScreen, ModelScreen, PickerScreen
 
-from .conftest import call, chat_bodies, configure, until
+from .conftest import call, chat_bodies, configure, opened, until
 
 
 def _app(env: dict[str, str], **kw: object) -> NodwynApp:
@@ -41,6 +41,7 @@ async def _a_turn(env: dict[str, str]) -> None:
         configure(env, fake.url)
         app = _app(env)
         async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
             composer = app.query_one(Composer)
             composer.text = "What does add do?"
             await pilot.press("enter")
@@ -75,6 +76,7 @@ async def _approvals(env: dict[str, str]) -> None:
         configure(env, fake.url)
         app = _app(env)
         async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
             app.query_one(Composer).text = "Fix add and tidy up"
             await pilot.press("enter")
             for key in ("y", "a", "n"):
@@ -122,6 +124,7 @@ async def _cancel(env: dict[str, str]) -> None:
         configure(env, fake.url)
         app = _app(env, yes=True)
         async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
             app.query_one(Composer).text = "Wait a minute"
             await pilot.press("enter")
             await until(
@@ -163,6 +166,7 @@ async def _switch(env: dict[str, str]) -> None:
         configure(env, fake.url)
         app = _app(env)
         async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
             app.query_one(Composer).text = "first"
             await pilot.press("enter")
             await until(pilot, lambda: not app.busy and "one" in _screen_text(app), what="turn 1")
@@ -204,6 +208,7 @@ async def _resume(env: dict[str, str]) -> None:
         for task in ("Look at the parser", "Something else"):
             app = _app(env)
             async with app.run_test(size=(100, 30)) as pilot:
+                await opened(pilot)
                 app.query_one(Composer).text = task
                 await pilot.press("enter")
                 await until(
@@ -212,6 +217,7 @@ async def _resume(env: dict[str, str]) -> None:
         first, second = Store(Path(env["NODWYN_HOME"])).ids()[-2:]
         app = _app(env)
         async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
             fresh = app.agent.session_id
             await pilot.press("ctrl+r")
             await until(pilot, lambda: isinstance(app.screen, PickerScreen), what="the picker")
@@ -233,3 +239,37 @@ async def _resume(env: dict[str, str]) -> None:
     with Store(Path(env["NODWYN_HOME"])).open(first) as log:
         kinds = [e.kind for e in log.read(1)]
     assert "session.resume" in kinds and kinds[-1] == "llm.resp"
+
+
+# -- the help screen lists every key binding -----------------------------------------------------
+
+
+def test_help_lists_every_binding(env: dict[str, str]) -> None:
+    asyncio.run(_help(env))
+
+
+async def _help(env: dict[str, str]) -> None:
+    from textual.binding import Binding
+
+    from nodwyn.tui.screens import HelpScreen
+
+    with FakeServer(api="openai-chat", script=[]) as fake:
+        configure(env, fake.url)
+        app = _app(env)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await opened(pilot)
+            await pilot.press("f1")
+            await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+            text = str(app.screen.query_one("#help", Static).render())
+            for screen_binding in (ApprovalScreen.BINDINGS, PickerScreen.BINDINGS, ModelScreen.BINDINGS):
+                assert screen_binding  # the dialogs' keys are listed under MORE_KEYS
+    for b in NodwynApp.BINDINGS:
+        assert isinstance(b, Binding)
+        assert NodwynApp.KEY_HELP[b.action] in text, b.action
+        for key in b.key.split(","):
+            label = b.key_display or key.replace("ctrl+", "Ctrl+").replace("escape", "Esc").title()
+            assert label in text, key
+    for keys, what in NodwynApp.MORE_KEYS:
+        assert keys in text and what in text
+    for command in ("/model", "/plan", "/compact", "/resume", "/quit", "/help"):
+        assert command in text

@@ -20,7 +20,7 @@ from nodwyn.tui.app import NodwynApp
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.screens import ApprovalScreen, PickerScreen
 
-from .conftest import call, configure, until
+from .conftest import call, configure, opened, until
 
 SHOWN = "20260101T090000Z-0000c0de"
 OTHER = "20251231T180000Z-0000beef"
@@ -70,6 +70,7 @@ def _app(env: dict[str, str]) -> NodwynApp:
 async def _steady(pilot: Any) -> None:
     """The composer's cursor drawn without blinking, so a picture does not depend on the moment."""
     pilot.app.query_one(Composer).cursor_blink = False
+    await opened(pilot)
     await pilot.pause()
 
 
@@ -121,8 +122,8 @@ def test_no_color_draws_in_greys_only(recorded: Any, monkeypatch: pytest.MonkeyP
         r, g, b = (int(hexa[i : i + 2], 16) for i in (0, 2, 4))
         return max(r, g, b) - min(r, g, b) <= 8
 
-    coloured = take_svg_screenshot(app=_app(recorded[0]), terminal_size=(80, 24))
+    coloured = take_svg_screenshot(app=_app(recorded[0]), terminal_size=(80, 24), run_before=_steady)
     assert any(not grey(f) for f in fills(coloured))
     monkeypatch.setenv("NO_COLOR", "1")
-    plain = take_svg_screenshot(app=_app(recorded[0]), terminal_size=(80, 24))
+    plain = take_svg_screenshot(app=_app(recorded[0]), terminal_size=(80, 24), run_before=_steady)
     assert fills(plain) and [f for f in fills(plain) if not grey(f)] == []

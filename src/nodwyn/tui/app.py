@@ -1,18 +1,20 @@
 """``nodwyn tui``: the session full-screen, a face over the same library as the CLI.
 
-The session is opened by ``compose.setup.open_agent`` (as ``nodwyn chat`` opens it); each turn,
-model switch, compaction or strategy runs in one worker thread (``bridge.Turns``) while the app
-draws what the bridge queued, a batch per tick. On open only the log's tail is read (by index,
-``log.read(first=...)``); the cache panel aggregates the events from the resumed window's start
-(at most ``STATS_SPAN`` back) with ``stats.totals.Aggregator``. No rule of the window, the log or
-the dialects lives here (ADR 0270).
+The end of a resumed session's log is shown first, its tail read by index
+(``log.read(first=...)``); then the session is opened by ``compose.setup.open_agent`` (as ``nodwyn
+chat`` opens it) on the worker thread, which also counts the whole session's figures with
+``stats.totals.Aggregator`` for the cache panel. Each turn, model switch, compaction or strategy
+runs on that worker (``bridge.Turns``) while the app draws what the bridge queued, a batch per
+tick. No rule of the window, the log or the dialects lives here (ADR 0270).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,18 +30,20 @@ from nodwyn.agent.figures import overview
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.cli.screen import hold, shown
-from nodwyn.compose.setup import Opened, open_agent
+from nodwyn.compose.config import load_config
+from nodwyn.compose.setup import Opened, held_values, open_agent
 from nodwyn.errors import NodwynError, did_you_mean
 from nodwyn.log import Store, data_root
-from nodwyn.stats.totals import percent
+from nodwyn.stats.totals import Aggregator, percent
 from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Turns
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.conversation import Conversation
 from nodwyn.tui.panel import CachePanel
 from nodwyn.tui.screens import ApprovalScreen, HelpScreen, ModelScreen, Pick, PickerScreen
+from nodwyn.values.events import GATE_PLAN, GatePlan, decoded
 
-TAIL = 200  # events shown when a session opens (the log's end, read by index)
-STATS_SPAN = 5000  # events the cache panel aggregates at most when a session opens
+TAIL = 40  # events shown when a session opens (the log's end, read by index); Ctrl+U reads older ones
+OLDER = 100  # events Ctrl+U adds above
 TICK = 1 / 30  # seconds between draws of what the worker queued
 WIDE = 110  # columns from which the cache panel sits beside the conversation
 
@@ -56,6 +60,21 @@ SLASH: dict[str, str] = {
 
 class Done:
     """The worker finished its job."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ready:
+    """The session is open: the agent, the session's figures, its latest plan."""
+
+    opened: Opened
+    agg: Aggregator
+    plan: str | None
+    took: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failed:
+    error: NodwynError
 
 
 class NodwynApp(App[None]):
@@ -82,6 +101,7 @@ class NodwynApp(App[None]):
         Binding("ctrl+t", "toggle_thinking", "Thinking", show=False),
         Binding("ctrl+e", "toggle_results", "Results", show=False),
         Binding("ctrl+k", "compact", "Compact", show=False),
+        Binding("ctrl+u", "older", "Older", show=False),
         Binding("pageup", "scroll(-1)", "Scroll up", show=False, key_display="PageUp"),
         Binding("pagedown", "scroll(1)", "Scroll down", show=False, key_display="PageDown"),
         Binding("ctrl+q", "leave", "Quit", priority=True),
@@ -91,13 +111,14 @@ class NodwynApp(App[None]):
     KEY_HELP: dict[str, str] = {
         "help": "this screen: every key and command",
         "noop": "send the message (a /command runs it)",
-        "cancel": "cancel the running request or tool (its processes ended)",
-        "models": "switch model (pick from the configured ones)",
+        "cancel": "cancel the running request or tool (ends its processes)",
+        "models": "switch model (a picker of the configured ones)",
         "resume": "resume another session (searchable picker)",
         "toggle_panel": "show or hide the cache panel",
         "toggle_thinking": "expand or collapse every thinking block",
         "toggle_results": "expand or collapse every tool result",
-        "compact": "compact: replace the conversation with a note",
+        "compact": "compact the conversation into a note",
+        "older": "show 100 older events",
         "scroll(-1)": "scroll the conversation up a page",
         "scroll(1)": "scroll the conversation down a page",
         "leave": "quit (a running turn is cancelled first)",
@@ -140,7 +161,10 @@ class NodwynApp(App[None]):
         self._quitting = False
         self._thread: threading.Thread | None = None
         self._picks: dict[tuple[str, int], Pick] = {}
-        self.opened_in: float | None = None  # seconds open_agent and the tail took (bench)
+        self.shown_in: float | None = None  # seconds to read and lay out the log's end (bench)
+        self.shown_at: float | None = None  # perf_counter() when the frame showing it was drawn
+        self.opened_in: float | None = None  # seconds until the session was open for turns
+        self.failed: NodwynError | None = None  # why the session could not be opened
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -184,40 +208,73 @@ class NodwynApp(App[None]):
     # -- opening -----------------------------------------------------------------------------
 
     def open_session(self, resume: str | None) -> None:
-        """Open (or resume) a session and show the end of its log."""
+        """Show the end of the session's log at once (its tail, read by index by a reader of its
+        own), then open the session on the worker thread: a resume rebuilds the window from the
+        log's start point, which on a long session takes longer than a glance (ADR 0270)."""
         import time
 
         started = time.perf_counter()
-        opened = open_agent(
-            env=self.env,
-            workspace=self.workspace,
-            model_name=self.model_name if resume is None or resume == self.resume_id else None,
-            resume=resume,
-            yes=self.yes,
-            ask=self.bridge.ask,
-            display=self.bridge,
-            recipe_version=self.recipe,
-            always_ask=True,
-        )
-        self.opened = opened
-        agent = opened.agent
-        self.workspace = agent.settings.workspace
-        hold(agent.log.known)
-        log = agent.log
-        last = log.last_seq
-        first = max(1, last - self.tail + 1)
-        since = max(agent.first_seq, last - STATS_SPAN + 1, 1)
-        before = list(log.read(since, first - 1)) if since < first else []
-        shown_events = list(log.read(first)) if last else []
-        self.bridge.attach(log, shown_events[-1].seq if shown_events else last)
-        self.panel.reset(agent.settings.recipe.limits, since)
-        self.panel.feed(before + shown_events)
-        self.conversation.add(shown_events)
-        plan = self.conversation.plan or _last_plan(before)
-        self._show_plan(plan)
-        self.conversation.scroll_end(animate=False, immediate=True)
-        self.opened_in = time.perf_counter() - started
+        with contextlib.suppress(NodwynError):  # no config yet: the shapes only, until it opens
+            hold(held_values(self.env, load_config(self.env)))
+        seen = 0
+        if resume is not None:
+            store = Store(data_root(self.env))
+            resume = store.resolve(resume)
+            with store.open(resume) as reader:
+                last = reader.last_seq
+                tail = list(reader.read(max(1, last - self.tail + 1))) if last else []
+            seen = tail[-1].seq if tail else 0
+            self.panel.reset(self.panel.limits, tail[0].seq if tail else 1)
+            self.panel.feed(tail)
+            self.conversation.add(tail)
+            self._show_plan(self.conversation.plan)
+            self.conversation.scroll_end(animate=False, immediate=True)
+        self.bridge.seen = seen
+        self.shown_in = time.perf_counter() - started
+        self.busy = True
         self._status()
+        self.call_after_refresh(self._drawn)
+        # after the first frame: the resume's work would otherwise share the first paint's time
+        self.call_after_refresh(self._open, resume, seen, started)
+
+    def _drawn(self) -> None:
+        import time
+
+        self.shown_at = time.perf_counter()
+
+    @work(thread=True, group="agent", exit_on_error=False)
+    def _open(self, resume: str | None, seen: int, started: float) -> None:
+        import time
+
+        bridge = self.bridge
+        try:
+            opened = open_agent(
+                env=self.env,
+                workspace=self.workspace,
+                model_name=self.model_name if resume is None or resume == self.resume_id else None,
+                resume=resume,
+                yes=self.yes,
+                ask=bridge.ask,
+                display=bridge,
+                recipe_version=self.recipe,
+                always_ask=True,
+            )
+        except NodwynError as exc:
+            bridge.put(Failed(error=exc))
+            return
+        log = opened.agent.log
+        hold(log.known)
+        bridge.attach(log, seen)
+        bridge.finish()  # what the resume appended (session.resume, calls an interruption left)
+        # The whole session's figures and its plan, counted here, off the screen's thread.
+        agg = Aggregator()
+        plan: str | None = None
+        for event in log.read(1, bridge.seen):
+            agg.feed(event)
+            p = decoded(event, GATE_PLAN)
+            if isinstance(p, GatePlan):
+                plan = p.text
+        bridge.put(Ready(opened=opened, agg=agg, plan=plan, took=time.perf_counter() - started))
 
     def _show_plan(self, plan: str | None) -> None:
         widget = self.query_one("#plan", Static)
@@ -227,6 +284,7 @@ class NodwynApp(App[None]):
 
     def _status(self) -> None:
         if self.opened is None:
+            self.query_one("#status", Static).update(Text("opening the session…"))
             return
         agent = self.agent
         state = "working… Esc cancels" if self.busy else "ready"
@@ -245,6 +303,9 @@ class NodwynApp(App[None]):
 
     def start(self, job: Callable[[Agent], object], what: str) -> bool:
         """Run ``job(agent)`` on the worker thread; refused while another runs."""
+        if self.opened is None:
+            self.conversation.notice(f"{what}: the session is still opening")
+            return False
         if self.busy:
             self.conversation.notice(f"{what}: a turn is running; Esc cancels it")
             return False
@@ -318,6 +379,17 @@ class NodwynApp(App[None]):
                     )
 
             self.push_screen(ApprovalScreen(item.tool, item.what, item.call), decided)
+        elif isinstance(item, Ready):
+            self.opened = item.opened
+            self.workspace = item.opened.agent.settings.workspace
+            self.opened_in = item.took
+            self.panel.adopt(item.agg, item.opened.agent.settings.recipe.limits)
+            if item.plan is not None and self.conversation.plan is None:
+                self._show_plan(item.plan)
+            self.busy = False
+        elif isinstance(item, Failed):
+            self.failed = item.error
+            self.exit(return_code=item.error.exit_code)
         elif isinstance(item, Done):
             self.busy = False
             self.conversation.end_stream()
@@ -407,6 +479,16 @@ class NodwynApp(App[None]):
         expanded = any(getattr(c, "collapsed", True) for c in items)
         self.conversation.set_results(expanded)
 
+    def action_older(self) -> None:
+        """Show the 100 events before the first one shown, read by index by a reader of its own."""
+        first = self.conversation.first_seq
+        if self.opened is None or first is None or first <= 1:
+            return
+        store = Store(data_root(self.env))
+        with store.open(self.agent.session_id) as reader:
+            older = list(reader.read(max(1, first - OLDER), first - 1))
+        self.conversation.prepend(older)
+
     def action_scroll(self, pages: int) -> None:
         conv = self.conversation
         if pages < 0:
@@ -414,11 +496,17 @@ class NodwynApp(App[None]):
         else:
             conv.scroll_page_down()
 
+    def key_help(self) -> list[tuple[str, str]]:
+        """Every binding of the app (keys joined by action), then the composer's and dialogs'."""
+        by_action: dict[str, list[str]] = {}
+        for b in self.BINDINGS:
+            assert isinstance(b, Binding)
+            by_action.setdefault(b.action, []).append(b.key_display or _keys(b.key))
+        rows = [(" / ".join(keys), self.KEY_HELP[action]) for action, keys in by_action.items()]
+        return rows + self.MORE_KEYS
+
     def action_help(self) -> None:
-        keys = [
-            (b.key_display or _keys(b.key), b.description) for b in self.BINDINGS if isinstance(b, Binding)
-        ]
-        keys = [k for k in keys if k[0] != "Enter"] + [("Enter", "send the message")]
+        keys = self.key_help()
         commands = [(c, SLASH[c].split(": ", 1)[1]) for c in SLASH]
         if self.opened is not None:
             commands += [
@@ -517,17 +605,6 @@ class NodwynApp(App[None]):
 
 def _keys(key: str) -> str:
     return " / ".join(k.replace("ctrl+", "Ctrl+").replace("escape", "Esc").title() for k in key.split(","))
-
-
-def _last_plan(events: list[Any]) -> str | None:
-    from nodwyn.values.events import GATE_PLAN, GatePlan, decoded
-
-    plan = None
-    for event in events:
-        p = decoded(event, GATE_PLAN)
-        if isinstance(p, GatePlan):
-            plan = p.text
-    return plan
 
 
 def _no_limits() -> Any:

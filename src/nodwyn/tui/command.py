@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from nodwyn.cli.complete import complete_models, complete_sessions
+from nodwyn.errors import ConfigError
 from nodwyn.values.recipe import DEFAULT_VERSION
 
 
@@ -38,7 +39,9 @@ def tui(
 ) -> None:
     """The session full-screen: streaming replies, approvals, the cache panel, resume (F1: keys)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise click.UsageError("nodwyn tui needs a terminal; use `nodwyn chat` or `nodwyn run` otherwise")
+        raise ConfigError(
+            "nodwyn tui needs a terminal on stdin and stdout; use `nodwyn run` or `nodwyn chat` otherwise"
+        )
     from nodwyn.tui.app import NodwynApp
 
     app = NodwynApp(
@@ -50,5 +53,7 @@ def tui(
         recipe=recipe,
     )
     app.run()
+    if app.failed is not None:
+        raise app.failed  # one line and its exit code, from cli.main
     if app.return_code:
         sys.exit(app.return_code)

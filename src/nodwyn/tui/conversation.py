@@ -43,11 +43,25 @@ ARGS_WIDTH = 120
 
 
 def _clip_lines(text: str, limit: int = RESULT_LINES) -> str:
+    """The first ``limit`` lines of text already ``shown`` (redacted whole: half a key is a key)."""
     lines = text.splitlines()
     if len(lines) <= limit:
         return text
     more = len(lines) - limit
     return "\n".join(lines[:limit]) + f"\n… {more} more lines on the screen's cut (`nodwyn log` shows them)"
+
+
+REPLY_CHARS = 60_000  # of a reply the screen draws (a longer one is marked as the screen's cut)
+LIVE_CHARS = 8_000  # of a streaming reply the screen redraws each tick
+
+
+def _clip_reply(text: str) -> str:
+    if len(text) <= REPLY_CHARS:
+        return text
+    cut = text.rfind("\n", 0, REPLY_CHARS) + 1 or REPLY_CHARS
+    return (
+        text[:cut] + f"\n… {len(text) - cut:,} more characters on the screen's cut (`nodwyn log` shows them)"
+    )
 
 
 def _args(call: ToolCall) -> str:
@@ -61,8 +75,19 @@ class ToolItem(Collapsible):
     def __init__(self, ctx: str, call: ToolCall) -> None:
         self.call = call
         self.ctx_name = ctx
+        self.text: str | None = None  # the result, drawn when first expanded (a session's tail
+        self.drawn = False  # holds tens of results; redacting and laying them out waits till asked)
         self.body = Static(Text("running…", style="dim"), classes="result")
         super().__init__(self.body, title=self._heading("…"), collapsed=True, classes="tool")
+
+    def on_collapsible_expanded(self, event: Collapsible.Expanded) -> None:
+        if event.collapsible is self:
+            self.draw()
+
+    def draw(self) -> None:
+        if self.text is not None and not self.drawn:
+            self.drawn = True
+            self.body.update(Text(_clip_lines(shown(self.text))))
 
     def _heading(self, state: str) -> str:
         where = "" if self.ctx_name == MAIN_CTX else f"[{self.ctx_name}] "
@@ -77,7 +102,10 @@ class ToolItem(Collapsible):
             state += f" · elided from request {elided_in}"
         self.title = self._heading(state)
         self.set_class(result.error, "error")
-        self.body.update(Text(_clip_lines(shown(result.text))))
+        self.text, self.drawn = result.text, False
+        self.body.update(Text("(expand to read)", style="dim"))
+        if not self.collapsed:
+            self.draw()
 
     def elided(self, seq: int, req: int) -> None:
         if "elided" not in str(self.title):
@@ -110,6 +138,7 @@ class Conversation(VerticalScroll):
         self._live_text: dict[str, list[str]] = {}
         self.plan: str | None = None
         self.shown_events = 0
+        self.first_seq: int | None = None  # the oldest event shown
 
     def reset(self) -> None:
         """Empty, for another session."""
@@ -121,6 +150,7 @@ class Conversation(VerticalScroll):
         self._live_text.clear()
         self.plan = None
         self.shown_events = 0
+        self.first_seq = None
 
     # -- streaming ----------------------------------------------------------------------------
 
@@ -129,7 +159,7 @@ class Conversation(VerticalScroll):
         parts = self._live_text.setdefault(kind, [])
         parts.append(text)
         widget = self._live.get(kind)
-        body = "".join(parts)
+        body = self._tail(parts)
         rendered = Text(body, style="dim italic" if kind == "thinking" else "")
         if widget is None:
             widget = Static(rendered, classes="live " + ("thinking" if kind == "thinking" else "reply"))
@@ -137,6 +167,27 @@ class Conversation(VerticalScroll):
             self._mount(widget)
         else:
             widget.update(rendered)
+
+    @staticmethod
+    def _tail(parts: list[str]) -> str:
+        """What the streaming widget draws: the reply's last ``LIVE_CHARS`` (the whole reply is
+        drawn once, when it is logged), so a tick costs the same however long the reply grows."""
+        size, keep = 0, []
+        for part in reversed(parts):
+            keep.append(part)
+            size += len(part)
+            if size >= LIVE_CHARS:
+                break
+        body = "".join(reversed(keep))
+        if size < LIVE_CHARS:
+            return body
+        cut = body.find("\n", len(body) - LIVE_CHARS)
+        return "…\n" + body[cut + 1 if cut >= 0 else len(body) - LIVE_CHARS :]
+
+    def streamed(self, kind: str) -> str | None:
+        """The text streamed of the current reply (already shown-safe), if it streamed."""
+        parts = self._live_text.get(kind)
+        return "".join(parts) if parts else None
 
     def end_stream(self) -> None:
         for widget in self._live.values():
@@ -160,8 +211,23 @@ class Conversation(VerticalScroll):
         self.tools[call.id] = item
         self._mount(item)
 
+    def prepend(self, events: list[Event]) -> None:
+        """Show older events above those shown."""
+        if not events:
+            return
+        widgets: list[Widget] = []
+        for event in events:
+            self.shown_events += 1
+            widgets.extend(self._widgets(event))
+        self.first_seq = events[0].seq
+        first = self.children[0] if self.children else None
+        if widgets:
+            self.mount_all(widgets, before=first)
+
     def add(self, events: list[Event] | tuple[Event, ...]) -> str | None:
         """Show events; returns the plan if one of them recorded it."""
+        if events and self.first_seq is None:
+            self.first_seq = events[0].seq
         widgets: list[Widget] = []
         plan: str | None = None
         for event in events:
@@ -195,15 +261,20 @@ class Conversation(VerticalScroll):
             images = f"  [{len(p.images)} image(s)]" if p.images else ""
             return [Static(Text(f"{where}› {shown(p.text)}{images}"), classes="user")]
         if isinstance(p, LlmResp):
+            # A reply that streamed was redacted and escaped as it came (screen.Stream, on the
+            # worker): that text is drawn, not the logged one redacted again on the screen's thread.
+            said, thought = self.streamed("text"), self.streamed("thinking")
             self.end_stream()
             self.replies[p.req] = event.seq
             out: list[Widget] = []
             r = p.response
             if r.thinking.strip():
-                thinking = Static(Text(shown(r.thinking.strip()), style="dim italic"), classes="thinking")
+                body = thought.strip() if thought is not None else shown(r.thinking.strip())
+                thinking = Static(Text(_clip_reply(body), style="dim italic"), classes="thinking")
                 out.append(Collapsible(thinking, title=f"{where}thinking", collapsed=True, classes="think"))
             if r.text.strip():
-                out.append(Static(Text(where + shown(r.text.strip())), classes="reply"))
+                body = said.strip() if said is not None else shown(r.text.strip())
+                out.append(Static(Text(where + _clip_reply(body)), classes="reply"))
             for call in r.calls:
                 item = self.tools.get(call.id)
                 if item is None:

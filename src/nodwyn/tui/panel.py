@@ -66,6 +66,12 @@ class CachePanel(Static):
         self.agg = Aggregator()
         self.limits, self.since, self.estimate = limits, since, 0
 
+    def adopt(self, agg: Aggregator, limits: WindowLimits) -> None:
+        """The whole session's figures, counted off the screen's thread; events it has not seen
+        yet are fed after (an aggregator ignores those it has)."""
+        self.agg, self.limits, self.since = agg, limits, 1
+        self.refresh_figures()
+
     def feed(self, events: list[Event] | tuple[Event, ...]) -> None:
         for event in events:
             self.agg.feed(event)

@@ -249,11 +249,11 @@ class HelpScreen(ModalScreen[None]):
         text = Text()
         text.append("Keys\n", style="bold")
         for key, what in self.keys:
-            text.append(f"  {key:<22}", style="bold")
+            text.append(f" {key:<20}", style="bold")
             text.append(f"{what}\n")
         text.append("\nCommands (type them; Tab completes)\n", style="bold")
         for command, what in self.commands:
-            text.append(f"  {command:<22}", style="bold")
+            text.append(f" {command:<20}", style="bold")
             text.append(f"{what}\n")
         with VerticalScroll():
             yield Static(text, id="help")

@@ -1,0 +1,55 @@
+"""The command: `nodwyn` alone on a terminal opens the TUI (a real pty, a real process), a turn
+goes to the fake and Ctrl+Q leaves; without a terminal `nodwyn` prints its usage as before and `nodwyn tui`
+refuses in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from nodwyn.fakes import FakeServer
+from nodwyn.log import Store
+
+from .conftest import chat_bodies, configure
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.cli.test_chat import Terminal  # noqa: E402  (the pty the chat tests drive)
+from tests.cli.test_run import NODWYN  # noqa: E402
+
+
+def test_nodwyn_alone_on_a_terminal_opens_the_tui(env: dict[str, str]) -> None:
+    with FakeServer(api="openai-chat", script=[{"text": "Hello from the fake."}]) as fake:
+        configure(env, fake.url)
+        term = Terminal(env)
+        try:
+            term.expect("ready", timeout=60)
+            term.type("hi there\r")
+            term.expect("Hello from the fake.", timeout=60)
+            term.type("\x11")  # Ctrl+Q
+            code = term.close()
+        finally:
+            if term.proc.poll() is None:
+                term.proc.kill()
+        bodies = chat_bodies(fake)
+    assert code == 0
+    assert len(bodies) == 1 and bodies[0]["messages"][-1]["content"].endswith("hi there")
+    (sid,) = Store(Path(env["NODWYN_HOME"])).ids()
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        assert [e.kind for e in log.read(1)][-2:] == ["llm.req", "llm.resp"]
+
+
+def test_without_a_terminal_nodwyn_prints_help_and_tui_refuses(env: dict[str, str]) -> None:
+    alone = subprocess.run(
+        NODWYN, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+    )
+    assert alone.returncode == 2 and "Commands" in alone.stderr  # as before: the usage, no TUI
+    assert "  tui " in alone.stderr
+    tui = subprocess.run(
+        [*NODWYN, "tui"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+    )
+    assert tui.returncode == 2
+    assert tui.stderr.startswith("nodwyn: nodwyn tui needs a terminal") and len(tui.stderr.splitlines()) == 1
