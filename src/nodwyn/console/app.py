@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -73,75 +73,70 @@ def _int(request: Request, name: str, default: int) -> int:
         ) from None
 
 
-def make_app(
-    root: Path,
-    prices: Mapping[str, Prices] | None = None,
-    *,
-    hosts: Sequence[str] = (),
-) -> Starlette:
-    """The console over the session store at ``root``; ``prices`` by model entry name.
+def _list_row(source: Source, registry: Registry, sid: str) -> dict[str, Any]:
+    """One row of the session list: sessions up to LIST_BYTES are aggregated here (and kept, so
+    opening one costs nothing more); larger ones show their title and model from the log's head."""
+    info = source.info(sid)
+    state = registry.known(sid)
+    if state is None and info.error is None and info.size <= LIST_BYTES:
+        try:
+            state = registry.get(sid)
+        except NodwynError as exc:
+            info = replace(info, error=str(exc))
+    title = state.title if state is not None else None
+    model = state.model if state is not None else None
+    if state is None and info.error is None and info.events:
+        head = source.read(sid, 1, min(info.events, 50))
+        title = next((t for t in map(title_of, head) if t is not None), None)
+        model = next((m for m in map(model_of, head) if m is not None), None)
+    totals = state.totals().all if state is not None else None
+    return {
+        "id": sid,
+        "start": info.start,
+        "last": info.last,
+        "events": info.events,
+        "size": info.size,
+        "title": title,
+        "model": model,
+        "aggregated": totals is not None,
+        "rate": totals.cache_rate if totals is not None else None,
+        "requests": totals.requests if totals is not None else None,
+        "cost_usd": totals.cost_usd if totals is not None else None,
+        "cost_unknown": totals.cost_unknown if totals is not None else None,
+        "replies": totals.replies if totals is not None else None,
+        "error": info.error,
+    }
 
-    Only requests whose Host header names a loopback address or one of ``hosts`` are served,
-    whatever the interface: a DNS-rebinding page must never reach it (ADR 0141)."""
-    source = Source(root)
-    registry = Registry(source, prices or {})
-    session_page = (STATIC / "session.html").read_text(encoding="utf-8")
-    index_page = (STATIC / "index.html").read_text(encoding="utf-8")
-    error_page = (STATIC / "error.html").read_text(encoding="utf-8")
 
-    def sessions(request: Request) -> Response:
-        """Every session, newest first, with its token cache rate: sessions up to LIST_BYTES are
-        aggregated here (and kept, so opening one costs nothing more); larger ones once opened."""
-        items = []
-        for sid in source.ids():
-            info = source.info(sid)
-            state = registry.known(sid)
-            if state is None and info.error is None and info.size <= LIST_BYTES:
-                try:
-                    state = registry.get(sid)
-                except NodwynError as exc:
-                    info = replace(info, error=str(exc))
-            title = state.title if state is not None else None
-            model = state.model if state is not None else None
-            if state is None and info.error is None and info.events:
-                head = source.read(sid, 1, min(info.events, 50))
-                title = next((t for t in map(title_of, head) if t is not None), None)
-                model = next((m for m in map(model_of, head) if m is not None), None)
-            totals = state.totals() if state is not None else None
-            items.append(
-                {
-                    "id": sid,
-                    "start": info.start,
-                    "last": info.last,
-                    "events": info.events,
-                    "size": info.size,
-                    "title": title,
-                    "model": model,
-                    "aggregated": totals is not None,
-                    "rate": totals.all.cache_rate if totals is not None else None,
-                    "requests": totals.all.requests if totals is not None else None,
-                    "cost_usd": totals.all.cost_usd if totals is not None else None,
-                    "cost_unknown": totals.all.cost_unknown if totals is not None else None,
-                    "replies": totals.all.replies if totals is not None else None,
-                    "error": info.error,
-                }
-            )
-        return JSONResponse({"sessions": items})
+class _Console:
+    """The routes' handlers over one session store and its aggregators."""
 
-    def index(request: Request) -> Response:
-        return HTMLResponse(index_page)
+    def __init__(self, root: Path, prices: Mapping[str, Prices]) -> None:
+        self.source = Source(root)
+        self.registry = Registry(self.source, prices)
+        self.session_page = (STATIC / "session.html").read_text(encoding="utf-8")
+        self.index_page = (STATIC / "index.html").read_text(encoding="utf-8")
+        self.error_page = (STATIC / "error.html").read_text(encoding="utf-8")
 
-    def session(request: Request) -> Response:
+    def index(self, request: Request) -> Response:
+        return HTMLResponse(self.index_page)
+
+    def session(self, request: Request) -> Response:
         sid = request.path_params["sid"]
-        source.check(sid)  # 404 for an unknown session
-        return HTMLResponse(session_page.replace("{{SESSION}}", html.escape(sid, quote=True)))
+        self.source.check(sid)  # 404 for an unknown session
+        return HTMLResponse(self.session_page.replace("{{SESSION}}", html.escape(sid, quote=True)))
 
-    def poll(request: Request) -> Response:
+    def sessions(self, request: Request) -> Response:
+        """Every session, newest first, with its token cache rate."""
+        rows = [_list_row(self.source, self.registry, sid) for sid in self.source.ids()]
+        return JSONResponse({"sessions": rows})
+
+    def poll(self, request: Request) -> Response:
         """Totals, request rows and transcript events newer than ``after`` (0: everything but the
         transcript, which starts from its last page)."""
         sid = request.path_params["sid"]
         after = _int(request, "after", 0)
-        state = registry.get(sid)
+        state = self.registry.get(sid)
         last, totals, rows = state.snapshot(after)
         events: list[dict[str, Any]] = []
         reload = after == 0
@@ -149,7 +144,7 @@ def make_app(
             if last - after > POLL_EVENTS:
                 reload = True
             else:
-                events = [event_json(e) for e in source.read(sid, after + 1, last)]
+                events = [event_json(e) for e in self.source.read(sid, after + 1, last)]
         return JSONResponse(
             {
                 "id": sid,
@@ -164,28 +159,27 @@ def make_app(
             }
         )
 
-    def events(request: Request) -> Response:
+    def events(self, request: Request) -> Response:
         """A page of the transcript: up to ``limit`` events before seq ``before`` (default: the tail)."""
         sid = request.path_params["sid"]
-        last = source.last_seq(sid)
+        last = self.source.last_seq(sid)
         before = min(_int(request, "before", last + 1), last + 1)
         limit = max(1, min(_int(request, "limit", PAGE), 1000))
         first = max(1, before - limit)
-        page = [event_json(e) for e in source.read(sid, first, before - 1)] if before > 1 else []
+        page = [event_json(e) for e in self.source.read(sid, first, before - 1)] if before > 1 else []
         return JSONResponse({"events": page, "first": first, "last_seq": last})
 
-    def window(request: Request) -> Response:
+    def window(self, request: Request) -> Response:
         """Request ``seq`` rebuilt by exact replay, its verification and its cache diagnosis."""
         sid = request.path_params["sid"]
         seq = request.path_params["seq"]
-        state = registry.get(sid)
-        _, _, rows = state.snapshot()
+        _, _, rows = self.registry.get(sid).snapshot()
         row = next((r for r in rows if r.seq == seq), None)
         if row is None:
             raise NotFoundError(
                 f"seq {seq} of session {sid} is not an llm.req; pick a request from the chart"
             )
-        with source.private(sid) as log:  # replay on its own reader: polls go on meanwhile
+        with self.source.private(sid) as log:  # replay on its own reader: polls go on meanwhile
             replayed, diagnosis = diagnose_request(log, row, rows)
         body: dict[str, Any] = {
             "seq": seq,
@@ -198,12 +192,11 @@ def make_app(
         }
         return JSONResponse(body)
 
-    def diagnosis(request: Request) -> Response:
+    def diagnosis(self, request: Request) -> Response:
         """Every request of the session diagnosed (one replay pass; kept until the session grows),
         or with ``after``, only the requests answered since seq ``after`` (each replayed with its
         predecessor), so a live page follows a running session without replaying it all."""
-        sid = request.path_params["sid"]
-        state = registry.get(sid)
+        state = self.registry.get(request.path_params["sid"])
         after = _int(request, "after", 0)
         if after > 0:
             last, fresh = state.diagnoses_after(after)
@@ -220,25 +213,25 @@ def make_app(
             }
         )
 
-    def problem(request: Request, status: int, message: str) -> Response:
+    def problem(self, request: Request, status: int, message: str) -> Response:
         """JSON for the page's scripts, a page for a person (an address typed, a link followed)."""
         if request.url.path.startswith("/api/"):
             return JSONResponse({"error": message}, status_code=status)
         heading = {404: "Not found", 405: "Not allowed"}.get(status, "Something went wrong")
         body = (
-            error_page.replace("{{TITLE}}", html.escape(heading))
+            self.error_page.replace("{{TITLE}}", html.escape(heading))
             .replace("{{STATUS}}", str(status))
             .replace("{{MESSAGE}}", html.escape(message))
         )
         return HTMLResponse(body, status_code=status)
 
-    async def not_found(request: Request, exc: Exception) -> Response:
-        return problem(request, 404, str(exc))
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        return self.problem(request, 404, str(exc))
 
-    async def failed(request: Request, exc: Exception) -> Response:
-        return problem(request, 500, str(exc))
+    async def failed(self, request: Request, exc: Exception) -> Response:
+        return self.problem(request, 500, str(exc))
 
-    async def http_error(request: Request, exc: Exception) -> Response:
+    async def http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
             message = f"there is no page at {request.url.path}; the sessions are listed at /"
@@ -246,20 +239,39 @@ def make_app(
             message = f"{request.method} is not served here: the console is read-only"
         else:
             message = str(exc.detail)
-        return problem(request, exc.status_code, message)
+        return self.problem(request, exc.status_code, message)
 
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/", self.index),
+            Route("/s/{sid}", self.session),
+            Route("/api/sessions", self.sessions),
+            Route("/api/s/{sid}/poll", self.poll),
+            Route("/api/s/{sid}/events", self.events),
+            Route("/api/s/{sid}/window/{seq:int}", self.window),
+            Route("/api/s/{sid}/diagnosis", self.diagnosis),
+            Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        ]
+
+
+def make_app(
+    root: Path,
+    prices: Mapping[str, Prices] | None = None,
+    *,
+    hosts: Sequence[str] = (),
+) -> Starlette:
+    """The console over the session store at ``root``; ``prices`` by model entry name.
+
+    Only requests whose Host header names a loopback address or one of ``hosts`` are served,
+    whatever the interface: a DNS-rebinding page must never reach it (ADR 0141)."""
+    console = _Console(root, prices or {})
     allowed = [*LOOPBACK_HOSTS, *(h for h in hosts if h not in LOOPBACK_HOSTS and h != "*")]
     return Starlette(
-        routes=[
-            Route("/", index),
-            Route("/s/{sid}", session),
-            Route("/api/sessions", sessions),
-            Route("/api/s/{sid}/poll", poll),
-            Route("/api/s/{sid}/events", events),
-            Route("/api/s/{sid}/window/{seq:int}", window),
-            Route("/api/s/{sid}/diagnosis", diagnosis),
-            Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
-        ],
+        routes=console.routes(),
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed), Middleware(_Headers)],
-        exception_handlers={NotFoundError: not_found, NodwynError: failed, HTTPException: http_error},
+        exception_handlers={
+            NotFoundError: console.not_found,
+            NodwynError: console.failed,
+            HTTPException: console.http_error,
+        },
     )
