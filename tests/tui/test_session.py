@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import OptionList, Static
 
+from nodwyn.cli.screen import shown
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.tui.app import NodwynApp
 from nodwyn.tui.composer import Composer
+from nodwyn.tui.conversation import _clip_lines
 from nodwyn.tui.screens import ApprovalScreen, ModelScreen, PickerScreen
 
 from .conftest import call, chat_bodies, configure, opened, until
@@ -273,3 +275,79 @@ async def _help(env: dict[str, str]) -> None:
         assert keys in text and what in text
     for command in ("/model", "/plan", "/compact", "/resume", "/quit", "/help"):
         assert command in text
+
+
+# -- Esc cancels a streaming request; the panel's figures are the library's ----------------------
+
+
+def test_escape_cancels_a_streaming_request_and_the_panel_agrees_with_stats(env: dict[str, str]) -> None:
+    asyncio.run(_cancel_request(env))
+
+
+async def _cancel_request(env: dict[str, str]) -> None:
+    from nodwyn.stats.totals import Aggregator
+
+    script = [
+        {"text": "First answer."},
+        {"text": "This goes on\nand on", "stall": {"when": "drip", "interval": 0.05}},
+        {"text": "Back again."},
+    ]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        app = _app(env)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
+            for text, wait in (("one", "First answer."), ("two", "This goes on")):
+                app.query_one(Composer).text = text
+                await pilot.press("enter")
+                await until(pilot, lambda wait=wait: wait in _screen_text(app), what=wait)
+            assert app.busy
+            await pilot.press("escape")
+            await until(pilot, lambda: not app.busy, timeout=10, what="the cancel")
+            app.query_one(Composer).text = "three"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and "Back again." in _screen_text(app), what="turn 3")
+            shown_totals = app.panel.agg.totals().all
+            sid = app.agent.session_id
+        bodies = chat_bodies(fake)
+    assert len(bodies) == 3
+    with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
+        events = list(log.read(1))
+    kinds = [e.kind for e in events]
+    assert kinds.count("llm.req") == 3 and kinds.count("llm.resp") == 2  # the cancelled one has none
+    agg = Aggregator()
+    agg.feed_all(events)
+    whole = agg.totals().all
+    assert (shown_totals.requests, shown_totals.replies) == (whole.requests, whole.replies) == (3, 2)
+    assert shown_totals.prompt_tokens == whole.prompt_tokens and shown_totals.cost_usd == whole.cost_usd
+    assert shown_totals.cache_rate == whole.cache_rate
+
+
+# -- a result the window cut is drawn as the request sent it ------------------------------------
+
+
+def test_a_result_the_window_cut_is_shown_as_sent(env: dict[str, str]) -> None:
+    asyncio.run(_cut(env))
+
+
+async def _cut(env: dict[str, str]) -> None:
+    script = [{"calls": [call("shell", "s1", command="seq 1 40000")]}, {"text": "Counted."}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        app = _app(env, yes=True)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
+            app.query_one(Composer).text = "count"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and "Counted." in _screen_text(app), what="the turn")
+            item = app.conversation.tools["s1"]
+            title = str(item.title)
+            item.collapsed = False
+            await pilot.pause()
+            drawn = str(item.body.render())
+        bodies = chat_bodies(fake)
+    sent = next(m["content"] for m in bodies[1]["messages"] if m["role"] == "tool")
+    assert item.text is not None and len(sent) < len(item.text)  # the window cut it
+    assert item.as_sent is not None and item.as_sent[1] == sent  # what went over the wire
+    assert "cut as request" in title
+    assert drawn == _clip_lines(shown(sent))  # drawn as sent (the screen's own line limit after)

@@ -32,7 +32,7 @@ from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MSG, Event
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
-from nodwyn.window import TurnOptions, Window
+from nodwyn.window import Build, TurnOptions, Window
 
 
 class Agent:
@@ -54,6 +54,7 @@ class Agent:
         self.window = Window()
         self.recorder = Recorder(log, self.window)
         self.requests = 0
+        self.last_build: Build | None = None  # the latest request as the window built it (faces show it)
         self.tool_context = tool_context(settings, approve, partial(recall_text, log))
         self.state = LoopState(model=settings.model)
         self.first_seq, events = resumed_events(log)
@@ -82,6 +83,7 @@ class Agent:
         build, req = self.recorder.request(
             ctx, settings.origin, turn=turn, withheld=reasons, model=settings.name, cache_ask=ask
         )
+        self.last_build = build
         self.state.follow(req)
         self.requests += 1
         self.display.request(req)

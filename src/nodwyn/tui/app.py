@@ -35,7 +35,7 @@ from nodwyn.compose.setup import Opened, held_values, open_agent
 from nodwyn.errors import NodwynError, did_you_mean
 from nodwyn.log import Store, data_root
 from nodwyn.stats.totals import Aggregator, percent
-from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Turns
+from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Sent, Turns
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.conversation import Conversation
 from nodwyn.tui.panel import CachePanel
@@ -264,7 +264,7 @@ class NodwynApp(App[None]):
             return
         log = opened.agent.log
         hold(log.known)
-        bridge.attach(log, seen)
+        bridge.attach(log, seen, opened.agent)
         bridge.finish()  # what the resume appended (session.resume, calls an interruption left)
         # The whole session's figures and its plan, counted here, off the screen's thread.
         agg = Aggregator()
@@ -365,6 +365,8 @@ class NodwynApp(App[None]):
             self.panel.feed(item.events)
             if plan is not None:
                 self._show_plan(plan)
+        elif isinstance(item, Sent):
+            self.conversation.sent(item.req, item.results)
         elif isinstance(item, Calling):
             self.conversation.calling(item.ctx, item.call)
         elif isinstance(item, Notice):

@@ -17,10 +17,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Literal
 
+from nodwyn.agent.loop import Agent
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.screen import Stream, shown
 from nodwyn.log import SessionLog
-from nodwyn.values.content import ToolCall
+from nodwyn.values.content import ToolCall, ToolMessage
 from nodwyn.values.events import Event
 from nodwyn.values.request import Response
 
@@ -36,6 +37,14 @@ class Delta:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Events:
     events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sent:
+    """What request ``req`` sent of each tool result, by call id (as the window cut or folded it)."""
+
+    req: int
+    results: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +74,7 @@ class Bridge:
 
     def __init__(self) -> None:
         self.log: SessionLog | None = None
+        self.agent: Agent | None = None
         self.seen = 0  # the last seq handed to the app
         self._items: deque[object] = deque()
         self._streams: dict[str, Stream] = {}
@@ -74,9 +84,10 @@ class Bridge:
 
     # -- the app's side ------------------------------------------------------------------------
 
-    def attach(self, log: SessionLog, seen: int) -> None:
-        """The session's log, once opened, and the last seq the app has shown."""
-        self.log, self.seen = log, seen
+    def attach(self, log: SessionLog, seen: int, agent: Agent | None = None) -> None:
+        """The session's log, once opened, the last seq the app has shown, and the agent whose
+        builds say what each request sent."""
+        self.log, self.seen, self.agent = log, seen, agent
 
     def put(self, item: object) -> None:
         self._items.append(item)
@@ -121,6 +132,10 @@ class Bridge:
 
     def request(self, event: Event) -> None:
         self._catch_up()
+        build = None if self.agent is None else self.agent.last_build
+        if build is not None:
+            sent = {m.call_id: m.text for m in build.request.messages if isinstance(m, ToolMessage)}
+            self._items.append(Sent(req=event.seq, results=sent))
 
     def response(self, event: Event, response: Response) -> None:
         self._flush_streams()

@@ -75,6 +75,9 @@ class ToolItem(Collapsible):
     def __init__(self, ctx: str, call: ToolCall) -> None:
         self.call = call
         self.ctx_name = ctx
+        self.seq: int | None = None  # its tool.result
+        self.elided_in: int | None = None  # the request that last elided it
+        self.as_sent: tuple[int, str] | None = None  # (request, text) when a request sent it cut
         self.text: str | None = None  # the result, drawn when first expanded (a session's tail
         self.drawn = False  # holds tens of results; redacting and laying them out waits till asked)
         self.body = Static(Text("running…", style="dim"), classes="result")
@@ -87,30 +90,52 @@ class ToolItem(Collapsible):
     def draw(self) -> None:
         if self.text is not None and not self.drawn:
             self.drawn = True
-            self.body.update(Text(_clip_lines(shown(self.text))))
+            text = self.text if self.as_sent is None else self.as_sent[1]
+            self.body.update(Text(_clip_lines(shown(text))))
+
+    def sent(self, req: int, text: str) -> None:
+        """Request ``req`` sent this result as ``text``: if the window cut (or folded) it, that is
+        what is drawn, and the title says so."""
+        if self.text is None or self.seq is None:
+            return
+        if text == self.text:
+            self.as_sent = None
+        else:
+            self.as_sent = (req, text)
+            self.drawn = False
+            if not self.collapsed:
+                self.draw()
+        self.title = self._heading(self._state())
 
     def _heading(self, state: str) -> str:
         where = "" if self.ctx_name == MAIN_CTX else f"[{self.ctx_name}] "
         return f"{where}→ {shown(self.call.name)} {_args(self.call)}  {state}"
 
-    def answered(self, result: ToolResult, seq: int, elided_in: int | None = None) -> None:
-        lines = result.text.count("\n") + 1
-        state = (
-            "✗ error" if result.error else f"✓ {lines} line{'' if lines == 1 else 's'}"
-        ) + f" · seq {seq}"
-        if elided_in is not None:
-            state += f" · elided from request {elided_in}"
-        self.title = self._heading(state)
+    def _state(self) -> str:
+        if self.text is None or self.seq is None:
+            return "…"
+        lines = self.text.count("\n") + 1
+        state = "✗ error" if self.has_class("error") else f"✓ {lines} line{'' if lines == 1 else 's'}"
+        state += f" · seq {self.seq}"
+        if self.elided_in is not None:
+            state += f" · elided from request {self.elided_in}"
+        elif self.as_sent is not None:
+            state += f" · cut as request {self.as_sent[0]} sent it (whole: `nodwyn log`)"
+        return state
+
+    def answered(self, result: ToolResult, seq: int) -> None:
+        self.seq = seq
         self.set_class(result.error, "error")
         self.text, self.drawn = result.text, False
+        self.title = self._heading(self._state())
         self.body.update(Text("(expand to read)", style="dim"))
         if not self.collapsed:
             self.draw()
 
-    def elided(self, seq: int, req: int) -> None:
-        if "elided" not in str(self.title):
-            self.title = f"{self.title} · elided from request {req}"
-            self.add_class("elided")
+    def elided(self, req: int) -> None:
+        self.elided_in = req
+        self.add_class("elided")
+        self.title = self._heading(self._state())
 
 
 class Conversation(VerticalScroll):
@@ -297,7 +322,7 @@ class Conversation(VerticalScroll):
             for seq in p.elided:
                 elided = self.results.get(seq)
                 if elided is not None:
-                    elided.elided(seq, event.seq)
+                    elided.elided(event.seq)
             if p.trim:
                 text = f"{where}request {event.seq}: the window trimmed ({len(p.elided)} entries elided)"
                 return [Static(Text(text), classes="aside")]
@@ -314,6 +339,14 @@ class Conversation(VerticalScroll):
             return [Static(Text(f"closed context {shown(p.id)}"), classes="aside")]
         del kind
         return []
+
+    def sent(self, req: int, results: dict[str, str]) -> None:
+        """What request ``req`` sent of each result shown (cuts marked; elisions come from the
+        request's record)."""
+        for call_id, text in results.items():
+            item = self.tools.get(call_id)
+            if item is not None and item.elided_in is None:
+                item.sent(req, text)
 
     def notice(self, text: str) -> None:
         self._mount(Static(Text(text), classes="aside warn"))
