@@ -12,6 +12,7 @@ content it did not encrypt, and a reasoning item with nothing after it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodwyn.fakes.base import (
@@ -29,7 +30,7 @@ from nodwyn.fakes.base import (
 )
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
 from nodwyn.fakes.openai_chat import check_auth, model_list
-from nodwyn.fakes.script import ScriptItem
+from nodwyn.fakes.script import ScriptCall, ScriptError, ScriptItem
 
 
 def handle(state: State, req: ReceivedRequest) -> Reply:
@@ -60,6 +61,82 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
         )
 
 
+class _Inputs:
+    """What the input items seen so far bind: call ids, and reasoning ids (an ``fc_`` id needs its own)."""
+
+    def __init__(self, state: State, body: dict[str, Any], inputs: list[Any]) -> None:
+        self.state = state
+        self.body = body
+        self.inputs = inputs
+        self.pairs: dict[str, str] = state.extra.setdefault("fc_reasoning", {})
+        self.calls: set[str] = set()
+        self.reasoning: set[str] = set()
+
+    def check(self, i: int, it: dict[str, Any]) -> None:
+        kind = it.get("type", "message")
+        check = _INPUT_CHECKS.get(kind)
+        if check is None:
+            raise ApiError(400, f"Invalid value for 'input[{i}].type': '{kind}'.", param=f"input[{i}].type")
+        check(self, i, it)
+
+    def reasoning_item(self, i: int, it: dict[str, Any]) -> None:
+        rid = it.get("id")
+        if not isinstance(rid, str):
+            raise ApiError(400, f"Missing required parameter: 'input[{i}].id'.", param=f"input[{i}].id")
+        stored = self.body.get("store", True) is not False and rid in self.state.extra.get(
+            "stored_reasoning", set()
+        )
+        if "encrypted_content" not in it and not stored:
+            raise ApiError(
+                404,
+                f"Item with id '{rid}' not found. Items are not persisted when `store` is set to false. "
+                "Try again with `store` set to true, or remove this item from your input.",
+                param="input",
+            )
+        if "encrypted_content" in it and not self.state.knows(it["encrypted_content"]):
+            raise ApiError(400, f"The encrypted content for item {rid} could not be verified.", param="input")
+        if i + 1 >= len(self.inputs):
+            raise ApiError(
+                400,
+                f"Item '{rid}' of type 'reasoning' was provided without its required following item.",
+                param="input",
+            )
+        self.reasoning.add(rid)
+
+    def function_call(self, i: int, it: dict[str, Any]) -> None:
+        if not isinstance(it.get("call_id"), str) or not isinstance(it.get("arguments"), str):
+            raise ApiError(400, f"Missing required parameter: 'input[{i}].call_id'.", param=f"input[{i}]")
+        fid = it.get("id")
+        if isinstance(fid, str) and fid in self.pairs and self.pairs[fid] not in self.reasoning:
+            raise ApiError(
+                400,
+                f"Item '{fid}' of type 'function_call' was provided without its required "
+                f"'reasoning' item: '{self.pairs[fid]}'.",
+                param="input",
+            )
+        self.calls.add(it["call_id"])
+
+    def function_call_output(self, i: int, it: dict[str, Any]) -> None:
+        if it.get("call_id") not in self.calls:
+            raise ApiError(
+                400,
+                f"No tool call found for function call output with call_id {it.get('call_id')}.",
+                param="input",
+            )
+
+    def message(self, i: int, it: dict[str, Any]) -> None:
+        if it.get("role") not in {"user", "assistant", "system", "developer"}:
+            raise ApiError(400, f"Invalid value for 'input[{i}].role'.", param=f"input[{i}].role")
+
+
+_INPUT_CHECKS: dict[str, Callable[[_Inputs, int, dict[str, Any]], None]] = {
+    "reasoning": _Inputs.reasoning_item,
+    "function_call": _Inputs.function_call,
+    "function_call_output": _Inputs.function_call_output,
+    "message": _Inputs.message,
+}
+
+
 def validate(state: State, body: Any) -> dict[str, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("model"), str):
         raise ApiError(400, "Missing required parameter: 'model'.", param="model")
@@ -68,154 +145,85 @@ def validate(state: State, body: Any) -> dict[str, Any]:
         return body
     if not isinstance(inputs, list):
         raise ApiError(400, "Invalid type for 'input': expected a string or an array.", param="input")
-    pairs: dict[str, str] = state.extra.setdefault("fc_reasoning", {})
-    seen_calls: set[str] = set()
-    seen_reasoning: set[str] = set()
+    seen = _Inputs(state, body, inputs)
     for i, it in enumerate(inputs):
         if not isinstance(it, dict):
             raise ApiError(400, f"Invalid type for 'input[{i}]'.", param=f"input[{i}]")
-        kind = it.get("type", "message")
-        if kind == "reasoning":
-            rid = it.get("id")
-            if not isinstance(rid, str):
-                raise ApiError(400, f"Missing required parameter: 'input[{i}].id'.", param=f"input[{i}].id")
-            stored = body.get("store", True) is not False and rid in state.extra.get(
-                "stored_reasoning", set()
-            )
-            if "encrypted_content" not in it and not stored:
-                raise ApiError(
-                    404,
-                    f"Item with id '{rid}' not found. Items are not persisted when `store` is set to false. "
-                    "Try again with `store` set to true, or remove this item from your input.",
-                    param="input",
-                )
-            if "encrypted_content" in it and not state.knows(it["encrypted_content"]):
-                raise ApiError(
-                    400, f"The encrypted content for item {rid} could not be verified.", param="input"
-                )
-            if i + 1 >= len(inputs):
-                raise ApiError(
-                    400,
-                    f"Item '{rid}' of type 'reasoning' was provided without its required following item.",
-                    param="input",
-                )
-            seen_reasoning.add(rid)
-        elif kind == "function_call":
-            if not isinstance(it.get("call_id"), str) or not isinstance(it.get("arguments"), str):
-                raise ApiError(400, f"Missing required parameter: 'input[{i}].call_id'.", param=f"input[{i}]")
-            fid = it.get("id")
-            if isinstance(fid, str) and fid in pairs and pairs[fid] not in seen_reasoning:
-                raise ApiError(
-                    400,
-                    f"Item '{fid}' of type 'function_call' was provided without its required "
-                    f"'reasoning' item: '{pairs[fid]}'.",
-                    param="input",
-                )
-            seen_calls.add(it["call_id"])
-        elif kind == "function_call_output":
-            if it.get("call_id") not in seen_calls:
-                raise ApiError(
-                    400,
-                    f"No tool call found for function call output with call_id {it.get('call_id')}.",
-                    param="input",
-                )
-        elif kind == "message":
-            if it.get("role") not in {"user", "assistant", "system", "developer"}:
-                raise ApiError(400, f"Invalid value for 'input[{i}].role'.", param=f"input[{i}].role")
-        else:
-            raise ApiError(400, f"Invalid value for 'input[{i}].type': '{kind}'.", param=f"input[{i}].type")
+        seen.check(i, it)
     return body
 
 
-def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
-    encrypted = "reasoning.encrypted_content" in (body.get("include") or [])
-    pairs: dict[str, str] = state.extra.setdefault("fc_reasoning", {})
-    seq = 0
-    chunks: list[bytes] = []
+class _Reply:
+    """One reply being written: its event chunks and sequence numbers, the output items so far,
+    and the last reasoning item (an ``fc_`` id is bound to it)."""
 
-    def emit(kind: str, **fields: Any) -> None:
-        nonlocal seq
-        chunks.append(sse({"type": kind, "sequence_number": seq, **fields}, event=kind))
-        seq += 1
+    def __init__(self, state: State, body: dict[str, Any], item: ScriptItem) -> None:
+        self.state = state
+        self.body = body
+        self.item = item
+        self.encrypted = "reasoning.encrypted_content" in (body.get("include") or [])
+        self.pairs: dict[str, str] = state.extra.setdefault("fc_reasoning", {})
+        self.chunks: list[bytes] = []
+        self.seq = 0
+        self.output: list[dict[str, Any]] = []
+        self.last_reasoning: str | None = None
+        self.blocks: list[Mapping[str, Any]] = [b for b in item.blocks if b.get("type") == "reasoning"]
+        if item.thinking and not self.blocks:
+            self.blocks = [{"type": "reasoning", "thinking": item.thinking, "position": 0}]
+        self.resp = {
+            "id": state.next_id("resp_"),
+            "object": "response",
+            "created_at": CREATED,
+            "model": body["model"],
+            "parallel_tool_calls": body.get("parallel_tool_calls", True),
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools", []),
+        }
 
-    blocks = [b for b in item.blocks if b.get("type") == "reasoning"]
-    if item.thinking and not blocks:
-        blocks = [{"type": "reasoning", "thinking": item.thinking, "position": 0}]
-    resp = {
-        "id": state.next_id("resp_"),
-        "object": "response",
-        "created_at": CREATED,
-        "model": body["model"],
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools", []),
-    }
-    emit("response.created", response={**resp, "status": "in_progress", "output": [], "usage": None})
-    emit("response.in_progress", response={**resp, "status": "in_progress", "output": [], "usage": None})
-    output: list[dict[str, Any]] = []
-    last_reasoning: str | None = None
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.chunks.append(sse({"type": kind, "sequence_number": self.seq, **fields}, event=kind))
+        self.seq += 1
 
-    def reasoning(block: Any) -> None:
-        nonlocal last_reasoning
-        rid = state.next_id("rs_")
-        text = str(block.get("thinking", ""))
+    def start(self) -> None:
+        pending = {**self.resp, "status": "in_progress", "output": [], "usage": None}
+        self.emit("response.created", response=pending)
+        self.emit("response.in_progress", response=pending)
+
+    def reasoning_at(self, position: int) -> None:
+        for b in self.blocks:
+            if int(b.get("position", 0)) == position:
+                self.reasoning(str(b.get("thinking", "")))
+
+    def reasoning(self, text: str) -> None:
+        """A reasoning item; its ``output_item.added`` copy of the encrypted content is cut short."""
+        rid = self.state.next_id("rs_")
         full: dict[str, Any] = {
             "id": rid,
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": text}],
         }
-        if encrypted:
-            full["encrypted_content"] = state.mint("reasoning", text)
-        index = len(output)
+        if self.encrypted:
+            full["encrypted_content"] = self.state.mint("reasoning", text)
+        index = len(self.output)
         added = {**full, "summary": []}
         if "encrypted_content" in full:
             added["encrypted_content"] = full["encrypted_content"][:10]
-        emit("response.output_item.added", output_index=index, item=added)
-        part = {"type": "summary_text", "text": ""}
-        emit(
-            "response.reasoning_summary_part.added",
-            item_id=rid,
-            output_index=index,
-            summary_index=0,
-            part=part,
-        )
+        self.emit("response.output_item.added", output_index=index, item=added)
+        at = {"item_id": rid, "output_index": index, "summary_index": 0}
+        self.emit("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
         for frag in split_text(text):
-            emit(
-                "response.reasoning_summary_text.delta",
-                item_id=rid,
-                output_index=index,
-                summary_index=0,
-                delta=frag,
-            )
-        emit(
-            "response.reasoning_summary_text.done",
-            item_id=rid,
-            output_index=index,
-            summary_index=0,
-            text=text,
-        )
-        emit(
-            "response.reasoning_summary_part.done",
-            item_id=rid,
-            output_index=index,
-            summary_index=0,
-            part={"type": "summary_text", "text": text},
-        )
-        emit("response.output_item.done", output_index=index, item=full)
-        output.append(full)
-        last_reasoning = rid
-        if body.get("store", True) is not False:  # the API keeps stored responses' items by id
-            state.extra.setdefault("stored_reasoning", set()).add(rid)
+            self.emit("response.reasoning_summary_text.delta", **at, delta=frag)
+        self.emit("response.reasoning_summary_text.done", **at, text=text)
+        self.emit("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": text})
+        self.emit("response.output_item.done", output_index=index, item=full)
+        self.output.append(full)
+        self.last_reasoning = rid
+        if self.body.get("store", True) is not False:  # the API keeps stored responses' items by id
+            self.state.extra.setdefault("stored_reasoning", set()).add(rid)
 
-    def at(position: int) -> None:
-        for b in blocks:
-            if int(b.get("position", 0)) == position:
-                reasoning(b)
-
-    at(0)
-    if item.text:
-        mid = state.next_id("msg_")
-        index = len(output)
+    def message(self, text: str) -> None:
+        mid = self.state.next_id("msg_")
+        index = len(self.output)
         head: dict[str, Any] = {
             "id": mid,
             "type": "message",
@@ -223,85 +231,90 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             "role": "assistant",
             "content": [],
         }
-        if item.phase is not None:
-            head["phase"] = item.phase
-        emit("response.output_item.added", output_index=index, item=head)
+        if self.item.phase is not None:
+            head["phase"] = self.item.phase
+        self.emit("response.output_item.added", output_index=index, item=head)
+        at = {"item_id": mid, "output_index": index, "content_index": 0}
         part = {"type": "output_text", "text": "", "annotations": []}
-        emit("response.content_part.added", item_id=mid, output_index=index, content_index=0, part=part)
-        for frag in split_text(item.text):
-            emit(
-                "response.output_text.delta",
-                item_id=mid,
-                output_index=index,
-                content_index=0,
-                delta=frag,
-                logprobs=[],
-            )
-        emit(
-            "response.output_text.done",
-            item_id=mid,
-            output_index=index,
-            content_index=0,
-            text=item.text,
-            logprobs=[],
-        )
-        done_part = {"type": "output_text", "text": item.text, "annotations": []}
-        emit("response.content_part.done", item_id=mid, output_index=index, content_index=0, part=done_part)
+        self.emit("response.content_part.added", **at, part=part)
+        for frag in split_text(text):
+            self.emit("response.output_text.delta", **at, delta=frag, logprobs=[])
+        self.emit("response.output_text.done", **at, text=text, logprobs=[])
+        done_part = {"type": "output_text", "text": text, "annotations": []}
+        self.emit("response.content_part.done", **at, part=done_part)
         message = {**head, "status": "completed", "content": [done_part]}
-        emit("response.output_item.done", output_index=index, item=message)
-        output.append(message)
-    arg_texts = []
-    for j, call in enumerate(item.calls):
-        if j:
-            at(j)
-        fid = state.next_id("fc_")
-        if last_reasoning is not None:
-            pairs[fid] = last_reasoning
+        self.emit("response.output_item.done", output_index=index, item=message)
+        self.output.append(message)
+
+    def function_call(self, call: ScriptCall) -> str:
+        """A function_call item bound to the reasoning before it; returns its arguments."""
+        fid = self.state.next_id("fc_")
+        if self.last_reasoning is not None:
+            self.pairs[fid] = self.last_reasoning
         args = call.arguments_json
-        arg_texts.append(args)
-        index = len(output)
+        index = len(self.output)
         head = {
             "id": fid,
             "type": "function_call",
             "status": "in_progress",
-            "call_id": call.id or state.next_id("call_"),
+            "call_id": call.id or self.state.next_id("call_"),
             "name": call.name,
             "arguments": "",
         }
-        emit("response.output_item.added", output_index=index, item=head)
+        self.emit("response.output_item.added", output_index=index, item=head)
         for frag in split_text(args, 2):
-            emit("response.function_call_arguments.delta", item_id=fid, output_index=index, delta=frag)
-        emit("response.function_call_arguments.done", item_id=fid, output_index=index, arguments=args)
+            self.emit("response.function_call_arguments.delta", item_id=fid, output_index=index, delta=frag)
+        self.emit("response.function_call_arguments.done", item_id=fid, output_index=index, arguments=args)
         done = {**head, "status": "completed", "arguments": args}
-        emit("response.output_item.done", output_index=index, item=done)
-        output.append(done)
+        self.emit("response.output_item.done", output_index=index, item=done)
+        self.output.append(done)
+        return args
+
+    def error(self, e: ScriptError) -> Reply:
+        code = e.code or e.type or error_kind(e.status, "responses")
+        self.emit("error", code=code, message=e.message, param=e.param)
+        return event_stream(self.chunks)
+
+    def usage(self, lookup: Lookup, arg_texts: list[str]) -> dict[str, Any]:
+        reasoning_tokens = out_tokens(*(str(b.get("thinking", "")) for b in self.blocks))
+        completion = out_tokens(self.item.text, *arg_texts) + reasoning_tokens
+        return {
+            "input_tokens": lookup.prompt_tokens,
+            "input_tokens_details": {
+                "cached_tokens": lookup.cached_tokens,
+                "cache_write_tokens": lookup.cache_write_tokens,
+            },
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": lookup.prompt_tokens + completion,
+        }
+
+    def completed(self, usage: dict[str, Any]) -> Reply:
+        """The terminal event (or the whole reply as one JSON object, when not streamed)."""
+        output = [] if self.item.empty_output else self.output
+        final = {**self.resp, "status": "completed", "output": output, "usage": usage}
+        if self.body.get("stream") is not True or "whole_reply" in self.item.quirks:
+            return json_reply(200, final)
+        self.emit("response.completed", response=final)
+        if "done_marker" in self.item.quirks:  # OpenRouter's /responses ends so after the terminal event
+            self.chunks.append(sse(b"[DONE]"))
+        return event_stream(self.chunks)
+
+
+def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
+    """Reasoning at position 0, the text, then each call (with the reasoning placed before it)."""
+    reply = _Reply(state, body, item)
+    reply.start()
+    reply.reasoning_at(0)
+    if item.text:
+        reply.message(item.text)
+    arg_texts = []
+    for j, call in enumerate(item.calls):
+        if j:
+            reply.reasoning_at(j)
+        arg_texts.append(reply.function_call(call))
     if item.error is not None:
-        e = item.error
-        emit(
-            "error",
-            code=e.code or e.type or error_kind(e.status, "responses"),
-            message=e.message,
-            param=e.param,
-        )
-        return event_stream(chunks)
+        return reply.error(item.error)
     if item.cut:
-        return event_stream(chunks)
-    reasoning_tokens = out_tokens(*(str(b.get("thinking", "")) for b in blocks))
-    completion = out_tokens(item.text, *arg_texts) + reasoning_tokens
-    usage = {
-        "input_tokens": lookup.prompt_tokens,
-        "input_tokens_details": {
-            "cached_tokens": lookup.cached_tokens,
-            "cache_write_tokens": lookup.cache_write_tokens,
-        },
-        "output_tokens": completion,
-        "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
-        "total_tokens": lookup.prompt_tokens + completion,
-    }
-    final = {**resp, "status": "completed", "output": [] if item.empty_output else output, "usage": usage}
-    if body.get("stream") is not True or "whole_reply" in item.quirks:
-        return json_reply(200, final)
-    emit("response.completed", response=final)
-    if "done_marker" in item.quirks:  # OpenRouter's /responses ends so after the terminal event
-        chunks.append(sse(b"[DONE]"))
-    return event_stream(chunks)
+        return event_stream(reply.chunks)
+    return reply.completed(reply.usage(lookup, arg_texts))
