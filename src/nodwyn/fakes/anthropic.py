@@ -11,6 +11,7 @@ when the block is dropped and named in ``input_transformations``. It also refuse
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nodwyn.fakes.base import (
@@ -27,7 +28,7 @@ from nodwyn.fakes.base import (
     sse,
 )
 from nodwyn.fakes.cache import Lookup, Prompt, unit
-from nodwyn.fakes.script import ScriptItem
+from nodwyn.fakes.script import ScriptCall, ScriptError, ScriptItem
 
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 
@@ -64,6 +65,100 @@ def _blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
+def _cache_marks(body: dict[str, Any]) -> int:
+    """Blocks (and the top level) that ask for a cache breakpoint: the API allows four."""
+    marked = [t for t in body.get("tools", []) if isinstance(t, dict)]
+    marked += [b for b in _blocks(body.get("system", [])) if isinstance(b, dict)]
+    marked += [b for m in body["messages"] for b in _blocks(m.get("content")) if isinstance(b, dict)]
+    return sum(1 for b in marked if "cache_control" in b) + (1 if "cache_control" in body else 0)
+
+
+def _drops_mismatched(req: ReceivedRequest, body: dict[str, Any]) -> bool:
+    """Whether the request opts in (with the beta header) to dropping a thinking block it did not get."""
+    thinking: dict[str, Any] = body["thinking"] if isinstance(body.get("thinking"), dict) else {}
+    binding = thinking.get("block_binding")
+    betas = {b.strip() for b in req.headers.get("anthropic-beta", "").split(",")}
+    if binding is not None and BINDING_BETA not in betas:
+        raise ApiError(400, "thinking.block_binding: Extra inputs are not permitted")
+    return isinstance(binding, dict) and binding.get("prefix_mismatch_behavior") == "drop_block"
+
+
+def _unanswered(where: str, ids: set[str], hint: str = "") -> str:
+    return (
+        f"{where}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+        f"{', '.join(sorted(ids))}.{hint}"
+    )
+
+
+class _Turns:
+    """The messages' blocks checked in order: each tool_use answered in the next message, each
+    thinking block one this server signed (or dropped, when the request opts in)."""
+
+    def __init__(self, state: State, drop: bool) -> None:
+        self.state = state
+        self.drop = drop
+        self.signatures: dict[str, str] = state.extra.setdefault("signatures", {})
+        self.dropped: list[dict[str, str]] = []
+        self.previous_uses: set[str] = set()
+
+    def message(self, i: int, m: Any) -> list[Any] | None:
+        """The message's blocks kept, or None when all are."""
+        if not isinstance(m, dict) or m.get("role") not in {"user", "assistant", "system"}:
+            raise ApiError(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
+        blocks = _blocks(m.get("content"))
+        uses: set[str] = set()
+        results: set[str] = set()
+        kept = []
+        for j, b in enumerate(blocks):
+            if self.block(f"messages.{i}.content.{j}", m, b, uses, results):
+                kept.append(b)
+        missing = self.previous_uses - results
+        if missing:
+            hint = " Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+            raise ApiError(400, _unanswered(f"messages.{i}", missing, hint))
+        self.previous_uses = uses
+        return kept if len(kept) != len(blocks) else None
+
+    def block(self, path: str, m: dict[str, Any], b: Any, uses: set[str], results: set[str]) -> bool:
+        """Checks one block; False when it is dropped."""
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "tool_use":
+            if not isinstance(b.get("input"), dict):
+                raise ApiError(400, f"{path}.tool_use.input: Input should be a valid dictionary")
+            uses.add(str(b.get("id")))
+        elif kind == "tool_result":
+            if b.get("tool_use_id") not in self.previous_uses:
+                raise ApiError(
+                    400,
+                    f"{path}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message.",
+                )
+            results.add(b["tool_use_id"])
+        elif kind in {"thinking", "redacted_thinking"}:
+            return self.thinking(path, m, b, kind)
+        return True
+
+    def thinking(self, path: str, m: dict[str, Any], b: dict[str, Any], kind: str) -> bool:
+        if m["role"] != "assistant":
+            raise ApiError(400, f"{path}: thinking blocks may only appear in assistant messages")
+        if kind == "thinking":
+            good = self.signatures.get(str(b.get("signature"))) == b.get("thinking")
+        else:
+            good = self.state.knows(b.get("data"))
+        if good:
+            return True
+        if not self.drop:
+            raise ApiError(
+                400,
+                f"{path}: Invalid `signature` in `thinking` block. "
+                "The block is bound to a different conversation. Remove the block, or set "
+                '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block".',
+            )
+        self.dropped.append({"type": "thinking_dropped", "path": path, "reason": "prefix_mismatch"})
+        return False
+
+
 def validate(state: State, req: ReceivedRequest) -> tuple[dict[str, Any], list[dict[str, str]]]:
     body = req.body
     if not isinstance(body, dict):
@@ -74,93 +169,17 @@ def validate(state: State, req: ReceivedRequest) -> tuple[dict[str, Any], list[d
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         raise ApiError(400, "messages: at least one message is required")
-    marks = sum(1 for t in body.get("tools", []) if isinstance(t, dict) and "cache_control" in t)
-    marks += sum(1 for b in _blocks(body.get("system", [])) if isinstance(b, dict) and "cache_control" in b)
-    marks += sum(
-        1 for m in messages for b in _blocks(m.get("content")) if isinstance(b, dict) and "cache_control" in b
-    )
-    marks += 1 if "cache_control" in body else 0
+    marks = _cache_marks(body)
     if marks > 4:
         raise ApiError(400, f"A maximum of 4 blocks with cache_control may be provided. Found {marks}.")
-    thinking: dict[str, Any] = body["thinking"] if isinstance(body.get("thinking"), dict) else {}
-    binding = thinking.get("block_binding")
-    betas = {b.strip() for b in req.headers.get("anthropic-beta", "").split(",")}
-    if binding is not None and BINDING_BETA not in betas:
-        raise ApiError(400, "thinking.block_binding: Extra inputs are not permitted")
-    drop = isinstance(binding, dict) and binding.get("prefix_mismatch_behavior") == "drop_block"
-    signatures: dict[str, str] = state.extra.setdefault("signatures", {})
-    dropped: list[dict[str, str]] = []
-    previous_uses: set[str] = set()
+    turns = _Turns(state, _drops_mismatched(req, body))
     for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in {"user", "assistant", "system"}:
-            raise ApiError(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
-        blocks = _blocks(m.get("content"))
-        uses: set[str] = set()
-        results: set[str] = set()
-        kept = []
-        for j, b in enumerate(blocks):
-            kind = b.get("type") if isinstance(b, dict) else None
-            if kind == "tool_use":
-                if not isinstance(b.get("input"), dict):
-                    raise ApiError(
-                        400, f"messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
-                    )
-                uses.add(str(b.get("id")))
-            elif kind == "tool_result":
-                if b.get("tool_use_id") not in previous_uses:
-                    raise ApiError(
-                        400,
-                        f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                        f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
-                        "`tool_use` block in the previous message.",
-                    )
-                results.add(b["tool_use_id"])
-            elif kind in {"thinking", "redacted_thinking"}:
-                if m["role"] != "assistant":
-                    raise ApiError(
-                        400,
-                        f"messages.{i}.content.{j}: thinking blocks may only appear in assistant messages",
-                    )
-                good = (
-                    signatures.get(str(b.get("signature"))) == b.get("thinking")
-                    if kind == "thinking"
-                    else state.knows(b.get("data"))
-                )
-                if not good:
-                    if drop:
-                        dropped.append(
-                            {
-                                "type": "thinking_dropped",
-                                "path": f"messages.{i}.content.{j}",
-                                "reason": "prefix_mismatch",
-                            }
-                        )
-                        continue
-                    raise ApiError(
-                        400,
-                        f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block. "
-                        "The block is bound to a different conversation. Remove the block, or set "
-                        '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block".',
-                    )
-            kept.append(b)
-        missing = previous_uses - results
-        if missing:
-            raise ApiError(
-                400,
-                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                f"{', '.join(sorted(missing))}. Each `tool_use` block must have a corresponding "
-                "`tool_result` block in the next message.",
-            )
-        previous_uses = uses
-        if len(kept) != len(blocks):
+        kept = turns.message(i, m)
+        if kept is not None:
             messages[i] = {**m, "content": kept}
-    if previous_uses:
-        raise ApiError(
-            400,
-            f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks "
-            f"immediately after: {', '.join(sorted(previous_uses))}.",
-        )
-    return body, dropped
+    if turns.previous_uses:
+        raise ApiError(400, _unanswered(f"messages.{len(messages) - 1}", turns.previous_uses))
+    return body, turns.dropped
 
 
 def prompt_of(body: dict[str, Any]) -> tuple[Prompt, str]:
@@ -191,22 +210,86 @@ def prompt_of(body: dict[str, Any]) -> tuple[Prompt, str]:
     return Prompt(units=tuple(units), breakpoints=tuple(marks), model=body["model"]), ttl
 
 
-def stream(
-    state: State,
-    body: dict[str, Any],
-    item: ScriptItem,
-    lookup: Lookup,
-    ttl: str,
-    dropped: list[dict[str, str]],
-) -> Reply:
-    signatures: dict[str, str] = state.extra.setdefault("signatures", {})
-    chunks: list[bytes] = []
+class _Reply:
+    """One reply being written: its events, the content blocks whole (for a reply not streamed),
+    the next block index, and the thinking texts (they count as output)."""
 
-    def emit(kind: str, **fields: Any) -> None:
-        chunks.append(sse({"type": kind, **fields}, event=kind))
+    def __init__(self, state: State, item: ScriptItem) -> None:
+        self.state = state
+        self.item = item
+        self.signatures: dict[str, str] = state.extra.setdefault("signatures", {})
+        self.chunks: list[bytes] = []
+        self.index = 0
+        self.texts: list[str] = []
+        self.content: list[dict[str, Any]] = []
+        self.blocks: list[Mapping[str, Any]] = [
+            b for b in item.blocks if b.get("type") in {"thinking", "redacted_thinking"}
+        ]
+        if item.thinking and not self.blocks:
+            self.blocks = [{"type": "thinking", "thinking": item.thinking, "position": 0}]
 
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.chunks.append(sse({"type": kind, **fields}, event=kind))
+
+    def block(self, head: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
+        """One content block: its start, its deltas, its stop."""
+        self.emit("content_block_start", index=self.index, content_block=head)
+        for delta in deltas:
+            self.emit("content_block_delta", index=self.index, delta=delta)
+        self.emit("content_block_stop", index=self.index)
+        self.index += 1
+
+    def thinking_at(self, position: int) -> None:
+        for b in self.blocks:
+            if int(b.get("position", 0)) == position:
+                if b.get("type") == "redacted_thinking":
+                    self.redacted()
+                else:
+                    self.thinking(str(b.get("thinking", "")))
+
+    def redacted(self) -> None:
+        redacted = {"type": "redacted_thinking", "data": self.state.mint("redacted")}
+        self.content.append(redacted)
+        self.block(redacted, [])
+
+    def thinking(self, text: str) -> None:
+        """A thinking block, signed after its text (the signature binds the block to this server)."""
+        self.texts.append(text)
+        deltas = [{"type": "thinking_delta", "thinking": frag} for frag in split_text(text)]
+        signature = self.state.mint("signature", text)
+        self.signatures[signature] = text
+        self.content.append({"type": "thinking", "thinking": text, "signature": signature})
+        deltas.append({"type": "signature_delta", "signature": signature})
+        self.block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
+
+    def text(self, text: str) -> None:
+        self.content.append({"type": "text", "text": text})
+        deltas = [{"type": "text_delta", "text": frag} for frag in split_text(text)]
+        self.block({"type": "text", "text": ""}, deltas)
+
+    def tool_use(self, call: ScriptCall) -> str:
+        """A tool_use block; returns its arguments' JSON."""
+        args = call.arguments_json
+        head = {
+            "type": "tool_use",
+            "id": call.id or self.state.next_id("toolu_"),
+            "name": call.name,
+            "input": {},
+        }
+        self.content.append({**head, "input": call.arguments})
+        deltas = [{"type": "input_json_delta", "partial_json": frag} for frag in split_text(args, 2)]
+        self.block(head, deltas)
+        return args
+
+    def error(self, e: ScriptError) -> Reply:
+        self.emit("error", error={"type": e.type or error_kind(e.status, "anthropic"), "message": e.message})
+        return event_stream(self.chunks)
+
+
+def _usage(lookup: Lookup, ttl: str) -> dict[str, Any]:
+    """Input usage as message_start reports it (output_tokens 1 until the end)."""
     write = lookup.cache_write_tokens
-    usage = {
+    return {
         "input_tokens": lookup.uncached_tokens,
         "cache_creation_input_tokens": write,
         "cache_read_input_tokens": lookup.cached_tokens,
@@ -216,7 +299,10 @@ def stream(
         },
         "output_tokens": 1,
     }
-    message: dict[str, Any] = {
+
+
+def _message(state: State, body: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
+    return {
         "id": state.next_id("msg_"),
         "type": "message",
         "role": "assistant",
@@ -226,92 +312,51 @@ def stream(
         "stop_sequence": None,
         "usage": usage,
     }
+
+
+def stream(
+    state: State,
+    body: dict[str, Any],
+    item: ScriptItem,
+    lookup: Lookup,
+    ttl: str,
+    dropped: list[dict[str, str]],
+) -> Reply:
+    """Thinking at position 0, the text, then each call (with the thinking placed before it)."""
+    reply = _Reply(state, item)
+    usage = _usage(lookup, ttl)
+    message = _message(state, body, usage)
     late = "delta_transformations" in item.quirks  # named on message_delta instead
     if dropped and not late:
         message["input_transformations"] = dropped
-    emit("message_start", message=message)
-    emit("ping")
-    blocks = [b for b in item.blocks if b.get("type") in {"thinking", "redacted_thinking"}]
-    if item.thinking and not blocks:
-        blocks = [{"type": "thinking", "thinking": item.thinking, "position": 0}]
-    index = 0
-    texts: list[str] = []
-    content: list[dict[str, Any]] = []  # the same blocks, whole, for a reply that is not streamed
-
-    def block(b: Any) -> None:
-        nonlocal index
-        if b.get("type") == "redacted_thinking":
-            redacted = {"type": "redacted_thinking", "data": state.mint("redacted")}
-            content.append(redacted)
-            emit("content_block_start", index=index, content_block=redacted)
-        else:
-            text = str(b.get("thinking", ""))
-            texts.append(text)
-            emit(
-                "content_block_start",
-                index=index,
-                content_block={"type": "thinking", "thinking": "", "signature": ""},
-            )
-            for frag in split_text(text):
-                emit("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": frag})
-            signature = state.mint("signature", text)
-            signatures[signature] = text
-            content.append({"type": "thinking", "thinking": text, "signature": signature})
-            emit(
-                "content_block_delta", index=index, delta={"type": "signature_delta", "signature": signature}
-            )
-        emit("content_block_stop", index=index)
-        index += 1
-
-    def at(position: int) -> None:
-        for b in blocks:
-            if int(b.get("position", 0)) == position:
-                block(b)
-
-    at(0)
+    reply.emit("message_start", message=message)
+    reply.emit("ping")
+    reply.thinking_at(0)
     if item.text:
-        content.append({"type": "text", "text": item.text})
-        emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
-        for frag in split_text(item.text):
-            emit("content_block_delta", index=index, delta={"type": "text_delta", "text": frag})
-        emit("content_block_stop", index=index)
-        index += 1
+        reply.text(item.text)
     args_texts = []
     for j, call in enumerate(item.calls):
         if j:
-            at(j)
-        args = call.arguments_json
-        args_texts.append(args)
-        head = {"type": "tool_use", "id": call.id or state.next_id("toolu_"), "name": call.name, "input": {}}
-        content.append({**head, "input": call.arguments})
-        emit("content_block_start", index=index, content_block=head)
-        for frag in split_text(args, 2):
-            emit("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": frag})
-        emit("content_block_stop", index=index)
-        index += 1
+            reply.thinking_at(j)
+        args_texts.append(reply.tool_use(call))
     if item.error is not None:
-        emit(
-            "error",
-            error={
-                "type": item.error.type or error_kind(item.error.status, "anthropic"),
-                "message": item.error.message,
-            },
-        )
-        return event_stream(chunks)
+        return reply.error(item.error)
     if item.cut:
-        return event_stream(chunks)
-    output = out_tokens(item.text, *texts, *args_texts)
-    final_usage = {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output}
+        return event_stream(reply.chunks)
+    output = out_tokens(item.text, *reply.texts, *args_texts)
     stop = "tool_use" if item.calls else "end_turn"
     if body.get("stream") is not True or "whole_reply" in item.quirks:  # the whole message as one object
         whole = {
             **message,
-            "content": content,
+            "content": reply.content,
             "stop_reason": stop,
             "usage": {**usage, "output_tokens": output},
         }
         return json_reply(200, whole, {"request-id": "req_fake"})
+    final_usage = {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output}
     extra: dict[str, Any] = {"input_transformations": dropped} if dropped and late else {}
-    emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=final_usage, **extra)
-    emit("message_stop")
-    return event_stream(chunks, {"request-id": "req_fake"})
+    reply.emit(
+        "message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=final_usage, **extra
+    )
+    reply.emit("message_stop")
+    return event_stream(reply.chunks, {"request-id": "req_fake"})
