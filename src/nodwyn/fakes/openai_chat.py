@@ -36,7 +36,7 @@ from nodwyn.fakes.base import (
 )
 from nodwyn.fakes.cache import Lookup, Prompt, units_of
 from nodwyn.fakes.openrouter import check_details, detail_fragments, merged_details
-from nodwyn.fakes.script import Flood, ScriptError, ScriptItem
+from nodwyn.fakes.script import Flood, ScriptCall, ScriptError, ScriptItem
 
 _UNANSWERED = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
@@ -92,10 +92,11 @@ def prompt_of(body: dict[str, Any], req: ReceivedRequest) -> Prompt:
     return Prompt(units=units, key=session_key(body, req), model=body["model"], reload_token=body["model"])
 
 
-def validate(state: State, body: Any) -> dict[str, Any]:
-    family = state.family or "compatible"
-    if not isinstance(body, dict):
-        raise ApiError(400, "We could not parse the JSON body of your request.", type="invalid_request_error")
+_ROLES = {"system", "developer", "user", "assistant", "tool"}
+
+
+def _check_top(body: dict[str, Any]) -> list[Any]:
+    """The body's own fields; returns its messages."""
     if not isinstance(body.get("model"), str):
         raise ApiError(400, "you must provide a model parameter", param="model")
     messages = body.get("messages")
@@ -109,21 +110,25 @@ def validate(state: State, body: Any) -> dict[str, Any]:
             "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
             param="stream_options",
         )
-    thinking_mode = not (
-        isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "disabled"
-    )
-    pending: list[str] = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in {
-            "system",
-            "developer",
-            "user",
-            "assistant",
-            "tool",
-        }:
+    return messages
+
+
+class _Turns:
+    """The messages checked in order: each tool call answered by tool messages before the next turn."""
+
+    def __init__(self, state: State, body: dict[str, Any]) -> None:
+        self.state = state
+        self.family = state.family or "compatible"
+        self.thinking_mode = not (
+            isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "disabled"
+        )
+        self.pending: list[str] = []
+
+    def message(self, i: int, m: Any) -> None:
+        if not isinstance(m, dict) or m.get("role") not in _ROLES:
             raise ApiError(400, f"Invalid value for 'messages[{i}].role'.", param=f"messages[{i}].role")
         role = m["role"]
-        if family == "cerebras" and "reasoning_content" in m:
+        if self.family == "cerebras" and "reasoning_content" in m:
             path = f"messages.{i}.{role}.reasoning_content"
             raise ApiError(
                 400,
@@ -133,54 +138,65 @@ def validate(state: State, body: Any) -> dict[str, Any]:
                 code="wrong_api_format",
             )
         if role == "tool":
-            if m.get("tool_call_id") not in pending:
-                raise ApiError(
-                    400,
-                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
-                    "with 'tool_calls'.",
-                    param=f"messages.[{i}].role",
-                )
-            pending.remove(m["tool_call_id"])
-            continue
-        if pending:
-            raise ApiError(
-                400,
-                _UNANSWERED + ", ".join(pending),
-                param=f"messages.[{i}].role",
-            )
+            self.tool(i, m)
+            return
+        if self.pending:
+            raise ApiError(400, _UNANSWERED + ", ".join(self.pending), param=f"messages.[{i}].role")
         if role == "user":
             check_user_content(m.get("content"), i)
         if role == "assistant":
-            calls = m.get("tool_calls") or []
-            if m.get("content") in (None, "") and not calls and family == "llamacpp":
-                raise ApiError(400, "Expected 'content' or 'tool_calls'", param=f"messages[{i}]")
-            for j, call in enumerate(calls):
-                fn = call.get("function") if isinstance(call, dict) else None
-                if not isinstance(fn, dict) or not isinstance(call.get("id"), str):
-                    raise ApiError(400, f"Missing required parameter: 'messages[{i}].tool_calls[{j}].id'.")
-                if not isinstance(fn.get("arguments"), str):
-                    raise ApiError(
-                        400,
-                        f"Invalid type for 'messages[{i}].tool_calls[{j}].function.arguments': "
-                        "expected a string.",
-                        param=f"messages[{i}].tool_calls[{j}].function.arguments",
-                        code="invalid_type",
-                    )
-                pending.append(call["id"])
-            if family == "deepseek" and thinking_mode and calls and "reasoning_content" not in m:
-                raise ApiError(
-                    400,
-                    "The reasoning_content in the thinking mode must be passed back to the API.",
-                    code="invalid_request_error",
-                )
-            if family == "openrouter" and m.get("reasoning_details") is not None:
-                check_details(state, m["reasoning_details"], i)
-    if pending:
+            self.assistant(i, m)
+
+    def tool(self, i: int, m: dict[str, Any]) -> None:
+        if m.get("tool_call_id") not in self.pending:
+            raise ApiError(
+                400,
+                "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                "with 'tool_calls'.",
+                param=f"messages.[{i}].role",
+            )
+        self.pending.remove(m["tool_call_id"])
+
+    def assistant(self, i: int, m: dict[str, Any]) -> None:
+        calls = m.get("tool_calls") or []
+        if m.get("content") in (None, "") and not calls and self.family == "llamacpp":
+            raise ApiError(400, "Expected 'content' or 'tool_calls'", param=f"messages[{i}]")
+        for j, call in enumerate(calls):
+            self.pending.append(_call_id(call, f"messages[{i}].tool_calls[{j}]"))
+        if self.family == "deepseek" and self.thinking_mode and calls and "reasoning_content" not in m:
+            raise ApiError(
+                400,
+                "The reasoning_content in the thinking mode must be passed back to the API.",
+                code="invalid_request_error",
+            )
+        if self.family == "openrouter" and m.get("reasoning_details") is not None:
+            check_details(self.state, m["reasoning_details"], i)
+
+
+def _call_id(call: Any, path: str) -> str:
+    """The id of a well-formed tool call sent back."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(fn, dict) or not isinstance(call.get("id"), str):
+        raise ApiError(400, f"Missing required parameter: '{path}.id'.")
+    if not isinstance(fn.get("arguments"), str):
         raise ApiError(
             400,
-            _UNANSWERED + ", ".join(pending),
-            param="messages",
+            f"Invalid type for '{path}.function.arguments': expected a string.",
+            param=f"{path}.function.arguments",
+            code="invalid_type",
         )
+    return str(call["id"])
+
+
+def validate(state: State, body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ApiError(400, "We could not parse the JSON body of your request.", type="invalid_request_error")
+    messages = _check_top(body)
+    turns = _Turns(state, body)
+    for i, m in enumerate(messages):
+        turns.message(i, m)
+    if turns.pending:
+        raise ApiError(400, _UNANSWERED + ", ".join(turns.pending), param="messages")
     return body
 
 
@@ -240,57 +256,64 @@ def usage(family: str, lookup: Lookup, completion: int, reasoning: int) -> dict[
     return out
 
 
-def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
-    family = state.family or "compatible"
-    base = {
-        "id": state.next_id("chatcmpl-"),
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": body["model"],
-    }
-    include_usage = family == "openrouter" or bool((body.get("stream_options") or {}).get("include_usage"))
-    chunks: list[bytes] = [b": OPENROUTER PROCESSING\n\n"] if family == "openrouter" else []
+class _Reply:
+    """One reply being written in the family's shape: its chunks, and the calls whole (for a reply
+    that is not streamed)."""
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        value: dict[str, Any] = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        if include_usage:
+    def __init__(self, state: State, body: dict[str, Any], item: ScriptItem) -> None:
+        self.state = state
+        self.item = item
+        self.family = state.family or "compatible"
+        self.base = {
+            "id": state.next_id("chatcmpl-"),
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": body["model"],
+        }
+        self.include_usage = self.family == "openrouter" or bool(
+            (body.get("stream_options") or {}).get("include_usage")
+        )
+        self.chunks: list[bytes] = [b": OPENROUTER PROCESSING\n\n"] if self.family == "openrouter" else []
+        self.listed = "list_content" in item.quirks  # Mistral: content as text and thinking chunks
+        self.field = _REASONING_FIELD.get(self.family, "reasoning_content")
+        self.details: list[dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        value: dict[str, Any] = {
+            **self.base,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        if self.include_usage:
             value["usage"] = None
         return sse(value)
 
-    listed = "list_content" in item.quirks  # Mistral: content as text and thinking chunks
-    no_ids = "no_call_ids" in item.quirks  # Gemini's and Ollama's compatible servers
-    chunks.append(chunk({"role": "assistant", "content": [] if listed else ""}))
-    field = _REASONING_FIELD.get(family, "reasoning_content")
-    for frag in split_text(item.thinking):
-        if listed:
-            chunks.append(
-                chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": frag}]}]})
-            )
-        else:
-            chunks.append(chunk({field: frag}))
-    details: list[dict[str, Any]] = []
-    if family == "openrouter" and item.reasoning_details is not None:
-        frags = detail_fragments(
-            state, item.reasoning_details, empty_signature="empty_signature" in item.quirks
-        )
-        details = merged_details(frags)
-        chunks.extend(chunk({"reasoning_details": [frag]}) for frag in frags)
-        if not item.reasoning_details:
-            chunks.append(chunk({"reasoning_details": []}))
-    for frag in split_text(item.text):
-        chunks.append(chunk({"content": [{"type": "text", "text": frag}] if listed else frag}))
-    if item.stall is not None and item.stall.when == "drip":  # text deltas forever, never the end
-        return event_stream(itertools.chain(chunks, itertools.repeat(chunk({"content": "."}))))
-    if item.flood is not None:
-        return event_stream(
-            itertools.chain(chunks, flood(item.flood, chunk), [chunk({}, "stop"), sse(b"[DONE]")])
-        )
-    arg_texts = []
-    calls: list[dict[str, Any]] = []
-    for j, call in enumerate(item.calls):
-        call_id = call.id or state.next_id("call_")
+    def add(self, delta: dict[str, Any]) -> None:
+        self.chunks.append(self.chunk(delta))
+
+    def reasoning(self, text: str) -> None:
+        for frag in split_text(text):
+            if self.listed:
+                self.add({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": frag}]}]})
+            else:
+                self.add({self.field: frag})
+
+    def reasoning_details(self, given: tuple[Any, ...]) -> None:
+        """OpenRouter's reasoning_details, fragment by fragment (kept merged for a whole reply)."""
+        frags = detail_fragments(self.state, given, empty_signature="empty_signature" in self.item.quirks)
+        self.details = merged_details(frags)
+        self.chunks.extend(self.chunk({"reasoning_details": [frag]}) for frag in frags)
+        if not given:
+            self.add({"reasoning_details": []})
+
+    def text(self, text: str) -> None:
+        for frag in split_text(text):
+            self.add({"content": [{"type": "text", "text": frag}] if self.listed else frag})
+
+    def tool_call(self, j: int, call: ScriptCall) -> str:
+        """Call ``j``: its head, then its arguments in fragments; returns the arguments."""
+        call_id = call.id or self.state.next_id("call_")
         args = call.arguments_json
-        arg_texts.append(args)
         whole_call: dict[str, Any] = {
             "id": call_id,
             "type": "function",
@@ -302,21 +325,19 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
-        if no_ids:
+        if "no_call_ids" in self.item.quirks:  # Gemini's and Ollama's compatible servers
             del whole_call["id"], head["id"]
-        calls.append(whole_call)
-        chunks.append(chunk({"tool_calls": [head]}))
+        self.calls.append(whole_call)
+        self.add({"tool_calls": [head]})
         for frag in split_text(args, 2):
-            chunks.append(chunk({"tool_calls": [{"index": j, "function": {"arguments": frag}}]}))
-    if item.error is not None:
-        chunks.append(sse(stream_error(family, base, item.error)))
-        return event_stream(chunks)
-    if item.cut:
-        return event_stream(chunks)
-    finish = "tool_calls" if item.calls else "stop"
-    completion = out_tokens(item.text, item.thinking, *arg_texts)
-    last = chunk({}, finish)
-    if family == "llamacpp":
+            self.add({"tool_calls": [{"index": j, "function": {"arguments": frag}}]})
+        return args
+
+    def last(self, finish: str, lookup: Lookup, completion: int) -> bytes:
+        """The chunk with the finish reason (llama.cpp adds its timings to it)."""
+        last = self.chunk({}, finish)
+        if self.family != "llamacpp":
+            return last
         value = orjson.loads(last[len(b"data: ") :])
         value["timings"] = {
             "cache_n": lookup.cached_tokens,
@@ -325,11 +346,13 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
             "predicted_n": completion,
             "predicted_ms": float(completion * 5),
         }
-        last = sse(value)
-    chunks.append(last)
-    if body.get("stream") is not True or "whole_reply" in item.quirks:  # one chat.completion object
+        return sse(value)
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message of a reply that is not streamed."""
+        item = self.item
         message: dict[str, Any] = {"role": "assistant", "content": item.text or None}
-        if listed:
+        if self.listed:
             parts: list[dict[str, Any]] = []
             if item.thinking:
                 parts.append({"type": "thinking", "thinking": [{"type": "text", "text": item.thinking}]})
@@ -337,28 +360,56 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
                 parts.append({"type": "text", "text": item.text})
             message["content"] = parts
         elif item.thinking:
-            message[field] = item.thinking
-        if family == "openrouter" and item.reasoning_details is not None:
-            message["reasoning_details"] = details
-        if calls:
-            message["tool_calls"] = calls
+            message[self.field] = item.thinking
+        if self.family == "openrouter" and item.reasoning_details is not None:
+            message["reasoning_details"] = self.details
+        if self.calls:
+            message["tool_calls"] = self.calls
+        return message
+
+    def whole(self, finish: str, last: bytes, usage: dict[str, Any]) -> Reply:
+        """One chat.completion object."""
         whole = {
-            **base,
+            **self.base,
             "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage(family, lookup, completion, out_tokens(item.thinking)),
+            "choices": [{"index": 0, "message": self.message(), "finish_reason": finish}],
+            "usage": usage,
         }
-        if family == "llamacpp":
+        if self.family == "llamacpp":
             whole["timings"] = orjson.loads(last[len(b"data: ") :])["timings"]
         return json_reply(200, whole)
-    if include_usage:
-        chunks.append(
-            sse(
-                {**base, "choices": [], "usage": usage(family, lookup, completion, out_tokens(item.thinking))}
-            )
-        )
-    chunks.append(sse(b"[DONE]"))
-    return event_stream(chunks)
+
+
+def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
+    """Role, reasoning, (OpenRouter's details,) text, then the calls, the finish and the usage."""
+    reply = _Reply(state, body, item)
+    reply.add({"role": "assistant", "content": [] if reply.listed else ""})
+    reply.reasoning(item.thinking)
+    if reply.family == "openrouter" and item.reasoning_details is not None:
+        reply.reasoning_details(item.reasoning_details)
+    reply.text(item.text)
+    if item.stall is not None and item.stall.when == "drip":  # text deltas forever, never the end
+        return event_stream(itertools.chain(reply.chunks, itertools.repeat(reply.chunk({"content": "."}))))
+    if item.flood is not None:
+        end = [reply.chunk({}, "stop"), sse(b"[DONE]")]
+        return event_stream(itertools.chain(reply.chunks, flood(item.flood, reply.chunk), end))
+    arg_texts = [reply.tool_call(j, call) for j, call in enumerate(item.calls)]
+    if item.error is not None:
+        reply.chunks.append(sse(stream_error(reply.family, reply.base, item.error)))
+        return event_stream(reply.chunks)
+    if item.cut:
+        return event_stream(reply.chunks)
+    finish = "tool_calls" if item.calls else "stop"
+    completion = out_tokens(item.text, item.thinking, *arg_texts)
+    last = reply.last(finish, lookup, completion)
+    reply.chunks.append(last)
+    counted = usage(reply.family, lookup, completion, out_tokens(item.thinking))
+    if body.get("stream") is not True or "whole_reply" in item.quirks:
+        return reply.whole(finish, last, counted)
+    if reply.include_usage:
+        reply.chunks.append(sse({**reply.base, "choices": [], "usage": counted}))
+    reply.chunks.append(sse(b"[DONE]"))
+    return event_stream(reply.chunks)
 
 
 FLOOD_PIECE = 64 * 1024
