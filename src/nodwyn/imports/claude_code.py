@@ -91,112 +91,130 @@ def _only_results(content: Any) -> bool:
     )
 
 
-def load(path: Path, name: str) -> Run:
-    lines = read_jsonl(path)
+def _main_lines(lines: list[tuple[int, Any]]) -> tuple[list[tuple[int, Any]], int]:
+    """The lines of the file's own run, and how many sidechain lines were left out (a file of only
+    sidechain lines is a sub-agent's own transcript: all of it is the run)."""
     main = [(n, d) for n, d in lines if isinstance(d, dict) and not d.get("isSidechain")]
-    convo = [x for x in main if x[1].get("type") in ("user", "assistant")]
-    side = len(lines) - len(main)
-    if not convo:  # a sub-agent's own transcript: every line is a sidechain
-        main = lines
-        side = 0
-    out: list[Message] = []
-    sents: list[Sent] = []
-    reply_id: str | None = None  # message.id of the reply being gathered
-    reply_at = 0  # its index in out; after it only the results of its calls
-    since: int | None = None  # index in out where the view after the latest compaction begins
-    summary: Stand | None = None
-    why: list[str] = []
-    model = ""
-    names: dict[str, str] = {}  # call id -> tool name
-    for n, d in main:
-        w = f"{path}:{n}"
+    if not any(d.get("type") in ("user", "assistant") for _, d in main):
+        return lines, 0
+    return main, len(lines) - len(main)
+
+
+def _reply_parts(content: Any, w: str) -> tuple[list[str], list[str], list[ToolCall]]:
+    """An assistant line's text, thinking and calls."""
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+    text: list[str] = []
+    thinking: list[str] = []
+    calls: list[ToolCall] = []
+    for i, b in enumerate(blocks):
+        bw = f"{w}: message.content[{i}]"
+        t = b.get("type") if isinstance(b, dict) else None
+        if t == "text":
+            text.append(field(b, "text", str, bw))
+        elif t == "thinking":
+            thinking.append(field(b, "thinking", str, bw))
+        elif t == "tool_use":
+            args = b.get("input", {})
+            calls.append(
+                ToolCall(
+                    id=field(b, "id", str, bw), name=field(b, "name", str, bw), arguments=json.dumps(args)
+                )
+            )
+        elif t != "redacted_thinking":
+            raise ImportFormatError(f"{bw}: unknown content block type {t!r}")
+    return text, thinking, calls
+
+
+class _Reader:
+    """The conversation read so far: messages, one Sent per reply, and the reply still open."""
+
+    def __init__(self) -> None:
+        self.out: list[Message] = []
+        self.sents: list[Sent] = []
+        self.reply_id: str | None = None  # message.id of the reply being gathered
+        self.reply_at = 0  # its index in out; after it only the results of its calls
+        self.since: int | None = None  # index in out where the view after the latest compaction begins
+        self.summary: Stand | None = None
+        self.why: list[str] = []
+        self.model = ""
+        self.names: dict[str, str] = {}  # call id -> tool name
+
+    def line(self, d: Any, w: str) -> None:
         if not isinstance(d, dict):
             raise ImportFormatError(f"{w}: expected an object, found {type(d).__name__}")
         kind = d.get("type")
         if kind == "system" and d.get("subtype") == "compact_boundary":
-            since = len(out)
-            why.append("compaction")
-            reply_id = None
-            continue
-        if kind not in ("user", "assistant"):
-            continue
-        msg = field(d, "message", dict, w)
-        content = msg.get("content")
-        if kind == "assistant":
-            mid = msg.get("id")
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-            text, thinking, calls = [], [], []
-            for i, b in enumerate(blocks):
-                bw = f"{w}: message.content[{i}]"
-                t = b.get("type") if isinstance(b, dict) else None
-                if t == "text":
-                    text.append(field(b, "text", str, bw))
-                elif t == "thinking":
-                    thinking.append(field(b, "thinking", str, bw))
-                elif t == "tool_use":
-                    args = b.get("input", {})
-                    calls.append(
-                        ToolCall(
-                            id=field(b, "id", str, bw),
-                            name=field(b, "name", str, bw),
-                            arguments=json.dumps(args),
-                        )
-                    )
-                elif t == "redacted_thinking":
-                    continue
-                else:
-                    raise ImportFormatError(f"{bw}: unknown content block type {t!r}")
-            names.update((c.id, c.name) for c in calls)
-            usage = usage_of(msg.get("usage"), f"{w}: message.usage")
-            m_model = msg.get("model") if isinstance(msg.get("model"), str) else ""
-            model = model or (m_model if m_model and not m_model.startswith("<") else "")
-            last = out[reply_at] if mid is not None and mid == reply_id else None
-            if isinstance(last, AssistantMessage):
-                out[reply_at] = AssistantMessage(
-                    text="\n".join(x for x in (last.text, *text) if x),
-                    thinking="\n".join(x for x in (last.thinking, *thinking) if x),
-                    calls=(*last.calls, *calls),
-                )
-                s = sents[-1]
-                sents[-1] = Sent(usage=usage or s.usage, model=s.model, view=s.view, why=s.why)
-            else:
-                view = None
-                if since is not None and summary is not None:
-                    view = (summary, *range(since, len(out)))
-                sents.append(Sent(usage=usage, model=m_model, view=view, why=tuple(why)))
-                why.clear()
-                reply_at = len(out)
-                out.append(
-                    AssistantMessage(text="\n".join(text), thinking="\n".join(thinking), calls=tuple(calls))
-                )
-            reply_id = mid if isinstance(mid, str) else None
-            continue
+            self.compaction()
+        elif kind == "assistant":
+            self.assistant(field(d, "message", dict, w), w)
+        elif kind == "user":
+            self.user(d, field(d, "message", dict, w).get("content"), w)
+
+    def compaction(self) -> None:
+        self.since = len(self.out)
+        self.why.append("compaction")
+        self.reply_id = None
+
+    def assistant(self, msg: dict[str, Any], w: str) -> None:
+        """A line of a reply: joined to the open reply when it shares its message.id."""
+        mid = msg.get("id")
+        text, thinking, calls = _reply_parts(msg.get("content"), w)
+        self.names.update((c.id, c.name) for c in calls)
+        usage = usage_of(msg.get("usage"), f"{w}: message.usage")
+        raw_model = msg.get("model")
+        m_model = raw_model if isinstance(raw_model, str) else ""
+        self.model = self.model or (m_model if m_model and not m_model.startswith("<") else "")
+        last = self.out[self.reply_at] if mid is not None and mid == self.reply_id else None
+        if isinstance(last, AssistantMessage):
+            self.out[self.reply_at] = AssistantMessage(
+                text="\n".join(x for x in (last.text, *text) if x),
+                thinking="\n".join(x for x in (last.thinking, *thinking) if x),
+                calls=(*last.calls, *calls),
+            )
+            s = self.sents[-1]
+            self.sents[-1] = Sent(usage=usage or s.usage, model=s.model, view=s.view, why=s.why)
+        else:
+            view = None
+            if self.since is not None and self.summary is not None:
+                view = (self.summary, *range(self.since, len(self.out)))
+            self.sents.append(Sent(usage=usage, model=m_model, view=view, why=tuple(self.why)))
+            self.why.clear()
+            self.reply_at = len(self.out)
+            self.out.append(
+                AssistantMessage(text="\n".join(text), thinking="\n".join(thinking), calls=tuple(calls))
+            )
+        self.reply_id = mid if isinstance(mid, str) else None
+
+    def user(self, d: dict[str, Any], content: Any, w: str) -> None:
         if not _only_results(content):  # a line of only tool results keeps the reply open
-            reply_id = None
+            self.reply_id = None
         if d.get("isCompactSummary"):
-            said = _result_text(content, f"{w}: message.content")
-            summary = Stand(message=user(said), why="compaction", of=tuple(range(since or 0)))
-            if since is None:  # a summary without its boundary line: it begins the view
-                since = len(out)
-                why.append("compaction")
-            continue
-        if isinstance(content, str):
-            out.append(user(content))
-            continue
-        if not isinstance(content, list):
+            self.compact_summary(_result_text(content, f"{w}: message.content"))
+        elif isinstance(content, str):
+            self.out.append(user(content))
+        elif isinstance(content, list):
+            self.user_blocks(content, w)
+        else:
             raise ImportFormatError(f"{w}: message.content: expected text or content blocks")
+
+    def compact_summary(self, said: str) -> None:
+        self.summary = Stand(message=user(said), why="compaction", of=tuple(range(self.since or 0)))
+        if self.since is None:  # a summary without its boundary line: it begins the view
+            self.since = len(self.out)
+            self.why.append("compaction")
+
+    def user_blocks(self, content: list[Any], w: str) -> None:
+        """Tool results, then the text blocks as one user message."""
         texts = []
         for i, b in enumerate(content):
             bw = f"{w}: message.content[{i}]"
             t = b.get("type") if isinstance(b, dict) else None
             if t == "tool_result":
                 cid = field(b, "tool_use_id", str, bw)
-                out.append(
+                text = _result_text(b.get("content"), f"{bw}.content")
+                self.out.append(
                     ToolMessage(
-                        call_id=cid,
-                        name=names.get(cid, ""),
-                        text=_result_text(b.get("content"), f"{bw}.content"),
-                        error=bool(b.get("is_error")),
+                        call_id=cid, name=self.names.get(cid, ""), text=text, error=bool(b.get("is_error"))
                     )
                 )
             elif t == "text":
@@ -206,8 +224,15 @@ def load(path: Path, name: str) -> Run:
             else:
                 raise ImportFormatError(f"{bw}: unknown content block type {t!r}")
         if texts:
-            out.append(user("\n".join(texts)))
-    messages = until_last_reply(out)
+            self.out.append(user("\n".join(texts)))
+
+
+def load(path: Path, name: str) -> Run:
+    main, side = _main_lines(read_jsonl(path))
+    reader = _Reader()
+    for n, d in main:
+        reader.line(d, f"{path}:{n}")
+    messages = until_last_reply(reader.out)
     if not any(isinstance(m, AssistantMessage) for m in messages):
         raise ImportFormatError(f"{path}: no assistant reply; is it a Claude Code transcript?")
     check_pairs(messages, str(path))
@@ -219,6 +244,6 @@ def load(path: Path, name: str) -> Run:
         tools=(),
         messages=tuple(messages),
         notes=notes,
-        model=model,
-        requests=tuple(sents),
+        model=reader.model,
+        requests=tuple(reader.sents),
     )
