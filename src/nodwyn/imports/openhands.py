@@ -13,6 +13,7 @@ over the whole conversation (ADR 0031); the run's notes count them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,121 +103,156 @@ def token_usages(folder: Path) -> tuple[dict[str, Usage], str]:
     return out, model if isinstance(model, str) else ""
 
 
+class _Reader:
+    """The conversation read so far: messages (each with the event it began with), one Sent per
+    reply, the reply being gathered, and what the peer's condensations left out."""
+
+    def __init__(self, usages: dict[str, Usage], model: str) -> None:
+        self.usages = usages
+        self.model = model
+        self.system: str | None = None
+        self.tools: tuple[ToolSpec, ...] = ()
+        self.out: list[Message] = []
+        self.ids: list[str] = []  # the event each message of ``out`` began with
+        self.sents: list[Sent] = []
+        self.batch: str | None = None  # llm_response_id of the reply being gathered
+        self.condensations = 0
+        self.forgotten: set[str] = set()
+        self.summary: Stand | None = None
+        self.offset = 0
+        self.why: list[str] = []  # what the agent did since its previous request
+
+    def event(self, e: Any, w: str, fallback_id: str) -> None:
+        kind = field(e, "kind", str, w)
+        handler = _HANDLERS.get(kind)
+        if handler is None and kind in IGNORED:
+            return
+        if handler is None:
+            raise ImportFormatError(
+                f"{w}: unknown event kind {kind!r}; teach nodwyn/imports/openhands.py about it"
+            )
+        handler(self, e, w, str(e.get("id") or fallback_id))
+
+    def add(self, message: Message, eid: str) -> None:
+        self.out.append(message)
+        self.ids.append(eid)
+
+    def reply(self, message: AssistantMessage, eid: str, rid: Any) -> None:
+        """A new reply: request k is what the SDK's view held before it."""
+        view: tuple[int | Stand, ...] | None = None
+        if self.condensations:
+            kept: list[int | Stand] = [
+                *_matched(self.out, [i for i in range(len(self.out)) if self.ids[i] not in self.forgotten])
+            ]
+            if self.summary is not None:
+                kept.insert(min(self.offset, len(kept)), self.summary)
+            view = tuple(kept)
+        usage = self.usages.get(rid) if isinstance(rid, str) else None
+        self.sents.append(Sent(usage=usage, model=self.model, view=view, why=tuple(self.why)))
+        self.why.clear()
+        self.add(message, eid)
+
+    def system_prompt(self, e: Any, w: str, eid: str) -> None:
+        if self.system is not None:
+            raise ImportFormatError(f"{w}: a second system prompt")
+        self.system = text_of(field(e, "system_prompt", dict, w).get("text"), f"{w}.system_prompt.text")
+        self.tools = tuple(_tool(t, f"{w}.tools[{i}]") for i, t in enumerate(field(e, "tools", list, w)))
+        self.batch = None
+
+    def message(self, e: Any, w: str, eid: str) -> None:
+        msg = field(e, "llm_message", dict, w)
+        text = text_of(msg.get("content"), f"{w}.llm_message.content")
+        if e.get("source") == "user":
+            self.add(user(text), eid)
+        else:
+            self.reply(AssistantMessage(text=text), eid, e.get("llm_response_id"))
+        self.batch = None
+
+    def action(self, e: Any, w: str, eid: str) -> None:
+        """A call; consecutive actions sharing an llm_response_id are one reply."""
+        rid = e.get("llm_response_id")
+        tc = field(e, "tool_call", dict, w)
+        fn = field(tc, "function", dict, f"{w}.tool_call")
+        call = ToolCall(
+            id=field(e, "tool_call_id", str, w),
+            name=field(fn, "name", str, f"{w}.tool_call.function"),
+            arguments=field(fn, "arguments", str, f"{w}.tool_call.function"),
+        )
+        thought = text_of(e.get("thought"), f"{w}.thought")
+        last = self.out[-1] if self.out else None
+        if rid is not None and rid == self.batch and isinstance(last, AssistantMessage):
+            text = last.text + ("\n" if last.text and thought else "") + thought
+            self.out[-1] = AssistantMessage(text=text, calls=(*last.calls, call))
+        else:
+            self.reply(AssistantMessage(text=thought, calls=(call,)), eid, rid)
+        self.batch = rid
+
+    def observation(self, e: Any, w: str, eid: str) -> None:
+        cid = field(e, "tool_call_id", str, w)
+        text, failed = observation_text(field(e, "observation", dict, w), f"{w}.observation")
+        self.result(e, cid, text, failed, eid)
+
+    def failure(self, e: Any, w: str, eid: str) -> None:
+        """An AgentErrorEvent or UserRejectObservation: a failed result of its call."""
+        cid = field(e, "tool_call_id", str, w)
+        text = str(e.get("error") or e.get("rejection_reason") or e["kind"])
+        self.result(e, cid, text, True, eid)
+
+    def result(self, e: Any, cid: str, text: str, failed: bool, eid: str) -> None:
+        tool_name = e.get("tool_name") or ""
+        self.add(ToolMessage(call_id=cid, name=str(tool_name), text=text, error=failed), eid)
+        self.batch = None
+
+    def condensation(self, e: Any, w: str, eid: str) -> None:
+        """The peer's condenser: its forgotten events leave the later views, its summary stands in."""
+        self.condensations += 1
+        gone = field(e, "forgotten_event_ids", list, w)
+        self.forgotten.update(str(x) for x in gone)
+        text = e.get("summary")
+        if isinstance(text, str):
+            of = tuple(i for i in range(len(self.out)) if self.ids[i] in self.forgotten)
+            self.summary = Stand(message=user(text), why="condensation", of=of)
+            raw_offset = e.get("summary_offset")
+            # the offset counts the view's events, the system prompt event first
+            self.offset = max(raw_offset - 1, 0) if isinstance(raw_offset, int) else 0
+        self.why.append("condensation")
+
+
+_HANDLERS: dict[str, Callable[[_Reader, Any, str, str], None]] = {
+    "SystemPromptEvent": _Reader.system_prompt,
+    "MessageEvent": _Reader.message,
+    "ActionEvent": _Reader.action,
+    "ObservationEvent": _Reader.observation,
+    "AgentErrorEvent": _Reader.failure,
+    "UserRejectObservation": _Reader.failure,
+    "Condensation": _Reader.condensation,
+}
+
+
 def load(folder: Path, name: str) -> Run:
     files = event_files(folder)
     if not files:
         raise ImportFormatError(
             f"{folder}: no events/event-*.json files; is it an OpenHands conversation folder?"
         )
-    usages, model = token_usages(folder)
-    system: str | None = None
-    tools: tuple[ToolSpec, ...] = ()
-    out: list[Message] = []
-    ids: list[str] = []  # the event each message of ``out`` began with
-    sents: list[Sent] = []
-    batch: str | None = None  # llm_response_id of the reply being gathered
-    condensations = 0
-    forgotten: set[str] = set()
-    summary: Stand | None = None
-    offset = 0
-    why: list[str] = []  # what the agent did since its previous request
-
-    def reply(message: AssistantMessage, eid: str, rid: Any) -> None:
-        """A new reply: request k is what the SDK's view held before it."""
-        view: tuple[int | Stand, ...] | None = None
-        if condensations:
-            kept: list[int | Stand] = [
-                *_matched(out, [i for i in range(len(out)) if ids[i] not in forgotten])
-            ]
-            if summary is not None:
-                kept.insert(min(offset, len(kept)), summary)
-            view = tuple(kept)
-        usage = usages.get(rid) if isinstance(rid, str) else None
-        sents.append(Sent(usage=usage, model=model, view=view, why=tuple(why)))
-        why.clear()
-        out.append(message)
-        ids.append(eid)
-
+    reader = _Reader(*token_usages(folder))
     for f in files:
-        e = read_json(f)
-        w = str(f)
-        kind = field(e, "kind", str, w)
-        eid = str(e.get("id") or f.name)
-        if kind == "SystemPromptEvent":
-            if system is not None:
-                raise ImportFormatError(f"{w}: a second system prompt")
-            system = text_of(field(e, "system_prompt", dict, w).get("text"), f"{w}.system_prompt.text")
-            tools = tuple(_tool(t, f"{w}.tools[{i}]") for i, t in enumerate(field(e, "tools", list, w)))
-            batch = None
-        elif kind == "MessageEvent":
-            msg = field(e, "llm_message", dict, w)
-            text = text_of(msg.get("content"), f"{w}.llm_message.content")
-            if e.get("source") == "user":
-                out.append(user(text))
-                ids.append(eid)
-            else:
-                reply(AssistantMessage(text=text), eid, e.get("llm_response_id"))
-            batch = None
-        elif kind == "ActionEvent":
-            rid = e.get("llm_response_id")
-            tc = field(e, "tool_call", dict, w)
-            fn = field(tc, "function", dict, f"{w}.tool_call")
-            call = ToolCall(
-                id=field(e, "tool_call_id", str, w),
-                name=field(fn, "name", str, f"{w}.tool_call.function"),
-                arguments=field(fn, "arguments", str, f"{w}.tool_call.function"),
-            )
-            thought = text_of(e.get("thought"), f"{w}.thought")
-            last = out[-1] if out else None
-            if rid is not None and rid == batch and isinstance(last, AssistantMessage):
-                text = last.text + ("\n" if last.text and thought else "") + thought
-                out[-1] = AssistantMessage(text=text, calls=(*last.calls, call))
-            else:
-                reply(AssistantMessage(text=thought, calls=(call,)), eid, rid)
-            batch = rid
-        elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
-            cid = field(e, "tool_call_id", str, w)
-            tool_name = e.get("tool_name") or ""
-            if kind == "ObservationEvent":
-                text, failed = observation_text(field(e, "observation", dict, w), f"{w}.observation")
-            else:
-                text = str(e.get("error") or e.get("rejection_reason") or kind)
-                failed = True
-            out.append(ToolMessage(call_id=cid, name=str(tool_name), text=text, error=failed))
-            ids.append(eid)
-            batch = None
-        elif kind == "Condensation":
-            condensations += 1
-            gone = field(e, "forgotten_event_ids", list, w)
-            forgotten.update(str(x) for x in gone)
-            text = e.get("summary")
-            if isinstance(text, str):
-                of = tuple(i for i in range(len(out)) if ids[i] in forgotten)
-                summary = Stand(message=user(text), why="condensation", of=of)
-                raw_offset = e.get("summary_offset")
-                # the offset counts the view's events, the system prompt event first
-                offset = max(raw_offset - 1, 0) if isinstance(raw_offset, int) else 0
-            why.append("condensation")
-        elif kind in IGNORED:
-            continue
-        else:
-            raise ImportFormatError(
-                f"{w}: unknown event kind {kind!r}; teach nodwyn/imports/openhands.py about it"
-            )
-    if system is None:
+        reader.event(read_json(f), str(f), f.name)
+    if reader.system is None:
         raise ImportFormatError(f"{folder}: no SystemPromptEvent; the conversation store is incomplete")
-    messages = until_last_reply(out)
+    messages = until_last_reply(reader.out)
     check_pairs(messages, str(folder))
-    notes = (f"{condensations} peer condensations left out of the conversation",) if condensations else ()
+    n = reader.condensations
+    notes = (f"{n} peer condensations left out of the conversation",) if n else ()
     return Run(
         name=name,
         format=FORMAT,
-        system=system,
-        tools=tools,
+        system=reader.system,
+        tools=reader.tools,
         messages=tuple(messages),
         notes=notes,
-        model=model,
-        requests=tuple(sents),
+        model=reader.model,
+        requests=tuple(reader.sents),
     )
 
 
