@@ -20,6 +20,7 @@ fields whose meaning is not certain.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,140 +91,152 @@ def _output(p: dict[str, Any], where: str) -> tuple[str, bool]:
     raise ImportFormatError(f"{where}.output: expected text or an object, found {type(out).__name__}")
 
 
-def load(path: Path, name: str) -> Run:
-    lines = read_jsonl(path)
-    system = ""
-    model = ""
-    out: list[Message] = []
-    sents: list[Sent] = []
-    open_reply = False  # the latest message is a reply still gathering items
-    counted = True  # the latest reply has its token_count
-    last_info: Any = None
-    since: int | None = None
-    summary: Stand | None = None
-    why: list[str] = []
-    names: dict[str, str] = {}
-    for n, d in lines:
-        w = f"{path}:{n}"
+def _call(t: str, p: dict[str, Any], pw: str) -> ToolCall:
+    """A function_call, custom_tool_call or local_shell_call item as a call."""
+    if t == "local_shell_call":
+        cid = str(p.get("call_id") or p.get("id"))
+        return ToolCall(id=cid, name="local_shell", arguments=json.dumps(p.get("action")))
+    cid = field(p, "call_id", str, pw)
+    if t == "function_call":
+        return ToolCall(id=cid, name=field(p, "name", str, pw), arguments=field(p, "arguments", str, pw))
+    return ToolCall(
+        id=cid, name=field(p, "name", str, pw), arguments=json.dumps({"input": field(p, "input", str, pw)})
+    )
+
+
+class _Reader:
+    """The conversation read so far: messages, one Sent per model call, and the reply being gathered."""
+
+    def __init__(self) -> None:
+        self.system = ""
+        self.model = ""
+        self.out: list[Message] = []
+        self.sents: list[Sent] = []
+        self.open_reply = False  # the latest message is a reply still gathering items
+        self.counted = True  # the latest reply has its token_count
+        self.last_info: Any = None
+        self.since: int | None = None
+        self.summary: Stand | None = None
+        self.why: list[str] = []
+        self.names: dict[str, str] = {}
+
+    def line(self, d: Any, w: str) -> None:
         kind = field(d, "type", str, w)
+        handler = _LINES.get(kind)
+        if handler is not None:  # other lines repeat the items for the TUI
+            handler(self, d, w)
+
+    def session_meta(self, d: Any, w: str) -> None:
+        base = field(d, "payload", dict, w).get("base_instructions")
+        if isinstance(base, dict) and isinstance(base.get("text"), str):
+            self.system = base["text"]
+
+    def turn_context(self, d: Any, w: str) -> None:
         p = d.get("payload")
-        if kind == "session_meta":
-            p = field(d, "payload", dict, w)
-            base = p.get("base_instructions")
-            if isinstance(base, dict) and isinstance(base.get("text"), str):
-                system = base["text"]
-            continue
-        if kind == "turn_context":
-            if isinstance(p, dict) and isinstance(p.get("model"), str):
-                model = p["model"]
-            continue
-        if kind == "compacted":
-            p = field(d, "payload", dict, w)
-            text = field(p, "message", str, f"{w}: payload")
-            summary = Stand(message=user(text), why="compaction", of=tuple(range(len(out))))
-            since = len(out)
-            why.append("compaction")
-            open_reply = False
-            continue
-        if kind == "event_msg":
-            if isinstance(p, dict) and p.get("type") == "token_count":
-                info = p.get("info")
-                if info is not None and info != last_info and sents and not counted:
-                    s = sents[-1]
-                    sents[-1] = Sent(usage=_usage(info, w), model=s.model, view=s.view, why=s.why)
-                    counted = True
-                    open_reply = False  # the model call it reports is over
-                last_info = info if info is not None else last_info
-            continue
-        if kind != "response_item":
-            continue
+        if isinstance(p, dict) and isinstance(p.get("model"), str):
+            self.model = p["model"]
+
+    def compacted(self, d: Any, w: str) -> None:
+        text = field(field(d, "payload", dict, w), "message", str, f"{w}: payload")
+        self.summary = Stand(message=user(text), why="compaction", of=tuple(range(len(self.out))))
+        self.since = len(self.out)
+        self.why.append("compaction")
+        self.open_reply = False
+
+    def event_msg(self, d: Any, w: str) -> None:
+        """A token_count ends the model call it reports (a repeated one adds nothing)."""
+        p = d.get("payload")
+        if not (isinstance(p, dict) and p.get("type") == "token_count"):
+            return
+        info = p.get("info")
+        if info is not None and info != self.last_info and self.sents and not self.counted:
+            s = self.sents[-1]
+            self.sents[-1] = Sent(usage=_usage(info, w), model=s.model, view=s.view, why=s.why)
+            self.counted = True
+            self.open_reply = False  # the model call it reports is over
+        self.last_info = info if info is not None else self.last_info
+
+    def response_item(self, d: Any, w: str) -> None:
         p = field(d, "payload", dict, w)
-        t = field(p, "type", str, f"{w}: payload")
         pw = f"{w}: payload"
+        t = field(p, "type", str, pw)
         if t == "message":
-            role = field(p, "role", str, pw)
-            text = _texts(p.get("content"), f"{pw}.content")
-            if role == "assistant":
-                _reply(out, sents, since, summary, why, model, open_reply, text=text)
-                open_reply, counted = True, False
-            else:  # user, developer, system: input the model is sent
-                out.append(user(text))
-                open_reply = False
+            self.message(p, pw)
         elif t == "reasoning":
-            parts = p.get("summary") or []
-            thinking = "\n".join(
-                field(s, "text", str, f"{pw}.summary[{i}]")
-                for i, s in enumerate(parts)
-                if isinstance(s, dict)
-            )
-            _reply(out, sents, since, summary, why, model, open_reply, thinking=thinking)
-            open_reply, counted = True, counted and open_reply
+            self.reasoning(p, pw)
         elif t in CALLS:
-            cid = (
-                field(p, "call_id", str, pw)
-                if t != "local_shell_call"
-                else str(p.get("call_id") or p.get("id"))
-            )
-            if t == "function_call":
-                call = ToolCall(
-                    id=cid, name=field(p, "name", str, pw), arguments=field(p, "arguments", str, pw)
-                )
-            elif t == "custom_tool_call":
-                call = ToolCall(
-                    id=cid,
-                    name=field(p, "name", str, pw),
-                    arguments=json.dumps({"input": field(p, "input", str, pw)}),
-                )
-            else:
-                call = ToolCall(id=cid, name="local_shell", arguments=json.dumps(p.get("action")))
-            names[cid] = call.name
-            _reply(out, sents, since, summary, why, model, open_reply, call=call)
-            open_reply, counted = True, counted and open_reply
+            call = _call(t, p, pw)
+            self.names[call.id] = call.name
+            self.reply_item(call=call)
         elif t in OUTPUTS:
             cid = field(p, "call_id", str, pw)
             text, failed = _output(p, pw)
-            out.append(ToolMessage(call_id=cid, name=names.get(cid, ""), text=text, error=failed))
-            open_reply = False
-        else:  # web_search_call and other server-side items: no message of the conversation
-            continue
-    messages = until_last_reply(out)
+            self.out.append(ToolMessage(call_id=cid, name=self.names.get(cid, ""), text=text, error=failed))
+            self.open_reply = False
+        # web_search_call and other server-side items: no message of the conversation
+
+    def message(self, p: dict[str, Any], pw: str) -> None:
+        role = field(p, "role", str, pw)
+        text = _texts(p.get("content"), f"{pw}.content")
+        if role == "assistant":
+            self.reply_item(text=text)
+            self.counted = False
+        else:  # user, developer, system: input the model is sent
+            self.out.append(user(text))
+            self.open_reply = False
+
+    def reasoning(self, p: dict[str, Any], pw: str) -> None:
+        parts = p.get("summary") or []
+        thinking = "\n".join(
+            field(s, "text", str, f"{pw}.summary[{i}]") for i, s in enumerate(parts) if isinstance(s, dict)
+        )
+        self.reply_item(thinking=thinking)
+
+    def reply_item(self, *, text: str = "", thinking: str = "", call: ToolCall | None = None) -> None:
+        """Add an output item to the reply being gathered, or begin a new reply (a new request,
+        not yet counted)."""
+        last = self.out[-1] if self.out else None
+        if self.open_reply and isinstance(last, AssistantMessage):
+            self.out[-1] = AssistantMessage(
+                text="\n".join(x for x in (last.text, text) if x),
+                thinking="\n".join(x for x in (last.thinking, thinking) if x),
+                calls=(*last.calls, *((call,) if call else ())),
+            )
+        else:
+            summary, since = self.summary, self.since
+            view = (
+                (summary, *range(since, len(self.out))) if since is not None and summary is not None else None
+            )
+            self.sents.append(Sent(model=self.model, view=view, why=tuple(self.why)))
+            self.why.clear()
+            self.out.append(AssistantMessage(text=text, thinking=thinking, calls=(call,) if call else ()))
+            self.counted = False
+        self.open_reply = True
+
+
+_LINES: dict[str, Callable[[_Reader, Any, str], None]] = {
+    "session_meta": _Reader.session_meta,
+    "turn_context": _Reader.turn_context,
+    "compacted": _Reader.compacted,
+    "event_msg": _Reader.event_msg,
+    "response_item": _Reader.response_item,
+}
+
+
+def load(path: Path, name: str) -> Run:
+    reader = _Reader()
+    for n, d in read_jsonl(path):
+        reader.line(d, f"{path}:{n}")
+    messages = until_last_reply(reader.out)
     if not any(isinstance(m, AssistantMessage) for m in messages):
         raise ImportFormatError(f"{path}: no model reply; is it a Codex rollout?")
     check_pairs(messages, str(path))
     return Run(
         name=name,
         format=FORMAT,
-        system=system,
+        system=reader.system,
         tools=(),
         messages=tuple(messages),
-        model=model,
-        requests=tuple(sents),
+        model=reader.model,
+        requests=tuple(reader.sents),
     )
-
-
-def _reply(
-    out: list[Message],
-    sents: list[Sent],
-    since: int | None,
-    summary: Stand | None,
-    why: list[str],
-    model: str,
-    open_reply: bool,
-    *,
-    text: str = "",
-    thinking: str = "",
-    call: ToolCall | None = None,
-) -> None:
-    """Add an output item to the reply being gathered, or begin a new reply (a new request)."""
-    last = out[-1] if out else None
-    if open_reply and isinstance(last, AssistantMessage):
-        out[-1] = AssistantMessage(
-            text="\n".join(x for x in (last.text, text) if x),
-            thinking="\n".join(x for x in (last.thinking, thinking) if x),
-            calls=(*last.calls, *((call,) if call else ())),
-        )
-        return
-    view = (summary, *range(since, len(out))) if since is not None and summary is not None else None
-    sents.append(Sent(model=model, view=view, why=tuple(why)))
-    why.clear()
-    out.append(AssistantMessage(text=text, thinking=thinking, calls=(call,) if call else ()))
