@@ -5,65 +5,20 @@ teardown every request of every session the test recorded must replay to its dig
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Awaitable, Callable, Iterator
+import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-from nodwyn.fakes import FakeServer
-from nodwyn.log import Store
-from nodwyn.replay.exact import verify_all
-
-
-def call(name: str, cid: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "id": cid, "arguments": arguments}
-
-
-def configure(env: dict[str, str], url: str, extra: str = "") -> None:
-    Path(env["NODWYN_CONFIG"]).write_text(
-        f"""[control]
-model = "fake"
-
-[models.fake]
-api = "openai-chat"
-model = "fake-model"
-base_url = "{url}"
-context_size = 32000
-prices = {{ input = 2.0, output = 8.0, cached_input = 0.5 }}
-
-[models.other]
-api = "openai-chat"
-model = "other-model"
-base_url = "{url}"
-context_size = 32000
-{extra}"""
-    )
-
-
-def chat_bodies(fake: FakeServer) -> list[dict[str, Any]]:
-    return [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    yield {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path),
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(tmp_path / "config.toml"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "WS": str(ws),
-    }
-    store = Store(tmp_path / "home")
-    for sid in store.ids():
-        with store.open(sid) as log:
-            refused = [(v.seq, str(v.error)) for v in verify_all(log) if v.error is not None]
-        assert not refused, f"session {sid}: requests that do not replay: {refused}"
+# The CLI tests' person's environment (its teardown checks every request replays), config writer
+# and call helper, shared rather than written again.
+from tests.cli.conftest import env  # noqa: E402, F401
+from tests.cli.test_habits import chat_bodies, configure  # noqa: E402, F401
+from tests.cli.test_run import call  # noqa: E402, F401
 
 
 async def until(pilot: Any, done: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:

@@ -351,3 +351,37 @@ async def _cut(env: dict[str, str]) -> None:
     assert item.as_sent is not None and item.as_sent[1] == sent  # what went over the wire
     assert "cut as request" in title
     assert drawn == _clip_lines(shown(sent))  # drawn as sent (the screen's own line limit after)
+
+
+# -- the input: multi-line, history, completion of /commands and @paths ------------------------------
+
+
+def test_the_input_edits_lines_keeps_history_and_completes(env: dict[str, str]) -> None:
+    asyncio.run(_composer(env))
+
+
+async def _composer(env: dict[str, str]) -> None:
+    (Path(env["WS"]) / "src").mkdir()
+    (Path(env["WS"]) / "src" / "parser.py").write_text("")
+    script = [{"text": "got two lines"}, {"text": "again"}]
+    with FakeServer(api="openai-chat", script=script) as fake:
+        configure(env, fake.url)
+        app = _app(env)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
+            composer = app.query_one(Composer)
+            await pilot.press(*"first line", "ctrl+j", *"second line", "enter")
+            await until(pilot, lambda: not app.busy and "got two lines" in _screen_text(app), what="turn 1")
+            await pilot.press("up")
+            assert composer.text == "first line\nsecond line"  # history
+            composer.clear()
+            await pilot.press(*"/comp", "tab")
+            assert composer.text == "/compact"
+            composer.clear()
+            await pilot.press(*"look at @sr", "tab", *"pa", "tab")
+            assert composer.text == "look at @src/parser.py"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and "again" in _screen_text(app), what="turn 2")
+        bodies = chat_bodies(fake)
+    assert bodies[0]["messages"][-1]["content"].endswith("first line\nsecond line")
+    assert bodies[1]["messages"][-1]["content"].endswith("look at @src/parser.py")
