@@ -47,6 +47,7 @@ from nodwyn.errors import EncodeError
 from nodwyn.values.content import (
     AssistantMessage,
     ImagePart,
+    Message,
     Origin,
     TextPart,
     ThinkingBlock,
@@ -54,12 +55,46 @@ from nodwyn.values.content import (
     UserMessage,
 )
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.request import Request, Response, Usage
+from nodwyn.values.request import Request, Response, ToolSpec, Usage
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _DELTAS = frozenset(
     {"response.output_text.delta", "response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
+
+
+def _user_item(
+    m: UserMessage, where: str, settings: ModelSettings, images: Mapping[str, bytes]
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for j, p in enumerate(m.parts):
+        if isinstance(p, TextPart):
+            content.append({"type": "input_text", "text": p.text})
+        elif isinstance(p, ImagePart):
+            data = image_base64(images, p, settings, f"{where}.parts[{j}]")
+            url = f"data:{p.media_type};base64,{data}"
+            content.append({"type": "input_image", "image_url": url, "detail": "auto"})
+    return {"type": "message", "role": "user", "content": content}
+
+
+def _tool(t: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": t.name,
+        "description": t.description,
+        "parameters": t.parameters,
+        "strict": False,
+    }
+
+
+def _reasoning(settings: ModelSettings) -> dict[str, Any]:
+    reasoning: dict[str, Any] = {}
+    if settings.reasoning_effort is not None:
+        reasoning["effort"] = settings.reasoning_effort
+        reasoning["summary"] = "auto"
+    if settings.keep_reasoning:
+        reasoning["context"] = "all_turns"
+    return reasoning
 
 
 class ResponsesDialect(DialectBase):
@@ -78,66 +113,19 @@ class ResponsesDialect(DialectBase):
         images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
         check_blocks(request, settings, ("reasoning",), self.api)
-        items: list[dict[str, Any]] = []
-        for i, m in enumerate(request.messages):
-            where = f"messages[{i}]"
-            if isinstance(m, UserMessage):
-                content: list[dict[str, Any]] = []
-                for j, p in enumerate(m.parts):
-                    if isinstance(p, TextPart):
-                        content.append({"type": "input_text", "text": p.text})
-                    elif isinstance(p, ImagePart):
-                        data = image_base64(images, p, settings, f"{where}.parts[{j}]")
-                        url = f"data:{p.media_type};base64,{data}"
-                        content.append({"type": "input_image", "image_url": url, "detail": "auto"})
-                items.append({"type": "message", "role": "user", "content": content})
-            elif isinstance(m, AssistantMessage):
-                # Thinking text without its reasoning item has no place in Responses input: the API
-                # reads reasoning back only as the item it gave (see ADR 0049).
-                for kind, x in arrange(m):
-                    if kind == "block":
-                        items.append(self._item(x, where))
-                    elif kind == "text":
-                        message: dict[str, Any] = {"type": "message", "role": "assistant", "content": x}
-                        if m.phase is not None:  # the API asks for it back on every assistant message
-                            message["phase"] = m.phase
-                        items.append(message)
-                    else:
-                        items.append(
-                            {
-                                "type": "function_call",
-                                "call_id": x.id,
-                                "name": x.name,
-                                "arguments": x.arguments,
-                            }
-                        )
-            else:
-                items.append({"type": "function_call_output", "call_id": m.call_id, "output": m.text})
         body: dict[str, Any] = {"model": settings.model}
         if request.system:
             body["instructions"] = request.system
-        body["input"] = items
+        body["input"] = [
+            it for i, m in enumerate(request.messages) for it in self._items(m, i, settings, images)
+        ]
         if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                    "strict": False,
-                }
-                for t in request.tools
-            ]
+            body["tools"] = [_tool(t) for t in request.tools]
         body["stream"] = stream
         body["store"] = False
         if request.max_output is not None:
             body["max_output_tokens"] = request.max_output
-        reasoning: dict[str, Any] = {}
-        if settings.reasoning_effort is not None:
-            reasoning["effort"] = settings.reasoning_effort
-            reasoning["summary"] = "auto"
-        if settings.keep_reasoning:
-            reasoning["context"] = "all_turns"
+        reasoning = _reasoning(settings)
         if reasoning:
             body["reasoning"] = reasoning
         if settings.keep_reasoning:
@@ -150,6 +138,36 @@ class ResponsesDialect(DialectBase):
         return WireRequest(
             method="POST", path="/v1/responses", headers=self.base_headers() | headers, body=body
         )
+
+    def _items(
+        self, m: Message, i: int, settings: ModelSettings, images: Mapping[str, bytes]
+    ) -> list[dict[str, Any]]:
+        """The input items of message ``i``."""
+        where = f"messages[{i}]"
+        if isinstance(m, UserMessage):
+            return [_user_item(m, where, settings, images)]
+        if isinstance(m, AssistantMessage):
+            return self._assistant_items(m, where)
+        return [{"type": "function_call_output", "call_id": m.call_id, "output": m.text}]
+
+    def _assistant_items(self, m: AssistantMessage, where: str) -> list[dict[str, Any]]:
+        """Reasoning items, the text message and function calls, in the reply's order. Thinking text
+        without its reasoning item has no place in Responses input: the API reads reasoning back
+        only as the item it gave (see ADR 0049)."""
+        items: list[dict[str, Any]] = []
+        for kind, x in arrange(m):
+            if kind == "block":
+                items.append(self._item(x, where))
+            elif kind == "text":
+                message: dict[str, Any] = {"type": "message", "role": "assistant", "content": x}
+                if m.phase is not None:  # the API asks for it back on every assistant message
+                    message["phase"] = m.phase
+                items.append(message)
+            else:
+                items.append(
+                    {"type": "function_call", "call_id": x.id, "name": x.name, "arguments": x.arguments}
+                )
+        return items
 
     @staticmethod
     def _item(b: ThinkingBlock, where: str) -> dict[str, Any]:
@@ -170,6 +188,82 @@ class ResponsesDialect(DialectBase):
             "response.completed" if value.get("status") != "incomplete" else "response.incomplete", value
         )
         return dec.finish()
+
+
+class _Output:
+    """A reply's output items read in order: text, thinking, calls, kept reasoning blocks, notes."""
+
+    def __init__(
+        self, provider: str, origin: Origin, keep: bool, done_by_id: dict[Any, dict[str, Any]]
+    ) -> None:
+        self.p = provider
+        self.origin = origin
+        self.keep = keep
+        self.done_by_id = done_by_id  # the items as output_item.done gave them, by id
+        self.texts: list[str] = []
+        self.thoughts: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.blocks: list[ThinkingBlock] = []
+        self.phase: str | None = None
+        self.notes: list[str] = []
+
+    def item(self, n: int, item: Any) -> None:
+        if not isinstance(item, dict):
+            raise wrong_type(self.p, f"output[{n}]", item, "an object")
+        typ = item.get("type")
+        if typ == "message":
+            self.message(n, item)
+        elif typ == "reasoning":
+            self.reasoning(self.done_by_id.get(item.get("id"), item))
+        elif typ == "function_call":
+            self.function_call(n, item)
+        else:  # a server-side tool's item (web_search_call, ...): said, never dropped in silence
+            self.notes.append(
+                f"responses: output[{n}] ({typ}) left out: the server ran it, and nodwyn does not "
+                "send such items back"
+            )
+
+    def message(self, n: int, item: dict[str, Any]) -> None:
+        p = self.p
+        self.phase = opt_str(item.get("phase"), f"output[{n}].phase", p) or self.phase
+        for k, part in enumerate(opt_list(item.get("content"), f"output[{n}].content", p)):
+            at = f"output[{n}].content[{k}]"
+            if not isinstance(part, dict):
+                raise wrong_type(p, at, part, "an object")
+            if part.get("type") == "output_text":
+                self.texts.append(opt_str(part.get("text"), f"{at}.text", p) or "")
+            elif part.get("type") == "refusal":
+                self.texts.append(opt_str(part.get("refusal"), f"{at}.refusal", p) or "")
+
+    def reasoning(self, item: dict[str, Any]) -> None:
+        """Its summary is the thinking; kept whole as a block, placed before the next call."""
+        summary = join_text(
+            [str(s.get("text", "")) for s in item.get("summary") or [] if isinstance(s, dict)]
+        )
+        if not summary:  # servers that return the reasoning itself rather than a summary
+            summary = join_text(
+                [
+                    str(c.get("text", ""))
+                    for c in item.get("content") or []
+                    if isinstance(c, dict) and c.get("type") == "reasoning_text"
+                ]
+            )
+        self.thoughts.append(summary)
+        if self.keep:
+            block = ThinkingBlock(
+                type="reasoning", origin=self.origin, data=dumps(item), text=summary, position=len(self.calls)
+            )
+            self.blocks.append(block)
+
+    def function_call(self, n: int, item: dict[str, Any]) -> None:
+        at, p = f"output[{n}]", self.p
+        self.calls.append(
+            ToolCall(
+                id=opt_str(item.get("call_id"), f"{at}.call_id", p) or "",
+                name=opt_str(item.get("name"), f"{at}.name", p) or "",
+                arguments=opt_str(item.get("arguments"), f"{at}.arguments", p) or "",
+            )
+        )
 
 
 class ResponsesDecoder:
@@ -231,90 +325,38 @@ class ResponsesDecoder:
         self.final_kind = kind
 
     def finish(self) -> Response:
+        """The reply from the terminal response's output, or from the streamed items when that is
+        empty (or from the streamed deltas when there are no items at all)."""
         if self.final is None:
             raise stream_incomplete(self.provider, "its terminal response.completed event")
         out = self.final.get("output")
         streamed = [self.items[k] for k in sorted(self.items)]
         output: list[Any] = out if isinstance(out, list) and out else streamed
         done_by_id = {it.get("id"): it for it in streamed if it.get("id") is not None}
-        texts: list[str] = []
-        thoughts: list[str] = []
-        calls: list[ToolCall] = []
-        blocks: list[ThinkingBlock] = []
-        phase: str | None = None
-        notes: list[str] = []
-        p = self.provider
+        read = _Output(self.provider, self.origin, self.keep, done_by_id)
         for n, item in enumerate(output):
-            if not isinstance(item, dict):
-                raise wrong_type(p, f"output[{n}]", item, "an object")
-            typ = item.get("type")
-            if typ == "message":
-                phase = opt_str(item.get("phase"), f"output[{n}].phase", p) or phase
-                for k, part in enumerate(opt_list(item.get("content"), f"output[{n}].content", p)):
-                    at = f"output[{n}].content[{k}]"
-                    if not isinstance(part, dict):
-                        raise wrong_type(p, at, part, "an object")
-                    if part.get("type") == "output_text":
-                        texts.append(opt_str(part.get("text"), f"{at}.text", p) or "")
-                    elif part.get("type") == "refusal":
-                        texts.append(opt_str(part.get("refusal"), f"{at}.refusal", p) or "")
-            elif typ == "reasoning":
-                item = done_by_id.get(item.get("id"), item)
-                summary = join_text(
-                    [str(s.get("text", "")) for s in item.get("summary") or [] if isinstance(s, dict)]
-                )
-                if not summary:  # servers that return the reasoning itself rather than a summary
-                    summary = join_text(
-                        [
-                            str(c.get("text", ""))
-                            for c in item.get("content") or []
-                            if isinstance(c, dict) and c.get("type") == "reasoning_text"
-                        ]
-                    )
-                thoughts.append(summary)
-                if self.keep:
-                    blocks.append(
-                        ThinkingBlock(
-                            type="reasoning",
-                            origin=self.origin,
-                            data=dumps(item),
-                            text=summary,
-                            position=len(calls),
-                        )
-                    )
-            elif typ == "function_call":
-                at = f"output[{n}]"
-                calls.append(
-                    ToolCall(
-                        id=opt_str(item.get("call_id"), f"{at}.call_id", p) or "",
-                        name=opt_str(item.get("name"), f"{at}.name", p) or "",
-                        arguments=opt_str(item.get("arguments"), f"{at}.arguments", p) or "",
-                    )
-                )
-            else:  # a server-side tool's item (web_search_call, ...): said, never dropped in silence
-                notes.append(
-                    f"responses: output[{n}] ({typ}) left out: the server ran it, and nodwyn does not "
-                    "send such items back"
-                )
+            read.item(n, item)
         if not output:
-            texts, thoughts = ["".join(self.text_deltas)], ["".join(self.thinking_deltas)]
-        if self.final_kind == "response.incomplete":
-            details = self.final.get("incomplete_details")
-            reason = details.get("reason") if isinstance(details, dict) else None
-            finish = finish_reason(reason if isinstance(reason, str) else "incomplete")
-        else:
-            finish = "tool_calls" if calls else "stop"
+            read.texts, read.thoughts = ["".join(self.text_deltas)], ["".join(self.thinking_deltas)]
         return Response(
-            text="".join(texts),
-            thinking=join_text(thoughts),
-            calls=tuple(calls),
-            blocks=tuple(blocks),
+            text="".join(read.texts),
+            thinking=join_text(read.thoughts),
+            calls=tuple(read.calls),
+            blocks=tuple(read.blocks),
             usage=self._usage(),
-            finish=finish,
+            finish=self._finish(read.calls),
             model=self.model,
-            notes=tuple(notes),
-            phase=phase,
+            notes=tuple(read.notes),
+            phase=read.phase,
         )
+
+    def _finish(self, calls: list[ToolCall]) -> str | None:
+        assert self.final is not None
+        if self.final_kind != "response.incomplete":
+            return "tool_calls" if calls else "stop"
+        details = self.final.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return finish_reason(reason if isinstance(reason, str) else "incomplete")
 
     def _usage(self) -> Usage:
         assert self.final is not None
