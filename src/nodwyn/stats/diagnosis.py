@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from nodwyn.stats.causes import Cause
-from nodwyn.stats.prefix import Chunks, common_prefix, tokens_for, tolerance
+from nodwyn.stats.prefix import Chunks, Common, common_prefix, tokens_for, tolerance
 from nodwyn.stats.totals import RequestRow
 
 Kind = Literal["first", "appended", "moved", "server miss", "no cache ask", "unverified"]
@@ -83,20 +83,7 @@ def diagnose(
     """Classify ``row``'s request. ``rows`` maps llm.req seqs to rows (for the predecessor and
     older requests); ``rebuilt`` holds k's and p's chunks (and any older request's, if known);
     ``older`` lists earlier request seqs of the same context to match a partial hit against."""
-    usage = row.usage
-    prompt = usage.prompt_tokens if usage is not None else None
-    cached = usage.cached_tokens if usage is not None else None
-    d = Diagnosis(
-        seq=row.seq,
-        ctx=row.ctx,
-        model=row.model,
-        predecessor=row.predecessor,
-        kind="unverified",
-        causes=row.causes,
-        prompt_tokens=prompt,
-        cached_tokens=cached,
-        observed=row.observed,
-    )
+    d = _unverified(row)
     mine = rebuilt.get(row.seq, "not rebuilt")
     if isinstance(mine, str):
         return replace(d, unrebuilt=row.seq, error=mine)
@@ -106,25 +93,11 @@ def diagnose(
     if isinstance(theirs, str):
         return replace(d, unrebuilt=row.predecessor, error=theirs)
     common = common_prefix(theirs, mine)
-    prev = rows.get(row.predecessor)
-    prev_prompt = prev.usage.prompt_tokens if prev is not None and prev.usage is not None else None
-    expected: int | None
-    if common.extends and prev_prompt is not None:
-        expected = prev_prompt if prompt is None else min(prev_prompt, prompt)
-    elif prompt is not None:
-        expected = tokens_for(common.bytes, mine.size, prompt)
-    else:
-        expected = None
-    shortfall = None
-    short = False
-    if expected is not None and cached is not None and cached < expected - tolerance(expected):
-        if expected < MIN_CACHEABLE and cached == 0:
-            short = True  # below what a provider caches at all
-        else:
-            shortfall = expected - cached
+    expected = _expected(common, rows.get(row.predecessor), d.prompt_tokens, mine.size)
+    shortfall, short = _shortfall(expected, d.cached_tokens)
     matched = None
-    if shortfall is not None and cached:
-        matched = _match(row, cached, mine, rows, rebuilt, older)
+    if shortfall is not None and d.cached_tokens:
+        matched = _match(row, d.cached_tokens, mine, rows, rebuilt, older)
     d = replace(
         d,
         first_difference=common.first_difference,
@@ -135,19 +108,53 @@ def diagnose(
         matched=matched,
         held=common.extends,
     )
-    switched = any(c.kind == "model switch" for c in row.causes)
-    if switched:
+    if any(c.kind == "model switch" for c in row.causes):
         # a provider caches per model: what the new model's cache holds is not ours to expect
-        d = replace(d, shortfall=None, matched=None)
-        if common.extends:
-            d = replace(d, first_difference="model", expected=0)
-    if common.extends and not switched:
-        added = len(mine.parts) - len(theirs.parts)
-        if shortfall is None:
-            return replace(d, kind="appended", appended=added, uncacheable=short)
-        kind: Kind = "no cache ask" if _unasked(row) else "server miss"
-        return replace(d, kind=kind, appended=added)
-    return replace(d, kind="moved")
+        d = replace(d, kind="moved", shortfall=None, matched=None)
+        return replace(d, first_difference="model", expected=0) if common.extends else d
+    if not common.extends:
+        return replace(d, kind="moved")
+    added = len(mine.parts) - len(theirs.parts)
+    if shortfall is None:
+        return replace(d, kind="appended", appended=added, uncacheable=short)
+    kind: Kind = "no cache ask" if _unasked(row) else "server miss"
+    return replace(d, kind=kind, appended=added)
+
+
+def _unverified(row: RequestRow) -> Diagnosis:
+    """The request's diagnosis before anything is compared."""
+    usage = row.usage
+    return Diagnosis(
+        seq=row.seq,
+        ctx=row.ctx,
+        model=row.model,
+        predecessor=row.predecessor,
+        kind="unverified",
+        causes=row.causes,
+        prompt_tokens=usage.prompt_tokens if usage is not None else None,
+        cached_tokens=usage.cached_tokens if usage is not None else None,
+        observed=row.observed,
+    )
+
+
+def _expected(common: Common, prev: RequestRow | None, prompt: int | None, size: int) -> int | None:
+    """Tokens the cache should serve: p's prompt when k extends p, else the common bytes' share."""
+    prev_prompt = prev.usage.prompt_tokens if prev is not None and prev.usage is not None else None
+    if common.extends and prev_prompt is not None:
+        return prev_prompt if prompt is None else min(prev_prompt, prompt)
+    if prompt is not None:
+        return tokens_for(common.bytes, size, prompt)
+    return None
+
+
+def _shortfall(expected: int | None, cached: int | None) -> tuple[int | None, bool]:
+    """How far the read fell short of ``expected`` beyond the tolerance, and whether the prefix is
+    too short for a provider to cache at all (then it is no shortfall)."""
+    if expected is None or cached is None or cached >= expected - tolerance(expected):
+        return None, False
+    if expected < MIN_CACHEABLE and cached == 0:
+        return None, True
+    return expected - cached, False
 
 
 def _unasked(row: RequestRow) -> bool:
