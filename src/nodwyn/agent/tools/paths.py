@@ -128,85 +128,114 @@ def _holds(dir_fd: int, where: str) -> str:
     return f"{place} holds: {', '.join(names[:_SHOWN_NAMES])}{more}"
 
 
+class _Walker:
+    """One walk from the workspace's descriptor: the components still to resolve, the directories
+    opened so far from the root (with their names), and the symlinks followed."""
+
+    def __init__(self, root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool) -> None:
+        self.real = real
+        self.raw = raw
+        self.must_exist = must_exist
+        self.make_dirs = make_dirs
+        self.pending = _parts(real, raw)
+        self.stack: list[tuple[int, str]] = [(root_fd, "")]  # open directories from the root
+        self.links = 0
+
+    def opened(self) -> list[int]:
+        return [fd for fd, _ in self.stack[1:]]
+
+    def close_all(self) -> None:
+        for fd in self.opened():
+            os.close(fd)
+
+    def shown(self, name: str) -> str:
+        return "/".join([n for _, n in self.stack[1:]] + ([name] if name not in ("", ".") else [])) or "."
+
+    def at(self, name: str, *, exists: bool) -> Location:
+        return Location(dir_fd=self.stack[-1][0], name=name, shown=self.shown(name), exists=exists)
+
+    def walk(self) -> Location:
+        while self.pending:
+            comp = self.pending.pop(0)
+            if comp in ("", "."):
+                continue
+            if comp == "..":
+                self.climb()
+                continue
+            cur = self.stack[-1][0]
+            st = self.stat(cur, comp)
+            if st is None:  # the rest does not exist yet: nothing in it can be a link
+                return self.at("/".join([comp, *self.pending]), exists=False)
+            if stat.S_ISLNK(st.st_mode):
+                self.follow(cur, comp)
+                continue
+            if not self.pending:
+                return self.at(comp, exists=True)
+            self.descend(cur, comp, st)
+        # the path was the workspace itself (or resolved to it)
+        return self.at(".", exists=True)
+
+    def climb(self) -> None:
+        """A '..' (only a symlink's target brings these): back to the parent, never above the root."""
+        if len(self.stack) == 1:
+            raise ToolError(f"path {self.raw!r} leads outside the workspace (a symlink climbs out); refused")
+        os.close(self.stack.pop()[0])
+
+    def stat(self, cur: int, comp: str) -> os.stat_result | None:
+        """The component's status, its directory made first when it is missing and that is allowed;
+        None when it (and so the rest of the path) does not exist yet and that is allowed."""
+        try:
+            return os.stat(comp, dir_fd=cur, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        if self.pending and self.make_dirs:
+            os.mkdir(comp, 0o777, dir_fd=cur)
+            return os.stat(comp, dir_fd=cur, follow_symlinks=False)
+        if self.must_exist:
+            raise ToolError(
+                f"{self.raw}: no such file or directory in the workspace; {_holds(cur, self.shown(''))}"
+            )
+        return None
+
+    def follow(self, cur: int, comp: str) -> None:
+        """Put a symlink's target before the rest; an absolute one restarts from the workspace root."""
+        self.links += 1
+        if self.links > MAX_LINKS:
+            raise ToolError(
+                f"path {self.raw!r}: too many levels of symbolic links (a symlink loop); "
+                "fix or remove the link"
+            )
+        target = os.readlink(comp, dir_fd=cur)
+        if not target.startswith("/"):
+            self.pending = [p for p in target.split("/") if p] + self.pending
+            return
+        absolute = Path(os.path.normpath(target))
+        if not _within(absolute, self.real):
+            raise ToolError(f"path {self.raw!r} leads outside the workspace (a symlink to {target}); refused")
+        self.close_all()
+        del self.stack[1:]
+        self.pending = list(absolute.relative_to(self.real).parts) + self.pending
+
+    def descend(self, cur: int, comp: str, st: os.stat_result) -> None:
+        if not stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{self.raw}: {self.shown(comp)} is a {kind_of(st.st_mode)}, not a directory")
+        try:
+            fd = os.open(comp, _DIR_FLAGS, dir_fd=cur)
+        except OSError as exc:
+            raise _changed(self.raw, exc) from None
+        self.stack.append((fd, comp))
+
+
 def _walk(
     root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool
 ) -> tuple[Location, list[int]]:
-    pending = _parts(real, raw)
-    stack: list[tuple[int, str]] = [(root_fd, "")]  # open directories from the root; names resolved
-    links = 0
-
-    def close_all() -> None:
-        for fd, _ in stack[1:]:
-            os.close(fd)
-
-    def shown(name: str) -> str:
-        return "/".join([n for _, n in stack[1:]] + ([name] if name not in ("", ".") else [])) or "."
-
+    """The location of ``raw`` and the directories opened to reach it (the caller closes them);
+    on a refusal every directory opened is closed."""
+    walker = _Walker(root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs)
     try:
-        while pending:
-            comp = pending.pop(0)
-            if comp in ("", "."):
-                continue
-            if comp == "..":  # only a symlink's target brings these
-                if len(stack) == 1:
-                    raise ToolError(
-                        f"path {raw!r} leads outside the workspace (a symlink climbs out); refused"
-                    )
-                os.close(stack.pop()[0])
-                continue
-            cur = stack[-1][0]
-            try:
-                st = os.stat(comp, dir_fd=cur, follow_symlinks=False)
-            except FileNotFoundError:
-                if pending and make_dirs:
-                    os.mkdir(comp, 0o777, dir_fd=cur)
-                    st = os.stat(comp, dir_fd=cur, follow_symlinks=False)
-                elif must_exist:
-                    raise ToolError(
-                        f"{raw}: no such file or directory in the workspace; {_holds(cur, shown(''))}"
-                    ) from None
-                else:  # the rest does not exist yet: nothing in it can be a link
-                    name = "/".join([comp, *pending])
-                    return Location(dir_fd=cur, name=name, shown=shown(name), exists=False), [
-                        fd for fd, _ in stack[1:]
-                    ]
-            if stat.S_ISLNK(st.st_mode):
-                links += 1
-                if links > MAX_LINKS:
-                    raise ToolError(
-                        f"path {raw!r}: too many levels of symbolic links (a symlink loop); "
-                        "fix or remove the link"
-                    )
-                target = os.readlink(comp, dir_fd=cur)
-                if target.startswith("/"):
-                    absolute = Path(os.path.normpath(target))
-                    if not _within(absolute, real):
-                        raise ToolError(
-                            f"path {raw!r} leads outside the workspace (a symlink to {target}); refused"
-                        )
-                    close_all()
-                    del stack[1:]
-                    pending = list(absolute.relative_to(real).parts) + pending
-                else:
-                    pending = [p for p in target.split("/") if p] + pending
-                continue
-            if not pending:
-                return Location(dir_fd=cur, name=comp, shown=shown(comp), exists=True), [
-                    fd for fd, _ in stack[1:]
-                ]
-            if not stat.S_ISDIR(st.st_mode):
-                raise ToolError(f"{raw}: {shown(comp)} is a {kind_of(st.st_mode)}, not a directory")
-            try:
-                fd = os.open(comp, _DIR_FLAGS, dir_fd=cur)
-            except OSError as exc:
-                raise _changed(raw, exc) from None
-            stack.append((fd, comp))
-        # the path was the workspace itself (or resolved to it)
-        return Location(dir_fd=stack[-1][0], name=".", shown=shown("."), exists=True), [
-            fd for fd, _ in stack[1:]
-        ]
+        return walker.walk(), walker.opened()
     except BaseException:
-        close_all()
+        walker.close_all()
         raise
 
 
