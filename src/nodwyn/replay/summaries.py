@@ -82,25 +82,36 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
             f"{pre}--from {first} is a {start.kind}, not a person's message; a summary covers whole turns, "
             "so start it at a user.msg"
         )
-    ctx = start.ctx
+    inside = _sub_contexts(span, pre, f"{first}..{last}")
+    for e in span:
+        if e.ctx != start.ctx and e.ctx not in inside:
+            raise ConfigError(
+                f"{pre}seq {e.seq} is in context {e.ctx!r}, not {start.ctx!r}: a summary stays inside one "
+                "context (a sub-context it covers must open and close inside the span)"
+            )
+    _nothing_open(span, pre, f"{first}..{last}")
+    _ends_a_turn(events[by_seq[last] + 1 :], start.ctx, f"{pre}--to {last}")
+    return span
+
+
+def _sub_contexts(span: Sequence[Event], pre: str, bounds: str) -> set[str]:
+    """The contexts opened and closed inside the span (a sub-agent's); refuses an event a span
+    cannot hold."""
     opened: set[str] = set()
     closed: set[str] = set()
     for e in span:
         if e.kind in _NOT_IN_SPAN:
-            raise ConfigError(
-                f"{pre}seq {e.seq} in {first}..{last} is a {e.kind}; a summary's span holds none"
-            )
+            raise ConfigError(f"{pre}seq {e.seq} in {bounds} is a {e.kind}; a summary's span holds none")
         p = decoded(e, CTX_OPEN, CTX_CLOSE)
         if isinstance(p, CtxOpen):
             opened.add(p.id)
         elif isinstance(p, CtxClose):
             closed.add(p.id)
-    for e in span:
-        if e.ctx != ctx and not (e.ctx in opened and e.ctx in closed):
-            raise ConfigError(
-                f"{pre}seq {e.seq} is in context {e.ctx!r}, not {ctx!r}: a summary stays inside one context "
-                "(a sub-context it covers must open and close inside the span)"
-            )
+    return opened & closed
+
+
+def _nothing_open(span: Sequence[Event], pre: str, bounds: str) -> None:
+    """Each request of the span has its reply, and each call of a reply its result, inside it."""
     open_reqs = {e.seq for e in span if e.kind == LLM_REQ}
     open_calls: dict[tuple[str, str], int] = {}
     for e in span:
@@ -113,25 +124,25 @@ def check_span(events: Sequence[Event], first: int, last: int, session: str = ""
             open_calls.pop((e.ctx, p.call_id), None)
     if open_reqs:
         s = min(open_reqs)
-        raise ConfigError(
-            f"{pre}request seq {s} has no reply inside {first}..{last}; end the span after its reply"
-        )
+        raise ConfigError(f"{pre}request seq {s} has no reply inside {bounds}; end the span after its reply")
     if open_calls:
         (_, cid), s = min(open_calls.items(), key=lambda kv: kv[1])
         raise ConfigError(
-            f"{pre}call {cid!r} of reply seq {s} has no result inside {first}..{last}; "
-            "end the span after its result"
+            f"{pre}call {cid!r} of reply seq {s} has no result inside {bounds}; end the span after its result"
         )
-    for e in events[by_seq[last] + 1 :]:
+
+
+def _ends_a_turn(after: Sequence[Event], ctx: str, bound: str) -> None:
+    """The context's next conversation event after the span, if any, is a person's message."""
+    for e in after:
         if e.ctx != ctx or e.kind not in _CONVERSATION:
             continue
         if e.kind != USER_MSG:
             raise ConfigError(
-                f"{pre}--to {last} ends inside a turn (seq {e.seq}, a {e.kind}, continues it); "
+                f"{bound} ends inside a turn (seq {e.seq}, a {e.kind}, continues it); "
                 "end the span just before the next user.msg of the context"
             )
-        break
-    return span
+        return
 
 
 Status = Literal["active", "revoked", "superseded", "stale"]
