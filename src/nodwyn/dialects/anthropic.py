@@ -59,6 +59,11 @@ VERSION = "2023-06-01"
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 
 
+def _tool_result(m: ToolMessage) -> dict[str, Any]:
+    # is_error goes as it is, false included, as Anthropic's own clients send it
+    return {"type": "tool_result", "tool_use_id": m.call_id, "content": m.text, "is_error": m.error}
+
+
 class AnthropicDialect(DialectBase):
     api = "anthropic"
     models_path = "/v1/models"
@@ -82,35 +87,11 @@ class AnthropicDialect(DialectBase):
                 f"model {settings.name!r}: Anthropic requires max_tokens and the request has no max_output "
                 "(a recipe before window-v8); start a new session to send it to Anthropic"
             )
-        messages: list[dict[str, Any]] = []
-        results: list[dict[str, Any]] | None = None  # the user message collecting consecutive results
-        carries_blocks = False
-        for i, m in enumerate(request.messages):
-            where = f"messages[{i}]"
-            if isinstance(m, ToolMessage):
-                # is_error goes as it is, false included, as Anthropic's own clients send it
-                block: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": m.call_id,
-                    "content": m.text,
-                    "is_error": m.error,
-                }
-                if results is None:
-                    results = []
-                    messages.append({"role": "user", "content": results})
-                results.append(block)
-                continue
-            results = None
-            if isinstance(m, UserMessage):
-                content = self._user(m, settings, images, where)
-                messages.append({"role": "user", "content": content})
-            elif isinstance(m, AssistantMessage):
-                carries_blocks = carries_blocks or bool(m.blocks)
-                messages.append({"role": "assistant", "content": self._assistant(m, where)})
+        carries_blocks = any(isinstance(m, AssistantMessage) and m.blocks for m in request.messages)
         body: dict[str, Any] = {"model": settings.model, "max_tokens": request.max_output}
         if request.system:
             body["system"] = request.system
-        body["messages"] = messages
+        body["messages"] = self._messages(request, settings, images)
         if request.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
@@ -131,6 +112,27 @@ class AnthropicDialect(DialectBase):
         if cc is not None:
             body["cache_control"] = cc
         return WireRequest(method="POST", path="/v1/messages", headers=headers, body=body)
+
+    def _messages(
+        self, request: Request, settings: ModelSettings, images: Mapping[str, bytes]
+    ) -> list[dict[str, Any]]:
+        """The messages in Anthropic's shape: consecutive tool results go in one user message."""
+        messages: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] | None = None  # the user message collecting consecutive results
+        for i, m in enumerate(request.messages):
+            where = f"messages[{i}]"
+            if isinstance(m, ToolMessage):
+                if results is None:
+                    results = []
+                    messages.append({"role": "user", "content": results})
+                results.append(_tool_result(m))
+                continue
+            results = None
+            if isinstance(m, UserMessage):
+                messages.append({"role": "user", "content": self._user(m, settings, images, where)})
+            elif isinstance(m, AssistantMessage):
+                messages.append({"role": "assistant", "content": self._assistant(m, where)})
+        return messages
 
     @staticmethod
     def _user(
