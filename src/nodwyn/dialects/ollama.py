@@ -35,12 +35,61 @@ from nodwyn.dialects.base import (
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
 from nodwyn.errors import DecodeError, EncodeError
-from nodwyn.values.content import AssistantMessage, ImagePart, Origin, TextPart, ToolCall, UserMessage
+from nodwyn.values.content import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    Origin,
+    TextPart,
+    ToolCall,
+    UserMessage,
+)
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Timings, Usage
 
 # ``think`` is a bool or a level ("low" ... "max"); these effort words mean the bool.
 _THINK: dict[str, bool] = {"none": False, "off": False, "false": False, "on": True, "true": True}
+
+
+def _message(m: Message, where: str, settings: ModelSettings, images: Mapping[str, bytes]) -> dict[str, Any]:
+    if isinstance(m, UserMessage):
+        return _user(m, where, settings, images)
+    if isinstance(m, AssistantMessage):
+        return _assistant(m, where)
+    return {"role": "tool", "content": m.text, "tool_name": m.name, "tool_call_id": m.call_id}
+
+
+def _user(m: UserMessage, where: str, settings: ModelSettings, images: Mapping[str, bytes]) -> dict[str, Any]:
+    """The text parts joined; images beside them as base64."""
+    texts = [p.text for p in m.parts if isinstance(p, TextPart)]
+    msg: dict[str, Any] = {"role": "user", "content": "\n".join(texts)}
+    pics = [
+        image_base64(images, p, settings, f"{where}.parts[{j}]")
+        for j, p in enumerate(m.parts)
+        if isinstance(p, ImagePart)
+    ]
+    if pics:
+        msg["images"] = pics
+    return msg
+
+
+def _assistant(m: AssistantMessage, where: str) -> dict[str, Any]:
+    """Text, thinking, and calls whose arguments go as objects."""
+    msg: dict[str, Any] = {"role": "assistant", "content": m.text}
+    if m.thinking:
+        msg["thinking"] = m.thinking
+    if m.calls:
+        msg["tool_calls"] = [
+            {
+                "id": c.id,
+                "function": {
+                    "name": c.name,
+                    "arguments": json_object(c.arguments, f"{where}.calls[{k}]", "Ollama"),
+                },
+            }
+            for k, c in enumerate(m.calls)
+        ]
+    return msg
 
 
 class OllamaDialect(DialectBase):
@@ -67,36 +116,7 @@ class OllamaDialect(DialectBase):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        for i, m in enumerate(request.messages):
-            where = f"messages[{i}]"
-            if isinstance(m, UserMessage):
-                texts = [p.text for p in m.parts if isinstance(p, TextPart)]
-                msg: dict[str, Any] = {"role": "user", "content": "\n".join(texts)}
-                pics = [
-                    image_base64(images, p, settings, f"{where}.parts[{j}]")
-                    for j, p in enumerate(m.parts)
-                    if isinstance(p, ImagePart)
-                ]
-                if pics:
-                    msg["images"] = pics
-            elif isinstance(m, AssistantMessage):
-                msg = {"role": "assistant", "content": m.text}
-                if m.thinking:
-                    msg["thinking"] = m.thinking
-                if m.calls:
-                    msg["tool_calls"] = [
-                        {
-                            "id": c.id,
-                            "function": {
-                                "name": c.name,
-                                "arguments": json_object(c.arguments, f"{where}.calls[{k}]", "Ollama"),
-                            },
-                        }
-                        for k, c in enumerate(m.calls)
-                    ]
-            else:
-                msg = {"role": "tool", "content": m.text, "tool_name": m.name, "tool_call_id": m.call_id}
-            messages.append(msg)
+        messages += [_message(m, f"messages[{i}]", settings, images) for i, m in enumerate(request.messages)]
         body: dict[str, Any] = {"model": settings.model, "messages": messages}
         if request.tools:
             body["tools"] = function_tools(request.tools)
