@@ -39,7 +39,7 @@ from nodwyn.dialects.base import (
 )
 from nodwyn.dialects.common import DialectBase
 from nodwyn.dialects.errors import stream_error
-from nodwyn.dialects.profiles import CACHE_READS, profile_for
+from nodwyn.dialects.profiles import CACHE_READS, ChatProfile, profile_for
 from nodwyn.dialects.session_key import key_fields
 from nodwyn.errors import DecodeError, EncodeError
 from nodwyn.values.content import (
@@ -70,6 +70,34 @@ def _details(blocks: tuple[ThinkingBlock, ...], where: str) -> list[Any] | None:
     return out
 
 
+def _assistant(
+    m: AssistantMessage, where: str, settings: ModelSettings, profile: ChatProfile
+) -> dict[str, Any]:
+    """A reply: its text (None beside calls), its reasoning (OpenRouter's details when it has them,
+    else the thinking in the profile's field) and its calls."""
+    msg: dict[str, Any] = {
+        "role": "assistant",
+        "content": m.text if m.text or not m.calls else None,
+    }
+    details = _details(m.blocks, where)
+    if details is not None:
+        msg["reasoning_details"] = details
+    elif (m.thinking and not settings.reasoning_details_only) or (
+        profile.reasoning_on_calls and m.calls  # even empty, where the server needs it
+    ):
+        msg[profile.reasoning_out] = m.thinking
+    if m.calls:
+        msg["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in m.calls
+        ]
+    return msg
+
+
 class ChatDialect(DialectBase):
     api = "openai-chat"
     models_path = "/v1/models"
@@ -86,7 +114,6 @@ class ChatDialect(DialectBase):
     ) -> WireRequest:
         profile = profile_for(settings)
         check_blocks(request, settings, ("reasoning_details",), self.api)
-        field = profile.reasoning_out
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -95,27 +122,7 @@ class ChatDialect(DialectBase):
             if isinstance(m, UserMessage):
                 messages.append({"role": "user", "content": self._user_content(m, settings, images, where)})
             elif isinstance(m, AssistantMessage):
-                msg: dict[str, Any] = {
-                    "role": "assistant",
-                    "content": m.text if m.text or not m.calls else None,
-                }
-                details = _details(m.blocks, where)
-                if details is not None:
-                    msg["reasoning_details"] = details
-                elif (m.thinking and not settings.reasoning_details_only) or (
-                    profile.reasoning_on_calls and m.calls  # even empty, where the server needs it
-                ):
-                    msg[field] = m.thinking
-                if m.calls:
-                    msg["tool_calls"] = [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in m.calls
-                    ]
-                messages.append(msg)
+                messages.append(_assistant(m, where, settings, profile))
             else:
                 messages.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
         body: dict[str, Any] = {"model": settings.model, "messages": messages}
