@@ -50,65 +50,89 @@ def translate(go: str) -> str:
     ``\\z`` is ``\\Z``; ``[[:alnum:]]`` and friends are spelled out; a ``[`` inside a class is
     escaped (Python warns about a possible nested set).
     """
-    out: list[str] = []
-    scoped: list[list[str]] = [[]]  # per open group: the flag groups opened in it so far
-    i = 0
-    n = len(go)
-    in_class = False
-    while i < n:
-        c = go[i]
-        if c == "\\" and i + 1 < n:
-            nxt = go[i + 1]
-            out.append("\\Z" if nxt == "z" and not in_class else c + nxt)
-            i += 2
-            continue
-        if in_class:
-            if go.startswith("[:", i):
-                end = go.find(":]", i + 2)
-                name = go[i + 2 : end] if end > 0 else ""
-                if name in _POSIX:
-                    out.append(_POSIX[name])
-                    i = end + 2
-                    continue
-            if c == "[":
-                out.append("\\[")
+    return _Translation(go).run()
+
+
+class _Translation:
+    """One pattern being translated: the output so far, the position, whether it is inside a
+    class, and per open group the flag groups opened in it so far."""
+
+    def __init__(self, go: str) -> None:
+        self.go = go
+        self.out: list[str] = []
+        self.scoped: list[list[str]] = [[]]
+        self.i = 0
+        self.in_class = False
+
+    def run(self) -> str:
+        while self.i < len(self.go):
+            c = self.go[self.i]
+            if c == "\\" and self.i + 1 < len(self.go):
+                self.escape()
+            elif self.in_class:
+                self.class_char(c)
+            elif c == "[":
+                self.open_class()
             else:
-                out.append(c)
-                in_class = c != "]"
-            i += 1
-            continue
+                self.outside(c)
+        self.out.append(")" * sum(len(x) for x in self.scoped))
+        return "".join(self.out)
+
+    def escape(self) -> None:
+        nxt = self.go[self.i + 1]
+        self.out.append("\\Z" if nxt == "z" and not self.in_class else "\\" + nxt)
+        self.i += 2
+
+    def class_char(self, c: str) -> None:
+        """A character inside a class: a POSIX class spelled out, a ``[`` escaped, ``]`` closing it."""
+        go, i = self.go, self.i
+        if go.startswith("[:", i):
+            end = go.find(":]", i + 2)
+            name = go[i + 2 : end] if end > 0 else ""
+            if name in _POSIX:
+                self.out.append(_POSIX[name])
+                self.i = end + 2
+                return
         if c == "[":
-            in_class = True
-            out.append(c)
-            i += 1
-            if i < n and go[i] == "^":
-                out.append("^")
-                i += 1
-            if i < n and go[i] == "]":  # a literal ] first in a class
-                out.append("\\]")
-                i += 1
-            continue
-        m = _FLAGS.match(go, i) if c == "(" else None
-        if m is not None and (i > 0 or len(scoped) > 1):
-            out.append(f"(?{m.group(1)}:")
-            scoped[-1].append(m.group(1))
-            i = m.end()
-            continue
+            self.out.append("\\[")
+        else:
+            self.out.append(c)
+            self.in_class = c != "]"
+        self.i += 1
+
+    def open_class(self) -> None:
+        """A ``[`` opening a class, with its ``^`` and a literal ``]`` first."""
+        self.in_class = True
+        self.out.append("[")
+        self.i += 1
+        if self.go.startswith("^", self.i):
+            self.out.append("^")
+            self.i += 1
+        if self.go.startswith("]", self.i):  # a literal ] first in a class
+            self.out.append("\\]")
+            self.i += 1
+
+    def outside(self, c: str) -> None:
+        """Outside a class: a flag group not at the very start becomes a scoped group, closed
+        where Go's group ends (and around each alternative of it)."""
+        m = _FLAGS.match(self.go, self.i) if c == "(" else None
+        if m is not None and (self.i > 0 or len(self.scoped) > 1):
+            self.out.append(f"(?{m.group(1)}:")
+            self.scoped[-1].append(m.group(1))
+            self.i = m.end()
+            return
         if c == "(":
-            scoped.append([])
+            self.scoped.append([])
         elif c == ")":
-            out.append(")" * len(scoped.pop()))
-            if not scoped:
-                scoped.append([])
-        elif c == "|" and scoped[-1]:
+            self.out.append(")" * len(self.scoped.pop()))
+            if not self.scoped:
+                self.scoped.append([])
+        elif c == "|" and self.scoped[-1]:
             # Go's flags run to the end of the group, across alternatives: close, then reopen
-            out.append(")" * len(scoped[-1]) + "|" + "".join(f"(?{f}:" for f in scoped[-1]))
-            i += 1
-            continue
-        out.append(c)
-        i += 1
-    out.append(")" * sum(len(x) for x in scoped))
-    return "".join(out)
+            flags = self.scoped[-1]
+            c = ")" * len(flags) + "|" + "".join(f"(?{f}:" for f in flags)
+        self.out.append(c)
+        self.i += 1
 
 
 _LEADING: Final = re.compile(r"\\b\(([A-Za-z0-9_][A-Za-z0-9_-]*)")
