@@ -127,65 +127,91 @@ def markdown(events: Iterable[Event], session: str, totals: Totals | None = None
     in one line, not guessed at."""
     yield f"# nodwyn session {session}"
     yield ""
-    head_done = False
-    buffered = list(events)
-    results = _results(buffered)
-    shown_results: set[int] = set()
-    subs = {  # sub-agent contexts: their first message is the parent model's task, not a person's
-        p.id for p in (decoded(ev, CTX_OPEN) for ev in buffered) if isinstance(p, CtxOpen) and p.kind == "sub"
-    }
-    for ev in buffered:
+    transcript = _Transcript(list(events), totals)
+    for ev in transcript.events:
+        yield from transcript.event(ev)
+
+
+class _Transcript:
+    """What the lines of one event depend on: whether the heading is written, the tool results
+    shown beside their calls, and the sub-agent contexts."""
+
+    def __init__(self, events: list[Event], totals: Totals | None) -> None:
+        self.events = events
+        self.totals = totals
+        self.head_done = False
+        self.results = _results(events)
+        self.shown_results: set[int] = set()
+        self.subs = {  # sub-agent contexts: their first message is the parent model's task, not a person's
+            p.id
+            for p in (decoded(ev, CTX_OPEN) for ev in events)
+            if isinstance(p, CtxOpen) and p.kind == "sub"
+        }
+
+    def event(self, ev: Event) -> Iterator[str]:
         where = "" if ev.ctx == MAIN_CTX else f" · {ev.ctx}"
         p = decoded(ev)
-        when = ev.t[:16].replace("T", " ")
         match p:
             case None:
                 yield f"*Event #{ev.seq} ({ev.kind}) does not decode; `nodwyn replay` shows it as recorded.*"
                 yield ""
-            case SessionStart() | SessionResume() if not head_done:
-                yield f"*Model {p.model} · started {when} UTC*"
-                if totals is not None:
-                    yield ""
-                    yield f"*{figures(totals)}*"
-                yield ""
-                head_done = True
             case SessionStart() | SessionResume():
-                yield f"*Session resumed {when} UTC with the model {p.model}.*"
-                yield ""
+                yield from self.start(p.model, ev.t[:16].replace("T", " "))
             case UserMsg():
-                yield f"## Task for the sub-agent{where}" if ev.ctx in subs else f"## Person{where}"
-                yield ""
-                yield from quote(p.text)
-                if p.images:
-                    n = len(p.images)
-                    yield ">"
-                    yield f"> *({n} image{'s' if n != 1 else ''} attached)*"
-                yield ""
+                yield from self.user(p, ev.ctx, where)
             case LlmResp():
-                yield from _reply(p.response, where, results, shown_results)
-            case ToolResult() if ev.seq not in shown_results:
-                yield f"<details><summary>Tool result: <code>{_esc(p.name)}</code></summary>"
-                yield ""
-                yield from fence(p.text)
-                yield ""
-                yield "</details>"
-                yield ""
+                yield from _reply(p.response, where, self.results, self.shown_results)
+            case ToolResult() if ev.seq not in self.shown_results:
+                yield from _tool_result(p)
             case GatePlan():
-                yield f"**Plan**{where}"
-                yield ""
-                yield p.text
-                yield ""
+                yield from (f"**Plan**{where}", "", p.text, "")
             case Note():
-                yield f"*Note: {p.text}*"
-                yield ""
+                yield from (f"*Note: {p.text}*", "")
             case _:
-                sentence = in_words(ev)
-                if sentence is not None:
-                    yield f"*{sentence}*"
-                    yield ""
-                    carried = (
-                        p.result if isinstance(p, CtxClose) else p.text if isinstance(p, ResultFold) else None
-                    )
-                    if carried is not None:
-                        yield from quote(carried)
-                        yield ""
+                yield from _in_words(ev, p)
+
+    def start(self, model: str, when: str) -> Iterator[str]:
+        """The heading's model line (and the figures) at the first start, a line at each resume."""
+        if self.head_done:
+            yield f"*Session resumed {when} UTC with the model {model}.*"
+            yield ""
+            return
+        yield f"*Model {model} · started {when} UTC*"
+        if self.totals is not None:
+            yield ""
+            yield f"*{figures(self.totals)}*"
+        yield ""
+        self.head_done = True
+
+    def user(self, p: UserMsg, ctx: str, where: str) -> Iterator[str]:
+        yield f"## Task for the sub-agent{where}" if ctx in self.subs else f"## Person{where}"
+        yield ""
+        yield from quote(p.text)
+        if p.images:
+            n = len(p.images)
+            yield ">"
+            yield f"> *({n} image{'s' if n != 1 else ''} attached)*"
+        yield ""
+
+
+def _tool_result(p: ToolResult) -> Iterator[str]:
+    """A result not shown beside its call, folded."""
+    yield f"<details><summary>Tool result: <code>{_esc(p.name)}</code></summary>"
+    yield ""
+    yield from fence(p.text)
+    yield ""
+    yield "</details>"
+    yield ""
+
+
+def _in_words(ev: Event, p: object) -> Iterator[str]:
+    """Any other event the transcript words, with what a closed sub-agent or a fold carried."""
+    sentence = in_words(ev)
+    if sentence is None:
+        return
+    yield f"*{sentence}*"
+    yield ""
+    carried = p.result if isinstance(p, CtxClose) else p.text if isinstance(p, ResultFold) else None
+    if carried is not None:
+        yield from quote(carried)
+        yield ""
