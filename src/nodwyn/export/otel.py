@@ -121,68 +121,90 @@ def _usage(usage: Usage) -> list[tuple[str, AttrValue]]:
 
 def spans(events: Iterable[Event], session: str, *, agent: str = "nodwyn") -> list[Span]:
     """The session's spans: the root first, then in the order their events were logged."""
-    trace = _id("nodwyn-trace", session, size=16)
-    root = _id("nodwyn-span", session, "session", size=8)
-    ctx_span: dict[str, bytes] = {MAIN_CTX: root}
-    ctx_open: dict[str, tuple[Event, CtxOpen]] = {}  # ctx id -> its ctx.open
-    requests: dict[int, tuple[Event, LlmReq]] = {}  # llm.req seq -> the request, until answered
-    asked: dict[str, Event] = {}  # tool call id -> the reply asking for it
-    out: list[Span] = []
-    first_t = last_t = ""
-    first_model = ""
-
-    def parent(ctx: str) -> bytes:
-        return ctx_span.get(ctx, root)
-
-    def common() -> list[tuple[str, AttrValue]]:
-        return [("gen_ai.conversation.id", session)]
-
+    tracer = _Tracer(session)
     for ev in events:  # a payload that does not decode (a damaged log) gives no span
-        first_t = first_t or ev.t
-        last_t = ev.t
+        tracer.event(ev)
+    tracer.unfinished()
+    return [tracer.root_span(agent), *tracer.out]
+
+
+class _Tracer:
+    """The spans so far, and what a later event closes: open contexts, unanswered requests, and
+    the reply that asked for each call not yet answered."""
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self.trace = _id("nodwyn-trace", session, size=16)
+        self.root = _id("nodwyn-span", session, "session", size=8)
+        self.ctx_span: dict[str, bytes] = {MAIN_CTX: self.root}
+        self.ctx_open: dict[str, tuple[Event, CtxOpen]] = {}  # ctx id -> its ctx.open
+        self.requests: dict[int, tuple[Event, LlmReq]] = {}  # llm.req seq -> the request, until answered
+        self.asked: dict[str, Event] = {}  # tool call id -> the reply asking for it
+        self.out: list[Span] = []
+        self.first_t = self.last_t = ""
+        self.first_model = ""
+
+    def parent(self, ctx: str) -> bytes:
+        return self.ctx_span.get(ctx, self.root)
+
+    def event(self, ev: Event) -> None:
+        self.first_t = self.first_t or ev.t
+        self.last_t = ev.t
         match decoded(ev):
-            case SessionStart() | SessionResume() as p if not first_model:
-                first_model = p.model
+            case SessionStart() | SessionResume() as p if not self.first_model:
+                self.first_model = p.model
             case CtxOpen() as p:
-                ctx_span[p.id] = _id("nodwyn-span", session, str(ev.seq), size=8)
-                ctx_open[p.id] = (ev, p)
+                self.ctx_span[p.id] = _id("nodwyn-span", self.session, str(ev.seq), size=8)
+                self.ctx_open[p.id] = (ev, p)
             case CtxClose() as p:
-                opened = ctx_open.pop(p.id, None)
+                opened = self.ctx_open.pop(p.id, None)
                 if opened is not None:
-                    out.append(
-                        _context_span(trace, ctx_span[p.id], parent(opened[0].ctx), opened, ev, session)
-                    )
+                    self.context(p.id, opened, ev)
             case LlmReq() as p:
-                requests[ev.seq] = (ev, p)
+                self.requests[ev.seq] = (ev, p)
             case LlmResp() as p:
-                req = requests.pop(p.req, None)
-                if req is None:
-                    continue
-                out.append(_chat_span(trace, parent(req[0].ctx), req, (ev, p.response), session))
-                for call in p.response.calls:
-                    asked[call.id] = ev
+                self.reply(ev, p)
             case ToolResult() as p:
-                out.append(_tool_span(trace, parent(ev.ctx), ev, p, asked.pop(p.call_id, None), session))
-    for req in requests.values():  # asked and never answered (the run stopped, or it failed)
-        out.append(_chat_span(trace, parent(req[0].ctx), req, None, session))
-    for cid, opened in ctx_open.items():  # still open when the log ends
-        out.append(_context_span(trace, ctx_span[cid], parent(opened[0].ctx), opened, None, session))
-    root_span = Span(
-        trace_id=trace,
-        span_id=root,
-        parent_id=b"",
-        name=f"invoke_agent {agent}",
-        kind=KIND_INTERNAL,
-        start_ns=unix_ns(first_t),
-        end_ns=unix_ns(last_t),
-        attributes=(
-            ("gen_ai.operation.name", "invoke_agent"),
-            ("gen_ai.agent.name", agent),
-            *common(),
-            *((("nodwyn.model.entry", first_model),) if first_model else ()),
-        ),
-    )
-    return [root_span, *out]
+                asker = self.asked.pop(p.call_id, None)
+                self.out.append(_tool_span(self.trace, self.parent(ev.ctx), ev, p, asker, self.session))
+
+    def context(self, cid: str, opened: tuple[Event, CtxOpen], closed: Event | None) -> None:
+        parent = self.parent(opened[0].ctx)
+        self.out.append(_context_span(self.trace, self.ctx_span[cid], parent, opened, closed, self.session))
+
+    def reply(self, ev: Event, p: LlmResp) -> None:
+        """The chat span of the request it answers; its calls wait for their results."""
+        req = self.requests.pop(p.req, None)
+        if req is None:
+            return
+        self.out.append(_chat_span(self.trace, self.parent(req[0].ctx), req, (ev, p.response), self.session))
+        for call in p.response.calls:
+            self.asked[call.id] = ev
+
+    def unfinished(self) -> None:
+        """Requests asked and never answered (the run stopped, or it failed), and contexts still
+        open when the log ends."""
+        for req in self.requests.values():
+            self.out.append(_chat_span(self.trace, self.parent(req[0].ctx), req, None, self.session))
+        for cid, opened in self.ctx_open.items():
+            self.context(cid, opened, None)
+
+    def root_span(self, agent: str) -> Span:
+        return Span(
+            trace_id=self.trace,
+            span_id=self.root,
+            parent_id=b"",
+            name=f"invoke_agent {agent}",
+            kind=KIND_INTERNAL,
+            start_ns=unix_ns(self.first_t),
+            end_ns=unix_ns(self.last_t),
+            attributes=(
+                ("gen_ai.operation.name", "invoke_agent"),
+                ("gen_ai.agent.name", agent),
+                ("gen_ai.conversation.id", self.session),
+                *((("nodwyn.model.entry", self.first_model),) if self.first_model else ()),
+            ),
+        )
 
 
 def _tool_span(
