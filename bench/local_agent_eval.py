@@ -240,7 +240,19 @@ class Row:
     replayed: int
 
 
-def run_task(task: Task, model: str, backend: LocalBackend, tmp: Path, max_steps: int) -> Row:
+def show(events: list[Any]) -> None:
+    """Each reply as the model wrote it and each tool result, for reading why a task failed."""
+    for e in events:
+        if e.kind == "llm.resp":
+            r = e.data["response"]
+            print(f"    reply: {(r.get('raw') or r.get('text') or '')!r} calls={r.get('calls')}", flush=True)
+        elif e.kind == "tool.result":
+            print(f"    result {e.data['name']}: {str(e.data.get('text', e.data))[:300]!r}", flush=True)
+
+
+def run_task(
+    task: Task, model: str, backend: LocalBackend, tmp: Path, max_steps: int, verbose: bool = False
+) -> Row:
     ws = tmp / f"{model}-{task.name}" / "ws"
     for rel, text in task.files.items():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -268,6 +280,8 @@ def run_task(task: Task, model: str, backend: LocalBackend, tmp: Path, max_steps
     if bad:
         raise SystemExit(f"{model} {task.name}: request seq {bad[0].seq} does not replay: {bad[0].error}")
     replayed = len(verdicts)
+    if verbose:
+        show(events)
     opened.close()
     resps = [e.data["response"] for e in events if e.kind == "llm.resp"]
     calls = [e.data["name"] for e in events if e.kind == "tool.result"]
@@ -327,6 +341,7 @@ def main() -> None:
     parser.add_argument("--tasks", default="", help="task names, comma-separated (default: all)")
     parser.add_argument("--max-steps", type=int, default=6, help="model requests per task at most")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--show", action="store_true", help="print each raw reply and tool result")
     args = parser.parse_args()
     wanted = [t for t in args.tasks.split(",") if t]
     tasks = [t for t in TASKS if not wanted or t.name in wanted]
@@ -337,7 +352,7 @@ def main() -> None:
         for model in args.models.split(","):
             backend.forget()
             for task in tasks:
-                row = run_task(task, model, backend, Path(tmp), args.max_steps)
+                row = run_task(task, model, backend, Path(tmp), args.max_steps, args.show)
                 rows.append(row)
                 print(
                     f"{model:<11} {task.name:<17} {'SOLVED' if row.solved else 'failed':<7} "

@@ -149,6 +149,17 @@ def test_list_and_grep(ws: Path) -> None:
     assert err and "not a valid regular expression" in text
 
 
+def test_an_empty_optional_path_or_glob_is_the_default(ws: Path) -> None:
+    # a small local model fills every argument of the schema, the optional ones as ""
+    c = ctx(ws)
+    text, err = call(c, "fs-grep", pattern=r"return \d", path="", glob="")
+    assert not err and text.splitlines() == ["src/m.py:2:     return 1", "src/m.py:5:     return 1"]
+    text, err = call(c, "fs-list", path="")
+    assert not err and text.splitlines()[-1] == "src/"
+    text, err = call(c, "fs-read", path="")
+    assert err and "path is empty" in text  # a path a tool needs stays required
+
+
 def test_write_and_edit_ask_and_stay_inside(ws: Path) -> None:
     c = ctx(ws)
     text, err = call(c, "fs-write", path="new/dir/f.txt", content="hello\nworld\n")

@@ -132,7 +132,7 @@ def _count_lines(f: BinaryIO, deadline: Deadline) -> int:
 
 
 def _list(args: dict[str, Any], ctx: ToolContext) -> Outcome:
-    raw = args.get("path", ".")
+    raw = args.get("path") or "."  # an empty path, as small models write one, is the root
     with locate(ctx.workspace, raw) as loc:
         fd, st = open_entry(loc, raw)
         name = loc.shown
@@ -244,8 +244,8 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     deadline = Deadline("fs-grep", ctx.tool_timeout)
     regex = compile_pattern(args["pattern"])
     whole = file_filter(args["pattern"])
-    raw = args.get("path", ".")
-    glob = args.get("glob")
+    raw = args.get("path") or "."  # an empty path, as small models write one, is the root
+    glob = args.get("glob") or None
     matches: list[str] = []
     more = 0
     with locate(ctx.workspace, raw) as loc:
