@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 import click
 import orjson
@@ -463,11 +463,8 @@ def _reader(opened: Opened) -> Callable[[], str]:
 
 
 def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> None:
-    agent = opened.agent
-    strategies = opened.extensions.strategies
-    images = first_images
-    extra = "".join(f", /{name}" for name in sorted(strategies))
-    commands = [f"/{c}" for c in SLASH if c != "exit"] + [f"/{s}" for s in sorted(strategies)]
+    chat = _Chat(opened, first_images, out)
+    extra = "".join(f", /{name}" for name in sorted(chat.strategies))
     out.info(f"chat: type a message; /plan TASK, /compact, /model NAME, /models{extra}, /help, /quit")
     read = _reader(opened)
     while True:
@@ -478,56 +475,97 @@ def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> N
         text = line.strip()
         if not text:
             continue
-        before = agent.log.last_seq
+        before = chat.agent.log.last_seq
+        step = chat.line(text)
+        if step == "quit":
+            break
+        if step == "done":
+            out.turn_line(chat.agent, before)
+
+
+_Step = Literal["done", "skip", "quit"]  # skip: nothing was asked, so no turn line
+
+
+class _Chat:
+    """One chat: a line is a message to the agent or a slash command; the first message carries
+    the images given on the command line."""
+
+    def __init__(self, opened: Opened, first_images: tuple[Path, ...], out: Output) -> None:
+        self.agent = opened.agent
+        self.out = out
+        self.images = first_images
+        self.strategies = opened.extensions.strategies
+        self.commands = [f"/{c}" for c in SLASH if c != "exit"] + [f"/{s}" for s in sorted(self.strategies)]
+        self.built_in: dict[str, Callable[[str], _Step]] = {
+            "compact": self.compact,
+            "model": self.model,
+            "models": self.models,
+            "plan": self.plan,
+        }
+
+    def line(self, text: str) -> _Step:
         try:
             if text.startswith("/"):
                 name, _, arg = text[1:].partition(" ")
-                arg = arg.strip()
-                if name in ("quit", "exit"):
-                    break
-                if name == "compact":
-                    note = compact(agent)
-                    out.info(f"[compacted; the note is {len(note)} characters]")
-                elif name == "model":
-                    if not arg:
-                        known = ", ".join(sorted(agent.settings.models))
-                        click.echo(f"model: {agent.model.name}; configured: {known}")
-                    else:
-                        out.info(f"[model {switch_model(agent, arg).name}]")
-                elif name == "models":
-                    for m in sorted(agent.settings.models):
-                        mark = "*" if m == agent.model.name else " "
-                        click.echo(f"{mark} {m}")
-                elif name == "plan":
-                    if not arg:
-                        _err("usage: /plan TASK")
-                        continue
-                    out.display.answer(agent.user_turn(arg, images, plan_first=True))
-                    images = ()
-                elif name in strategies:
-                    strategies[name](agent)  # an extension file's strategy
-                elif name == "help":
-                    for c in commands:
-                        click.echo(SLASH.get(c[1:]) or c)
-                else:
-                    from nodwyn.errors import did_you_mean
-
-                    hint = did_you_mean(f"/{name}", commands)
-                    _err(f"nodwyn: unknown command /{name}{hint}; commands: {', '.join(commands)}", fg="red")
-                    continue
-            else:
-                out.display.answer(agent.user_turn(text, images))
-                images = ()
+                return self.command(name, arg.strip())
+            self.out.display.answer(self.agent.user_turn(text, self.images))
+            self.images = ()
         except NodwynError as exc:
             # A failed request is in the log; the person can go on or /quit and resume later.
-            out.display.status.stop()
+            self.out.display.status.stop()
             _err(f"nodwyn: {shown(str(exc))}", fg="red")
-            agent.settle()
+            self.agent.settle()
         except KeyboardInterrupt:
-            out.display.status.stop()
+            self.out.display.status.stop()
             _err("\nnodwyn: interrupted; the log keeps everything so far", fg="yellow")
-            agent.settle()
-        out.turn_line(agent, before)
+            self.agent.settle()
+        return "done"
+
+    def command(self, name: str, arg: str) -> _Step:
+        """A slash command: the built-in ones, then an extension file's strategies, then /help."""
+        if name in ("quit", "exit"):
+            return "quit"
+        if name in self.built_in:
+            return self.built_in[name](arg)
+        if name in self.strategies:
+            self.strategies[name](self.agent)
+            return "done"
+        if name == "help":
+            for c in self.commands:
+                click.echo(SLASH.get(c[1:]) or c)
+            return "done"
+        from nodwyn.errors import did_you_mean
+
+        hint = did_you_mean(f"/{name}", self.commands)
+        _err(f"nodwyn: unknown command /{name}{hint}; commands: {', '.join(self.commands)}", fg="red")
+        return "skip"
+
+    def compact(self, arg: str) -> _Step:
+        note = compact(self.agent)
+        self.out.info(f"[compacted; the note is {len(note)} characters]")
+        return "done"
+
+    def model(self, arg: str) -> _Step:
+        if not arg:
+            known = ", ".join(sorted(self.agent.settings.models))
+            click.echo(f"model: {self.agent.model.name}; configured: {known}")
+        else:
+            self.out.info(f"[model {switch_model(self.agent, arg).name}]")
+        return "done"
+
+    def models(self, arg: str) -> _Step:
+        for m in sorted(self.agent.settings.models):
+            mark = "*" if m == self.agent.model.name else " "
+            click.echo(f"{mark} {m}")
+        return "done"
+
+    def plan(self, arg: str) -> _Step:
+        if not arg:
+            _err("usage: /plan TASK")
+            return "skip"
+        self.out.display.answer(self.agent.user_turn(arg, self.images, plan_first=True))
+        self.images = ()
+        return "done"
 
 
 @click.command()
