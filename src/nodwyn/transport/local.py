@@ -233,6 +233,38 @@ def tokenize(llm: Any, pieces: tuple[Piece, ...]) -> list[int]:
     return tokens
 
 
+def _check_fits(prompt: int, max_out: int, settings: ModelSettings) -> None:
+    if prompt + max_out > settings.context_size:
+        raise ContextLengthError(
+            f"model {settings.name!r}: the prompt is {prompt} tokens and the reply may take "
+            f"{max_out}, more than its context of {settings.context_size}; lower [window] high_water "
+            f"or raise [models.{settings.name}] context_size",
+            provider="local",
+        )
+
+
+def _reuse_cache(llm: Any, tokens: list[int]) -> int:
+    """Keep the KV cache of the prefix this prompt shares with the last one (never the whole
+    prompt: its last token is evaluated again); returns the tokens kept."""
+    previous = list(llm.input_ids[: llm.n_tokens])
+    reuse = min(shared_prefix(previous, tokens), len(tokens) - 1)
+    if reuse > 0 and llm._ctx.kv_cache_seq_rm(-1, reuse, -1):
+        llm.n_tokens = reuse
+        return reuse
+    llm.reset()
+    return 0
+
+
+def _stop_tokens(llm: Any, fmt: PromptFormat) -> set[int]:
+    """End of sequence, and each of the format's stop markers that is one token."""
+    stops = {llm.token_eos()}
+    for marker in fmt.stops:
+        ids = llm.tokenize(marker.encode(), add_bos=False, special=True)
+        if len(ids) == 1:
+            stops.add(ids[0])
+    return stops
+
+
 class LocalBackend:
     """``send`` as the HTTP backend has it, for ``api = "local"`` models, in this process.
 
@@ -302,25 +334,9 @@ class LocalBackend:
     ) -> Response:
         tokens = tokenize(llm, fmt.render(request))
         max_out = request.max_output or 256
-        if len(tokens) + max_out > settings.context_size:
-            raise ContextLengthError(
-                f"model {settings.name!r}: the prompt is {len(tokens)} tokens and the reply may take "
-                f"{max_out}, more than its context of {settings.context_size}; lower [window] high_water "
-                f"or raise [models.{settings.name}] context_size",
-                provider="local",
-            )
-        previous = list(llm.input_ids[: llm.n_tokens])
-        reuse = min(shared_prefix(previous, tokens), len(tokens) - 1)
-        if reuse > 0 and llm._ctx.kv_cache_seq_rm(-1, reuse, -1):
-            llm.n_tokens = reuse
-        else:
-            reuse = 0
-            llm.reset()
-        stops = {llm.token_eos()}
-        for marker in fmt.stops:
-            ids = llm.tokenize(marker.encode(), add_bos=False, special=True)
-            if len(ids) == 1:
-                stops.add(ids[0])
+        _check_fits(len(tokens), max_out, settings)
+        reuse = _reuse_cache(llm, tokens)
+        stops = _stop_tokens(llm, fmt)
         names = {t.name for t in request.tools}
         out: list[int] = []
         deltas = TextDeltas(on_delta)
