@@ -273,6 +273,26 @@ class SessionLog:
 
     def append(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
         """Redact ``data``, write it as the next event, make it durable; return the event as stored."""
+        self._check_append(kind, data, ctx)
+        clean, report = redact(data, self.known)
+        if report.changed or report.unknown_entropy:
+            clean[REDACTION_KEY] = report.as_json()
+        seq = self._count + 1
+        try:
+            line = encode_line(seq, format_time(self._clock()), kind, ctx, clean)
+        except TypeError as exc:
+            raise CanonicalError(
+                f"session {self.id}: {kind} data is not JSON ({exc}); nothing was written"
+            ) from None
+        start = self._end
+        self._write(line, seq, kind)
+        end = start + len(line)
+        self._count, self._end = seq, end  # durable now: the index below is derived data
+        self._index(seq, end)
+        return parse_line(line, session=self.id, offset=start, seq=seq)
+
+    def _check_append(self, kind: str, data: dict[str, Any], ctx: str) -> None:
+        """The log is open for writing, and the event's kind, context and data are well formed."""
         if not self.writable or self._lock is None or not self._lock.held:
             raise NodwynError(f"session {self.id}: the log is not open for writing; open it with write=True")
         if not KIND.fullmatch(kind):
@@ -289,16 +309,9 @@ class SessionLog:
             raise CanonicalError(
                 f"session {self.id}: {kind} data may not hold {REDACTION_KEY!r}; the log sets it"
             )
-        clean, report = redact(data, self.known)
-        if report.changed or report.unknown_entropy:
-            clean[REDACTION_KEY] = report.as_json()
-        seq = self._count + 1
-        try:
-            line = encode_line(seq, format_time(self._clock()), kind, ctx, clean)
-        except TypeError as exc:
-            raise CanonicalError(
-                f"session {self.id}: {kind} data is not JSON ({exc}); nothing was written"
-            ) from None
+
+    def _write(self, line: bytes, seq: int, kind: str) -> None:
+        """Write ``line`` at the log's end and make it durable, or leave no part of it behind."""
         start = self._end
         try:
             view = memoryview(line)
@@ -320,16 +333,16 @@ class SessionLog:
         except BaseException:
             os.ftruncate(self._fd, start)  # leave no partial line behind
             raise
-        end = start + len(line)
-        self._count, self._end = seq, end  # durable now: the index below is derived data
-        if self._idx is not None:
-            try:
-                self._idx.append(seq, end)
-            except OSError:
-                # the next read or open rebuilds it from the log; the event stands
-                self._idx.close()
-                self._idx = None
-        return parse_line(line, session=self.id, offset=start, seq=seq)
+
+    def _index(self, seq: int, end: int) -> None:
+        if self._idx is None:
+            return
+        try:
+            self._idx.append(seq, end)
+        except OSError:
+            # the next read or open rebuilds it from the log; the event stands
+            self._idx.close()
+            self._idx = None
 
     # -- reading -----------------------------------------------------------------------------
 
