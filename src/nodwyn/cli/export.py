@@ -5,12 +5,17 @@ from __future__ import annotations
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import orjson
 
 from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nodwyn.stats.totals import Aggregator
+    from nodwyn.values.events import Event
 
 
 def _version() -> str:
@@ -86,33 +91,10 @@ def export(
     from nodwyn.stats.totals import Aggregator
 
     agg = Aggregator(model_prices())
-    body: bytes
-    if fmt == "json":
-        from nodwyn.export.document import document
-
-        body = orjson.dumps(document(events, sid, agg, nodwyn_version=_version()), option=orjson.OPT_INDENT_2)
-        body += b"\n"
-    elif fmt == "md":
-        from nodwyn.export.markdown import markdown
-
-        agg.feed_all(events)
-        body = ("\n".join(markdown(events, sid, agg.totals())).rstrip() + "\n").encode()
-    else:
-        from nodwyn.export import otel
-
-        found = otel.spans(events, sid)
-        if otlp_endpoint is not None:
-            from nodwyn.export.send import post_otlp
-
-            encoded = (
-                otel.otlp_protobuf(found, sid, _version())
-                if otlp_protocol == "protobuf"
-                else orjson.dumps(otel.otlp_json(found, sid, _version()))
-            )
-            url = post_otlp(otlp_endpoint, encoded, otlp_protocol, headers=headers)
-            click.echo(f"sent {len(found)} spans of session {sid} to {url}", err=True)
-            return
-        body = orjson.dumps(otel.otlp_json(found, sid, _version()), option=orjson.OPT_INDENT_2) + b"\n"
+    if fmt == "otel" and otlp_endpoint is not None:
+        _send_spans(events, sid, otlp_endpoint, otlp_protocol, headers)
+        return
+    body = _document(fmt, events, sid, agg)
     if out is not None:
         out.write_bytes(body)
         click.echo(f"wrote {out}", err=True)
@@ -125,3 +107,35 @@ def export(
             body = (shown(text) if fmt == "md" else json_safe(text)).encode()
         sys.stdout.buffer.write(body)
         sys.stdout.flush()
+
+
+def _document(fmt: str, events: list[Event], sid: str, agg: Aggregator) -> bytes:
+    """The session as JSON, Markdown, or OTLP/JSON spans."""
+    if fmt == "json":
+        from nodwyn.export.document import document
+
+        body = orjson.dumps(document(events, sid, agg, nodwyn_version=_version()), option=orjson.OPT_INDENT_2)
+        return body + b"\n"
+    if fmt == "md":
+        from nodwyn.export.markdown import markdown
+
+        agg.feed_all(events)
+        return ("\n".join(markdown(events, sid, agg.totals())).rstrip() + "\n").encode()
+    from nodwyn.export import otel
+
+    found = otel.spans(events, sid)
+    return orjson.dumps(otel.otlp_json(found, sid, _version()), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _send_spans(events: list[Event], sid: str, endpoint: str, protocol: str, headers: dict[str, str]) -> None:
+    from nodwyn.export import otel
+    from nodwyn.export.send import post_otlp
+
+    found = otel.spans(events, sid)
+    encoded = (
+        otel.otlp_protobuf(found, sid, _version())
+        if protocol == "protobuf"
+        else orjson.dumps(otel.otlp_json(found, sid, _version()))
+    )
+    url = post_otlp(endpoint, encoded, protocol, headers=headers)
+    click.echo(f"sent {len(found)} spans of session {sid} to {url}", err=True)
