@@ -207,6 +207,22 @@ class AnthropicDialect(DialectBase):
         return dec.finish()
 
 
+def _kept(b: dict[str, Any], origin: Origin, position: int) -> ThinkingBlock:
+    """A thinking block (its signature as its data) or a redacted one, kept to be given back
+    before the call at ``position``."""
+    if b.get("type") == "thinking":
+        return ThinkingBlock(
+            type="thinking",
+            origin=origin,
+            data=str(b.get("signature", "")),
+            text=str(b.get("thinking", "")),
+            position=position,
+        )
+    return ThinkingBlock(
+        type="redacted_thinking", origin=origin, data=str(b.get("data", "")), position=position
+    )
+
+
 class AnthropicDecoder:
     def __init__(self, provider: str, origin: Origin) -> None:
         self.provider = provider
@@ -329,24 +345,9 @@ class AnthropicDecoder:
                 texts.append(str(b.get("text", "")))
             elif t == "thinking":
                 thoughts.append(str(b.get("thinking", "")))
-                blocks.append(
-                    ThinkingBlock(
-                        type="thinking",
-                        origin=self.origin,
-                        data=str(b.get("signature", "")),
-                        text=str(b.get("thinking", "")),
-                        position=len(calls),
-                    )
-                )
+                blocks.append(_kept(b, self.origin, len(calls)))
             elif t == "redacted_thinking":
-                blocks.append(
-                    ThinkingBlock(
-                        type="redacted_thinking",
-                        origin=self.origin,
-                        data=str(b.get("data", "")),
-                        position=len(calls),
-                    )
-                )
+                blocks.append(_kept(b, self.origin, len(calls)))
             elif t == "tool_use":
                 args = b["partial"] if b["partial"] else dumps(b.get("input", {}))
                 calls.append(ToolCall(id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=args))
