@@ -144,28 +144,8 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
     unknown = set(raw) - _KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; use {sorted(_KEYS)}")
-    calls = []
-    for i, c in enumerate(raw.get("calls") or []):
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise ConfigError(f'{where}: calls[{i}] needs a "name"')
-        args = c.get("arguments", {})
-        if not isinstance(args, dict):
-            raise ConfigError(f"{where}: calls[{i}].arguments must be a JSON object")
-        calls.append(ScriptCall(name=c["name"], arguments=args, id=c.get("id")))
-    error = None
-    if raw.get("error") is not None:
-        e = raw["error"]
-        if not isinstance(e, dict) or not isinstance(e.get("status"), int):
-            raise ConfigError(f'{where}: error needs an integer "status"')
-        error = ScriptError(
-            status=e["status"],
-            message=str(e.get("message") or f"scripted error {e['status']}"),
-            type=e.get("type"),
-            param=e.get("param"),
-            code=e.get("code"),
-            retry_after=e.get("retry_after"),
-            mid_stream=bool(e.get("mid_stream")),
-        )
+    calls = _calls(raw.get("calls") or [], where)
+    error = _error(raw.get("error"), where)
     details = raw.get("reasoning_details")
     if details is not None and not isinstance(details, list):
         raise ConfigError(f"{where}: reasoning_details must be a list")
@@ -183,7 +163,7 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
         flood=_flood(raw.get("flood"), where),
         text=str(raw.get("text") or ""),
         thinking=str(raw.get("thinking") or ""),
-        calls=tuple(calls),
+        calls=calls,
         reasoning_details=None if details is None else tuple(details),
         blocks=tuple(blocks),
         error=error,
@@ -192,6 +172,34 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
         phase=phase,
         quirks=frozenset(quirks),
         raw=raw,
+    )
+
+
+def _calls(raw: Any, where: str) -> tuple[ScriptCall, ...]:
+    calls = []
+    for i, c in enumerate(raw):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise ConfigError(f'{where}: calls[{i}] needs a "name"')
+        args = c.get("arguments", {})
+        if not isinstance(args, dict):
+            raise ConfigError(f"{where}: calls[{i}].arguments must be a JSON object")
+        calls.append(ScriptCall(name=c["name"], arguments=args, id=c.get("id")))
+    return tuple(calls)
+
+
+def _error(e: Any, where: str) -> ScriptError | None:
+    if e is None:
+        return None
+    if not isinstance(e, dict) or not isinstance(e.get("status"), int):
+        raise ConfigError(f'{where}: error needs an integer "status"')
+    return ScriptError(
+        status=e["status"],
+        message=str(e.get("message") or f"scripted error {e['status']}"),
+        type=e.get("type"),
+        param=e.get("param"),
+        code=e.get("code"),
+        retry_after=e.get("retry_after"),
+        mid_stream=bool(e.get("mid_stream")),
     )
 
 
