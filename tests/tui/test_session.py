@@ -385,3 +385,18 @@ async def _composer(env: dict[str, str]) -> None:
         bodies = chat_bodies(fake)
     assert bodies[0]["messages"][-1]["content"].endswith("first line\nsecond line")
     assert bodies[1]["messages"][-1]["content"].endswith("look at @src/parser.py")
+
+
+def test_an_unknown_session_ends_the_app_with_its_error(env: dict[str, str]) -> None:
+    from nodwyn.errors import NotFoundError
+
+    async def go() -> NodwynApp:
+        app = _app(env, resume="nosuchsession")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+        return app
+
+    with FakeServer(api="openai-chat", script=[]) as fake:
+        configure(env, fake.url)
+        app = asyncio.run(go())
+    assert isinstance(app.failed, NotFoundError) and app.return_code == NotFoundError.exit_code

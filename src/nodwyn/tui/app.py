@@ -32,7 +32,7 @@ from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.cli.screen import hold, shown
 from nodwyn.compose.config import load_config
 from nodwyn.compose.setup import Opened, held_values, open_agent
-from nodwyn.errors import NodwynError, did_you_mean
+from nodwyn.errors import NodwynError, StorageError, did_you_mean
 from nodwyn.log import Store, data_root
 from nodwyn.stats.totals import Aggregator, percent
 from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Sent, Turns
@@ -192,8 +192,13 @@ class NodwynApp(App[None]):
 
     def on_mount(self) -> None:
         self._layout(self.size.width)
-        self.open_session(self.resume_id)
         self.set_interval(TICK, self.drain)
+        try:
+            self.open_session(self.resume_id)
+        except NodwynError as exc:  # an unknown or unreadable session: one line, from the command
+            self.failed = exc
+            self.exit(return_code=exc.exit_code)
+            return
         self.query_one(Composer).focus()
 
     def on_resize(self, event: Any) -> None:
@@ -251,7 +256,7 @@ class NodwynApp(App[None]):
             opened = open_agent(
                 env=self.env,
                 workspace=self.workspace,
-                model_name=self.model_name if resume is None or resume == self.resume_id else None,
+                model_name=self.model_name if self.opened_in is None else None,  # -m: the first only
                 resume=resume,
                 yes=self.yes,
                 ask=bridge.ask,
@@ -261,6 +266,11 @@ class NodwynApp(App[None]):
             )
         except NodwynError as exc:
             bridge.put(Failed(error=exc))
+            return
+        except OSError as exc:  # what the library did not turn into a StorageError
+            bridge.put(
+                Failed(error=StorageError(f"the system refused: {exc}; check the file named and retry"))
+            )
             return
         log = opened.agent.log
         hold(log.known)
