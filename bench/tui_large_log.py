@@ -28,7 +28,7 @@ from typing import Any
 import console_large_log
 from nodwyn.fakes import FakeServer
 from nodwyn.log import SessionLog, Store
-from nodwyn.tui.app import NodwynApp
+from nodwyn.tui.app import TAIL, NodwynApp
 
 CONFIG = """[control]
 model = "glm"
@@ -185,7 +185,7 @@ def _report(lines: list[str], args: argparse.Namespace) -> str:
             "",
             *lines,
             "",
-            "Only the log's last 40 events are read to draw a session when it opens",
+            f"Only the log's last {TAIL} events are read to draw a session when it opens",
             "(`log.read(first=...)`, an index seek, by a reader of its own); `open_agent` then resumes",
             "it on the worker thread and the whole session's figures are counted there. This session",
             "never moved its window's start point, so its resume feeds all 100 MB to the window (the",

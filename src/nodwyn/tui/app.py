@@ -42,7 +42,7 @@ from nodwyn.tui.panel import CachePanel
 from nodwyn.tui.screens import ApprovalScreen, HelpScreen, ModelScreen, Pick, PickerScreen
 from nodwyn.values.events import GATE_PLAN, GatePlan, decoded
 
-TAIL = 40  # events shown when a session opens (the log's end, read by index); Ctrl+U reads older ones
+TAIL = 30  # events shown when a session opens (the log's end, read by index); Ctrl+U reads older ones
 OLDER = 100  # events Ctrl+U adds above
 TICK = 1 / 30  # seconds between draws of what the worker queued
 WIDE = 110  # columns from which the cache panel sits beside the conversation
