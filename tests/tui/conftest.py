@@ -21,7 +21,7 @@ from tests.cli.test_habits import chat_bodies, configure  # noqa: E402, F401
 from tests.cli.test_run import call  # noqa: E402, F401
 
 
-async def until(pilot: Any, done: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
+async def until(pilot: Any, done: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
     """Let the app run until ``done()`` holds."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
