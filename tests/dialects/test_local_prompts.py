@@ -89,8 +89,8 @@ def test_chatml_renders_a_session_as_the_template_writes_it() -> None:
     assert got == want
     assert tool_json(READ) == (
         '{"type": "function", "function": {"name": "fs-read", "description": "Read a text file.", '
-        '"parameters": {"additionalProperties": false, "properties": {"lines": {"type": "string"}, '
-        '"path": {"description": "a path", "type": "string"}}, "required": ["path"], "type": "object"}}}'
+        '"parameters": {"additionalProperties": false, "properties": {"path": {"description": "a path", '
+        '"type": "string"}, "lines": {"type": "string"}}, "required": ["path"], "type": "object"}}}'
     )
 
 
@@ -119,7 +119,7 @@ def test_chatml_matches_the_models_own_template() -> None:
     tools = [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": _sorted(t.parameters)},
+            "function": {"name": t.name, "description": t.description, "parameters": _shown(t.parameters)},
         }
         for t in req.tools
     ]
@@ -135,6 +135,15 @@ def _sorted(value: object) -> object:
     if isinstance(value, dict):
         return {k: _sorted(value[k]) for k in sorted(value)}
     return value
+
+
+def _shown(parameters: object) -> object:
+    """A schema as we show it to the model: sorted keys, the required properties first."""
+    out = _sorted(parameters)
+    assert isinstance(out, dict)
+    props, required = out.get("properties", {}), out.get("required", [])
+    out["properties"] = {k: props[k] for k in [*required, *(p for p in props if p not in required)]}
+    return out
 
 
 @pytest.mark.parametrize("fmt", [CHATML, GEMMA], ids=lambda f: f.name)

@@ -55,11 +55,25 @@ def _dumps(value: object, *, sort: bool = False) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=sort)
 
 
+def _required_first(parameters: dict[str, object]) -> dict[str, object]:
+    """The schema with sorted keys, except its properties: the required ones first, in the order
+    ``required`` names them, then the rest sorted. A small model writes a call's arguments in the
+    order it was shown them (sorted, fs-edit's ``new`` came before ``old`` and ``path``; ADR 0165)."""
+    out: dict[str, object] = json.loads(_dumps(parameters, sort=True))
+    props = out.get("properties")
+    required = out.get("required")
+    if isinstance(props, dict) and isinstance(required, list):
+        order = [k for k in required if k in props] + sorted(k for k in props if k not in required)
+        out["properties"] = {k: props[k] for k in order}
+    return out
+
+
 def tool_json(t: ToolSpec) -> str:
-    """One tool as the template lists it: its keys in the template's order, the schema's sorted."""
+    """One tool as the template lists it: its keys in the template's order, the schema's sorted
+    but for its properties, listed required first."""
     return (
         f'{{"type": "function", "function": {{"name": {_dumps(t.name)}, "description": '
-        f'{_dumps(t.description)}, "parameters": {_dumps(t.parameters, sort=True)}}}}}'
+        f'{_dumps(t.description)}, "parameters": {_dumps(_required_first(dict(t.parameters)))}}}}}'
     )
 
 
