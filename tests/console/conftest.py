@@ -116,8 +116,10 @@ def console(root: Path) -> Iterator[Served]:
     served.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One chromium for the console's tests, ended with them: Playwright's sync API keeps an event
+    loop running in this thread while it is open, and later tests (the TUI's) run loops of their own."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
