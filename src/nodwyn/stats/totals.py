@@ -293,15 +293,8 @@ class Aggregator:
             cache_ask=data.cache_ask,
             t=event.t,
         )
-        if previous is not None:
-            self._records.pop(previous, None)
+        self._add_row(row, previous)
         self._records[event.seq] = data
-        self._last_req[ctx] = event.seq
-        self._pending[ctx] = []
-        self._row_index[event.seq] = len(self._rows)
-        self._rows.append(row)
-        for acc in (self._all, self._acc(self._by_turn, row.turn), self._acc(self._by_model, row.model)):
-            acc.add(_ONE_REQUEST)
 
     def _seen(self, event: Event, data: LlmSeen) -> None:
         """A request another agent sent (an imported session): its causes are what the source
@@ -324,11 +317,15 @@ class Aggregator:
             t=event.t,
             observed=True,
         )
+        self._add_row(row, previous)
+
+    def _add_row(self, row: RequestRow, previous: int | None) -> None:
+        """``row`` as its context's latest request, counted in the totals."""
         if previous is not None:
             self._records.pop(previous, None)
-        self._last_req[ctx] = event.seq
-        self._pending[ctx] = []
-        self._row_index[event.seq] = len(self._rows)
+        self._last_req[row.ctx] = row.seq
+        self._pending[row.ctx] = []
+        self._row_index[row.seq] = len(self._rows)
         self._rows.append(row)
         for acc in (self._all, self._acc(self._by_turn, row.turn), self._acc(self._by_model, row.model)):
             acc.add(_ONE_REQUEST)
