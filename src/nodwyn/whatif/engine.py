@@ -17,7 +17,16 @@ from nodwyn.errors import WhatifError
 from nodwyn.stats.prefix import common_parts
 from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
-from nodwyn.values.events import LLM_REQ, MAIN_CTX, Event, ReqStart
+from nodwyn.values.events import (
+    LLM_REQ,
+    LLM_RESP,
+    MAIN_CTX,
+    SESSION_START,
+    TOOL_RESULT,
+    USER_MSG,
+    Event,
+    ReqStart,
+)
 from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, policy_for
 from nodwyn.values.request import Response
 from nodwyn.whatif.measure import Measured, content_size, recent_shares, request_size, tokens
@@ -114,7 +123,7 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     def feed(kind: str, data: dict[str, Any]) -> int:
         return rec.append(kind, data).seq
 
-    feed("session.start", {"recipe": recipe_to_json(sizing.recipe(p, budget)), "model": MODEL})
+    feed(SESSION_START, {"recipe": recipe_to_json(sizing.recipe(p, budget)), "model": MODEL})
     index_of: dict[int, int] = {}  # seq -> index of the conversation message it logged
     elided: set[int] = set()
     out: list[Measured] = []
@@ -147,14 +156,14 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
             )
             prev = cur
             reply = Response(text=m.text, thinking=m.thinking, calls=m.calls, blocks=m.blocks, model=MODEL)
-            index_of[feed("llm.resp", {"req": req_event.seq, "response": response_to_json(reply)})] = i
+            index_of[feed(LLM_RESP, {"req": req_event.seq, "response": response_to_json(reply)})] = i
         elif isinstance(m, ToolMessage):
             data = {"call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
-            index_of[feed("tool.result", data)] = i
+            index_of[feed(TOOL_RESULT, data)] = i
         else:
             assert isinstance(m, UserMessage)
             text = "".join(x.text for x in m.parts if isinstance(x, TextPart))
-            index_of[feed("user.msg", {"text": text})] = i
+            index_of[feed(USER_MSG, {"text": text})] = i
     return EngineResult(requests=out, estimates=estimates, trims=trims)
 
 
