@@ -206,6 +206,18 @@ def test_a_codex_rollout(tmp_path: Path, root: Path) -> None:
     assert cache["requests"][2]["detail"].startswith("moved by the agent: compaction at seq ")
 
 
+def test_a_codex_tool_output_given_as_content_items(tmp_path: Path) -> None:
+    lines = codex_lines()
+    items = [{"type": "input_text", "text": "a.py"}, {"type": "input_image", "image_url": "data:..."}]
+    lines[8] = {**lines[8], "payload": {**lines[8]["payload"], "output": items}}
+    run = load(find(jsonl(tmp_path / "rollout-x.jsonl", lines))[0])
+    result = run.messages[3]
+    assert isinstance(result, ToolMessage) and result.text == "a.py\n[input_image]"
+    lines[8]["payload"]["output"] = 7
+    with pytest.raises(ImportFormatError, match=r":9: payload.output: expected text, content items"):
+        load(find(jsonl(tmp_path / "rollout-y.jsonl", lines))[0])
+
+
 @pytest.mark.parametrize("fmt", ["claude", "codex"])
 @pytest.mark.parametrize("how", ["truncated", "malformed"])
 def test_a_damaged_file_gives_one_line_naming_its_line(

@@ -6,7 +6,8 @@ model of the turn; ``response_item`` lines are the Responses API items the conve
 ``message`` (``user``/``developer`` input, ``assistant`` output; text parts ``input_text``,
 ``output_text``), ``reasoning`` (its ``summary`` texts are the reply's thinking; the encrypted
 content is not kept), ``function_call``/``custom_tool_call``/``local_shell_call`` (calls, by
-``call_id``) and their ``*_output`` items (results). Consecutive output items form one reply;
+``call_id``) and their ``*_output`` items (results; an ``output`` is text, a list of content
+items or an older ``{content, success}`` object). Consecutive output items form one reply;
 an ``event_msg`` of type ``token_count`` ends the model call it reports, and its
 ``info.last_token_usage`` is that call's usage: ``input_tokens`` the whole prompt (cached
 included), ``cached_input_tokens`` the part read from the cache, ``output_tokens``,
@@ -84,11 +85,14 @@ def _output(p: dict[str, Any], where: str) -> tuple[str, bool]:
     out = p.get("output")
     if isinstance(out, str):
         return out, False
+    if isinstance(out, list):  # content items (input_text, input_image), as newer Codex writes
+        return _texts(out, f"{where}.output"), False
     if isinstance(out, dict):
         text = out.get("content")
         ok = out.get("success")
         return (text if isinstance(text, str) else json.dumps(out)), ok is False
-    raise ImportFormatError(f"{where}.output: expected text or an object, found {type(out).__name__}")
+    found = type(out).__name__
+    raise ImportFormatError(f"{where}.output: expected text, content items or an object, found {found}")
 
 
 def _call(t: str, p: dict[str, Any], pw: str) -> ToolCall:
