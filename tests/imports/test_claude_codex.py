@@ -4,6 +4,9 @@ parent's file, token_count events written twice, several Codex calls, and compac
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +245,41 @@ def test_a_damaged_file_gives_one_line_naming_its_line(
     assert done.value.code == ImportFormatError.exit_code
     assert out.err.count("\n") == 1 and want in out.err, out.err
     assert Store(root).ids() == []
+
+
+def long_rollout(calls: int) -> list[dict[str, Any]]:
+    """A Codex rollout of ``calls`` tool rounds: long enough to be killed while it is written."""
+    head, tail = codex_lines()[:4], codex_lines()[4:9]  # meta, task, turn; one round (call to output)
+    rounds = []
+    for k in range(calls):
+        for item in tail:
+            payload = item["payload"]
+            if "call_id" in payload:
+                payload = {**payload, "call_id": f"call_{k}"}
+            rounds.append({**item, "payload": payload})
+    return [*head, *rounds, codex_lines()[9]]
+
+
+def test_a_killed_import_leaves_no_session_and_the_next_one_imports_it_whole(
+    tmp_path: Path, root: Path
+) -> None:
+    path = jsonl(tmp_path / "rollout-2025-12-28T12-18-30-long.jsonl", long_rollout(1500))
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "nodwyn"), "import", str(path), "--root", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not any(f.stat().st_size > 0 for f in root.glob(".staging/*/sessions/*/log.jsonl")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.002)
+    proc.kill()  # SIGKILL mid-write: no handler runs
+    proc.wait()
+    assert Store(root).ids() == []  # nothing half-written among the sessions
+    [left] = (root / ".staging").iterdir()
+    res = CliRunner().invoke(cli, ["import", str(path), "--root", str(root)])
+    assert res.exit_code == 0 and "as session " in res.output, res.output
+    assert not left.exists() and list((root / ".staging").iterdir()) == []
+    [sid] = Store(root).ids()
+    with Store(root).open(sid) as log:
+        assert conversation(log).messages == load(find(path)[0]).messages

@@ -11,7 +11,9 @@ request that held it. nodwyn built none of these requests, so they carry no dige
 replay claims none of them; ``observed`` reads them back for the cache diagnosis.
 
 ``write`` validates nothing itself: the loaders read the whole source into a ``Run`` first, so a
-file they refuse creates nothing, and a failure while writing removes the session it began.
+file they refuse creates nothing. The session is written in a staging store and adopted whole
+(``Store.staging``, ADR 0295): a failure or a kill while writing leaves no part of it among the
+sessions, so a re-import never mistakes a partial session for the source.
 """
 
 from __future__ import annotations
@@ -126,13 +128,13 @@ def write(store: Store, run: Run, source: Source, prices: Mapping[str, Prices] |
         context_size=0,
         prices=tuple(sorted(prices.items())) if prices else None,
     )
-    log = start_session(store, recipe, model, extra={"imported": source.to_data()})
+    staged = store.staging()
     try:
-        with log:
+        with start_session(staged, recipe, model, extra={"imported": source.to_data()}) as log:
             _write_events(log, run, model)
-    except BaseException:
-        shutil.rmtree(store.sessions / log.id, ignore_errors=True)
-        raise
+        store.adopt(staged, log.id)
+    finally:
+        shutil.rmtree(staged.root, ignore_errors=True)
     return log.id
 
 

@@ -6,13 +6,17 @@
     attachments/  content-addressed bytes (attachments.py)
 
 ``Store(root)`` creates a session, opens one as a ``SessionLog`` (session_log.py), resolves an id
-from a prefix or ``latest``, and lists them.
+from a prefix or ``latest``, and lists them. A session written whole at once (an import) is written
+in a staging store under ``<root>/.staging/`` without fsync, then adopted: flushed once and
+renamed into ``sessions/``, so a crash leaves the whole session or none of it (ADR 0295).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
+import shutil
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -21,10 +25,12 @@ from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.log.attachments import ATTACHMENTS_NAME, DIR_MODE, FILE_MODE, fsync_dir
 from nodwyn.log.ids import is_session_id, new_session_id, session_start_time
 from nodwyn.log.index import INDEX_NAME, IndexFile
-from nodwyn.log.lock import LOCK_NAME
+from nodwyn.log.lock import LOCK_NAME, pid_alive
 from nodwyn.log.paths import sessions_dir, storage_error
 from nodwyn.log.redact import NO_KNOWN, Known
 from nodwyn.log.session_log import LOG_NAME, SessionInfo, SessionLog, format_time, utc_now
+
+STAGING_NAME = ".staging"
 
 
 class Store:
@@ -84,6 +90,45 @@ class Store:
             if isinstance(exc, OSError):
                 raise storage_error(exc, f"cannot create a session in {self.sessions}") from None
             raise
+
+    def staging(self) -> Store:
+        """An empty store of this process under ``<root>/.staging/``, for a session to be written
+        whole and then ``adopt``-ed; it writes without fsync (``adopt`` flushes once). Staging
+        stores left by processes that died (a killed import) are removed first. The caller removes
+        the one it gets (``shutil.rmtree(staged.root)``) when done."""
+        parent = self.root / STAGING_NAME
+        try:
+            for left in parent.iterdir() if parent.is_dir() else ():
+                pid, _, _ = left.name.partition("-")
+                if not (pid.isdigit() and pid_alive(int(pid))):
+                    shutil.rmtree(left, ignore_errors=True)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read the staging folder {parent}") from None
+        root = parent / f"{os.getpid()}-{secrets.token_hex(4)}"
+        return Store(root, fsync=False, clock=self._clock, known=self.known)
+
+    def adopt(self, staged: Store, session_id: str) -> None:
+        """Move ``session_id``, closed, from ``staged`` (see ``staging``) into this store: its files
+        are flushed to disk, then its folder is renamed into ``sessions/`` (one atomic step)."""
+        source = staged.folder(session_id)
+        target = self.sessions / session_id
+        try:
+            self.sessions.mkdir(mode=DIR_MODE, exist_ok=True)
+            if target.exists():
+                raise FileExistsError(errno.EEXIST, "File exists", str(target))
+            if self.fsync:
+                for path in sorted(source.rglob("*")):
+                    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                fsync_dir(source)
+            os.rename(source, target)
+            if self.fsync:
+                fsync_dir(self.sessions)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot move session {session_id} into {self.sessions}") from None
 
     def discard(self, session_id: str) -> bool:
         """Remove a session folder that holds no event (what a start that failed at its first
