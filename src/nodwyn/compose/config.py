@@ -332,13 +332,33 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(
             f"{path}: unknown table [{unknown[0]}]; known tables are {', '.join(sorted(known))}"
         )
+    models, providers, unasked = _models(doc.get("models", {}), path)
+    control = _control(doc.get("control", {}), models, path)
+    tools = _tools(doc.get("tools", {}), path)
+    return Config(
+        path=path,
+        control=control,
+        window=_window(doc.get("window", {}), path),
+        models=models,
+        providers=providers,
+        approve=tools.approve,
+        shell_timeout=tools.shell_timeout,
+        tool_timeout=tools.tool_timeout,
+        shell_env=tools.shell_env,
+        unasked=unasked,
+        network=_network(doc.get("network", {}), path),
+    )
+
+
+def _models(raw: object, path: Path) -> tuple[dict[str, ModelSettings], dict[str, str], tuple[str, ...]]:
+    """[models.NAME] over the built-ins; each entry's ``provider``; the Anthropic entries that do
+    not say whether to ask for caching (``cache_control``)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: [models] must hold tables like [models.NAME]")
     models: dict[str, ModelSettings] = dict(BUILTINS)
     providers: dict[str, str] = {}
     unasked: list[str] = []
-    raw_models = doc.get("models", {})
-    if not isinstance(raw_models, Mapping):
-        raise ConfigError(f"{path}: [models] must hold tables like [models.NAME]")
-    for name, table in raw_models.items():
+    for name, table in raw.items():
         if not isinstance(table, Mapping):
             raise ConfigError(f"{path}: models.{name} must be a table ([models.{name}])")
         models[name] = model_from_table(name, table, path)
@@ -346,49 +366,50 @@ def parse_config(text: str, path: Path) -> Config:
             unasked.append(name)
         if "provider" in table:
             providers[name] = _str(table["provider"], _where(path, f"models.{name}", "provider"))
-    control_table = doc.get("control", {})
-    if not isinstance(control_table, Mapping):
+    return models, providers, tuple(unasked)
+
+
+def _control(raw: object, models: Mapping[str, ModelSettings], path: Path) -> str:
+    """[control] model: the entry sessions run on unless asked for another."""
+    if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: [control] must be a table")
-    control = _str(control_table.get("model", LOCAL_MODEL), _where(path, "control", "model"))
+    control = _str(raw.get("model", LOCAL_MODEL), _where(path, "control", "model"))
     if control not in models:
         raise ConfigError(
             f"{_where(path, 'control', 'model')}: {control!r} has no [models.{control}] table; "
             f"configured: {', '.join(sorted(models))}"
         )
-    tools = doc.get("tools", {})
-    if not isinstance(tools, Mapping):
+    return control
+
+
+@dataclass(frozen=True, slots=True)
+class _Tools:
+    approve: frozenset[str]
+    shell_timeout: float
+    tool_timeout: float
+    shell_env: frozenset[str]
+
+
+def _tools(raw: object, path: Path) -> _Tools:
+    """[tools]: the tools approved without asking, the shell's and every tool's deadline, and the
+    environment variables the shell may see."""
+    if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: [tools] must be a table")
-    approve = tools.get("approve", [])
+    approve = raw.get("approve", [])
     if not isinstance(approve, list) or not all(isinstance(a, str) for a in approve):
         raise ConfigError(f"{_where(path, 'tools', 'approve')} must be a list of tool names")
-    timeout = _seconds(
-        tools.get("shell_timeout", DEFAULT_SHELL_TIMEOUT), _where(path, "tools", "shell_timeout")
-    )
-    tool_timeout = _number(
-        tools.get("tool_timeout", DEFAULT_TOOL_TIMEOUT), _where(path, "tools", "tool_timeout")
-    )
+    where = _where(path, "tools", "shell_timeout")
+    timeout = _seconds(raw.get("shell_timeout", DEFAULT_SHELL_TIMEOUT), where)
+    where = _where(path, "tools", "tool_timeout")
+    tool_timeout = _number(raw.get("tool_timeout", DEFAULT_TOOL_TIMEOUT), where)
     if not 1 <= tool_timeout <= 86400:
-        raise ConfigError(
-            f"{_where(path, 'tools', 'tool_timeout')} must be 1 to 86400 seconds, got {tool_timeout:g}"
-        )
-    shell_env = tools.get("shell_env", [])
+        raise ConfigError(f"{where} must be 1 to 86400 seconds, got {tool_timeout:g}")
+    shell_env = raw.get("shell_env", [])
     if not isinstance(shell_env, list) or not all(isinstance(a, str) and a for a in shell_env):
         raise ConfigError(
             f"{_where(path, 'tools', 'shell_env')} must be a list of environment variable names"
         )
-    return Config(
-        path=path,
-        control=control,
-        window=_window(doc.get("window", {}), path),
-        models=models,
-        providers=providers,
-        approve=frozenset(approve),
-        shell_timeout=timeout,
-        tool_timeout=tool_timeout,
-        shell_env=frozenset(shell_env),
-        unasked=tuple(unasked),
-        network=_network(doc.get("network", {}), path),
-    )
+    return _Tools(frozenset(approve), timeout, tool_timeout, frozenset(shell_env))
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:

@@ -309,35 +309,19 @@ def open_agent(
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
     workspace = workspace.resolve()
     store = Store(data_root(env), known=held_values(env, config))
-    if resume is not None:
-        session_id = store.resolve(resume)
-        recorded, last_model = _where_it_was(store, session_id)
-        last_version = _last_version(store, session_id)
-        if recorded is not None:
-            if not recorded.is_dir():
-                raise ConfigError(
-                    f"session {session_id} works in {recorded}, which is no longer a directory; "
-                    "restore it to resume the session"
-                )
-            workspace = recorded
-        model_name = model_name or last_model
+    was = None if resume is None else _resumed(store, resume)
+    if was is not None:
+        workspace = was.workspace or workspace
+        model_name = model_name or was.model
     model = config.model(model_name)
     ext = load_extensions(workspace, env)
-    tools = {**builtin_tools(), **ext.tools}  # extension files may not reuse a built-in name
-    unknown = sorted(config.approve - set(tools))
-    if unknown:
-        raise ConfigError(
-            f"{config.path} [tools] approve: {unknown[0]!r} is not a tool; "
-            f"use names from the catalog: {', '.join(sorted(tools))}"
-        )
+    tools = _catalog_of(config, ext)
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    version = asked if asked is not None else DEFAULT_VERSION
-    if resume is not None and asked is None and last_version is not None:
-        version = last_version  # a session keeps its recipe: a new one changes what it keeps in view
+    version = asked or (was.version if was is not None else None) or DEFAULT_VERSION
     recipe = make_recipe(config, model, ext, tools, version)
-    if resume is not None:
-        log = resume_session(store, session_id, recipe, model.name)
+    if was is not None:
+        log = resume_session(store, was.session_id, recipe, model.name)
     else:
         log = start_session(store, recipe, model.name, str(workspace))
     made: Backends | None = None
@@ -367,6 +351,42 @@ def open_agent(
         if display is not None:
             display.notice(message)
     return Opened(agent=agent, config=config, extensions=ext, backends=made)
+
+
+@dataclass(frozen=True, slots=True)
+class _Resumed:
+    """What a session to resume recorded: its workspace, the model its next request would use and
+    its recipe version (a session keeps its recipe unless asked: a new one changes what it keeps
+    in view)."""
+
+    session_id: str
+    workspace: Path | None
+    model: str | None
+    version: int | None
+
+
+def _resumed(store: Store, resume: str) -> _Resumed:
+    session_id = store.resolve(resume)
+    workspace, model = _where_it_was(store, session_id)
+    if workspace is not None and not workspace.is_dir():
+        raise ConfigError(
+            f"session {session_id} works in {workspace}, which is no longer a directory; "
+            "restore it to resume the session"
+        )
+    return _Resumed(session_id, workspace, model, _last_version(store, session_id))
+
+
+def _catalog_of(config: Config, ext: Extensions) -> dict[str, Tool]:
+    """The built-in tools and the extension files' (which may not reuse a built-in name); every
+    name ``[tools] approve`` lists must be one of them."""
+    tools = {**builtin_tools(), **ext.tools}
+    unknown = sorted(config.approve - set(tools))
+    if unknown:
+        raise ConfigError(
+            f"{config.path} [tools] approve: {unknown[0]!r} is not a tool; "
+            f"use names from the catalog: {', '.join(sorted(tools))}"
+        )
+    return tools
 
 
 def _where_it_was(store: Store, session_id: str) -> tuple[Path | None, str | None]:
