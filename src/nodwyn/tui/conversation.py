@@ -268,7 +268,6 @@ class Conversation(VerticalScroll):
         return plan
 
     def _widgets(self, event: Event) -> list[Widget]:
-        kind = event.kind
         p = decoded(
             event,
             USER_MSG,
@@ -286,47 +285,11 @@ class Conversation(VerticalScroll):
             images = f"  [{len(p.images)} image(s)]" if p.images else ""
             return [Static(Text(f"{where}› {shown(p.text)}{images}"), classes="user")]
         if isinstance(p, LlmResp):
-            # A reply that streamed was redacted and escaped as it came (screen.Stream, on the
-            # worker): that text is drawn, not the logged one redacted again on the screen's thread.
-            said, thought = self.streamed("text"), self.streamed("thinking")
-            self.end_stream()
-            self.replies[p.req] = event.seq
-            out: list[Widget] = []
-            r = p.response
-            if r.thinking.strip():
-                body = thought.strip() if thought is not None else shown(r.thinking.strip())
-                thinking = Static(Text(_clip_reply(body), style="dim italic"), classes="thinking")
-                out.append(Collapsible(thinking, title=f"{where}thinking", collapsed=True, classes="think"))
-            if r.text.strip():
-                body = said.strip() if said is not None else shown(r.text.strip())
-                out.append(Static(Text(where + _clip_reply(body)), classes="reply"))
-            for call in r.calls:
-                item = self.tools.get(call.id)
-                if item is None:
-                    item = self.tools[call.id] = ToolItem(event.ctx, call)
-                    out.append(item)
-            return out
+            return self._reply(event, p, where)
         if isinstance(p, ToolResult):
-            item = self.tools.get(p.call_id)
-            if item is None:
-                item = self.tools[p.call_id] = ToolItem(
-                    event.ctx, ToolCall(id=p.call_id, name=p.name, arguments="")
-                )
-                item.answered(p, event.seq)
-                self.results[event.seq] = item
-                return [item]
-            item.answered(p, event.seq)
-            self.results[event.seq] = item
-            return []
+            return self._result(event, p)
         if isinstance(p, LlmReq):
-            for seq in p.elided:
-                elided = self.results.get(seq)
-                if elided is not None:
-                    elided.elided(event.seq)
-            if p.trim:
-                text = f"{where}request {event.seq}: the window trimmed ({len(p.elided)} entries elided)"
-                return [Static(Text(text), classes="aside")]
-            return []
+            return self._request(event, p, where)
         if isinstance(p, Note):
             return [Static(Text(f"{where}note: {shown(p.text)}"), classes="aside warn")]
         if isinstance(p, ModelSwitch):
@@ -337,8 +300,50 @@ class Conversation(VerticalScroll):
             return [Static(Text(f"{where}opened {p.kind} context {shown(p.id)}"), classes="aside")]
         if isinstance(p, CtxClose):
             return [Static(Text(f"closed context {shown(p.id)}"), classes="aside")]
-        del kind
         return []
+
+    def _reply(self, event: Event, p: LlmResp, where: str) -> list[Widget]:
+        """A reply: its thinking (collapsed), its text and a tool item per call not shown yet.
+        A reply that streamed was redacted and escaped as it came (screen.Stream, on the worker):
+        that text is drawn, not the logged one redacted again on the screen's thread."""
+        said, thought = self.streamed("text"), self.streamed("thinking")
+        self.end_stream()
+        self.replies[p.req] = event.seq
+        out: list[Widget] = []
+        r = p.response
+        if r.thinking.strip():
+            body = thought.strip() if thought is not None else shown(r.thinking.strip())
+            thinking = Static(Text(_clip_reply(body), style="dim italic"), classes="thinking")
+            out.append(Collapsible(thinking, title=f"{where}thinking", collapsed=True, classes="think"))
+        if r.text.strip():
+            body = said.strip() if said is not None else shown(r.text.strip())
+            out.append(Static(Text(where + _clip_reply(body)), classes="reply"))
+        for call in r.calls:
+            if call.id not in self.tools:
+                out.append(self.tools.setdefault(call.id, ToolItem(event.ctx, call)))
+        return out
+
+    def _result(self, event: Event, p: ToolResult) -> list[Widget]:
+        """A result answers its call's tool item; one whose call is not shown gets an item of its own."""
+        item = self.tools.get(p.call_id)
+        new = item is None
+        if item is None:
+            call = ToolCall(id=p.call_id, name=p.name, arguments="")
+            item = self.tools[p.call_id] = ToolItem(event.ctx, call)
+        item.answered(p, event.seq)
+        self.results[event.seq] = item
+        return [item] if new else []
+
+    def _request(self, event: Event, p: LlmReq, where: str) -> list[Widget]:
+        """A request marks the results it elided; a trim is said in an aside."""
+        for seq in p.elided:
+            elided = self.results.get(seq)
+            if elided is not None:
+                elided.elided(event.seq)
+        if not p.trim:
+            return []
+        text = f"{where}request {event.seq}: the window trimmed ({len(p.elided)} entries elided)"
+        return [Static(Text(text), classes="aside")]
 
     def sent(self, req: int, results: dict[str, str]) -> None:
         """What request ``req`` sent of each result shown (cuts marked; elisions come from the
