@@ -248,18 +248,27 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
     if "prices" in table:
-        prices = table["prices"]
-        if not isinstance(prices, Mapping):
-            raise ConfigError(f"{_where(path, where, 'prices')} must be a table like {{ input = 0.5 }}")
-        bad = sorted(set(prices) - set(_PRICE_KEYS))
-        if bad:
-            raise ConfigError(
-                f"{_where(path, where, 'prices')}: unknown price {bad[0]!r}; use {', '.join(_PRICE_KEYS)}"
-            )
-        opt["prices"] = Prices(
-            **{k: _number(v, _where(path, where, f"prices.{k}")) for k, v in prices.items()}
+        opt["prices"] = _prices(table["prices"], path, where)
+    _check_source(api, model, opt, path, where)
+    return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
+
+
+def _prices(raw: object, path: Path, where: str) -> Prices:
+    """``[models.NAME.prices]``: dollars per million tokens of each kind."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{_where(path, where, 'prices')} must be a table like {{ input = 0.5 }}")
+    bad = sorted(set(raw) - set(_PRICE_KEYS))
+    if bad:
+        raise ConfigError(
+            f"{_where(path, where, 'prices')}: unknown price {bad[0]!r}; use {', '.join(_PRICE_KEYS)}"
         )
-    if api not in ("local",) and "base_url" not in opt and "server" not in opt:
+    return Prices(**{k: _number(v, _where(path, where, f"prices.{k}")) for k, v in raw.items()})
+
+
+def _check_source(api: str, model: str, opt: Mapping[str, Any], path: Path, where: str) -> None:
+    """A served model needs an address (``base_url`` or a ``server``); an in-process one runs only
+    the weights nodwyn installs."""
+    if api != "local" and "base_url" not in opt and "server" not in opt:
         raise ConfigError(
             f"{_where(path, where)}: api {api!r} needs base_url; add base_url = the server's address"
         )
@@ -268,7 +277,6 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
             f"{_where(path, where, 'model')}: api 'local' runs only the weights nodwyn installs, not "
             f"{model!r}; use one of {', '.join(sorted(WEIGHTS))}"
         )
-    return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
 
 
 def _window(table: Any, path: Path) -> WindowConfig:
