@@ -319,3 +319,63 @@ def test_grep_finds_exactly_the_lines_a_per_line_search_finds(tmp_path: Path, pa
     text, err = call(ctx(tmp_path), "fs-grep", pattern=pattern)
     got = [] if text.startswith("no match") else text.split("\n")
     assert got == expected
+
+
+ITEMS = "def last(items):\n    return items[len(items)]\n\n\ndef first(items):\n    return items[0]\n"
+SHOWN = "the number and ' | ' are not part of the text):\n"
+
+
+def test_edit_miss_shows_the_most_similar_lines(ws: Path) -> None:
+    (ws / "items.py").write_text(ITEMS)
+    text, err = call(ctx(ws), "fs-edit", path="items.py", old="return items[len(items) - 1]", new="x")
+    assert err and text == (
+        "fs-edit: the old text was not found in items.py; the most similar text is at line 2. Copy the "
+        "exact text, whitespace included, from the lines below into old (each shown as N | text, with a "
+        "line of context; " + SHOWN + "1 | def last(items):\n2 |     return items[len(items)]\n3 | "
+    )
+    assert (ws / "items.py").read_text() == ITEMS
+
+
+def test_edit_miss_by_indentation_only_says_so(ws: Path) -> None:
+    (ws / "items.py").write_text(ITEMS)
+    old = "def first(items):\n  return items[0]  \n"
+    text, err = call(ctx(ws), "fs-edit", path="items.py", old=old, new="x")
+    assert err and text == (
+        "fs-edit: the old text was not found in items.py; lines 5-6 differ from it only in whitespace "
+        "(indentation, spaces or line ends). Copy the exact text, whitespace included, from the lines "
+        "below into old (each shown as N | text, with a line of context; " + SHOWN + "4 | \n"
+        "5 | def first(items):\n6 |     return items[0]"
+    )
+
+
+def test_edit_hopeless_miss_keeps_the_short_message(ws: Path) -> None:
+    (ws / "items.py").write_text(ITEMS)
+    for old in ("last()", "class Config:\n    debug = False"):
+        text, err = call(ctx(ws), "fs-edit", path="items.py", old=old, new="x")
+        assert err and text == (
+            "fs-edit: the old text was not found in items.py; read the file and copy the exact text"
+        )
+
+
+def test_edit_miss_in_a_large_file_shows_a_bounded_region(ws: Path) -> None:
+    lines = [f"value_{i} = compute({i}, scale={i % 7})" for i in range(1, 5001)]
+    lines[2999] = "x" * 1000  # a long line inside the region
+    (ws / "big.py").write_text("\n".join(lines) + "\n")
+    old = "\n".join(lines[2990:3030]).replace("compute(", "calc(")  # 40 lines, each a little off
+    text, err = call(ctx(ws), "fs-edit", path="big.py", old=old, new="x")
+    rows = text.split("\n")
+    assert err and rows[0] == (
+        "fs-edit: the old text was not found in big.py; the most similar text is at lines 2991-3030. "
+        "Copy the exact text, whitespace included, from the lines below into old (each shown as N | "
+        "text, with a line of context; " + SHOWN.removesuffix("\n")
+    )
+    assert rows[1:3] == [
+        "2990 | value_2990 = compute(2990, scale=1)",
+        "2991 | value_2991 = compute(2991, scale=2)",
+    ]
+    assert rows[11] == "3000 | " + "x" * 200 + " [line cut at 200 characters]"
+    assert rows[20:] == [
+        "3009 | value_3009 = compute(3009, scale=6)",
+        '[lines 3010-3031 not shown; read them with fs-read lines "3010-3031"]',
+    ]
+    assert len(text) < 2500

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Deadline, Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.near import not_found
 from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry
 from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
 from nodwyn.errors import ToolError
@@ -324,7 +325,7 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     text = data.decode("utf-8", errors="replace")
     count = text.count(old)
     if count == 0:
-        return fail(f"fs-edit: the old text was not found in {name}; read the file and copy the exact text")
+        return fail(not_found(name, text, old, Deadline("fs-edit", ctx.tool_timeout)))
     if count > 1:
         lines, at = [], 0
         for _ in range(count):
