@@ -13,6 +13,7 @@ payload (``to_data``), compared as sorted JSON: the typed vocabulary changes not
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,12 @@ def workloads() -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "forges_digests: the test records digests that must not verify")
+    # The CLI processes the tests start stand for a person's, whose Ctrl-C arrives as SIGINT. A
+    # suite started as a background job of a non-interactive shell inherits SIGINT ignored, and so
+    # would every process it starts (Python then raises no KeyboardInterrupt): handle it here, so
+    # they start with the default disposition (exec resets a handled signal, not an ignored one).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _mismatches(tmp: Path) -> list[str]:
