@@ -45,6 +45,13 @@ def _script_help() -> str:
     help="Replicas (--cache replicas).",
 )
 @click.option(
+    "--cache-ttl",
+    "cache_ttl",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds after which the cache forgets an entry nothing used (default: never, by time).",
+)
+@click.option(
     "--family", type=click.Choice(get_args(Family)), default=None, help="openai-chat server family."
 )
 @click.option(
@@ -64,6 +71,7 @@ def serve(
     api: Any,
     cache: Any,
     replicas: int,
+    cache_ttl: float | None,
     family: str | None,
     script_path: Path,
     port: int,
@@ -72,14 +80,23 @@ def serve(
     """Serve the script's replies until interrupted; prints the server's URL first."""
     items = load_script(script_path)
     server = FakeServer(
-        api=api, cache=cache, script=items, family=family, replicas=replicas, port=port, models=models
+        api=api,
+        cache=cache,
+        script=items,
+        family=family,
+        replicas=replicas,
+        port=port,
+        models=models,
+        cache_ttl_seconds=cache_ttl,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with server:
         click.echo(server.url, nl=True)
         click.echo(
-            f"fake {api} ({cache or DEFAULT_CACHE[api]} cache), {len(items)} scripted replies; "
+            f"fake {api} ({cache or DEFAULT_CACHE[api]} cache"
+            f"{f', entries expire after {cache_ttl:g} s unused' if cache_ttl is not None else ''}), "
+            f"{len(items)} scripted replies; "
             "Ctrl-C stops it",
             err=True,
         )

@@ -21,14 +21,22 @@ Models:
   evicted after 4 more requests to the server (a logical clock for a busy server's minutes). A
   request names its replica by its session key (a hash of it), or lands on one at random (a
   seeded RNG) when it names none: then it seldom finds its predecessor.
+
+Expiry by time (``Expiry``, off by default): providers drop a cache entry that nothing used for a
+while (Anthropic: 5 minutes, or an hour asked for; OpenAI: 5-10 minutes; Ollama unloads a model
+after its keep-alive). With ``expiry``, each model forgets what was not used for ``seconds`` of
+wall-clock time: a ``blocks`` entry (a hit refreshes the entry it read), a ``breakpoints`` prefix
+(a read refreshes the prefix it read), a replica's entries, and the ``single`` slot (the model is
+unloaded, as Ollama's keep-alive does).
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import orjson
@@ -93,17 +101,42 @@ class Lookup:
         return self.prompt_tokens - self.cached_tokens - self.cache_write_tokens
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expiry:
+    """An entry not used for ``seconds`` (by ``clock``, in seconds) is evicted."""
+
+    seconds: float
+    clock: Callable[[], float] = field(default=time.monotonic)
+
+    def __post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise ValueError(f"cache expiry must be a positive number of seconds, not {self.seconds!r}")
+
+    def now(self) -> float:
+        return self.clock()
+
+    def alive(self, used: float, now: float) -> bool:
+        return now - used <= self.seconds
+
+
 class CacheModel(Protocol):
     def lookup(self, prompt: Prompt) -> Lookup: ...
 
 
 class SingleSlot:
-    def __init__(self) -> None:
+    def __init__(self, *, expiry: Expiry | None = None) -> None:
         self.slot = b""
         self.loaded: str | None = None
+        self.expiry = expiry
+        self.used = 0.0
 
     def lookup(self, prompt: Prompt) -> Lookup:
         data = prompt.data
+        if self.expiry is not None:
+            now = self.expiry.now()
+            if self.loaded is not None and not self.expiry.alive(self.used, now):
+                self.unload()  # the keep-alive ran out
+            self.used = now
         reloaded = self.loaded is not None and self.loaded != prompt.reload_token
         if self.loaded != prompt.reload_token:
             self.slot = b""
@@ -120,34 +153,54 @@ class SingleSlot:
 
 class Blocks:
     """OpenAI's cache. With ``ttl``, an entry is evicted once ``ttl`` more requests reached the
-    server (a logical clock standing in for minutes on a busy server; ``now`` is that count)."""
+    server (a logical clock standing in for minutes on a busy server; ``now`` is that count). With
+    ``expiry``, an entry neither written nor read for ``expiry.seconds`` is evicted."""
 
-    def __init__(self, *, limit: int = 256, ttl: int | None = None) -> None:
-        self.stored: list[tuple[bytes, int]] = []
+    def __init__(self, *, limit: int = 256, ttl: int | None = None, expiry: Expiry | None = None) -> None:
+        self.stored: list[tuple[bytes, int, float]] = []  # prompt, request count, last used (seconds)
         self.limit = limit
         self.ttl = ttl
+        self.expiry = expiry
 
     def lookup(self, prompt: Prompt, now: int = 0) -> Lookup:
         data = prompt.data
         total = tokens(len(data))
-        if self.ttl is not None:
-            self.stored = [(s, t) for s, t in self.stored if now - t <= self.ttl]
-        best = max((common_prefix(s, data) for s, _ in self.stored), default=0)
+        moment = self.expiry.now() if self.expiry is not None else 0.0
+        self._evict(now, moment)
+        shared = [common_prefix(s, data) for s, _, _ in self.stored]
+        best = max(shared, default=0)
         hit = prefix_tokens(best) // BLOCK * BLOCK
         cached = hit if hit >= MIN_CACHED else 0
+        if cached:  # the entry read is used now
+            i = shared.index(best)
+            self.stored[i] = (self.stored[i][0], self.stored[i][1], moment)
         if total >= MIN_CACHED:
-            self.stored.append((data, now))
+            self.stored.append((data, now, moment))
             del self.stored[: -self.limit]
         return Lookup(prompt_tokens=total, cached_tokens=cached)
 
+    def _evict(self, now: int, moment: float) -> None:
+        """Drop the entries past ``ttl`` requests or unused for the expiry's seconds."""
+        ttl, expiry = self.ttl, self.expiry
+        self.stored = [
+            (s, t, used)
+            for s, t, used in self.stored
+            if (ttl is None or now - t <= ttl) and (expiry is None or expiry.alive(used, moment))
+        ]
+
 
 class Breakpoints:
-    def __init__(self) -> None:
-        self.written: set[bytes] = set()  # SHA-256 of every prefix written at a breakpoint
+    """Anthropic's cache. With ``expiry``, a prefix neither written nor read for
+    ``expiry.seconds`` is evicted (a read refreshes it, as Anthropic's does)."""
+
+    def __init__(self, *, expiry: Expiry | None = None) -> None:
+        self.written: dict[bytes, float] = {}  # SHA-256 of every prefix written at a breakpoint -> last used
+        self.expiry = expiry
 
     def lookup(self, prompt: Prompt) -> Lookup:
         data = prompt.data
         total = tokens(len(data))
+        moment = self._evict()
         if not prompt.breakpoints:
             return Lookup(prompt_tokens=total, cached_tokens=0)
         offsets = [0]
@@ -163,6 +216,7 @@ class Breakpoints:
         for n in range(last_bp, 0, -1):
             if digests[n - 1] in self.written:
                 read_units = n
+                self.written[digests[n - 1]] = moment
                 break
         read = prefix_tokens(offsets[read_units])
         upto = prefix_tokens(offsets[last_bp])
@@ -170,17 +224,27 @@ class Breakpoints:
             return Lookup(prompt_tokens=total, cached_tokens=0)
         for bp in prompt.breakpoints:
             if prefix_tokens(offsets[bp]) >= MIN_CACHED:
-                self.written.add(digests[bp - 1])
+                self.written[digests[bp - 1]] = moment
         return Lookup(prompt_tokens=total, cached_tokens=read, cache_write_tokens=upto - read)
+
+    def _evict(self) -> float:
+        """Drop the prefixes unused for the expiry's seconds; the time now (0 without expiry)."""
+        if self.expiry is None:
+            return 0.0
+        now, expiry = self.expiry.now(), self.expiry
+        self.written = {d: used for d, used in self.written.items() if expiry.alive(used, now)}
+        return now
 
 
 class Replicas:
     """N replicas, each a ``blocks`` cache whose entries live for ``ttl`` of the server's requests."""
 
-    def __init__(self, n: int, *, seed: int = 0, ttl: int = REPLICA_TTL) -> None:
+    def __init__(
+        self, n: int, *, seed: int = 0, ttl: int = REPLICA_TTL, expiry: Expiry | None = None
+    ) -> None:
         if n < 1:
             raise ValueError("replicas must be at least 1")
-        self.replicas = [Blocks(ttl=ttl) for _ in range(n)]
+        self.replicas = [Blocks(ttl=ttl, expiry=expiry) for _ in range(n)]
         self.rng = random.Random(seed)
         self.now = 0
 
@@ -196,15 +260,17 @@ class Replicas:
         return Lookup(prompt_tokens=found.prompt_tokens, cached_tokens=found.cached_tokens, replica=index)
 
 
-def make_cache(kind: CacheKind, *, replicas: int = REPLICAS, seed: int = 0) -> CacheModel:
+def make_cache(
+    kind: CacheKind, *, replicas: int = REPLICAS, seed: int = 0, expiry: Expiry | None = None
+) -> CacheModel:
     if kind == "single":
-        return SingleSlot()
+        return SingleSlot(expiry=expiry)
     if kind == "blocks":
-        return Blocks()
+        return Blocks(expiry=expiry)
     if kind == "breakpoints":
-        return Breakpoints()
+        return Breakpoints(expiry=expiry)
     if kind == "replicas":
-        return Replicas(replicas, seed=seed)
+        return Replicas(replicas, seed=seed, expiry=expiry)
     raise ValueError(f"unknown cache model {kind!r}; use single, blocks, breakpoints or replicas")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 from nodwyn.errors import ConfigError
 from nodwyn.fakes import anthropic, ollama, openai_chat, responses
 from nodwyn.fakes.base import Handler, ReceivedRequest, Reply, State
-from nodwyn.fakes.cache import REPLICAS, CacheKind, Lookup, make_cache
+from nodwyn.fakes.cache import REPLICAS, CacheKind, Expiry, Lookup, make_cache
 from nodwyn.fakes.script import Script, ScriptItem, Stall
 from nodwyn.values.model import Family
 
@@ -112,6 +112,8 @@ class FakeServer:
 
     ``fake.url`` is the server's base URL, ``fake.requests`` what it received, ``fake.remaining``
     the script items it has not used, ``fake.lookups`` what its cache model found per request.
+    ``cache_ttl_seconds``: the cache forgets an entry unused for that long (off by default;
+    ``fakes.cache.Expiry``).
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class FakeServer:
         api_key: str | None = None,
         models: tuple[str, ...] = ("fake-model",),
         port: int = 0,
+        cache_ttl_seconds: float | None = None,
     ) -> None:
         if api not in HANDLERS:
             raise ValueError(f"unknown fake api {api!r}; use {', '.join(HANDLERS)}")
@@ -133,7 +136,8 @@ class FakeServer:
             raise ValueError(f"unknown server family {family!r}; use {', '.join(get_args(Family))}")
         self.api = api
         self._script = Script(script)
-        self._cache = make_cache(cache or DEFAULT_CACHE[api], replicas=replicas, seed=seed)
+        expiry = Expiry(seconds=cache_ttl_seconds) if cache_ttl_seconds is not None else None
+        self._cache = make_cache(cache or DEFAULT_CACHE[api], replicas=replicas, seed=seed, expiry=expiry)
         self._family = family
         self._api_key = api_key
         self._models = models
