@@ -29,17 +29,17 @@ class Session:
         rec = recipe(version, system="be brief", tools=(), limits=LIMITS, context_size=100000)
         self.add("session.start", {"recipe": recipe_to_json(rec), "model": "m1"})
 
-    def add(self, kind: str, data: dict[str, Any], ctx: str = "main") -> int:
+    def add(self, kind: str, data: dict[str, Any], ctx: str = "main", *, t: str | None = None) -> int:
+        """Append an event; ``t`` its time (by default a second per seq)."""
         seq = len(self.events) + 1
-        self.events.append(
-            Event(seq=seq, t=f"2026-11-29T16:00:{seq % 60:02d}Z", kind=kind, ctx=ctx, data=data)
-        )
+        when = t or f"2026-11-29T16:00:{seq % 60:02d}Z"
+        self.events.append(Event(seq=seq, t=when, kind=kind, ctx=ctx, data=data))
         return seq
 
     def user(self, text: str = "do it") -> int:
         return self.add("user.msg", {"text": text})
 
-    def req(self, model: str = "m1", ctx: str = "main", **record: Any) -> int:
+    def req(self, model: str = "m1", ctx: str = "main", *, t: str | None = None, **record: Any) -> int:
         data: dict[str, Any] = {
             "model": model,
             "origin": {"model": model, "server": None, "url": None, "credential": None},
@@ -49,11 +49,13 @@ class Session:
             "trim": False,
         }
         data.update(record)
-        return self.add("llm.req", data, ctx)
+        return self.add("llm.req", data, ctx, t=t)
 
-    def resp(self, req: int, ctx: str = "main", text: str = "ok", **usage: int | None) -> int:
+    def resp(
+        self, req: int, ctx: str = "main", text: str = "ok", *, t: str | None = None, **usage: int | None
+    ) -> int:
         response = response_to_json(Response(text=text, usage=Usage(**usage)))
-        return self.add("llm.resp", {"req": req, "response": response}, ctx)
+        return self.add("llm.resp", {"req": req, "response": response}, ctx, t=t)
 
     def call(self, model: str = "m1", ctx: str = "main", **usage: int | None) -> int:
         """One request and its reply; returns the request's seq."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from nodwyn.cli.stats import describe
-from nodwyn.stats.diagnosis import diagnose_all
+from typing import Any
+
+from nodwyn.cli.stats import describe, duration
+from nodwyn.stats.diagnosis import IDLE_WORTH_SAYING, diagnose_all, seconds_between
 from nodwyn.stats.prefix import chunks, common_prefix, tokens_for
 from nodwyn.stats.totals import Aggregator
+from nodwyn.stats.views import diagnosis_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.request import Request, ToolSpec
 
@@ -102,3 +105,77 @@ def test_a_miss_after_a_resume_says_the_cache_may_have_expired() -> None:
     out = {d.seq: d for d in diagnose_all(agg.rows, {a: chunks(request(U)), b: chunks(request(U, A1, T1))})}
     assert out[b].kind == "server miss" and out[b].shortfall == 4000
     assert f"after the resume at seq {resume}" in describe(out[b])
+
+
+def _idle_session(
+    ask: str | None, req_t: str, resp_t: str | None = "2026-11-29T16:00:10.250000Z"
+) -> dict[int, Any]:
+    """Two requests whose second is a server miss: the first answered at ``resp_t`` (no reply
+    logged when None), the second sent at ``req_t``; both recorded with the cache ask ``ask``."""
+    s = Session()
+    s.user()
+    ask_field = {"cache_ask": ask} if ask is not None else {}
+    a = s.req(t="2026-11-29T16:00:05Z", **ask_field)
+    if resp_t is not None:
+        s.resp(a, t=resp_t, prompt_tokens=4000, cached_tokens=0)
+    b = s.req(t=req_t, **ask_field)
+    s.resp(b, t=req_t, prompt_tokens=5000, cached_tokens=0)
+    agg = Aggregator()
+    agg.feed_all(s.events)
+    out = diagnose_all(agg.rows, {a: chunks(request(U)), b: chunks(request(U, A1, T1))})
+    return {"first": out[0], "miss": out[1]}
+
+
+def test_a_server_miss_says_how_long_the_cache_sat_idle_past_the_lifetime_asked_for() -> None:
+    d = _idle_session("ephemeral", "2026-11-29T16:06:22.250000Z")["miss"]
+    assert d.kind == "server miss" and d.idle_seconds == 372.0
+    assert (d.lifetime_seconds, d.past_lifetime) == (300, True)
+    assert describe(d).endswith("; after 6 min 12 s idle, past the 5-minute lifetime asked for")
+    assert diagnosis_json(d)["idle_seconds"] == 372.0
+
+
+def test_an_hour_asked_for_is_not_past_after_six_minutes_but_the_idle_time_is_said() -> None:
+    d = _idle_session("1h", "2026-11-29T16:06:22.250000Z")["miss"]
+    assert (d.idle_seconds, d.lifetime_seconds, d.past_lifetime) == (372.0, 3600, False)
+    assert describe(d).endswith("; after 6 min 12 s idle")
+    late = _idle_session("1h", "2026-11-29T17:02:10.250000Z")["miss"]
+    assert late.past_lifetime and describe(late).endswith(
+        "after 1 h 2 min idle, past the 1-hour lifetime asked for"
+    )
+
+
+def test_without_an_ask_no_lifetime_is_assumed() -> None:
+    for ask in (None, "none"):
+        d = _idle_session(ask, "2026-11-29T16:06:22.250000Z")["miss"]
+        assert d.idle_seconds == 372.0 and d.lifetime_seconds is None and not d.past_lifetime
+    unrecorded = _idle_session(None, "2026-11-29T16:06:22.250000Z")["miss"]
+    assert unrecorded.kind == "server miss"
+    assert describe(unrecorded).endswith("; after 6 min 12 s idle")
+
+
+def test_idle_under_the_threshold_is_known_but_not_worded() -> None:
+    out = _idle_session("ephemeral", "2026-11-29T16:01:10Z")
+    d = out["miss"]
+    assert d.kind == "server miss" and d.idle_seconds == 59.75 and not d.past_lifetime
+    assert "idle" not in describe(d)
+    assert out["first"].idle_seconds is None  # no predecessor
+    at = _idle_session("ephemeral", "2026-11-29T16:01:10.250000Z")["miss"]
+    assert at.idle_seconds == IDLE_WORTH_SAYING and describe(at).endswith("; after 1 min idle")
+
+
+def test_idle_is_unknown_without_the_predecessors_reply_or_with_a_clock_that_went_back() -> None:
+    assert _idle_session("ephemeral", "2026-11-29T16:06:22Z", resp_t=None)["miss"].idle_seconds is None
+    back = _idle_session("ephemeral", "2026-11-29T16:00:09Z")["miss"]
+    assert back.idle_seconds is None and not back.past_lifetime and "idle" not in describe(back)
+    assert seconds_between("not a time", "2026-11-29T16:00:09Z") is None
+    assert seconds_between("2026-11-29T16:00:09", "2026-11-29T16:00:19") is None  # no zone: unknown
+
+
+def test_durations_are_worded_in_whole_units() -> None:
+    assert [duration(x) for x in (59.9, 60, 372.4, 3600, 3725)] == [
+        "59 s",
+        "1 min",
+        "6 min 12 s",
+        "1 h",
+        "1 h 2 min",
+    ]

@@ -13,7 +13,7 @@ from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import shown
 from nodwyn.replay.diagnose import diagnose_session
-from nodwyn.stats.diagnosis import MIN_CACHEABLE, Diagnosis
+from nodwyn.stats.diagnosis import IDLE_WORTH_SAYING, MIN_CACHEABLE, Diagnosis
 from nodwyn.stats.totals import Aggregator, RequestRow, Sums, percent
 from nodwyn.stats.views import diagnosis_json, row_json, totals_json
 
@@ -144,10 +144,41 @@ def describe(d: Diagnosis) -> str:
     text = f"server miss: {whose} prefix held ({head}) but {short}"
     if d.matched is not None:
         text += f"; the hit matched request {d.matched}'s prompt (a replica that served it)"
+    idle = idle_words(d)
+    if idle:
+        text += f"; {idle}"
     resumed = [c for c in d.causes if c.kind == "resume"]
     if resumed:
         text += f"; after the resume at seq {resumed[-1].seq} (the provider's cache may have expired)"
     return text
+
+
+def idle_words(d: Diagnosis) -> str:
+    """"after 6 min 12 s idle" (", past the 5-minute lifetime asked for"), or "" when the idle time
+    is unknown or under ``IDLE_WORTH_SAYING``."""
+    if d.idle_seconds is None or d.idle_seconds < IDLE_WORTH_SAYING:
+        return ""
+    text = f"after {duration(d.idle_seconds)} idle"
+    if d.past_lifetime and d.lifetime_seconds is not None:
+        text += f", past the {_lifetime(d.lifetime_seconds)} lifetime asked for"
+    return text
+
+
+def duration(seconds: float) -> str:
+    """Whole seconds as "45 s", "6 min 12 s", "6 min", "1 h 2 min"."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60 else "")
+
+
+def _lifetime(seconds: int) -> str:
+    """A lifetime asked for as "5-minute" or "1-hour"."""
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600}-hour"
+    return f"{seconds // 60}-minute" if seconds % 60 == 0 else f"{seconds}-second"
 
 
 def _read(cached: int | None, prompt: int | None, expected: int | None = None) -> str:

@@ -21,6 +21,14 @@ exactly (by replay, by the caller: this module does no I/O), compare their prefi
   the detail names the setting (ADR 0112).
 - ``unverified``: k or p could not be rebuilt (``unrebuilt`` names which, ``error`` says why).
 
+Every request with a predecessor whose reply time is logged also gets ``idle_seconds``: the time
+from the predecessor's ``llm.resp`` to this request's ``llm.req`` (the events' ``t``), how long the
+cache sat unused before it: the commonest reason for a server miss is an entry the provider
+dropped. ``lifetime_seconds`` is the lifetime the predecessor asked for (its ``cache_ask``:
+``"ephemeral"`` 5 minutes, ``"1h"`` an hour, as Anthropic documents ``cache_control``), and
+``past_lifetime`` says the idle time exceeded it; without an ask no lifetime is assumed (none is
+guessed from a model's name, ADR 0297).
+
 The common prefix is measured in bytes and converted to tokens by proportion (docs/adr/0091):
 when k extends p the expected read is p's reported prompt tokens, otherwise common bytes / k's bytes
 x k's prompt tokens.
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Literal
 
 from nodwyn.stats.causes import Cause
@@ -45,6 +54,12 @@ Kind = Literal["first", "appended", "moved", "server miss", "no cache ask", "unv
 MIN_CACHEABLE = 1024
 # How many earlier requests of the context a partial hit is matched against.
 MATCH_WINDOW = 500
+# The lifetime a cache ask asks for, in seconds (Anthropic's cache_control: "ephemeral" is 5
+# minutes, ttl "1h" an hour). Other asks ("none") and no ask assume none.
+LIFETIMES = {"ephemeral": 300, "1h": 3600}
+# Idle time at least this long is worth saying with a server miss (docs/adr/0297): shorter gaps
+# are an agent's own pace (a model's reply, a tool run) and no provider documents a lifetime that short.
+IDLE_WORTH_SAYING = 60
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +84,9 @@ class Diagnosis:
     unrebuilt: int | None = None  # unverified: the request (k or p) that could not be rebuilt
     error: str | None = None  # unverified: why it could not be rebuilt
     observed: bool = False  # another agent sent it (imported): "moved" is the agent's doing
+    idle_seconds: float | None = None  # from the predecessor's reply to this request; None: unknown
+    lifetime_seconds: int | None = None  # the cache lifetime the predecessor asked for, if it asked
+    past_lifetime: bool = False  # idle longer than the lifetime asked for
 
 
 Rebuilt = Chunks | str  # the request's chunks, or why it could not be rebuilt
@@ -83,7 +101,7 @@ def diagnose(
     """Classify ``row``'s request. ``rows`` maps llm.req seqs to rows (for the predecessor and
     older requests); ``rebuilt`` holds k's and p's chunks (and any older request's, if known);
     ``older`` lists earlier request seqs of the same context to match a partial hit against."""
-    d = _unverified(row)
+    d = _idle(_unverified(row), row, rows)
     mine = rebuilt.get(row.seq, "not rebuilt")
     if isinstance(mine, str):
         return replace(d, unrebuilt=row.seq, error=mine)
@@ -135,6 +153,36 @@ def _unverified(row: RequestRow) -> Diagnosis:
         cached_tokens=usage.cached_tokens if usage is not None else None,
         observed=row.observed,
     )
+
+
+def _idle(d: Diagnosis, row: RequestRow, rows: Mapping[int, RequestRow]) -> Diagnosis:
+    """``d`` with the idle time before ``row`` and the lifetime its predecessor asked for."""
+    prev = rows.get(row.predecessor) if row.predecessor is not None else None
+    if prev is None:
+        return d
+    idle = seconds_between(prev.resp_t, row.t)
+    lifetime = LIFETIMES.get(prev.cache_ask or "")
+    past = idle is not None and lifetime is not None and idle > lifetime
+    return replace(d, idle_seconds=idle, lifetime_seconds=lifetime, past_lifetime=past)
+
+
+def seconds_between(earlier: str | None, later: str) -> float | None:
+    """Seconds from one event time to a later one; None when either is missing or unreadable, or
+    the later one is earlier (a clock that went back says nothing about idle time)."""
+    start, end = _moment(earlier), _moment(later)
+    if start is None or end is None or end < start:
+        return None
+    return (end - start).total_seconds()
+
+
+def _moment(t: str | None) -> datetime | None:
+    if not t:
+        return None
+    try:
+        moment = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def _expected(common: Common, prev: RequestRow | None, prompt: int | None, size: int) -> int | None:

@@ -166,6 +166,7 @@ class RequestRow:
     drop: bool = False
     cache_ask: str | None = None  # llm.req cache_ask: "ephemeral", "1h", "none"; None: not recorded
     t: str = ""  # when the request was logged (just before it was sent)
+    resp_t: str | None = None  # when its reply was logged (the llm.resp event's t)
     observed: bool = False  # another agent sent it (llm.seen, an imported session): causes are the agent's
 
     @property
@@ -339,7 +340,8 @@ class Aggregator:
         usage = data.response.usage
         prices = self._prices.get(row.model)
         cost = reply_cost(usage, prices) if prices is not None else None
-        row = replace(row, resp=event.seq, usage=usage, cost=cost, drop=self._drop(row, usage))
+        drop = self._drop(row, usage)
+        row = replace(row, resp=event.seq, resp_t=event.t, usage=usage, cost=cost, drop=drop)
         self._rows[index] = row
         add = reply_sums(usage, cost)
         for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):

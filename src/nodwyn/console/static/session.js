@@ -25,6 +25,24 @@
 
   // A diagnosis in words (the server sends data: kind, causes, tokens; `nodwyn cache` words it alike).
   const MIN_CACHEABLE = 1024;
+  const IDLE_WORTH_SAYING = 60; // seconds; stats.diagnosis.IDLE_WORTH_SAYING (docs/adr/0297)
+  // "6 min 12 s" from seconds (`nodwyn cache` words it alike: cli.stats.duration)
+  const duration = (seconds) => {
+    const s = Math.floor(seconds);
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min` + (s % 60 ? ` ${s % 60} s` : "");
+    const m = Math.floor((s % 3600) / 60);
+    return `${Math.floor(s / 3600)} h` + (m ? ` ${m} min` : "");
+  };
+  const lifetime = (s) => s % 3600 === 0 ? `${s / 3600}-hour` : s % 60 === 0 ? `${s / 60}-minute` : `${s}-second`;
+  const idleWords = (d) => {
+    if (d.idle_seconds === null || d.idle_seconds === undefined || d.idle_seconds < IDLE_WORTH_SAYING) return "";
+    let text = `after ${duration(d.idle_seconds)} idle`;
+    if (d.past_lifetime && d.lifetime_seconds !== null && d.lifetime_seconds !== undefined) {
+      text += `, past the ${lifetime(d.lifetime_seconds)} lifetime asked for`;
+    }
+    return text;
+  };
   function describe(d) {
     const n = (x) => Number(x || 0).toLocaleString("en-US");
     const read = (cached, prompt, expected) => {
@@ -56,6 +74,8 @@
     }
     let text = `server miss: our prefix held (${head}) but ${short()}`;
     if (d.matched !== null && d.matched !== undefined) text += `; the hit matched request ${d.matched}'s prompt (a replica that served it)`;
+    const idle = idleWords(d);
+    if (idle) text += "; " + idle;
     const resumed = d.causes.filter((c) => c.kind === "resume");
     if (resumed.length) text += `; after the resume at seq ${resumed[resumed.length - 1].seq} (the provider's cache may have expired)`;
     return text;
