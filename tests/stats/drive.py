@@ -57,6 +57,7 @@ class Driver:
         session_key: str | None = "s" * 64,
         version: int = 19,
         prices: Mapping[str, Prices] | None = None,
+        cache_ask: str | None = None,
     ) -> None:
         url = next(iter(models.values())).base_url
         assert url is not None
@@ -71,6 +72,7 @@ class Driver:
         self.result_bytes = result_bytes
         self.session_key = session_key
         self.results: list[int] = []  # seqs of tool results
+        self.cache_ask = cache_ask  # what each request records it asked of the cache
 
     @property
     def log(self) -> SessionLog:
@@ -93,7 +95,9 @@ class Driver:
 
     def request(self) -> tuple[int, Response]:
         s = self.models[self.session.model]
-        req, reply = self.session.exchange(self.backend, s, session_key=self.session_key)
+        req, reply = self.session.exchange(
+            self.backend, s, session_key=self.session_key, cache_ask=self.cache_ask
+        )
         for n, call in enumerate(reply.calls):
             line = f"{req.seq:05d}.{n} {call.arguments} line of the file being read\n"
             text = (line * (self.result_bytes // len(line) + 1))[: self.result_bytes]

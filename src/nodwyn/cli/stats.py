@@ -154,7 +154,7 @@ def describe(d: Diagnosis) -> str:
 
 
 def idle_words(d: Diagnosis) -> str:
-    """"after 6 min 12 s idle" (", past the 5-minute lifetime asked for"), or "" when the idle time
+    """ "after 6 min 12 s idle" (", past the 5-minute lifetime asked for"), or "" when the idle time
     is unknown or under ``IDLE_WORTH_SAYING``."""
     if d.idle_seconds is None or d.idle_seconds < IDLE_WORTH_SAYING:
         return ""

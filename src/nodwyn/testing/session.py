@@ -254,11 +254,13 @@ class SessionBuilder:
         turn: TurnOptions | None = None,
         *,
         session_key: str | None = None,
+        cache_ask: str | None = None,
     ) -> tuple[Event, Response]:
         """One request to a real backend (an ``HttpBackend`` at a fake, a ``ScriptedBackend``):
         recorded, sent, and its reply logged as the agent logs it. Returns the ``llm.req`` and the
-        reply."""
-        req = self.request(ctx, settings.origin, turn, model=settings.name)
+        reply. ``cache_ask``: what the request records it asked of the cache (the agent records
+        ``agent.settings.cache_ask(settings)``; None records none)."""
+        req = self.request(ctx, settings.origin, turn, model=settings.name, cache_ask=cache_ask)
         response = backend.send(self.builds[req.seq].request, settings, session_key=session_key)
         self.add(LLM_RESP, {"req": req.seq, "response": codec.response_to_json(response)}, ctx)
         return req, response
