@@ -24,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 from tests.stats.drive import Driver, reading_script, settings  # noqa: E402
 from tests.stats.test_diagnosis_fakes import ROOMY  # noqa: E402
+from tests.stats.test_idle_miss import PAUSE, ShiftedClock, two_requests  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -71,3 +72,20 @@ def test_the_page_lists_server_misses_and_what_we_moved(root: Path, console: Ser
     assert page.locator("#window-diagnosis").get_attribute("data-kind") == "server miss"
     first_miss = int(misses.first.get_attribute("data-seq") or 0)
     assert page.locator("#window-diagnosis").inner_text() == words[first_miss]
+
+
+def test_the_page_says_how_long_the_cache_sat_idle_before_a_server_miss(
+    root: Path, console: Served, page: Any
+) -> None:
+    sid = two_requests(root, PAUSE, ShiftedClock(), skip=372.0)  # the log says 6 min 12 s more went by
+    page.goto(f"{console.url}/s/{sid}")
+    page.wait_for_selector("body[data-diagnosed]", timeout=20000)
+    miss = page.locator("#diagnosis li.diag.server-miss")
+    assert miss.count() == 1
+    agg = Aggregator()
+    log = Store(root, fsync=False).open(sid)
+    agg.feed_all(log.read())
+    words = {x.seq: describe(x) for x in diagnose_session(log, agg.rows)}
+    seq = int(miss.get_attribute("data-seq") or 0)
+    assert "idle, past the 5-minute lifetime asked for" in words[seq]
+    assert miss.evaluate("e => e.lastElementChild.textContent") == words[seq]

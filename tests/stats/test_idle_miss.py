@@ -38,7 +38,7 @@ class ShiftedClock:
         self.offset += timedelta(seconds=seconds)
 
 
-def _session(root: Path, pause: float, clock: ShiftedClock | None = None, skip: float = 0.0) -> str:
+def two_requests(root: Path, pause: float, clock: ShiftedClock | None = None, skip: float = 0.0) -> str:
     """Two requests to an Anthropic fake asking for the ephemeral cache, ``pause`` seconds apart
     (and the log's clock moved on by ``skip`` more); the session's id."""
     store = Store(root, fsync=False, clock=clock)
@@ -65,7 +65,7 @@ def _cache_json(root: Path, sid: str) -> list[dict[str, Any]]:
 
 
 def test_a_pause_past_the_fakes_ttl_is_a_server_miss_after_that_idle_time(tmp_path: Path) -> None:
-    first, second = _cache_json(tmp_path, _session(tmp_path, PAUSE))
+    first, second = _cache_json(tmp_path, two_requests(tmp_path, PAUSE))
     assert first["kind"] == "first" and first["idle_seconds"] is None
     assert second["kind"] == "server miss", second["detail"]
     assert second["cached_tokens"] == 0 and second["shortfall"] == second["expected"] > 0
@@ -75,7 +75,7 @@ def test_a_pause_past_the_fakes_ttl_is_a_server_miss_after_that_idle_time(tmp_pa
 
 
 def test_no_pause_is_appended_and_read_from_the_cache(tmp_path: Path) -> None:
-    first, second = _cache_json(tmp_path, _session(tmp_path, 0.0))
+    first, second = _cache_json(tmp_path, two_requests(tmp_path, 0.0))
     assert second["kind"] == "appended", second["detail"]
     assert second["cached_tokens"] > 0 and second["shortfall"] is None
     assert 0 <= second["idle_seconds"] < TTL
@@ -83,7 +83,7 @@ def test_no_pause_is_appended_and_read_from_the_cache(tmp_path: Path) -> None:
 
 def test_nodwyn_cache_words_an_idle_time_past_the_lifetime_asked_for(tmp_path: Path) -> None:
     clock = ShiftedClock()
-    sid = _session(tmp_path, PAUSE, clock, skip=372.0)  # the log says 6 min 12 s more went by
+    sid = two_requests(tmp_path, PAUSE, clock, skip=372.0)  # the log says 6 min 12 s more went by
     second = _cache_json(tmp_path, sid)[1]
     assert second["kind"] == "server miss" and second["past_lifetime"] is True
     whole = int(second["idle_seconds"])  # 372 s skipped plus the pause (and the request's own time)
