@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from nodwyn.cli.stats import describe, duration
-from nodwyn.stats.diagnosis import IDLE_WORTH_SAYING, diagnose_all, seconds_between
+from nodwyn.log.session_log import format_time
+from nodwyn.stats.diagnosis import IDLE_WORTH_SAYING, diagnose_all
 from nodwyn.stats.prefix import chunks, common_prefix, tokens_for
+from nodwyn.stats.times import epoch_seconds, seconds_between
 from nodwyn.stats.totals import Aggregator
 from nodwyn.stats.views import diagnosis_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
@@ -179,3 +185,12 @@ def test_durations_are_worded_in_whole_units() -> None:
         "1 h",
         "1 h 2 min",
     ]
+
+
+def test_event_times_are_read_as_datetime_reads_them() -> None:
+    rng = random.Random(5)
+    for _ in range(2000):
+        moment = datetime(1971, 1, 1, tzinfo=UTC) + timedelta(seconds=rng.uniform(0, 4e9))
+        assert epoch_seconds(format_time(moment)) == pytest.approx(moment.timestamp(), abs=1e-5)
+    for bad in ("2026-02-30T00:00:00Z", "2026-11-29 16:00:09Z", "2026-11-29T16:00:09+01:00", ""):
+        assert epoch_seconds(bad) is None

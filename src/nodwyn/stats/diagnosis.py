@@ -40,11 +40,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Literal
 
 from nodwyn.stats.causes import Cause
 from nodwyn.stats.prefix import Chunks, Common, common_prefix, tokens_for, tolerance
+from nodwyn.stats.times import seconds_between
 from nodwyn.stats.totals import RequestRow
 
 Kind = Literal["first", "appended", "moved", "server miss", "no cache ask", "unverified"]
@@ -164,25 +164,6 @@ def _idle(d: Diagnosis, row: RequestRow, rows: Mapping[int, RequestRow]) -> Diag
     lifetime = LIFETIMES.get(prev.cache_ask or "")
     past = idle is not None and lifetime is not None and idle > lifetime
     return replace(d, idle_seconds=idle, lifetime_seconds=lifetime, past_lifetime=past)
-
-
-def seconds_between(earlier: str | None, later: str) -> float | None:
-    """Seconds from one event time to a later one; None when either is missing or unreadable, or
-    the later one is earlier (a clock that went back says nothing about idle time)."""
-    start, end = _moment(earlier), _moment(later)
-    if start is None or end is None or end < start:
-        return None
-    return (end - start).total_seconds()
-
-
-def _moment(t: str | None) -> datetime | None:
-    if not t:
-        return None
-    try:
-        moment = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
 
 
 def _expected(common: Common, prev: RequestRow | None, prompt: int | None, size: int) -> int | None:
