@@ -47,6 +47,7 @@ def _script_help() -> str:
 @click.option(
     "--cache-ttl",
     "cache_ttl",
+    metavar="SECONDS",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
     help="Seconds after which the cache forgets an entry nothing used (default: never, by time).",
