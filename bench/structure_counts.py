@@ -36,28 +36,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BASE_KINDS = frozenset(
-    {
-        "session.start",
-        "session.resume",
-        "user.msg",
-        "llm.req",
-        "llm.resp",
-        "tool.result",
-        "gate.plan",
-        "result.fold",
-        "summary.add",
-        "summary.revoke",
-        "ctx.open",
-        "ctx.close",
-        "ctx.widen",
-        "model.switch",
-        "log.repaired",
-        "note",
-    }
-)
 VOCABULARY = "src/nodwyn/values/events.py"
-KINDS: set[str] = set(BASE_KINDS)  # the revision's vocabulary, read from its values/events.py
+KINDS: set[str] = set()  # the revision's vocabulary, read from its values/events.py
 LOOP = "src/nodwyn/agent/loop.py"
 START, END = "<!-- counts -->", "<!-- /counts -->"
 _ADR = re.compile(r"docs/adr/\d{4}-[^/]+\.md")
@@ -192,13 +172,13 @@ class Counts:
 
 
 def vocabulary(rev: str) -> set[str]:
-    """The kinds the revision's ``values/events.py`` lists in ``KINDS`` (and the first release's)."""
+    """The kinds the revision's ``values/events.py`` lists in ``KINDS``."""
     return vocabulary_of(show(rev, VOCABULARY))
 
 
 def vocabulary_of(source: str) -> set[str]:
-    """The kinds a ``values/events.py`` source lists in ``KINDS``, and the first release's."""
-    kinds = set(BASE_KINDS)
+    """The kinds a ``values/events.py`` source lists in ``KINDS``."""
+    kinds: set[str] = set()
     for node in ast.parse(source).body:
         if not isinstance(node, ast.AnnAssign | ast.Assign) or node.value is None:
             continue

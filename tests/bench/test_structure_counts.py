@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_literal_comparison_counts_and_a_constant_does_not() -> None:
+    sc.KINDS.update(sc.vocabulary_of((ROOT / sc.VOCABULARY).read_text()))
     tree = ast.parse(
         "from nodwyn.values.events import LLM_REQ\n"
         '_WHOLE = frozenset({"summary.add", "summary.revoke"})\n'
