@@ -23,6 +23,7 @@ from typing import Any
 from nodwyn.agent.loop import Agent
 from nodwyn.compose.setup import open_agent
 from nodwyn.replay.exact import replay_request, verify_all
+from nodwyn.testing import isolated_env
 from nodwyn.transport.local import LocalBackend, cores
 
 FILES = {
@@ -71,13 +72,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
         f"[window]\nhigh_water = {args.high_water}\nlow_water = {args.low_water}\n"
         f"output_reserve = {args.output_reserve}\n"
     )
-    env = {
-        "NODWYN_HOME": str(tmp / "home"),
-        "NODWYN_CONFIG": str(tmp / "config.toml"),
-        "XDG_CONFIG_HOME": str(tmp / "cfg"),
-        "XDG_CACHE_HOME": str(tmp / "cache"),
-        "HOME": str(tmp),
-    }
+    env = isolated_env(tmp, XDG_CACHE_HOME=str(tmp / "cache"))
     backend = LocalBackend()
     backend.forget()
     agent = open_agent(env=env, workspace=ws, yes=True, backend_for=lambda s: backend).agent

@@ -28,6 +28,7 @@ from typing import Any
 import console_large_log
 from nodwyn.fakes import FakeServer
 from nodwyn.log import SessionLog, Store
+from nodwyn.testing import isolated_env
 from nodwyn.tui.app import TAIL, NodwynApp
 
 CONFIG = """[control]
@@ -107,14 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         ws = root / "ws"
         ws.mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(root),
-            "NODWYN_HOME": str(root / "home"),
-            "NODWYN_CONFIG": str(root / "config.toml"),
-            "XDG_CONFIG_HOME": str(root / "cfg"),
-            "WS": str(ws),
-        }
+        env = isolated_env(root, PATH=os.environ.get("PATH", ""), WS=str(ws))
         store = Store(root / "home", fsync=False)
         t0 = time.perf_counter()
         with store.create() as big:

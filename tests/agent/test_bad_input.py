@@ -11,6 +11,7 @@ from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
+from nodwyn.testing import isolated_env
 from nodwyn.values.events import Event
 
 
@@ -33,12 +34,7 @@ base_url = "{url}"
 context_size = 32000
 """
     )
-    return {
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(config),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "HOME": str(tmp_path),
-    }
+    return isolated_env(tmp_path)
 
 
 class Notes:

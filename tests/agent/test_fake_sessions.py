@@ -11,6 +11,7 @@ from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
+from nodwyn.testing import isolated_env
 from nodwyn.values.events import Event
 
 
@@ -105,12 +106,7 @@ def test_a_session_with_every_tool_and_strategy(
     ):
         config = tmp_path / "config.toml"
         write_config(config, chat.url, claude.url)
-        env = {
-            "NODWYN_HOME": str(tmp_path / "home"),
-            "NODWYN_CONFIG": str(config),
-            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-            "HOME": str(tmp_path),
-        }
+        env = isolated_env(tmp_path)
         agent = open_agent(env=env, workspace=workspace, yes=True).agent
         sid = agent.session_id
         first = agent.user_turn("Fix calc.py.")

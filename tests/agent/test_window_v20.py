@@ -16,6 +16,7 @@ from nodwyn.errors import ConfigError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
+from nodwyn.testing import isolated_env
 from nodwyn.values.events import Event
 from nodwyn.values.recipe import DEFAULT_VERSION
 
@@ -41,12 +42,7 @@ context_size = 32000
 
 
 def env_for(tmp_path: Path) -> dict[str, str]:
-    return {
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(tmp_path / "config.toml"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "HOME": str(tmp_path),
-    }
+    return isolated_env(tmp_path)
 
 
 def events(env: dict[str, str], sid: str) -> list[Event]:

@@ -10,6 +10,7 @@ import pytest
 
 from nodwyn.log import Store
 from nodwyn.replay.exact import verify_all
+from nodwyn.testing import isolated_env
 
 
 @pytest.fixture
@@ -19,14 +20,7 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    yield {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path),
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(tmp_path / "config.toml"),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "WS": str(ws),
-    }
+    yield isolated_env(tmp_path, PATH=os.environ.get("PATH", ""), WS=str(ws))
     store = Store(tmp_path / "home")
     for sid in store.ids():
         with store.open(sid) as log:

@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from nodwyn.errors import ExportError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.testing import isolated_env
 from nodwyn.values.events import Event
 
 NODWYN = [str(Path(sys.executable).parent / "nodwyn")]
@@ -53,14 +54,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], 
     ws = tmp / "ws"
     ws.mkdir()
     (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n" + "# padding line\n" * 400)
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp),
-        "NODWYN_HOME": str(tmp / "home"),
-        "NODWYN_CONFIG": str(tmp / "config.toml"),
-        "XDG_CONFIG_HOME": str(tmp / "cfg"),
-        "WS": str(ws),
-    }
+    env = isolated_env(tmp, PATH=os.environ.get("PATH", ""), WS=str(ws))
     script = [
         {"text": "Reading.", "calls": [call("fs-read", "toolu_1", path="calc.py")]},
         {"thinking": "missing file next", "calls": [call("fs-read", "toolu_2", path="nope.py")]},

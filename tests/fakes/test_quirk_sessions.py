@@ -13,18 +13,14 @@ from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
+from nodwyn.testing import isolated_env
 from nodwyn.values.events import Event
 
 
 def _env(tmp_path: Path, entry: str) -> dict[str, str]:
     config = tmp_path / "config.toml"
     config.write_text(f'[control]\nmodel = "m"\n\n[models.m]\n{entry}context_size = 32000\n')
-    return {
-        "NODWYN_HOME": str(tmp_path / "home"),
-        "NODWYN_CONFIG": str(config),
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "HOME": str(tmp_path),
-    }
+    return isolated_env(tmp_path)
 
 
 def _run(env: dict[str, str], workspace: Path, asks: list[str]) -> tuple[str, list[Event]]:

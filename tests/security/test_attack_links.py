@@ -21,6 +21,7 @@ from nodwyn.agent.tools import Outcome, ToolContext, builtin_tools, run_call
 from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.testing import isolated_env
 from nodwyn.values.content import ToolCall
 
 pytestmark = pytest.mark.attack("file-tool confinement")
@@ -321,12 +322,7 @@ def test_a_session_in_the_cloned_repository_goes_on_and_touches_nothing_outside(
             f'[control]\nmodel = "chat"\n[models.chat]\napi = "openai-chat"\nmodel = "m"\n'
             f'base_url = "{fake.url}"\ncontext_size = 32000\n'
         )
-        env = {
-            "NODWYN_CONFIG": str(tmp_path / "config.toml"),
-            "NODWYN_HOME": str(tmp_path / "home"),
-            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-            "HOME": str(tmp_path),
-        }
+        env = isolated_env(tmp_path)
         opened = open_agent(env=env, workspace=ws, yes=True)
         try:
             assert opened.agent.user_turn("look around and tidy up").text == "all done"

@@ -22,6 +22,7 @@ from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.agent.tools.shell import MAX_OUTPUT
 from nodwyn.fakes import FakeServer
+from nodwyn.testing import isolated_env
 from nodwyn.transport.credentials import write_keychain
 from nodwyn.values.content import ToolCall
 
@@ -76,15 +77,7 @@ context_size = 32000
         tmp / "keychain.json",  # beside config.toml, where NODWYN_CONFIG puts it
         {"corpvault": {"value": "kc-plainvalue-keychainvalue-0012", "origins": ["https://example.com"]}},
     )
-    return {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp),
-        "NODWYN_HOME": str(tmp / "home"),
-        "NODWYN_CONFIG": str(tmp / "config.toml"),
-        "XDG_CONFIG_HOME": str(tmp / "cfg"),
-        **SECRETS,
-        **ALLOWED,
-    }
+    return isolated_env(tmp, PATH=os.environ.get("PATH", ""), **SECRETS, **ALLOWED)
 
 
 @pytest.fixture(scope="module")
