@@ -43,6 +43,7 @@ def tool_context(settings: AgentSettings, approve: Approver, recall: Callable[[i
         tool_timeout=settings.tool_timeout,
         env=settings.shell_env,
         processes=ProcessGroups(),
+        sandbox=settings.sandbox,
     )
 
 
@@ -100,4 +101,6 @@ def result_data(call: ToolCall, outcome: Outcome) -> dict[str, Any]:
     }
     if outcome.range is not None:
         data["range"] = dict(outcome.range)
+    if outcome.sandbox is not None:
+        data["sandbox"] = outcome.sandbox
     return data

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools import Tool
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
@@ -27,6 +28,7 @@ class AgentSettings:
     shell_timeout: float = 30.0
     tool_timeout: float = 60.0
     shell_env: Mapping[str, str] | None = None
+    sandbox: Sandbox = Sandbox()  # what shell commands may touch (agent.sandbox, ADR 0350)
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
 
 

@@ -104,14 +104,16 @@ def start_session(
     return log
 
 
-def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) -> SessionLog:
+def resume_session(
+    store: Store, session_id: str, recipe: Recipe, model: str, extra: Mapping[str, object] | None = None
+) -> SessionLog:
     """Open ``session_id`` for writing and record the recipe its next requests are built under.
 
     Earlier requests keep replaying under the recipe recorded before them. The caller rebuilds its
     window from the log's events (``resumed_events``); the new recipe applies from the next request.
     """
     policy_for(recipe.version)
-    data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
+    data: dict[str, object] = {**(extra or {}), "recipe": codec.recipe_to_json(recipe), "model": model}
     log = store.open(session_id, write=True)
     try:
         log.append(SESSION_RESUME, data)

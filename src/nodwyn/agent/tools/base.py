@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
@@ -25,6 +26,7 @@ class Outcome:
     error: bool = False
     range: FileRange | None = None  # fs-read: the file lines shown
     plan: str | None = None  # plan-write: the plan to record as gate.plan
+    sandbox: str | None = None  # shell: the sandbox mode it ran (or would have run) under
 
 
 Approver = Callable[[str, str], bool]  # (tool name, what it will do) -> allowed
@@ -42,6 +44,7 @@ class ToolContext:
     tool_timeout: float = 60.0  # every tool but shell (which has shell_timeout) stops within this
     env: Mapping[str, str] | None = None  # the shell's environment, scrubbed of credentials
     processes: ProcessGroups | None = None  # the shell's groups still running: killed at the end
+    sandbox: Sandbox = Sandbox()  # what the shell's commands may touch (agent.sandbox)
 
 
 class Deadline:
