@@ -104,7 +104,8 @@ def _untouched(m: Machine) -> None:
 
 def test_write_by_absolute_path(machine: Machine) -> None:
     out = machine.sh(
-        f"echo x > {machine.far}/abs.txt; echo x >> {machine.far}/target.txt; echo x > {machine.outside}/abs.txt"
+        f"echo x > {machine.far}/abs.txt; echo x >> {machine.far}/target.txt; "
+        f"echo x > {machine.outside}/abs.txt"
     )
     assert out.error and out.sandbox == "workspace-write" and "Read-only file system" in out.text
     _untouched(machine)

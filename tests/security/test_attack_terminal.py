@@ -153,8 +153,8 @@ def test_the_approval_prompt_shows_the_whole_command_escaped(tmp_path: Path, per
         proc.wait(timeout=30)
         os.close(master)
     text = seen.decode("utf-8", "replace")
-    prompt = text[text.index("allow shell") :]
-    prompt = prompt[: prompt.index("[y/N]")]
-    assert "a" * 300 in prompt.replace("\r\n", "")  # no 200-character cut
-    assert "\\r\\x1b[2Kls -la" in prompt.replace("\r\n", "")
+    prompt = text[text.index("shell (sandbox") :]
+    prompt = prompt[: prompt.index("[y/N]")].replace("\r\n  ", "")  # the command, folded, unfolded
+    assert "a" * 300 in prompt  # no 200-character cut
+    assert "\\r\\x1b[2Kls -la" in prompt
     assert answered

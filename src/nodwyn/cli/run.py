@@ -218,7 +218,7 @@ def _ask(tool: str, what: str, where: str | None) -> bool:
 
     lines, question = approval_lines(tool, what, where, shutil.get_terminal_size().columns)
     for line in lines:
-        _err(line)
+        click.echo(line, err=True)
     return click.confirm(question, default=False, err=True)
 
 
