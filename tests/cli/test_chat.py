@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import termios
 import time
@@ -34,11 +35,13 @@ def _own_terminal() -> None:
 class Terminal:
     """A command on a pseudo-terminal: what it wrote so far, and keys typed at it."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str], *args: str, columns: int = 200, lines: int = 50) -> None:
         self.leader, follower = pty.openpty()
+        size = struct.pack("HHHH", lines, columns, 0, 0)
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, size)  # what a full-screen face reads
         self.proc = subprocess.Popen(
             [*NODWYN, *args],
-            env={**env, "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "50"},
+            env={**env, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(lines)},
             cwd=env["WS"],
             stdin=follower,
             stdout=follower,

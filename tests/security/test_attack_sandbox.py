@@ -171,8 +171,9 @@ def test_creating_the_nodwyn_folder(machine: Machine) -> None:
 
 def test_read_only_mode_writes_nothing_in_the_workspace(machine: Machine) -> None:
     box = Sandbox(mode="read-only", hidden=machine.sandbox.hidden, program=machine.sandbox.program)
-    out = machine.sh("echo x > new.txt; echo y > /tmp/scratch && cat /tmp/scratch", box)
-    assert out.sandbox == "read-only" and "y" in out.text
+    (machine.ws / "readme.txt").write_text("the workspace is readable\n")
+    out = machine.sh("cat readme.txt; echo x > new.txt; echo y > /tmp/scratch && cat /tmp/scratch", box)
+    assert out.sandbox == "read-only" and "the workspace is readable" in out.text and "\ny\n" in out.text
     assert not (machine.ws / "new.txt").exists()
 
 

@@ -143,6 +143,8 @@ def bwrap_argv(sandbox: Sandbox, workspace: Path, argv: Sequence[str], seccomp_f
     if not sandbox.network:
         out.append("--unshare-net")
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if sandbox.mode == "read-only":  # bound again: a workspace under /tmp is under the private tmpfs
+        out += ["--ro-bind", str(ws), str(ws)]
     if sandbox.mode == "workspace-write":
         out += ["--bind", str(ws), str(ws)]
         for name in PROTECTED:
