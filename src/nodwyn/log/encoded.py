@@ -10,9 +10,10 @@ or split over two lines. Two ways find them:
   also hold the neighbours' bits, are left out). That also finds the value inside
   ``base64(user:value)``. Hex in both cases; ``quote`` and JSON when they change the value.
 - ``hidden_spans(s, needles)``: the parts of ``s`` that decode to a needle once ``\\uXXXX``, ``\\/``
-  and ``%XX`` are decoded and a line break (with the blanks around it, a ``\\`` before it) is
-  dropped. ``may_hide`` says in a few scans whether that is worth trying, so ordinary text costs
-  almost nothing; the slow, exact pass runs only when a decoded view really holds a needle.
+  and ``%XX`` are decoded and a line break (with the blanks around it, a ``\\`` before it, or
+  JSON's ``\\n`` in escaped text) is dropped. ``may_hide`` says in a few scans whether that is
+  worth trying, so ordinary text costs almost nothing; the slow, exact pass runs only when a
+  decoded view really holds a needle.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ MIN_FORM: Final = 8  # shorter forms would hit ordinary text (as MIN_KNOWN does 
 _ENCODERS: Final[tuple[Callable[[bytes], bytes], ...]] = (base64.b64encode, base64.urlsafe_b64encode)
 _ESC: Final = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)")
 _PCT: Final = re.compile(r"%([0-9A-Fa-f]{2})")
-_TOKEN: Final = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9A-Fa-f]{2})|[ \t]*\\?\r?\n[ \t]*")
+# a line break: a real one (after a "\\" continuation or not), or JSON's "\\n" in escaped text
+_TOKEN: Final = re.compile(
+    r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9A-Fa-f]{2})|[ \t]*(?:\\?\r?\n|(?:\\r)?\\n)[ \t]*"
+)
 _PROBE: Final = 4  # a value split once keeps its first or its last this many characters whole
 
 
@@ -67,7 +71,7 @@ def may_hide(s: str, probes: Sequence[str]) -> bool:
         return True
     if "%" in s and _PCT.search(s) is not None:
         return True
-    return "\n" in s and any(p in s for p in probes)
+    return ("\n" in s or "\\n" in s) and any(p in s for p in probes)
 
 
 def _unescape(m: re.Match[str]) -> str:
@@ -79,6 +83,8 @@ def _fast_view(s: str) -> str:
     view = _ESC.sub(_unescape, s) if "\\u" in s or "\\/" in s else s
     if "%" in view:
         view = _PCT.sub(lambda m: chr(int(m.group(1), 16)), view)
+    if "\\n" in view:
+        view = view.replace("\\r\\n", "\n").replace("\\n", "\n")
     if "\n" in view:
         view = "".join(view.replace("\\\n", "\n").split())
     return view
