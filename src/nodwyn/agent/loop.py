@@ -17,12 +17,13 @@ from typing import Any
 from nodwyn.agent import reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
+from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
 from nodwyn.dialects.session_key import session_key
-from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError
+from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
 from nodwyn.record import Recorder, resumed_events
@@ -31,13 +32,15 @@ from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MSG, Event
 from nodwyn.values.model import ModelSettings
+from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
 
 
 class Agent:
     """One session's turns over ``log``, from where its window starts (ADR 0114). ``check_model``
-    refuses a model its first request would fail on."""
+    refuses a model its first request would fail on; ``limits_for`` sizes the window for a model
+    a switch goes to (ADR 0300)."""
 
     def __init__(
         self,
@@ -48,8 +51,10 @@ class Agent:
         approve: Approver,
         display: Display | None = None,
         check_model: Callable[[ModelSettings], None] | None = None,
+        limits_for: Callable[[ModelSettings], WindowLimits] | None = None,
     ) -> None:
         self.log, self.settings, self.backend_for, self.check_model = log, settings, backend_for, check_model
+        self.limits_for = limits_for  # a switch resizes the window with it (None: it keeps its size)
         self.display: Display = display or Quiet()
         self.window = Window()
         self.recorder = Recorder(log, self.window)
@@ -80,9 +85,19 @@ class Agent:
         ctx, settings = ctx or self.state.ctx, self.model
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
         ask = cache_ask(settings)
-        build, req = self.recorder.request(
-            ctx, settings.origin, turn=turn, withheld=reasons, model=settings.name, cache_ask=ask
-        )
+        try:
+            build, req = self.recorder.request(
+                ctx,
+                settings.origin,
+                turn=turn,
+                withheld=reasons,
+                model=settings.name,
+                cache_ask=ask,
+                context=settings.context_size,
+            )
+        except TooLargeError as exc:  # nothing was recorded or sent; the log says why the turn ended
+            self.append(NOTE, {"text": f"request refused before sending: {exc}"}, ctx=ctx)
+            raise
         self.last_build = build
         self.state.follow(req)
         self.requests += 1
@@ -115,7 +130,9 @@ class Agent:
         return len(due)
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
-        """The person's message, then model requests and tool calls until a reply without calls."""
+        """The person's message, then model requests and tool calls until a reply without calls.
+        A message the window cannot hold is refused before anything is recorded (ADR 0300)."""
+        check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)
         refs = [image_ref(self.log.attachments, p, model_host(self.model)) for p in images]

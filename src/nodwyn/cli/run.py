@@ -276,6 +276,7 @@ def _open(
     resume: str | None = None,
     images: tuple[Path, ...] = (),
     recipe: str | None = None,
+    task: str | None = None,
 ) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
     # `finally` that kills what its shell commands left running and releases the log.
@@ -290,6 +291,7 @@ def _open(
         ask=_ask,
         display=out.display,
         recipe_version=recipe,
+        task=task,
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
@@ -409,7 +411,7 @@ def run(
         read_image(path)  # a bad image is refused before a session starts
     out = Output(quiet=quiet, as_json=as_json)
     opened = _open(
-        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe
+        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe, task=text
     )
     _one_turn(opened, text, images, out)
 
@@ -616,7 +618,7 @@ def resume(
     out = Output(quiet=quiet, as_json=as_json)
     if text is None and not sys.stdin.isatty():
         raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
-    opened = _open(model, None, yes, out, resume=session, recipe=recipe)
+    opened = _open(model, None, yes, out, resume=session, recipe=recipe, task=text)
     if text is not None:
         _one_turn(opened, text, (), out)
         return

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
+from nodwyn.agent.fits import check_task
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Display
 from nodwyn.agent.settings import AgentSettings
@@ -36,6 +37,7 @@ from nodwyn.values.recipe import (
     Recipe,
     parse_version,
     policy_for,
+    resume_version,
 )
 
 BASE_SYSTEM = (
@@ -298,10 +300,13 @@ def open_agent(
     config: Config | None = None,
     recipe_version: str | None = None,
     always_ask: bool = False,
+    task: str | None = None,
 ) -> Opened:
     """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
-    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151)."""
+    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151),
+    at least v16 (``resume_version``, ADR 0300). ``task``: the first turn's text, refused before
+    the session is written if the window cannot hold it (``TooLargeError``, ADR 0300)."""
     config = config or load_config(env)
     asked = None if recipe_version is None else _asked_version(recipe_version)
     wrote = write_cache_asks(config)
@@ -318,8 +323,11 @@ def open_agent(
     tools = _catalog_of(config, ext)
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    version = asked or (was.version if was is not None else None) or DEFAULT_VERSION
+    kept = None if was is None or was.version is None else resume_version(was.version)
+    version = asked or kept or DEFAULT_VERSION
     recipe = make_recipe(config, model, ext, tools, version)
+    if task is not None:
+        check_task(recipe, model, task)
     if was is not None:
         log = resume_session(store, was.session_id, recipe, model.name)
     else:
@@ -344,6 +352,7 @@ def open_agent(
         approve=approver(config, yes, ask, always_ask=always_ask),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
+        limits_for=lambda m: session_limits(config.window, m, config.path),
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
