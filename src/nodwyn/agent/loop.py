@@ -37,6 +37,17 @@ from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
 
 
+def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
+    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
+    seq fed and the loop's state. What a resume checks before it records anything."""
+    state = LoopState(model=model)
+    first_seq, events = resumed_events(log)
+    for event in events:
+        window.feed(event)
+        state.follow(event)
+    return first_seq, state
+
+
 class Agent:
     """One session's turns over ``log``, from where its window starts (ADR 0114). ``check_model``
     refuses a model its first request would fail on; ``limits_for`` sizes the window for a model
@@ -60,12 +71,8 @@ class Agent:
         self.recorder = Recorder(log, self.window)
         self.requests = 0
         self.last_build: Build | None = None  # the latest request as the window built it (faces show it)
-        self.tool_context = tool_context(settings, approve, partial(recall_text, log))
-        self.state = LoopState(model=settings.model)
-        self.first_seq, events = resumed_events(log)
-        for event in events:
-            self.window.feed(event)
-            self.state.follow(event)
+        self.tool_context = tool_context(settings, approve, partial(recall_text, log), log.known)
+        self.first_seq, self.state = rebuild(log, self.window, settings.model)
 
     @property
     def session_id(self) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodwyn.agent.tools import Tool
+from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
 
@@ -27,6 +28,7 @@ class AgentSettings:
     shell_timeout: float = 30.0
     tool_timeout: float = 60.0
     shell_env: Mapping[str, str] | None = None
+    protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (.nodwyn always)
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
 
 

@@ -12,7 +12,6 @@ the log keeps the original, ``recall`` brings it back. Two rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.codec import recipe_to_json
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, GATE_PLAN, MODEL_SWITCH, RESULT_FOLD, USER_MSG
@@ -251,8 +251,8 @@ def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None
     if call.name != previous.name:
         return False
     try:
-        return bool(json.loads(call.arguments) == json.loads(previous.arguments))
-    except json.JSONDecodeError:
+        return bool(load_arguments(call.arguments) == load_arguments(previous.arguments))
+    except ArgumentsError:
         return call.arguments == previous.arguments
 
 

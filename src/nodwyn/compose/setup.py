@@ -13,13 +13,14 @@ from itertools import chain
 from pathlib import Path
 
 from nodwyn.agent.fits import check_task
-from nodwyn.agent.loop import Agent
+from nodwyn.agent.loop import Agent, rebuild
 from nodwyn.agent.ports import Display
 from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
-from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
-from nodwyn.compose.extensions import Extensions, load_extensions
+from nodwyn.agent.tools.protect import Protected
+from nodwyn.compose.config import Config, config_dir, config_path, load_config, write_cache_asks
+from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
@@ -39,6 +40,7 @@ from nodwyn.values.recipe import (
     policy_for,
     resume_version,
 )
+from nodwyn.window import Window
 
 BASE_SYSTEM = (
     "You are nodwyn, a coding agent working in the person's workspace. Use the tools to read, search, "
@@ -84,6 +86,22 @@ def keychain_where(env: Mapping[str, str]) -> str:
     if env.get("NODWYN_CONFIG"):
         return f"{path} (beside NODWYN_CONFIG)"
     return f"{path} (beside config.toml; NODWYN_KEYCHAIN names another)"
+
+
+def protected(env: Mapping[str, str]) -> Protected:
+    """nodwyn's own files, which no file tool reads or changes whatever the approval settings
+    (ADR 0320): config, keychain, trust list, extension files, sessions, attachments, KV states
+    (and every ``.nodwyn`` directory, always)."""
+    places = {
+        "nodwyn's config directory (config, trust list, extension files)": config_dir(env),
+        "nodwyn's config file": config_path(env),
+        "nodwyn's keychain": keychain_path(env),
+        "nodwyn's trust list": config_dir(env) / TRUST_FILE,
+        "nodwyn's cache (the local model's KV states)": cache_dir(env),
+    }
+    with contextlib.suppress(ConfigError):  # no data directory at all: nothing there to protect
+        places["nodwyn's data directory (sessions, attachments)"] = data_root(env)
+    return Protected.of(places)
 
 
 def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> None:
@@ -328,13 +346,6 @@ def open_agent(
     recipe = make_recipe(config, model, ext, tools, version)
     if task is not None:
         check_task(recipe, model, task)
-    if was is not None:
-        log = resume_session(store, was.session_id, recipe, model.name)
-    else:
-        log = start_session(store, recipe, model.name, str(workspace))
-    made: Backends | None = None
-    if backend_for is None:
-        backend_for = made = Backends(env, config, display.notice if display is not None else None)
     settings = AgentSettings(
         recipe=recipe,
         tools=tools,
@@ -344,7 +355,16 @@ def open_agent(
         shell_timeout=config.shell_timeout,
         tool_timeout=config.tool_timeout,
         shell_env=shell_env(env, config),
+        protected=protected(env),
     )
+    if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
+        check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
+        log = resume_session(store, was.session_id, recipe, model.name, check=check)
+    else:
+        log = start_session(store, recipe, model.name, str(workspace))
+    made: Backends | None = None
+    if backend_for is None:
+        backend_for = made = Backends(env, config, display.notice if display is not None else None)
     agent = Agent(
         log=log,
         settings=settings,

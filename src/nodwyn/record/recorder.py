@@ -8,7 +8,7 @@ exactly what replay needs to rebuild it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -126,16 +126,26 @@ def start_session(
     return log
 
 
-def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) -> SessionLog:
+def resume_session(
+    store: Store,
+    session_id: str,
+    recipe: Recipe,
+    model: str,
+    check: Callable[[SessionLog], object] | None = None,
+) -> SessionLog:
     """Open ``session_id`` for writing and record the recipe its next requests are built under.
 
     Earlier requests keep replaying under the recipe recorded before them. The caller rebuilds its
     window from the log's events (``resumed_events``); the new recipe applies from the next request.
+    ``check`` (the caller's rebuild) runs on the opened log first: a session it refuses is closed
+    with nothing appended, so a resume that keeps failing does not add a ``session.resume`` a try.
     """
     policy_for(recipe.version)
     data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
     log = store.open(session_id, write=True)
     try:
+        if check is not None:
+            check(log)
         log.append(SESSION_RESUME, data)
     except BaseException:
         log.close()
