@@ -441,15 +441,15 @@ def _reader(opened: Opened) -> Callable[[], str]:
         return plain
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
-    from prompt_toolkit.history import FileHistory
 
+    from nodwyn.cli.history import HISTORY_NAME, RedactedHistory
+    from nodwyn.cli.screen import held
     from nodwyn.log import data_root
 
-    history = data_root(os.environ) / "chat-history"
-    history.parent.mkdir(parents=True, exist_ok=True)
+    history = RedactedHistory(data_root(os.environ) / HISTORY_NAME, held())
     words = [f"/{name}" for name in SLASH] + [f"/{name}" for name in opened.extensions.strategies]
     session: PromptSession[str] = PromptSession(
-        history=FileHistory(str(history)),
+        history=history,
         completer=WordCompleter(words, sentence=True),
         complete_while_typing=False,
     )

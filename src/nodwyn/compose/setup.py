@@ -25,9 +25,10 @@ from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
+from nodwyn.log.seal import SealKey
 from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport.backend import Backend
-from nodwyn.transport.credentials import Credentials
+from nodwyn.transport.credentials import Credentials, seal_secret
 from nodwyn.transport.weights import weights_for
 from nodwyn.values.events import SESSION_RESUME, SESSION_START, SessionResume, SessionStart, decode
 from nodwyn.values.model import ModelSettings, Prices
@@ -148,7 +149,16 @@ def held_values(env: Mapping[str, str], config: Config) -> Known:
     if env.get("NODWYN_KEYCHAIN") or path.exists():
         with contextlib.suppress(NodwynError):
             values.extend(c.value for c in Credentials.from_keychain(path).by_name.values())
+        with contextlib.suppress(NodwynError, OSError, ValueError):
+            values.append(seal_secret(path) or "")
     return Known.of(v for v in values if v)
+
+
+def seal_key(env: Mapping[str, str]) -> SealKey | None:
+    """The key that seals new sessions: from the keychain's seal secret (`nodwyn keys seal`), else
+    None (sessions are not sealed). A keychain that cannot be read is a ``ConfigError``."""
+    secret = seal_secret(keychain_path(env))
+    return SealKey.from_secret(secret) if secret else None
 
 
 def credentials(env: Mapping[str, str], config: Config) -> Credentials:
@@ -331,7 +341,7 @@ def open_agent(
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
     workspace = workspace.resolve()
-    store = Store(data_root(env), known=held_values(env, config))
+    store = Store(data_root(env), known=held_values(env, config), seal=seal_key(env))
     was = None if resume is None else _resumed(store, resume)
     if was is not None:
         workspace = was.workspace or workspace
