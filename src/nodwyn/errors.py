@@ -24,7 +24,9 @@
     ├── ExportError                  exit 16  an OTLP collector refused an export or could not be reached
     └── WhatifError                  exit 1   a what-if replay could not be made (names the run)
 
-The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits.
+The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits. A turn
+of ``nodwyn run`` that ends without a whole answer is no error: it exits 17-19
+(``agent.settings.STOPPED_EXIT``). Every code is listed in docs/exit-codes.md.
 """
 
 from __future__ import annotations
