@@ -231,7 +231,7 @@ def test_piped_input_larger_than_the_window_is_refused_before_the_session_is_wri
         _plain(env, fake.url, context=32768)
         done = nodwyn(env, "run", "summarise", stdin=big)
         sent = _bodies(fake)
-    assert done.returncode == 17, done.stderr  # TooLargeError
+    assert done.returncode == 20, done.stderr  # TooLargeError
     assert done.stderr.count("\n") == 1, done.stderr
     size = re.search(
         r"the task is about ([\d,]+) tokens \(([\d,]+) bytes with what was piped in\)", done.stderr
@@ -266,6 +266,6 @@ def test_piped_input_too_large_for_the_local_model_is_refused_before_it_loads(en
     _config(env, "")  # the built-in entries alone
     big = "x" * 400_000
     done = nodwyn(env, "run", "-m", "local", "summarise", stdin=big, timeout=60)
-    assert done.returncode == 17, done.stderr
+    assert done.returncode == 20, done.stderr
     assert "the task is about" in done.stderr and "model 'local'" in done.stderr
     assert Store(Path(env["NODWYN_HOME"])).ids() == []

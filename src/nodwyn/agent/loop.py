@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent import reply, strategies
+from nodwyn.agent import ends, reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.fits import check_task
@@ -155,32 +155,39 @@ class Agent:
         previous: ToolCall | None = None
         for _ in range(steps):
             _, response = self.request(turn, ctx)
-            if response.calls:
-                for call in response.calls:
-                    self.answer(ctx, call, offered, previous)
-                    previous = call
-            elif response.text.strip():
+            for n, call in enumerate(response.calls):
+                self.answer(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
+                previous = call
+            end = None if response.calls else ends.of_reply(response, self.model.name)
+            if not response.calls and end is None:
                 return TurnResult(text=response.text, requests=self.requests - start)
-            else:
-                why = f"the model ({self.model.name}) answered with no text and no tool calls; "
-                why += "the turn ends here (its reply is in the log)"
-                return self.stop(ctx, why, "empty reply", start)
-        why = f"stopped after {steps} model requests in one turn; say how to go on"
-        return self.stop(ctx, why, "step limit", start)
+            if end is not None:
+                return self.stop(ctx, end, start)
+        return self.stop(ctx, ends.step_limit(steps), start)
 
-    def stop(self, ctx: str, message: str, stopped: str, start: int) -> TurnResult:
-        """A turn that ends without an answer: why, in the log and on the display."""
-        self.append(NOTE, {"text": message}, ctx=ctx)
-        self.display.notice(message)
-        return TurnResult(text="", requests=self.requests - start, stopped=stopped)
+    def stop(self, ctx: str, end: ends.End, start: int) -> TurnResult:
+        """A turn that ends without a whole answer: why, in the log and on the display."""
+        self.append(NOTE, {"text": end.why}, ctx=ctx)
+        self.display.notice(end.why)
+        n = self.requests - start
+        return TurnResult(text=end.text, requests=n, stopped=end.stopped, why=end.why, cut_at=end.cut_at)
 
     def answer(
-        self, ctx: str, call: ToolCall, offered: Sequence[str] | None, previous: ToolCall | None
+        self,
+        ctx: str,
+        call: ToolCall,
+        offered: Sequence[str] | None,
+        previous: ToolCall | None,
+        *,
+        cut_at: int | None = None,
     ) -> Outcome:
-        """One tool call answered (a repeated look, a sub-agent or a tool), its result logged."""
+        """One tool call answered (a repeated look, a sub-agent or a tool), its result logged. A call
+        cut at the output cap (``cut_at``: the reply's output tokens) is not run."""
         self.display.tool_call(ctx, call)
         tools = self.settings.tools
-        if strategies.repeats(tools, call, previous):
+        if cut_at is not None and not ends.whole(call.arguments):
+            outcome = ends.cut_outcome(call, cut_at)
+        elif strategies.repeats(tools, call, previous):
             outcome = strategies.repeated(call)
         elif call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
             outcome = strategies.sub_agent(self, ctx, call)

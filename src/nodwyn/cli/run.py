@@ -26,7 +26,7 @@ from click.globals import resolve_color_default
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.settings import TurnResult
+from nodwyn.agent.settings import STOPPED_EXIT, TurnResult
 from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
@@ -204,6 +204,13 @@ class LineDisplay:
         elif result.text and self.answer_out:
             self._end_lines()
             click.echo(shown(result.text.rstrip("\n")))
+        if result.cut_at is not None and (self.answer_live or self.answer_out):
+            click.echo(cut_mark(result.cut_at))
+
+
+def cut_mark(tokens: int) -> str:
+    """What follows an answer cut at the output cap, on its own line."""
+    return f"[reply cut at {tokens} output tokens]"
 
 
 def _ask(question: str) -> bool:
@@ -255,6 +262,8 @@ class Output:
                 "model": agent.model.name,
                 "text": None if result is None else redacted(result.text),
                 "stopped": None if result is None else result.stopped,
+                "why": None if result is None else result.why,
+                "exit": 0 if result is None or not result.stopped else STOPPED_EXIT.get(result.stopped, 1),
                 **figures_json(figures),
                 "turn": figures_json(turn),
             }
@@ -379,11 +388,11 @@ def _one_turn(opened: Opened, task: str, images: tuple[Path, ...], out: Output) 
     try:
         result = agent.user_turn(task, images)
         out.display.answer(result)
-        if result.stopped:
-            _err(f"nodwyn: the turn ended without an answer: {result.stopped}")
     finally:
         out.finish(agent, result, before)
         opened.close()
+    if result.stopped:  # its one line (the agent's notice) is on stderr; the code says which end
+        raise SystemExit(STOPPED_EXIT.get(result.stopped, 1))
 
 
 @click.command()

@@ -185,7 +185,7 @@ class Backends:
     ) -> None:
         self._env = env
         self._config = config
-        self._notice = notice  # where each retry is announced as it happens
+        self._notice = notice  # where each retry, and a local request gone cold, is announced
         self._made: dict[str, Backend] = {}
 
     def __call__(self, settings: ModelSettings) -> Backend:
@@ -195,7 +195,9 @@ class Backends:
                 from nodwyn.transport.local import LocalBackend
 
                 cache = cache_dir(self._env)
-                self._made[kind] = LocalBackend(state_dir=cache / "local-kv", cache_dir=cache)
+                self._made[kind] = LocalBackend(
+                    state_dir=cache / "local-kv", cache_dir=cache, on_notice=self._notice
+                )
             else:
                 from nodwyn.transport.http import HttpBackend
 
