@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.agent.loop import Agent
+from nodwyn.agent.fits import check_task
+from nodwyn.agent.loop import Agent, rebuild
 from nodwyn.agent.ports import Display
 from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
-from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
-from nodwyn.compose.extensions import Extensions, load_extensions
+from nodwyn.agent.tools.protect import Protected
+from nodwyn.compose.config import Config, config_dir, config_path, load_config, write_cache_asks
+from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
@@ -37,7 +39,9 @@ from nodwyn.values.recipe import (
     Recipe,
     parse_version,
     policy_for,
+    resume_version,
 )
+from nodwyn.window import Window
 
 BASE_SYSTEM = (
     "You are nodwyn, a coding agent working in the person's workspace. Use the tools to read, search, "
@@ -83,6 +87,22 @@ def keychain_where(env: Mapping[str, str]) -> str:
     if env.get("NODWYN_CONFIG"):
         return f"{path} (beside NODWYN_CONFIG)"
     return f"{path} (beside config.toml; NODWYN_KEYCHAIN names another)"
+
+
+def protected(env: Mapping[str, str]) -> Protected:
+    """nodwyn's own files, which no file tool reads or changes whatever the approval settings
+    (ADR 0320): config, keychain, trust list, extension files, sessions, attachments, KV states
+    (and every ``.nodwyn`` directory, always)."""
+    places = {
+        "nodwyn's config directory (config, trust list, extension files)": config_dir(env),
+        "nodwyn's config file": config_path(env),
+        "nodwyn's keychain": keychain_path(env),
+        "nodwyn's trust list": config_dir(env) / TRUST_FILE,
+        "nodwyn's cache (the local model's KV states)": cache_dir(env),
+    }
+    with contextlib.suppress(ConfigError):  # no data directory at all: nothing there to protect
+        places["nodwyn's data directory (sessions, attachments)"] = data_root(env)
+    return Protected.of(places)
 
 
 def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> None:
@@ -165,7 +185,7 @@ class Backends:
     ) -> None:
         self._env = env
         self._config = config
-        self._notice = notice  # where each retry is announced as it happens
+        self._notice = notice  # where each retry, and a local request gone cold, is announced
         self._made: dict[str, Backend] = {}
 
     def __call__(self, settings: ModelSettings) -> Backend:
@@ -175,7 +195,9 @@ class Backends:
                 from nodwyn.transport.local import LocalBackend
 
                 cache = cache_dir(self._env)
-                self._made[kind] = LocalBackend(state_dir=cache / "local-kv", cache_dir=cache)
+                self._made[kind] = LocalBackend(
+                    state_dir=cache / "local-kv", cache_dir=cache, on_notice=self._notice
+                )
             else:
                 from nodwyn.transport.http import HttpBackend
 
@@ -308,10 +330,13 @@ def open_agent(
     config: Config | None = None,
     recipe_version: str | None = None,
     always_ask: bool = False,
+    task: str | None = None,
 ) -> Opened:
     """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
-    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151)."""
+    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151),
+    at least v16 (``resume_version``, ADR 0300). ``task``: the first turn's text, refused before
+    the session is written if the window cannot hold it (``TooLargeError``, ADR 0300)."""
     config = config or load_config(env)
     asked = None if recipe_version is None else _asked_version(recipe_version)
     wrote = write_cache_asks(config)
@@ -328,15 +353,11 @@ def open_agent(
     tools = _catalog_of(config, ext)
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    version = asked or (was.version if was is not None else None) or DEFAULT_VERSION
+    kept = None if was is None or was.version is None else resume_version(was.version)
+    version = asked or kept or DEFAULT_VERSION
     recipe = make_recipe(config, model, ext, tools, version)
-    if was is not None:
-        log = resume_session(store, was.session_id, recipe, model.name)
-    else:
-        log = start_session(store, recipe, model.name, str(workspace))
-    made: Backends | None = None
-    if backend_for is None:
-        backend_for = made = Backends(env, config, display.notice if display is not None else None)
+    if task is not None:
+        check_task(recipe, model, task)
     settings = AgentSettings(
         recipe=recipe,
         tools=tools,
@@ -346,7 +367,16 @@ def open_agent(
         shell_timeout=config.shell_timeout,
         tool_timeout=config.tool_timeout,
         shell_env=shell_env(env, config),
+        protected=protected(env),
     )
+    if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
+        check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
+        log = resume_session(store, was.session_id, recipe, model.name, check=check)
+    else:
+        log = start_session(store, recipe, model.name, str(workspace))
+    made: Backends | None = None
+    if backend_for is None:
+        backend_for = made = Backends(env, config, display.notice if display is not None else None)
     agent = Agent(
         log=log,
         settings=settings,
@@ -354,6 +384,7 @@ def open_agent(
         approve=approver(config, yes, ask, always_ask=always_ask),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
+        limits_for=lambda m: session_limits(config.window, m, config.path),
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
