@@ -4,13 +4,13 @@ of the provider's cache."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from nodwyn.agent.tools import Tool
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import Recipe
+from nodwyn.values.recipe import Recipe, WindowLimits
 
 MAX_STEPS = 24
 
@@ -28,6 +28,8 @@ class AgentSettings:
     tool_timeout: float = 60.0
     shell_env: Mapping[str, str] | None = None
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
+    # the window a switch to a model of another context gets (ADR 0300); None: it keeps its size
+    limits_for: Callable[[ModelSettings], WindowLimits] | None = None
 
 
 @dataclass(slots=True)

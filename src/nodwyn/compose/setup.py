@@ -9,6 +9,7 @@ import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
@@ -344,6 +345,7 @@ def open_agent(
         shell_timeout=config.shell_timeout,
         tool_timeout=config.tool_timeout,
         shell_env=shell_env(env, config),
+        limits_for=partial(session_limits, config.window, path=config.path),
     )
     agent = Agent(
         log=log,
@@ -352,7 +354,6 @@ def open_agent(
         approve=approver(config, yes, ask, always_ask=always_ask),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
-        limits_for=lambda m: session_limits(config.window, m, config.path),
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
