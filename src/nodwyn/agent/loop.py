@@ -32,7 +32,6 @@ from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MSG, Event
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
 
@@ -50,8 +49,7 @@ def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState
 
 class Agent:
     """One session's turns over ``log``, from where its window starts (ADR 0114). ``check_model``
-    refuses a model its first request would fail on; ``limits_for`` sizes the window for a model
-    a switch goes to (ADR 0300)."""
+    refuses a model its first request would fail on."""
 
     def __init__(
         self,
@@ -62,10 +60,8 @@ class Agent:
         approve: Approver,
         display: Display | None = None,
         check_model: Callable[[ModelSettings], None] | None = None,
-        limits_for: Callable[[ModelSettings], WindowLimits] | None = None,
     ) -> None:
         self.log, self.settings, self.backend_for, self.check_model = log, settings, backend_for, check_model
-        self.limits_for = limits_for  # a switch resizes the window with it (None: it keeps its size)
         self.display: Display = display or Quiet()
         self.window = Window()
         self.recorder = Recorder(log, self.window)
@@ -91,18 +87,12 @@ class Agent:
         """One model request in ``ctx``: recorded, sent, its reply logged."""
         ctx, settings = ctx or self.state.ctx, self.model
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
-        ask = cache_ask(settings)
-        try:
+        ask, size, origin = cache_ask(settings), settings.context_size, settings.origin
+        try:  # a request that does not fit the context is refused unrecorded, so never sent
             build, req = self.recorder.request(
-                ctx,
-                settings.origin,
-                turn=turn,
-                withheld=reasons,
-                model=settings.name,
-                cache_ask=ask,
-                context=settings.context_size,
+                ctx, origin, turn=turn, withheld=reasons, model=settings.name, cache_ask=ask, context=size
             )
-        except TooLargeError as exc:  # nothing was recorded or sent; the log says why the turn ended
+        except TooLargeError as exc:
             self.append(NOTE, {"text": f"request refused before sending: {exc}"}, ctx=ctx)
             raise
         self.last_build = build
@@ -137,8 +127,8 @@ class Agent:
         return len(due)
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
-        """The person's message, then model requests and tool calls until a reply without calls.
-        A message the window cannot hold is refused before anything is recorded (ADR 0300)."""
+        """The person's message (refused unrecorded if it cannot fit: ADR 0300), then model requests
+        and tool calls until a reply without calls."""
         check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)

@@ -232,13 +232,14 @@ def switch_model(agent: Agent, name: str) -> ModelSettings:
 
 def resized_recipe(agent: Agent, model: ModelSettings) -> Recipe | None:
     """The session's recipe with the window sized for ``model``'s context (the limits a session
-    on it would get: ``agent.limits_for``), or None when its context is the recipe's (ADR 0300).
+    on it would get: ``settings.limits_for``), or None when its context is the recipe's (ADR 0300).
     A context too small for any window is refused here, in one line, before the switch is
     recorded (``limits_for`` raises ``ConfigError``)."""
     recipe = agent.settings.recipe
-    if agent.limits_for is None or model.context_size == recipe.context_size:
+    limits_for = agent.settings.limits_for
+    if limits_for is None or model.context_size == recipe.context_size:
         return None
-    limits = agent.limits_for(model)
+    limits = limits_for(model)
     return replace(recipe, limits=limits, context_size=model.context_size)
 
 

@@ -9,6 +9,7 @@ import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
@@ -368,6 +369,7 @@ def open_agent(
         tool_timeout=config.tool_timeout,
         shell_env=shell_env(env, config),
         protected=protected(env),
+        limits_for=partial(session_limits, config.window, path=config.path),
     )
     if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
         check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
@@ -384,7 +386,6 @@ def open_agent(
         approve=approver(config, yes, ask, always_ask=always_ask),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
-        limits_for=lambda m: session_limits(config.window, m, config.path),
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
