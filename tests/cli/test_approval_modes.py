@@ -113,7 +113,7 @@ def _tui(env: dict[str, str], *args: str) -> tuple[Terminal, FakeServer]:
 def test_tui_auto_edit_asks_only_for_the_command_and_names_its_sandbox(env: dict[str, str]) -> None:
     term, fake = _tui(env, "--approval", "auto-edit")
     try:
-        term.expect("sandbox workspace-write · auto-edit")  # the status line
+        term.expect("sandbox workspace-write · auto-edit")  # the status line (at 160 columns)
         term.type("Make a file, then run a command.\r")
         term.expect("runs in: sandbox workspace-write, no network")
         term.type("n")

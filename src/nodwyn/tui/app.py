@@ -308,8 +308,8 @@ class NodwynApp(App[None]):
         totals = self.panel.agg.totals().all
         text = (
             f"{agent.session_id} · {agent.model.name} · window-v{agent.settings.recipe.version}"
-            f" · sandbox {agent.settings.sandbox.mode} · {self.opened.approval}"
             f" · cached {percent(totals.cache_rate)} · {state}"
+            f" · sandbox {agent.settings.sandbox.mode} · {self.opened.approval}"
         )
         self.query_one("#status", Static).update(Text(shown(text, newlines=False)))
 
