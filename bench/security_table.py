@@ -27,7 +27,8 @@ CLASSES = {
     "file links, relative climbs, chains, loops), links swapped during approval, hard links, `..` and "
     "absolute paths, FIFOs; every file tool",
     "shell": "credentials in the environment (by name, by value, by shape, keychain), output floods, "
-    "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end",
+    "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end (sandboxed "
+    "and unsandboxed)",
     "tool deadlines": "catastrophic grep patterns, tools past their deadline",
     "credentials": "the real `nodwyn` run/resume: a shape-less env credential and a keychain value echoed by "
     "the model, a file, `printf`/`env` and a provider's 401; searched in the session folder, stdout/stderr "
@@ -35,7 +36,8 @@ CLASSES = {
     "redaction shapes": "the issue's 52 shapes (24 caught before, 28 missed) and 20+ more from the rule set, "
     "each through redact and the log file (gitleaks rules as data, ADR 0130)",
     "terminal output": "CR + erase-line, OSC 0/52, CSI, C1 CSI/OSC, backspaces, BEL/NUL, bidi overrides, "
-    "DEL in run output, replay, `log`, `log --json`; the approval prompt in a pty (whole command, escaped)",
+    "DEL in run output, replay, `log`, `log --json`; the approval prompt in a pty (whole command, escaped); "
+    "commands padded with 3,000 spaces, U+3000, U+2800, zero-width, tabs, newlines, a forged count",
     "console": "DNS-rebinding Host headers on loopback and wildcard binds (with --allow-remote), a taken "
     "port; the real `nodwyn console` command",
     "CLI inputs": "binary and non-UTF-8 fake scripts, a fake on a taken port, a log with a seq gap, "
@@ -50,6 +52,13 @@ CLASSES = {
     "extension trust": "newline-injected trust entries, odd names, the old trust file, linked `.nodwyn` "
     "and files, swapped trusted paths, damaged trust lists, mutating tools without approval, hanging "
     "and failing extension tools",
+    "sandbox": "real bwrap runs of the shell: writes outside by absolute path, `..`, symlinks, a hard link, "
+    "a parent swapped for a link mid-command; `.git/config` and `.nodwyn/` (existing and missing); a "
+    "loopback listener, `/dev/tcp`, an HTTP server on loopback, DNS, unix and abstract sockets; the "
+    "keychain, `~/.ssh/id_*`, nodwyn's config and sessions; host processes in /proc; setsid, double-fork "
+    "and signal-ignoring children; setuid, a new user namespace, ptrace of the agent, io_uring, x32; "
+    "no bwrap, a bwrap without namespaces, a workspace path with a newline; `nodwyn run --yes` as reported, "
+    "full-auto without a sandbox",
 }
 
 
