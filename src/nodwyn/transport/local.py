@@ -312,6 +312,7 @@ class LocalBackend:
         session_key: str | None = None,
         on_delta: Delta | None = None,
         images: Mapping[str, bytes] | None = None,
+        diagnose_against: str | None = None,  # an in-process model reports no cache diagnosis
     ) -> Response:
         global _OWNER
         path, fmt = self._model(settings)
