@@ -8,7 +8,8 @@ so calls are valid whether reasoning is kept or not.
 ``keep_reasoning`` (false by default): ask for encrypted reasoning, keep each reasoning item as a
 block (taken from ``response.output_item.done``, where its ``encrypted_content`` is complete) and
 give it back, unchanged (with its ``id`` and ``encrypted_content``, which ``store: false`` needs;
-only an empty ``content`` list is left out, ADR 0311), before the call it came before, with ``reasoning.context: "all_turns"``.
+only an empty ``content`` list is left out, ADR 0311), before the call it came before, with
+``reasoning.context: "all_turns"``.
 The reply's output is read from the terminal response, or assembled from the streamed items when
 that output is empty (ChatGPT-plan backends). A stream without a terminal event is incomplete:
 ``complete`` says so and the transport asks again once.
