@@ -335,17 +335,22 @@
   const AUTO_DIAGNOSE = 300; // sessions up to this many requests are diagnosed on open
   const KIND_LABEL = { "moved": "moved by us", "server miss": "server miss", "no cache ask": "no cache ask", "unverified": "unverified" };
   let diagnosedUpTo = null; // seq up to which every answered request has its verdict
+  // "· the provider disagrees on N" when any verdict carries the provider's own diagnosis (ADR 0312)
+  const disagreements = () => {
+    const asked = [...verdicts.values()].filter((v) => v.provider_asked);
+    return asked.length ? ` · the provider disagrees on ${asked.filter((v) => v.disagrees).length}` : "";
+  };
   function renderDiagnosis() {
     const order = ["first", "appended", "moved", "server miss", "no cache ask", "unverified"];
     const counts = {};
     for (const v of verdicts.values()) counts[v.kind] = (counts[v.kind] || 0) + 1;
     $("diagnosis-summary").textContent = order.filter((k) => counts[k])
-      .map((k) => `${counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + (diagnosedUpTo ? ` (as of seq ${diagnosedUpTo}, updated live)` : "");
+      .map((k) => `${counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + disagreements() + (diagnosedUpTo ? ` (as of seq ${diagnosedUpTo}, updated live)` : "");
     const list = $("diagnosis");
     list.replaceChildren();
     for (const x of [...verdicts.values()].sort((a, b) => a.seq - b.seq)) {
-      if (x.kind === "first" || x.kind === "appended") continue;
-      const li = el("li", "diag " + x.kind.replace(/ /g, "-"));
+      if ((x.kind === "first" || x.kind === "appended") && !x.disagrees) continue;
+      const li = el("li", "diag " + x.kind.replace(/ /g, "-") + (x.disagrees ? " disagrees" : ""));
       li.dataset.seq = x.seq;
       li.append(el("span", "seq", `request ${x.seq}`), document.createTextNode(" "), el("span", null, describe(x)));
       li.addEventListener("click", () => openWindow(x.seq, true));
