@@ -69,7 +69,8 @@ STALLS = ("accept", "headers", "keepalive", "drip")
 ITEM_KEYS: dict[str, str] = {
     "text": "the reply's text",
     "thinking": "its reasoning text",
-    "calls": 'tool calls: [{"name": ..., "arguments": {...}, "id": optional}]',
+    "calls": 'tool calls: [{"name": ..., "arguments": {...}, "id": optional}] ("arguments_text": the '
+    "arguments' JSON text as sent, for the APIs that send text: a hostile model's, nested or long)",
     "reasoning_details": "OpenRouter reasoning_details, sent back as streamed",
     "blocks": 'reasoning blocks: [{"type": "thinking"|"redacted_thinking", "thinking": ..., "position": N}]',
     "error": 'answer an HTTP error instead: {"status": 429, "message": ..., "retry_after": 2, "type": ..., '
@@ -91,11 +92,12 @@ class ScriptCall:
     name: str
     arguments: dict[str, Any] = field(hash=False)
     id: str | None = None
+    text: str | None = None  # the arguments' text as sent, whatever it holds (``arguments_text``)
 
     @property
     def arguments_json(self) -> str:
         """The arguments as the JSON text APIs with string arguments stream."""
-        return orjson.dumps(self.arguments).decode()
+        return self.text if self.text is not None else orjson.dumps(self.arguments).decode()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,7 +185,10 @@ def _calls(raw: Any, where: str) -> tuple[ScriptCall, ...]:
         args = c.get("arguments", {})
         if not isinstance(args, dict):
             raise ConfigError(f"{where}: calls[{i}].arguments must be a JSON object")
-        calls.append(ScriptCall(name=c["name"], arguments=args, id=c.get("id")))
+        text = c.get("arguments_text")
+        if text is not None and not isinstance(text, str):
+            raise ConfigError(f"{where}: calls[{i}].arguments_text must be a string")
+        calls.append(ScriptCall(name=c["name"], arguments=args, id=c.get("id"), text=text))
     return tuple(calls)
 
 
