@@ -57,7 +57,7 @@ def test_hostile_arguments_are_a_tool_error_and_the_session_goes_on(
 ) -> None:
     name, text = HOSTILE[kind]
     script: list[dict[str, Any]] = [
-        {"calls": [{"name": name, "id": "c1", "arguments_text": text}]},
+        {"calls": [{"name": name, "id": "c1", "arguments": text}]},
         {"text": "went on"},
         {"text": "resumed"},
         *[{"text": "resumed"}] * 3,  # the 200 KB of arguments may make the resume compact first

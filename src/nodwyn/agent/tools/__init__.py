@@ -52,7 +52,19 @@ def run_call(
     tool = tools.get(call.name)
     if tool is None or call.name not in allowed:
         names = ", ".join(sorted(allowed)) or "none"
-        return _as_text(fail(f"unknown tool {call.name!r}; the tools here are: {names}"))
+        shape = 'a call is {"name": TOOL, "arguments": {...}}'
+        if not call.name:
+            written = call.arguments.strip()
+            written = written if len(written) <= 80 else written[:80] + "…"
+            return _as_text(
+                fail(
+                    f"the call could not be read: it names no tool ({written!r}), so nothing was run; "
+                    f"{shape}, TOOL one of: {names}"
+                )
+            )
+        return _as_text(
+            fail(f"unknown tool {call.name!r}, so nothing was run; the tools here are: {names}; {shape}")
+        )
     try:
         args = parse_arguments(tool.spec, call.arguments)
         out = tool.run(args, ctx)

@@ -28,9 +28,16 @@ class Piece:
 class PromptFormat(Protocol):
     name: str
     stops: tuple[str, ...]  # special tokens that end a reply
+    call_open: str  # what starts a call in a reply (the backend's grammar starts after it)
+    call_close: str  # what ends one
 
     def render(self, request: Request) -> tuple[Piece, ...]:
         """The request as the prompt the model continues (ending with the assistant's turn opened)."""
+        ...
+
+    def shared(self, request: Request) -> int:
+        """How many of ``render(request)``'s first pieces depend only on its system prompt and
+        tools: the prefix every session of one recipe shares (its KV state is saved once)."""
         ...
 
 
