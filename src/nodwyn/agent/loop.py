@@ -20,13 +20,13 @@ from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
-from nodwyn.agent.state import LoopState
+from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
-from nodwyn.record import Recorder, resumed_events
+from nodwyn.record import Recorder
 from nodwyn.transport.backend import Backend
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
@@ -34,17 +34,6 @@ from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MS
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
-
-
-def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
-    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
-    seq fed and the loop's state. What a resume checks before it records anything."""
-    state = LoopState(model=model)
-    first_seq, events = resumed_events(log)
-    for event in events:
-        window.feed(event)
-        state.follow(event)
-    return first_seq, state
 
 
 class Agent:

@@ -14,9 +14,10 @@ from itertools import chain
 from pathlib import Path
 
 from nodwyn.agent.fits import check_task
-from nodwyn.agent.loop import Agent, rebuild
+from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Display
 from nodwyn.agent.settings import AgentSettings
+from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.protect import Protected
