@@ -60,10 +60,11 @@ def test_hostile_arguments_are_a_tool_error_and_the_session_goes_on(
         {"calls": [{"name": name, "id": "c1", "arguments": text}]},
         {"text": "went on"},
         {"text": "resumed"},
-        *[{"text": "resumed"}] * 3,  # the 200 KB of arguments may make the resume compact first
     ]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person(tmp_path, fake.url)
+        config = tmp_path / "config.toml"  # room for the 200 KB call itself (a size limit is not the attack)
+        config.write_text(config.read_text().replace("context_size = 32000", "context_size = 400000"))
         ws = tmp_path / "ws"
         run = _nodwyn(env, ws, "run", "--yes", "go")
         assert run.returncode == 0, run.stderr.decode()[-2000:]
