@@ -31,8 +31,8 @@ CLASSES = {
     "tool deadlines": "catastrophic grep patterns, tools past their deadline",
     "credentials": "the real `nodwyn` run/resume: a shape-less env credential and a keychain value echoed by "
     "the model, a file, `printf`/`env` and a provider's 401; searched in the session folder, stdout/stderr "
-    "and every request body; an attachment holding one; a held value rebuilt through fs-grep/fs-edit "
-    "answers (the ~1,500-call oracle) or ranged reads of a private key",
+    "and every request body; an attachment holding one; a held value rebuilt from which of one reply's "
+    "fs-grep calls match (every position x 26 characters) or from fs-edit answers; ranged reads of a key",
     "redaction shapes": "the issue's 52 shapes (24 caught before, 28 missed) and 20+ more from the rule set, "
     "each through redact and the log file (gitleaks rules as data, ADR 0130)",
     "terminal output": "CR + erase-line, OSC 0/52, CSI, C1 CSI/OSC, backspaces, BEL/NUL, bidi overrides, "
