@@ -21,7 +21,7 @@ from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
 from nodwyn.agent.state import rebuild
-from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
+from nodwyn.agent.tools import Approver, Outcome
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
 from nodwyn.log import SessionLog
@@ -163,15 +163,7 @@ class Agent:
         """One tool call answered (a repeated look, a sub-agent or a tool), its result logged. A call
         cut at the output cap (``cut_at``: the reply's output tokens) is not run."""
         self.display.tool_call(ctx, call)
-        tools = self.settings.tools
-        if cut_at is not None and not ends.whole(call.arguments):
-            outcome = ends.cut_outcome(call, cut_at)
-        elif strategies.repeats(tools, call, previous):
-            outcome = strategies.repeated(call)
-        elif call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
-            outcome = strategies.sub_agent(self, ctx, call)
-        else:
-            outcome = run_call(call, tools, self.tool_context, offered)
+        outcome = strategies.outcome_for(self, ctx, call, offered, previous, cut_at)
         if outcome.plan is not None:
             self.append(GATE_PLAN, {"text": outcome.plan}, ctx=ctx)
         self.append(TOOL_RESULT, result_data(call, outcome), ctx=ctx)
