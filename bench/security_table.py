@@ -31,7 +31,8 @@ CLASSES = {
     "tool deadlines": "catastrophic grep patterns, tools past their deadline",
     "credentials": "the real `nodwyn` run/resume: a shape-less env credential and a keychain value echoed by "
     "the model, a file, `printf`/`env` and a provider's 401; searched in the session folder, stdout/stderr "
-    "and every request body; an attachment holding one",
+    "and every request body; an attachment holding one; a held value rebuilt from which of one reply's "
+    "fs-grep calls match (every position x 26 characters) or from fs-edit answers; ranged reads of a key",
     "redaction shapes": "the issue's 52 shapes (24 caught before, 28 missed) and 20+ more from the rule set, "
     "each through redact and the log file (gitleaks rules as data, ADR 0130)",
     "terminal output": "CR + erase-line, OSC 0/52, CSI, C1 CSI/OSC, backspaces, BEL/NUL, bidi overrides, "
@@ -49,7 +50,13 @@ CLASSES = {
     "inside the reply deadline, 204, negative usage, an origin refusal's note",
     "extension trust": "newline-injected trust entries, odd names, the old trust file, linked `.nodwyn` "
     "and files, swapped trusted paths, damaged trust lists, mutating tools without approval, hanging "
-    "and failing extension tools",
+    "and failing extension tools; extension files written with fs-write/fs-edit approved",
+    "nodwyn's own files": "every file tool, approved, on the config (base_url), keychain, trust list, "
+    "extension dirs, session logs (the running one too), data dir, KV states, links into them",
+    "tool arguments": "arguments nested 100,000 deep, integers of 5,000+ digits, lone surrogates in a "
+    "plan or a sub-agent task; the run, resume and export go on; a failed resume records nothing",
+    "repository shapes": "file names that are not UTF-8 (list, grep, not-found), trees 1,200 deep, "
+    "names at the 255-byte limit",
 }
 
 
