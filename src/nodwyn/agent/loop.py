@@ -80,7 +80,9 @@ class Agent:
     def request(self, turn: TurnOptions, ctx: str | None = None) -> tuple[Event, Response]:
         """One model request in ``ctx``: recorded, sent, its reply logged."""
         ctx, settings = ctx or self.state.ctx, self.model
-        self.take_notes(ctx)
+        for text in self.notes() if self.notes is not None else ():  # logged and shown, sent nowhere
+            self.append(NOTE, {"text": text}, ctx=ctx)
+            self.display.notice(text)
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
         ask = cache_ask(settings)
         build, req = self.recorder.request(
@@ -108,12 +110,6 @@ class Agent:
         event = self.append(LLM_RESP, {"req": req.seq, "response": response_to_json(logged)}, ctx=ctx)
         self.display.response(event, logged)
         return event, logged
-
-    def take_notes(self, ctx: str | None = None) -> None:
-        """Log and show the lines ``notes`` holds (the window shows notes to no model)."""
-        for text in self.notes() if self.notes is not None else ():
-            self.append(NOTE, {"text": text}, ctx=ctx)
-            self.display.notice(text)
 
     def settle(self) -> int:
         """After an interruption, close the sub-agent contexts left open and answer every call left
