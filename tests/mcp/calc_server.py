@@ -25,6 +25,7 @@ parser.add_argument("--bad-schema", action="store_true")
 parser.add_argument("--clash", action="store_true")
 parser.add_argument("--version", type=int, default=1)
 parser.add_argument("--pidfile", default="")
+parser.add_argument("--marks", default="", help="a folder where slow writes 'cancelled' when cancelled")
 opts = parser.parse_args()
 
 if opts.hang_start:
@@ -55,9 +56,15 @@ def echo(text: str) -> str:
 
 @server.tool(description="Sleep, reporting progress each tenth of the way.")
 async def slow(seconds: float, ctx: Context) -> str:
-    for i in range(10):
-        await ctx.report_progress(i + 1, 10, f"step {i + 1}")
-        await asyncio.sleep(seconds / 10)
+    try:
+        for i in range(10):
+            await ctx.report_progress(i + 1, 10, f"step {i + 1}")
+            await asyncio.sleep(seconds / 10)
+    except BaseException:  # the client's notifications/cancelled interrupts the handler
+        if opts.marks:
+            with open(os.path.join(opts.marks, "cancelled"), "w") as f:
+                f.write("cancelled")
+        raise
     return "slept"
 
 

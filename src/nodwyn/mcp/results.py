@@ -3,7 +3,8 @@ like any other.
 
 Text parts as they are; an image (or audio) part is stored as an attachment and named by its
 digest; a resource link by its URI; an embedded resource by its text or, for bytes, its digest;
-structured content as canonical JSON when the text parts do not already carry it; ``isError`` makes
+structured content as compact JSON when no text part came with it (the spec asks servers to send
+its text too, which FastMCP does, wrapping a bare value as ``{"result": ...}``); ``isError`` makes
 the result an error. The whole text stops at ``MAX_RESULT_BYTES`` with a line saying how much was
 left out (the window's own cap is smaller still).
 """
@@ -62,7 +63,7 @@ def outcome_of(result: types.CallToolResult, store: Store | None) -> Outcome:
     structured = result.structured_content
     if structured is not None:
         text = json.dumps(structured, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        if not any(_same_json(p, structured) for p in parts):
+        if not any(isinstance(b, types.TextContent) for b in result.content):
             parts.append(text)
     body = "\n".join(parts) if parts else "(no content)"
     raw = body.encode("utf-8", "surrogatepass")
@@ -70,12 +71,3 @@ def outcome_of(result: types.CallToolResult, store: Store | None) -> Outcome:
         cut = raw[:MAX_RESULT_BYTES].decode("utf-8", "ignore")
         body = f"{cut}\n[the result was {len(raw)} bytes; the first {MAX_RESULT_BYTES} are kept]"
     return Outcome(text=body, error=bool(result.is_error))
-
-
-def _same_json(text: str, value: object) -> bool:
-    if len(text) > MAX_RESULT_BYTES:
-        return False
-    try:
-        return bool(json.loads(text) == value)
-    except ValueError:
-        return False
