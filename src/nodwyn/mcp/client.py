@@ -16,21 +16,20 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import math
-import os
 import queue
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any
 
 import anyio
 import anyio.from_thread
 import httpx2
 import mcp_types as types
+import pydantic_core
 from mcp.client.session import ClientSession
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -40,6 +39,7 @@ from nodwyn.log.redact import Known
 from nodwyn.mcp.config import ServerConfig
 from nodwyn.mcp.launch import stdio_command
 from nodwyn.mcp.stderr import StderrSink
+from nodwyn.mcp.stdio import TooLarge, stdio_transport
 
 MAX_PAGES = 1000  # tools/list pages: a server that pages on forever is refused
 CLOSE_TIMEOUT = 8.0  # the SDK's own shutdown waits at most about 6.5 s
@@ -55,20 +55,6 @@ class Started:
     error: str | None = None  # one line naming the server
     version: str | None = None  # serverInfo name/version
     seconds: float = 0.0
-
-
-def _children() -> set[int]:
-    """This process's child processes (from /proc; empty where there is none)."""
-    me, found = os.getpid(), set()
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    with open(f"/proc/{entry.name}/stat", "rb") as f:
-                        stat = f.read().rsplit(b")", 1)[1].split()
-                    if int(stat[1]) == me:
-                        found.add(int(entry.name))
-    return found
 
 
 class Connection:
@@ -134,23 +120,22 @@ class Connection:
         if s.transport == "stdio":
             self.sink = sink = StderrSink(s.name, self._hub.known)
             params = stdio_command(s, self._hub.env)
-            async with self._hub.spawning():
-                before = _children()
-                streams = await stack.enter_async_context(
-                    stdio_client(params, errlog=cast(TextIO, sink.writer))
-                )
-                new = _children() - before
-            sink.spawned()
-            if len(new) == 1:
-                self.pid = new.pop()
-                self._hub.processes.keep(self.pid)  # start_new_session: its group id is its pid
-            return streams
+
+            def spawned(pid: int) -> None:
+                self.pid = pid
+                self._hub.processes.keep(pid)  # a session of its own: its group id is its pid
+                sink.spawned()
+
+            read, write = await stack.enter_async_context(stdio_transport(params, sink.writer, spawned))
+            return read, write
         assert s.url is not None
         client = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(30.0, read=300.0))
         await stack.enter_async_context(client)
         return await stack.enter_async_context(streamable_http_client(s.url, http_client=client))
 
     async def _list(self, session: ClientSession) -> tuple[types.Tool, ...]:
+        """Every page of tools/list. The SDK checks each page against the protocol's types: a tool
+        they refuse (an inputSchema that is not an object's) refuses the server, in one line."""
         tools: list[types.Tool] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
@@ -179,15 +164,22 @@ class Connection:
         if isinstance(exc, BaseExceptionGroup):
             inner = exc.exceptions[0] if exc.exceptions else exc
             return self._why(inner, seconds)
+        if isinstance(exc, pydantic_core.ValidationError):
+            first = exc.errors()[0]
+            at = ".".join(str(p) for p in first["loc"])
+            return f"{where}: its {exc.title} is not what MCP says at {at}: {first['msg']}{tail}"
         if isinstance(exc, MCPError):
             return f"{where}: {exc.error.message}{tail}"
         if isinstance(exc, httpx2.HTTPError):
             return f"{where}: {s.url}: {type(exc).__name__}: {exc}; is the server running?"
-        text = str(exc) or type(exc).__name__
+        text = " ".join((str(exc) or type(exc).__name__).split())
         return f"{where}: {text[:300]}{tail}"
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, Exception):
+        if isinstance(message, TooLarge):
+            self._hub.note(f"mcp server {self.name} sent {message}; it was left out")
+            self._fail_calls(f"answered with {message} (the cap on one message); the answer is left out")
+        elif isinstance(message, Exception):
             text = str(message)[:200]
             self._hub.note(f"mcp server {self.name} wrote what is not JSON-RPC to stdout: {text}")
             self._fail_calls(f"wrote what is not JSON-RPC to stdout ({text}); the call's answer is lost")
@@ -261,15 +253,8 @@ class Hub:
         self._portal_cm = anyio.from_thread.start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         self._closed = False
-        self._spawn: anyio.Lock | None = None
         self.on_progress: Callable[[str], None] | None = None  # where progress lines are shown
         self.store: Callable[[bytes], str] | None = None  # the session's attachments (images)
-
-    def spawning(self) -> anyio.Lock:
-        """One spawn at a time (on the hub's loop), so each new child process is known."""
-        if self._spawn is None:
-            self._spawn = anyio.Lock()
-        return self._spawn
 
     def note(self, text: str) -> None:
         """A line for the session's log and the person (taken by ``notes`` on the caller's thread)."""

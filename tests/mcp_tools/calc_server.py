@@ -2,9 +2,9 @@
 tests: ``python calc_server.py [--http PORT] [--flag ...]``.
 
 Flags make it misbehave the way the fault tests need: ``--hang-start`` (never answers initialize),
-``--bad-schema`` (a tool whose inputSchema is not JSON Schema), ``--clash`` (two tools whose names
+``--clash`` (two tools whose names
 sanitise to one), ``--version N`` (the catalog a later resume sees: ``add`` says so in its text).
-Every tool writes nothing to stdout but what the protocol carries, except ``garbage``.
+The SDK guards its stdout, so what is not JSON-RPC there is ``raw_server.py``'s business.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from mcp.server.mcpserver import Context, MCPServer
 parser = argparse.ArgumentParser()
 parser.add_argument("--http", type=int, default=0)
 parser.add_argument("--hang-start", action="store_true")
-parser.add_argument("--bad-schema", action="store_true")
 parser.add_argument("--clash", action="store_true")
 parser.add_argument("--version", type=int, default=1)
 parser.add_argument("--pidfile", default="")
@@ -100,24 +99,10 @@ async def change(ctx: Context) -> str:
     return "announced"
 
 
-@server.tool(description="Write a line to stdout that is not JSON-RPC, then hang.")
-async def garbage() -> str:
-    os.write(1, b"this is not json\n")
-    await asyncio.sleep(3600)
-    return "never"
-
-
 @server.tool(description="Exit the server process in the middle of the call.")
 async def die() -> str:
     await asyncio.sleep(0.2)
     os._exit(3)
-
-
-if opts.bad_schema:
-
-    @server.tool(description="Its schema is broken below.")
-    def broken(a: int) -> int:
-        return a
 
 
 if opts.clash:
@@ -129,19 +114,6 @@ if opts.clash:
     @server.tool(name="a b", description="Two.")
     def two() -> str:
         return "two"
-
-
-if opts.bad_schema:
-    original = server._handle_list_tools
-
-    async def listing(*args: object, **kwargs: object) -> types.ListToolsResult:
-        result = await original(*args, **kwargs)  # type: ignore[arg-type]
-        for tool in result.tools:
-            if tool.name == "broken":
-                tool.input_schema = {"type": "object", "properties": {"a": {"type": 12}}}
-        return result
-
-    server._handle_list_tools = listing  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":
