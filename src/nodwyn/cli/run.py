@@ -276,6 +276,7 @@ def _open(
     resume: str | None = None,
     images: tuple[Path, ...] = (),
     recipe: str | None = None,
+    no_project_doc: bool = False,
 ) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
     # `finally` that kills what its shell commands left running and releases the log.
@@ -290,6 +291,7 @@ def _open(
         ask=_ask,
         display=out.display,
         recipe_version=recipe,
+        project_doc=not no_project_doc,
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
@@ -297,6 +299,16 @@ def _open(
         f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.settings.recipe.version}"
         f" · workspace {agent.settings.workspace}]"
     )
+    if opened.project_doc is not None:
+        out.info(f"[{opened.project_doc.banner()}]")
+    if opened.servers is not None and opened.servers.started:
+        up = [s for s in opened.servers.started if s.error is None]
+        count = {
+            s.server.name: sum(t.startswith(f"mcp__{s.server.name}__") for t in opened.servers.tools)
+            for s in up
+        }
+        names = ", ".join(f"{n} ({c} tools)" for n, c in count.items()) or "none started"
+        out.info(f"[mcp: {names}]")
     if images and not agent.model.takes_images:  # said now, not after the request
         out.display.notice(
             f"model {agent.model.name!r} takes no images (its entry does not set takes_images = true): "
@@ -338,6 +350,9 @@ def _session_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
     f = click.option("-q", "--quiet", is_flag=True, help="Print only the answer (no progress on stderr).")(f)
     f = click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")(f)
+    f = click.option(
+        "--no-project-doc", is_flag=True, help="Leave AGENTS.md (or CLAUDE.md) out of the system prompt."
+    )(f)
     f = click.option(
         "-m",
         "--model",
@@ -397,6 +412,7 @@ def run(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    no_project_doc: bool,
 ) -> None:
     """Run one task (one turn): the answer on stdout, progress and figures on stderr.
 
@@ -409,7 +425,14 @@ def run(
         read_image(path)  # a bad image is refused before a session starts
     out = Output(quiet=quiet, as_json=as_json)
     opened = _open(
-        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe
+        model,
+        workspace,
+        yes,
+        out,
+        resume="latest" if cont else None,
+        images=images,
+        recipe=recipe,
+        no_project_doc=no_project_doc,
     )
     _one_turn(opened, text, images, out)
 
@@ -579,6 +602,7 @@ def chat(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    no_project_doc: bool,
 ) -> None:
     """Interactive turns with line editing and history: /plan TASK, /compact, /model NAME, /models,
     /help, /quit."""
@@ -586,7 +610,14 @@ def chat(
         read_image(path)
     out = Output(quiet=quiet, as_json=as_json)
     opened = _open(
-        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe
+        model,
+        workspace,
+        yes,
+        out,
+        resume="latest" if cont else None,
+        images=images,
+        recipe=recipe,
+        no_project_doc=no_project_doc,
     )
     agent = opened.agent
     try:
@@ -608,6 +639,7 @@ def resume(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    no_project_doc: bool,
 ) -> None:
     """Continue SESSION (an id, its random suffix, a unique prefix, or latest/last): run TASK as its
     next turn (`-` reads it from stdin), or chat if no TASK is given on a terminal. It keeps the
@@ -616,7 +648,7 @@ def resume(
     out = Output(quiet=quiet, as_json=as_json)
     if text is None and not sys.stdin.isatty():
         raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
-    opened = _open(model, None, yes, out, resume=session, recipe=recipe)
+    opened = _open(model, None, yes, out, resume=session, recipe=recipe, no_project_doc=no_project_doc)
     if text is not None:
         _one_turn(opened, text, (), out)
         return
