@@ -157,8 +157,8 @@ def test_a_call_asks_as_a_write_does_and_the_prompt_names_the_server(tmp_path: P
         config(tmp_path, model.url, calc(approve=["echo"]))
         env = isolated_env(tmp_path)
 
-        def ask(question: str) -> bool:
-            asked.append(question)
+        def ask(tool: str, what: str, where: str | None) -> bool:
+            asked.append(f"{tool}: {what}" + ("" if where is None else f" ({where})"))
             return False
 
         opened = open_agent(

@@ -12,17 +12,20 @@ the log keeps the original, ``recall`` brings it back. Two rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
+from nodwyn.agent import ends
+from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
+from nodwyn.values.arguments import ArgumentsError, load_arguments
+from nodwyn.values.codec import recipe_to_json
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, GATE_PLAN, MODEL_SWITCH, RESULT_FOLD, USER_MSG
 from nodwyn.values.model import ModelSettings
+from nodwyn.values.recipe import Recipe
 from nodwyn.window import TurnOptions
 
 if TYPE_CHECKING:
@@ -218,8 +221,27 @@ def switch_model(agent: Agent, name: str) -> ModelSettings:
         )
     if agent.check_model is not None:
         agent.check_model(models[name])
-    agent.append(MODEL_SWITCH, {"model": name})
+    resized = resized_recipe(agent, models[name])
+    data: dict[str, object] = {"model": name}
+    if resized is not None:
+        data["recipe"] = recipe_to_json(resized)
+    agent.append(MODEL_SWITCH, data)
+    if resized is not None:
+        agent.settings = replace(agent.settings, recipe=resized)
     return agent.model
+
+
+def resized_recipe(agent: Agent, model: ModelSettings) -> Recipe | None:
+    """The session's recipe with the window sized for ``model``'s context (the limits a session
+    on it would get: ``settings.limits_for``), or None when its context is the recipe's (ADR 0300).
+    A context too small for any window is refused here, in one line, before the switch is
+    recorded (``limits_for`` raises ``ConfigError``)."""
+    recipe = agent.settings.recipe
+    limits_for = agent.settings.limits_for
+    if limits_for is None or model.context_size == recipe.context_size:
+        return None
+    limits = limits_for(model)
+    return replace(recipe, limits=limits, context_size=model.context_size)
 
 
 def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None) -> bool:
@@ -231,8 +253,8 @@ def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None
     if call.name != previous.name:
         return False
     try:
-        return bool(json.loads(call.arguments) == json.loads(previous.arguments))
-    except json.JSONDecodeError:
+        return bool(load_arguments(call.arguments) == load_arguments(previous.arguments))
+    except ArgumentsError:
         return call.arguments == previous.arguments
 
 
@@ -243,3 +265,23 @@ def repeated(call: ToolCall) -> Outcome:
         "answer from it, or make a different call",
         error=True,
     )
+
+
+def outcome_for(
+    agent: Agent,
+    ctx: str,
+    call: ToolCall,
+    offered: Sequence[str] | None,
+    previous: ToolCall | None,
+    cut_at: int | None,
+) -> Outcome:
+    """What answers one call: a call cut at the output cap (``cut_at``: the reply's output tokens)
+    is not run; a repeated look, a sub-agent, or the tool itself."""
+    tools = agent.settings.tools
+    if cut_at is not None and not ends.whole(call.arguments):
+        return ends.cut_outcome(call, cut_at)
+    if repeats(tools, call, previous):
+        return repeated(call)
+    if call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
+        return sub_agent(agent, ctx, call)
+    return run_call(call, tools, agent.tool_context, offered)

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
@@ -26,11 +27,13 @@ from click.globals import resolve_color_default
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.settings import TurnResult
+from nodwyn.agent.sandbox import MODES
+from nodwyn.agent.settings import STOPPED_EXIT, TurnResult
 from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
-from nodwyn.cli.screen import Stream, hold, redacted, shown
+from nodwyn.cli.screen import Stream, approval_lines, hold, redacted, shown
+from nodwyn.compose.config import APPROVALS
 from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.errors import NodwynError
 from nodwyn.stats.totals import percent
@@ -204,12 +207,26 @@ class LineDisplay:
         elif result.text and self.answer_out:
             self._end_lines()
             click.echo(shown(result.text.rstrip("\n")))
+        if result.cut_at is not None and (self.answer_live or self.answer_out):
+            click.echo(cut_mark(result.cut_at))
 
 
-def _ask(question: str) -> bool:
-    """The approval prompt: the whole command, on one line, credentials redacted and every control
-    character spelled out (a ``\\r`` or ``ESC [2K`` cannot hide what runs)."""
-    return click.confirm(f"allow {shown(question, newlines=False)}?", default=False, err=True)
+def cut_mark(tokens: int) -> str:
+    """What follows an answer cut at the output cap, on its own line."""
+    return f"[reply cut at {tokens} output tokens]"
+
+
+def _ask(tool: str, what: str, where: str | None) -> bool:
+    """The approval prompt: the whole command, folded to the terminal's width, with its length and
+    the sandbox it runs in; credentials redacted, every control character spelled out and every
+    blank run counted (``screen.approval_lines``), so neither a ``\\r``, ``ESC [2K`` nor 3,000
+    spaces can hide what runs; the question repeats the command's start."""
+    import shutil
+
+    lines, question = approval_lines(tool, what, where, shutil.get_terminal_size().columns)
+    for line in lines:
+        click.echo(line, err=True)
+    return click.confirm(question, default=False, err=True)
 
 
 def _end_on_signal(signum: int, frame: FrameType | None) -> None:
@@ -255,6 +272,8 @@ class Output:
                 "model": agent.model.name,
                 "text": None if result is None else redacted(result.text),
                 "stopped": None if result is None else result.stopped,
+                "why": None if result is None else result.why,
+                "exit": 0 if result is None or not result.stopped else STOPPED_EXIT.get(result.stopped, 1),
                 **figures_json(figures),
                 "turn": figures_json(turn),
             }
@@ -268,14 +287,25 @@ class Output:
             _err(f"session {agent.session_id}: {describe(figures)}{since}")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Confine:
+    """``--yes``, ``--approval``, ``--sandbox``, ``--dangerously-no-sandbox``."""
+
+    yes: bool = False
+    approval: str | None = None
+    sandbox: str | None = None
+    dangerously_no_sandbox: bool = False
+
+
 def _open(
     model: str | None,
     workspace: Path | None,
-    yes: bool,
+    confine: Confine,
     out: Output,
     resume: str | None = None,
     images: tuple[Path, ...] = (),
     recipe: str | None = None,
+    task: str | None = None,
     no_project_doc: bool = False,
 ) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
@@ -287,17 +317,22 @@ def _open(
         workspace=workspace or Path.cwd(),
         model_name=model,
         resume=resume,
-        yes=yes,
+        yes=confine.yes,
         ask=_ask,
         display=out.display,
         recipe_version=recipe,
+        task=task,
+        sandbox=confine.sandbox,
+        approval=confine.approval,
+        dangerously_no_sandbox=confine.dangerously_no_sandbox,
         project_doc=not no_project_doc,
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
     out.info(
         f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.settings.recipe.version}"
-        f" · workspace {agent.settings.workspace}]"
+        f" · workspace {agent.settings.workspace} · sandbox {agent.settings.sandbox.describe()}"
+        f" · approval {opened.approval}]"
     )
     if opened.project_doc is not None:
         out.info(f"[{opened.project_doc.banner()}]")
@@ -349,7 +384,29 @@ def _session_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--json", "as_json", is_flag=True, help="Print one JSON object (answer, session, figures, cost)."
     )(f)
     f = click.option("-q", "--quiet", is_flag=True, help="Print only the answer (no progress on stderr).")(f)
-    f = click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")(f)
+    f = click.option(
+        "--dangerously-no-sandbox",
+        "no_sandbox",
+        is_flag=True,
+        help="Allow --yes (full-auto) with --sandbox off: every command runs as you without asking.",
+    )(f)
+    f = click.option(
+        "--sandbox",
+        "sandbox",
+        type=click.Choice(MODES),
+        default=None,
+        help="Where shell commands run (default: [tools] sandbox, else workspace-write).",
+    )(f)
+    f = click.option(
+        "--approval",
+        "approval",
+        type=click.Choice(APPROVALS),
+        default=None,
+        help="What asks first: ask (writes, commands), auto-edit (commands), full-auto (nothing).",
+    )(f)
+    f = click.option(
+        "--yes", is_flag=True, help="Allow writes and shell commands without asking (full-auto)."
+    )(f)
     f = click.option(
         "--no-project-doc", is_flag=True, help="Leave AGENTS.md (or CLAUDE.md) out of the system prompt."
     )(f)
@@ -392,11 +449,11 @@ def _one_turn(opened: Opened, task: str, images: tuple[Path, ...], out: Output) 
     try:
         result = agent.user_turn(task, images)
         out.display.answer(result)
-        if result.stopped:
-            _err(f"nodwyn: the turn ended without an answer: {result.stopped}")
     finally:
         out.finish(agent, result, before)
         opened.close()
+    if result.stopped:  # its one line (the agent's notice) is on stderr; the code says which end
+        raise SystemExit(STOPPED_EXIT.get(result.stopped, 1))
 
 
 @click.command()
@@ -412,6 +469,9 @@ def run(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    approval: str | None,
+    sandbox: str | None,
+    no_sandbox: bool,
     no_project_doc: bool,
 ) -> None:
     """Run one task (one turn): the answer on stdout, progress and figures on stderr.
@@ -424,14 +484,16 @@ def run(
     for path in images:
         read_image(path)  # a bad image is refused before a session starts
     out = Output(quiet=quiet, as_json=as_json)
+    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
     opened = _open(
         model,
         workspace,
-        yes,
+        confine,
         out,
         resume="latest" if cont else None,
         images=images,
         recipe=recipe,
+        task=text,
         no_project_doc=no_project_doc,
     )
     _one_turn(opened, text, images, out)
@@ -462,15 +524,15 @@ def _reader(opened: Opened) -> Callable[[], str]:
         return plain
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
-    from prompt_toolkit.history import FileHistory
 
+    from nodwyn.cli.history import HISTORY_NAME, RedactedHistory
+    from nodwyn.cli.screen import held
     from nodwyn.log import data_root
 
-    history = data_root(os.environ) / "chat-history"
-    history.parent.mkdir(parents=True, exist_ok=True)
+    history = RedactedHistory(data_root(os.environ) / HISTORY_NAME, held())
     words = [f"/{name}" for name in SLASH] + [f"/{name}" for name in opened.extensions.strategies]
     session: PromptSession[str] = PromptSession(
-        history=FileHistory(str(history)),
+        history=history,
         completer=WordCompleter(words, sentence=True),
         complete_while_typing=False,
     )
@@ -602,6 +664,9 @@ def chat(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    approval: str | None,
+    sandbox: str | None,
+    no_sandbox: bool,
     no_project_doc: bool,
 ) -> None:
     """Interactive turns with line editing and history: /plan TASK, /compact, /model NAME, /models,
@@ -609,10 +674,11 @@ def chat(
     for path in images:
         read_image(path)
     out = Output(quiet=quiet, as_json=as_json)
+    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
     opened = _open(
         model,
         workspace,
-        yes,
+        confine,
         out,
         resume="latest" if cont else None,
         images=images,
@@ -639,6 +705,9 @@ def resume(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    approval: str | None,
+    sandbox: str | None,
+    no_sandbox: bool,
     no_project_doc: bool,
 ) -> None:
     """Continue SESSION (an id, its random suffix, a unique prefix, or latest/last): run TASK as its
@@ -648,7 +717,10 @@ def resume(
     out = Output(quiet=quiet, as_json=as_json)
     if text is None and not sys.stdin.isatty():
         raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
-    opened = _open(model, None, yes, out, resume=session, recipe=recipe, no_project_doc=no_project_doc)
+    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
+    opened = _open(
+        model, None, confine, out, resume=session, recipe=recipe, task=text, no_project_doc=no_project_doc
+    )
     if text is not None:
         _one_turn(opened, text, (), out)
         return

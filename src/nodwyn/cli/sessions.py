@@ -16,7 +16,16 @@ from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.log import SessionInfo, Store
 from nodwyn.log.jsonl import encode_event
 from nodwyn.stats.totals import percent
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    SESSION_RESUME,
+    SESSION_START,
+    TOOL_RESULT,
+    Event,
+    SessionResume,
+    SessionStart,
+    ToolResult,
+    decoded,
+)
 from nodwyn.values.model import Prices
 
 _DATA_WIDTH = 160
@@ -61,7 +70,8 @@ def _info_json(info: SessionInfo, view: Overview | None) -> bytes:
 def _overview(store: Store, sid: str, prices: dict[str, Prices], query: str | None) -> Overview | None:
     try:
         with store.open(sid) as session_log:
-            return overview(session_log.read(1), prices, query=query)
+            # matched on the redacted text: no query can tell a held value by what it finds
+            return overview(session_log.read(1), prices, query=query, clean=redacted)
     except NodwynError:
         return None  # the info row says why it cannot be read
 
@@ -80,6 +90,7 @@ def _line(text: str | None, width: int) -> str:
 def sessions(as_json: bool, query: str | None, root: Path | None) -> None:
     """List sessions, oldest first: id, start, model, requests, cache share, cost, first message."""
     store = store_for(root)
+    hold_configured()  # an old session may hold a value that has become a credential since
     infos = store.list()
     prices = model_prices()
     rows = [(info, _overview(store, info.id, prices, query)) for info in infos]
@@ -87,7 +98,7 @@ def sessions(as_json: bool, query: str | None, root: Path | None) -> None:
         rows = [(info, view) for info, view in rows if view is not None and view.matched]
     if as_json:
         for info, view in rows:
-            click.echo(_info_json(info, view))
+            click.echo(json_safe(_info_json(info, view).decode()))
         return
     if not rows:
         click.echo(f"no sessions under {store.sessions}" + (f" match {query!r}" if query else ""))
@@ -116,7 +127,15 @@ def _event_text(event: Event) -> str:
     data = redacted(orjson.dumps(event.data).decode())  # before the cut: half a key is still a key
     if len(data) > _DATA_WIDTH:
         data = data[: _DATA_WIDTH - 1] + "…"
-    return f"{event.seq:>7}  {event.t}  {event.ctx:<8}  {event.kind:<14}  {data}"
+    return f"{event.seq:>7}  {event.t}  {event.ctx:<8}  {event.kind:<14}  {_sandbox_tag(event)}{data}"
+
+
+def _sandbox_tag(event: Event) -> str:
+    """``[sandbox workspace-write] `` before a shell result or a session event that records one
+    (the data after it may be cut)."""
+    p = decoded(event, TOOL_RESULT, SESSION_START, SESSION_RESUME)
+    mode = p.sandbox if isinstance(p, ToolResult | SessionStart | SessionResume) else None
+    return "" if mode is None else f"[sandbox {mode}] "
 
 
 @click.command()

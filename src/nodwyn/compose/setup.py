@@ -9,27 +9,34 @@ import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
+from nodwyn.agent.fits import check_task
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Display
+from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.agent.settings import AgentSettings
+from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
-from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
-from nodwyn.compose.extensions import Extensions, load_extensions
+from nodwyn.agent.tools.protect import Protected
+from nodwyn.compose.config import Config, config_dir, config_path, load_config, write_cache_asks
+from nodwyn.compose.confinement import approval_for, sandbox_for
+from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.compose.project_doc import ProjectDoc, read_project_doc
 from nodwyn.compose.servers import Servers, configured, held, start_servers
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
+from nodwyn.log.seal import SealKey
 from nodwyn.mcp.config import ServerConfig
 from nodwyn.mcp.names import server_of
 from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport.backend import Backend
-from nodwyn.transport.credentials import Credentials
+from nodwyn.transport.credentials import Credentials, seal_secret
 from nodwyn.transport.weights import weights_for
 from nodwyn.values.events import SESSION_RESUME, SESSION_START, SessionResume, SessionStart, decode
 from nodwyn.values.model import ModelSettings, Prices
@@ -40,7 +47,9 @@ from nodwyn.values.recipe import (
     Recipe,
     parse_version,
     policy_for,
+    resume_version,
 )
+from nodwyn.window import Window
 
 BASE_SYSTEM = (
     "You are nodwyn, a coding agent working in the person's workspace. Use the tools to read, search, "
@@ -88,6 +97,22 @@ def keychain_where(env: Mapping[str, str]) -> str:
     return f"{path} (beside config.toml; NODWYN_KEYCHAIN names another)"
 
 
+def protected(env: Mapping[str, str]) -> Protected:
+    """nodwyn's own files, which no file tool reads or changes whatever the approval settings
+    (ADR 0320): config, keychain, trust list, extension files, sessions, attachments, KV states
+    (and every ``.nodwyn`` directory, always)."""
+    places = {
+        "nodwyn's config directory (config, trust list, extension files)": config_dir(env),
+        "nodwyn's config file": config_path(env),
+        "nodwyn's keychain": keychain_path(env),
+        "nodwyn's trust list": config_dir(env) / TRUST_FILE,
+        "nodwyn's cache (the local model's KV states)": cache_dir(env),
+    }
+    with contextlib.suppress(ConfigError):  # no data directory at all: nothing there to protect
+        places["nodwyn's data directory (sessions, attachments)"] = data_root(env)
+    return Protected.of(places)
+
+
 def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> None:
     """Refuse, before a session is created or a model switched to, what would fail its first
     request: a local model without the local extra, a keychain that cannot be read, a credential
@@ -133,7 +158,16 @@ def held_values(env: Mapping[str, str], config: Config) -> Known:
     if env.get("NODWYN_KEYCHAIN") or path.exists():
         with contextlib.suppress(NodwynError):
             values.extend(c.value for c in Credentials.from_keychain(path).by_name.values())
+        with contextlib.suppress(NodwynError, OSError, ValueError):
+            values.append(seal_secret(path) or "")
     return Known.of(v for v in values if v)
+
+
+def seal_key(env: Mapping[str, str]) -> SealKey | None:
+    """The key that seals new sessions: from the keychain's seal secret (`nodwyn keys seal`), else
+    None (sessions are not sealed). A keychain that cannot be read is a ``ConfigError``."""
+    secret = seal_secret(keychain_path(env))
+    return SealKey.from_secret(secret) if secret else None
 
 
 def credentials(env: Mapping[str, str], config: Config) -> Credentials:
@@ -160,7 +194,7 @@ class Backends:
     ) -> None:
         self._env = env
         self._config = config
-        self._notice = notice  # where each retry is announced as it happens
+        self._notice = notice  # where each retry, and a local request gone cold, is announced
         self._made: dict[str, Backend] = {}
 
     def __call__(self, settings: ModelSettings) -> Backend:
@@ -170,7 +204,9 @@ class Backends:
                 from nodwyn.transport.local import LocalBackend
 
                 cache = cache_dir(self._env)
-                self._made[kind] = LocalBackend(state_dir=cache / "local-kv", cache_dir=cache)
+                self._made[kind] = LocalBackend(
+                    state_dir=cache / "local-kv", cache_dir=cache, on_notice=self._notice
+                )
             else:
                 from nodwyn.transport.http import HttpBackend
 
@@ -209,21 +245,43 @@ def backends(env: Mapping[str, str], config: Config, notice: Callable[[str], Non
     return Backends(env, config, notice)
 
 
+Ask = Callable[[str, str, str | None], bool]  # (tool, what it will do, where it runs) -> allowed
+EDITS = frozenset({"fs-write", "fs-edit"})  # auto-edit approves these (confined to the workspace)
+
+
 def approver(
-    config: Config, yes: bool, ask: Callable[[str], bool] | None, *, always_ask: bool = False
+    config: Config,
+    approval: str,
+    ask: Ask | None,
+    *,
+    always_ask: bool = False,
+    sandbox: Sandbox | None = None,
 ) -> Approver:
-    """Writes and shell commands run if --yes, if [tools] approve lists them, or if the person says
-    so; with no one to ask (no terminal), they are declined with a message saying how to allow them.
-    ``always_ask``: ``ask`` reaches the person whatever stdin is (a full-screen face owns the terminal)."""
+    """The approval mode (ADR 0353): ``full-auto`` asks for nothing; ``auto-edit`` writes in the
+    workspace without asking and asks for commands; ``ask`` asks for both. A tool ``[tools]
+    approve`` lists runs without asking in every mode. With no one to ask (no terminal), the rest
+    are declined with a message saying how to allow them. ``always_ask``: ``ask`` reaches the
+    person whatever stdin is (a full-screen face owns the terminal). A shell command's question
+    says the sandbox it will run in."""
 
     def approve(tool: str, what: str) -> bool:
-        if yes or tool in config.approve:
+        if approval == "full-auto" or tool in config.approve:
+            return True
+        if approval == "auto-edit" and tool in EDITS:
             return True
         if ask is not None and (always_ask or sys.stdin.isatty()):
-            return ask(f"{tool}: {what}")
+            where = None if tool != "shell" or sandbox is None else where_it_runs(sandbox)
+            return ask(tool, what, where)
         return False
 
     return approve
+
+
+def where_it_runs(sandbox: Sandbox) -> str:
+    """Where a command will run, for its approval question."""
+    if not sandbox.confined:
+        return "NO SANDBOX: runs as you, with your files and network"
+    return f"sandbox {sandbox.describe()}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,6 +290,7 @@ class Opened:
     config: Config
     extensions: Extensions
     backends: Backends | None = None  # None when the caller gave its own backend_for
+    approval: str = "ask"  # the approval mode it runs with (ADR 0353)
     servers: Servers | None = None  # the MCP servers started for the session
     project_doc: ProjectDoc | None = None  # the AGENTS.md text its system prompt holds
 
@@ -305,17 +364,25 @@ def open_agent(
     model_name: str | None = None,
     resume: str | None = None,
     yes: bool = False,
-    ask: Callable[[str], bool] | None = None,
+    ask: Ask | None = None,
     display: Display | None = None,
     backend_for: Callable[[ModelSettings], Backend] | None = None,
     config: Config | None = None,
     recipe_version: str | None = None,
     always_ask: bool = False,
+    task: str | None = None,
+    sandbox: str | None = None,
+    approval: str | None = None,
+    dangerously_no_sandbox: bool = False,
     project_doc: bool = True,
 ) -> Opened:
     """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
+    ``sandbox``/``approval`` (``--sandbox``, ``--approval``; ``yes`` is full-auto) over config.toml's;
+    full-auto with the sandbox off is refused unless ``dangerously_no_sandbox`` (ADR 0353).
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
-    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151).
+    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151),
+    at least v16 (``resume_version``, ADR 0300). ``task``: the first turn's text, refused before
+    the session is written if the window cannot hold it (``TooLargeError``, ADR 0300).
     ``project_doc`` False (``--no-project-doc``) leaves AGENTS.md out, as ``[control] project_doc = false``
     does. The MCP servers start here, before the recipe is made; every later failure ends them."""
     config = config or load_config(env)
@@ -324,7 +391,11 @@ def open_agent(
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
     workspace = workspace.resolve()
-    store = Store(data_root(env), known=held_values(env, config))
+    box = sandbox_for(env, config, sandbox)
+    approval = approval_for(
+        config, box, asked=approval, yes=yes, dangerously_no_sandbox=dangerously_no_sandbox
+    )
+    store = Store(data_root(env), known=held_values(env, config), seal=seal_key(env))
     was = None if resume is None else _resumed(store, resume)
     if was is not None:
         workspace = was.workspace or workspace
@@ -346,12 +417,30 @@ def open_agent(
     try:
         tools = _catalog_of(config, {**tools, **servers.tools})
         doc = read_project_doc(workspace) if project_doc and config.project_doc else None
-        version = asked or (was.version if was is not None else None) or DEFAULT_VERSION
+        kept = None if was is None or was.version is None else resume_version(was.version)
+        version = asked or kept or DEFAULT_VERSION
         recipe = make_recipe(config, model, ext, tools, version, doc)
-        if was is not None:
-            log = resume_session(store, was.session_id, recipe, model.name)
+        if task is not None:
+            check_task(recipe, model, task)
+        settings = AgentSettings(
+            recipe=recipe,
+            tools=tools,
+            models=config.models,
+            model=model.name,
+            workspace=workspace,
+            shell_timeout=config.shell_timeout,
+            tool_timeout=config.tool_timeout,
+            shell_env=shell_env(env, config),
+            protected=protected(env),
+            limits_for=partial(session_limits, config.window, path=config.path),
+            sandbox=box,
+        )
+        recorded = {"sandbox": box.mode, "network": box.network, "approval": approval}  # not in a digest
+        if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
+            check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
+            log = resume_session(store, was.session_id, recipe, model.name, check=check, extra=recorded)
         else:
-            log = start_session(store, recipe, model.name, str(workspace))
+            log = start_session(store, recipe, model.name, str(workspace), extra=recorded)
     except BaseException:
         if servers.hub is not None:
             servers.hub.close()
@@ -361,39 +450,42 @@ def open_agent(
     made: Backends | None = None
     if backend_for is None:
         backend_for = made = Backends(env, config, display.notice if display is not None else None)
-    settings = AgentSettings(
-        recipe=recipe,
-        tools=tools,
-        models=config.models,
-        model=model.name,
-        workspace=workspace,
-        shell_timeout=config.shell_timeout,
-        tool_timeout=config.tool_timeout,
-        shell_env=shell_env(env, config),
-    )
     agent = Agent(
         log=log,
         settings=settings,
         backend_for=backend_for,
-        approve=approver(config, yes, ask, always_ask=always_ask),
+        approve=approver(config, approval, ask, always_ask=always_ask, sandbox=box),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
         notes=None if servers.hub is None else servers.hub.notes,
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
+    cannot = unavailable(box)  # said before the first request: never silently unsandboxed
+    sandbox_notes = [] if cannot is None else [f"shell commands cannot run: {cannot}"]
+    if not box.confined:
+        sandbox_notes.append("the sandbox is off: shell commands run as you, with your files and network")
     cut = [] if doc is None or not doc.cut else [f"{doc.banner()}: the project instructions were cut"]
     for message in [
         *wrote,
         *shrunk(config.window, recipe.limits),
         *ext.messages,
+        *sandbox_notes,
         *skipped,
         *servers.messages,
         *cut,
     ]:
         if display is not None:
             display.notice(message)
-    return Opened(agent=agent, config=config, extensions=ext, backends=made, servers=servers, project_doc=doc)
+    return Opened(
+        agent=agent,
+        config=config,
+        extensions=ext,
+        backends=made,
+        approval=approval,
+        servers=servers,
+        project_doc=doc,
+    )
 
 
 def _keychain(env: Mapping[str, str], config: Config, entries: Mapping[str, ServerConfig]) -> Credentials:

@@ -208,6 +208,9 @@ class _RecipePayload(Payload):
     model: str
     workspace: str | None = None
     recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    sandbox: str | None = None  # the shell's sandbox mode from here on (None: before sandboxes)
+    network: bool | None = None  # whether the sandbox lets the network through
+    approval: str | None = None  # ask | auto-edit | full-auto
 
     @classmethod
     def _read(cls, r: _Reader) -> Self:
@@ -217,6 +220,9 @@ class _RecipePayload(Payload):
             recipe_json=raw,
             model=r.get("model", str),
             workspace=r.get("workspace", str, None),
+            sandbox=r.get("sandbox", str, None),
+            network=r.get("network", bool, None),
+            approval=r.get("approval", str, None),
             extra=r.extra(),
         )
 
@@ -225,6 +231,9 @@ class _RecipePayload(Payload):
         if self.recipe is not None:
             out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
         _put(out, "workspace", self.workspace)
+        _put(out, "sandbox", self.sandbox)
+        _put(out, "network", self.network)
+        _put(out, "approval", self.approval)
         return out
 
 
@@ -463,6 +472,7 @@ class ToolResult(Payload):
     error: bool
     range: LineRange | None = None
     range_recorded: bool = False
+    sandbox: str | None = None  # shell: the sandbox mode it ran under (None: before sandboxes)
 
     @classmethod
     def _read(cls, r: _Reader) -> Self:
@@ -484,6 +494,7 @@ class ToolResult(Payload):
             error=error,
             range=rng,
             range_recorded=r.has("range"),
+            sandbox=r.get("sandbox", str, None),
             extra=r.extra(),
         )
 
@@ -498,6 +509,7 @@ class ToolResult(Payload):
             out["range"] = {"start": self.range.start, "end": self.range.end, "total": self.range.total}
         elif self.range_recorded:
             out["range"] = None
+        _put(out, "sandbox", self.sandbox)
         return out
 
 
@@ -649,15 +661,30 @@ class CtxWiden(Payload):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSwitch(Payload):
+    """The model entry later requests go to. ``recipe``: the recipe in force from here on when the
+    switch resized the window to the new model's context (ADR 0300); None (every switch recorded
+    before, and one to a model of the same context) keeps the recipe as it was."""
+
     KIND: ClassVar[str] = MODEL_SWITCH
     model: str
+    recipe: Recipe | None = None
+    recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def _read(cls, r: _Reader) -> Self:
-        return cls(model=r.get("model", str), extra=r.extra())
+        raw = r.get("recipe", dict, None)
+        return cls(
+            model=r.get("model", str),
+            recipe=None if raw is None else recipe_from_json(raw, f"{r.where}.recipe"),
+            recipe_json=raw,
+            extra=r.extra(),
+        )
 
     def _fields(self) -> dict[str, Any]:
-        return {"model": self.model}
+        out: dict[str, Any] = {"model": self.model}
+        if self.recipe is not None:
+            out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
