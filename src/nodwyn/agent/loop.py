@@ -19,7 +19,7 @@ from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
-from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
+from nodwyn.agent.settings import AgentSettings, Offered, TurnResult, cache_ask
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
 from nodwyn.dialects.session_key import session_key
@@ -146,37 +146,27 @@ class Agent:
         for _ in range(steps):
             _, response = self.request(turn, ctx)
             for n, call in enumerate(response.calls):
-                self.answer(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
+                self.answer(ctx, call, offered, previous, ends.cut_call(response, n))
                 previous = call
             end = None if response.calls else ends.of_reply(response, self.model.name)
-            if not response.calls and end is None:
-                return TurnResult(text=response.text, requests=self.requests - start)
             if end is not None:
                 return self.stop(ctx, end, start)
+            if not response.calls:
+                return TurnResult(text=response.text, requests=self.requests - start)
         return self.stop(ctx, ends.step_limit(steps), start)
 
     def stop(self, ctx: str, end: ends.End, start: int) -> TurnResult:
-        """A turn that ends without a whole answer: why, in the log and on the display."""
-        self.append(NOTE, {"text": end.why}, ctx=ctx)
-        self.display.notice(end.why)
-        n = self.requests - start
-        return TurnResult(text=end.text, requests=n, stopped=end.stopped, why=end.why, cut_at=end.cut_at)
+        return ends.stop(self, ctx, end, start)  # a turn without a whole answer: why, logged and shown
 
     def answer(
-        self,
-        ctx: str,
-        call: ToolCall,
-        offered: Sequence[str] | None,
-        previous: ToolCall | None,
-        *,
-        cut_at: int | None = None,
+        self, ctx: str, call: ToolCall, offered: Offered, previous: ToolCall | None, cut: int | None = None
     ) -> Outcome:
-        """One tool call answered (a repeated look, a sub-agent or a tool), its result logged. A call
-        cut at the output cap (``cut_at``: the reply's output tokens) is not run."""
+        """One call answered (a repeated look, a sub-agent, a tool), its result logged; ``cut``: the
+        output tokens of a reply the cap cut, whose last call is not run."""
         self.display.tool_call(ctx, call)
         tools = self.settings.tools
-        if cut_at is not None and not ends.whole(call.arguments):
-            outcome = ends.cut_outcome(call, cut_at)
+        if cut is not None and not ends.whole(call.arguments):
+            outcome = ends.cut_outcome(call, cut)
         elif strategies.repeats(tools, call, previous):
             outcome = strategies.repeated(call)
         elif call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):

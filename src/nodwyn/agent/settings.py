@@ -4,7 +4,7 @@ of the provider's cache."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe, WindowLimits
 
 MAX_STEPS = 24
+Offered = Sequence[str] | None  # the tools a context may call (None: all)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
