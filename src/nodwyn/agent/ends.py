@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from nodwyn.agent.settings import EMPTY_REPLY, OUTPUT_CAP, STEP_LIMIT, TurnResult
+from nodwyn.agent.settings import EMPTY_REPLY, OUTPUT_CAP, STEP_LIMIT
 from nodwyn.agent.tools import Outcome
 from nodwyn.agent.tools.base import fail
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import NOTE
 from nodwyn.values.request import Response
-
-if TYPE_CHECKING:
-    from nodwyn.agent.loop import Agent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,14 +21,6 @@ class End:
     why: str  # for a person, and the note the log keeps
     text: str = ""  # what there is of an answer (a cut one)
     cut_at: int | None = None
-
-
-def stop(agent: Agent, ctx: str, end: End, start: int) -> TurnResult:
-    """The turn ends without a whole answer: why, in the log (a note) and on the display."""
-    agent.append(NOTE, {"text": end.why}, ctx=ctx)
-    agent.display.notice(end.why)
-    n = agent.requests - start
-    return TurnResult(text=end.text, requests=n, stopped=end.stopped, why=end.why, cut_at=end.cut_at)
 
 
 def _out(response: Response) -> int:

@@ -19,14 +19,14 @@ from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
-from nodwyn.agent.settings import AgentSettings, Offered, TurnResult, cache_ask
-from nodwyn.agent.state import LoopState
-from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
+from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
+from nodwyn.agent.state import rebuild
+from nodwyn.agent.tools import Approver, Outcome
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
-from nodwyn.record import Recorder, resumed_events
+from nodwyn.record import Recorder
 from nodwyn.transport.backend import Backend
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
@@ -34,17 +34,6 @@ from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MS
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
-
-
-def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
-    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
-    seq fed and the loop's state. What a resume checks before it records anything."""
-    state = LoopState(model=model)
-    first_seq, events = resumed_events(log)
-    for event in events:
-        window.feed(event)
-        state.follow(event)
-    return first_seq, state
 
 
 class Agent:
@@ -146,33 +135,35 @@ class Agent:
         for _ in range(steps):
             _, response = self.request(turn, ctx)
             for n, call in enumerate(response.calls):
-                self.answer(ctx, call, offered, previous, ends.cut_call(response, n))
+                self.answer(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
                 previous = call
             end = None if response.calls else ends.of_reply(response, self.model.name)
+            if not response.calls and end is None:
+                return TurnResult(text=response.text, requests=self.requests - start)
             if end is not None:
                 return self.stop(ctx, end, start)
-            if not response.calls:
-                return TurnResult(text=response.text, requests=self.requests - start)
         return self.stop(ctx, ends.step_limit(steps), start)
 
     def stop(self, ctx: str, end: ends.End, start: int) -> TurnResult:
-        return ends.stop(self, ctx, end, start)  # a turn without a whole answer: why, logged and shown
+        """A turn that ends without a whole answer: why, in the log and on the display."""
+        self.append(NOTE, {"text": end.why}, ctx=ctx)
+        self.display.notice(end.why)
+        n = self.requests - start
+        return TurnResult(text=end.text, requests=n, stopped=end.stopped, why=end.why, cut_at=end.cut_at)
 
     def answer(
-        self, ctx: str, call: ToolCall, offered: Offered, previous: ToolCall | None, cut: int | None = None
+        self,
+        ctx: str,
+        call: ToolCall,
+        offered: Sequence[str] | None,
+        previous: ToolCall | None,
+        *,
+        cut_at: int | None = None,
     ) -> Outcome:
-        """One call answered (a repeated look, a sub-agent, a tool), its result logged; ``cut``: the
-        output tokens of a reply the cap cut, whose last call is not run."""
+        """One tool call answered (a repeated look, a sub-agent or a tool), its result logged. A call
+        cut at the output cap (``cut_at``: the reply's output tokens) is not run."""
         self.display.tool_call(ctx, call)
-        tools = self.settings.tools
-        if cut is not None and not ends.whole(call.arguments):
-            outcome = ends.cut_outcome(call, cut)
-        elif strategies.repeats(tools, call, previous):
-            outcome = strategies.repeated(call)
-        elif call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
-            outcome = strategies.sub_agent(self, ctx, call)
-        else:
-            outcome = run_call(call, tools, self.tool_context, offered)
+        outcome = strategies.outcome_for(self, ctx, call, offered, previous, cut_at)
         if outcome.plan is not None:
             self.append(GATE_PLAN, {"text": outcome.plan}, ctx=ctx)
         self.append(TOOL_RESULT, result_data(call, outcome), ctx=ctx)
