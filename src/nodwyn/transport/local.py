@@ -413,7 +413,9 @@ class LocalBackend:
                 why = why or f"the saved {source} holds only {reuse} of the {prefix} shared tokens"
             elif not why:
                 why = (
-                    "the cache held another prompt" if self._store is None else why or "nothing saved matched"
+                    "nothing saved matched"
+                    if self._store
+                    else "no state folder, and memory holds another prompt"
                 )
         else:
             why = ""
