@@ -49,6 +49,7 @@ def tool_context(
         processes=ProcessGroups(),
         known=known,
         protected=settings.protected,
+        sandbox=settings.sandbox,
     )
 
 
@@ -106,4 +107,6 @@ def result_data(call: ToolCall, outcome: Outcome) -> dict[str, Any]:
     }
     if outcome.range is not None:
         data["range"] = dict(outcome.range)
+    if outcome.sandbox is not None:
+        data["sandbox"] = outcome.sandbox
     return data

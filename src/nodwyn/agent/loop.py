@@ -20,38 +20,25 @@ from nodwyn.agent.dispatch import recall_text, result_data, tool_context
 from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
-from nodwyn.agent.state import LoopState
-from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
+from nodwyn.agent.state import rebuild
+from nodwyn.agent.tools import Approver, Outcome
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
-from nodwyn.record import Recorder, resumed_events
+from nodwyn.record import Recorder
 from nodwyn.transport.backend import Backend
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MSG, Event
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
 
 
-def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
-    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
-    seq fed and the loop's state. What a resume checks before it records anything."""
-    state = LoopState(model=model)
-    first_seq, events = resumed_events(log)
-    for event in events:
-        window.feed(event)
-        state.follow(event)
-    return first_seq, state
-
-
 class Agent:
     """One session's turns over ``log``, from where its window starts (ADR 0114). ``check_model``
-    refuses a model its first request would fail on; ``limits_for`` sizes the window for a model
-    a switch goes to (ADR 0300)."""
+    refuses a model its first request would fail on."""
 
     def __init__(
         self,
@@ -62,10 +49,8 @@ class Agent:
         approve: Approver,
         display: Display | None = None,
         check_model: Callable[[ModelSettings], None] | None = None,
-        limits_for: Callable[[ModelSettings], WindowLimits] | None = None,
     ) -> None:
         self.log, self.settings, self.backend_for, self.check_model = log, settings, backend_for, check_model
-        self.limits_for = limits_for  # a switch resizes the window with it (None: it keeps its size)
         self.display: Display = display or Quiet()
         self.window = Window()
         self.recorder = Recorder(log, self.window)
@@ -91,18 +76,12 @@ class Agent:
         """One model request in ``ctx``: recorded, sent, its reply logged."""
         ctx, settings = ctx or self.state.ctx, self.model
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
-        ask = cache_ask(settings)
-        try:
+        ask, size, origin = cache_ask(settings), settings.context_size, settings.origin
+        try:  # a request that does not fit the context is refused unrecorded, so never sent
             build, req = self.recorder.request(
-                ctx,
-                settings.origin,
-                turn=turn,
-                withheld=reasons,
-                model=settings.name,
-                cache_ask=ask,
-                context=settings.context_size,
+                ctx, origin, turn=turn, withheld=reasons, model=settings.name, cache_ask=ask, context=size
             )
-        except TooLargeError as exc:  # nothing was recorded or sent; the log says why the turn ended
+        except TooLargeError as exc:
             self.append(NOTE, {"text": f"request refused before sending: {exc}"}, ctx=ctx)
             raise
         self.last_build = build
@@ -137,8 +116,8 @@ class Agent:
         return len(due)
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
-        """The person's message, then model requests and tool calls until a reply without calls.
-        A message the window cannot hold is refused before anything is recorded (ADR 0300)."""
+        """The person's message (refused unrecorded if it cannot fit: ADR 0300), then model requests
+        and tool calls until a reply without calls."""
         check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)
@@ -184,15 +163,7 @@ class Agent:
         """One tool call answered (a repeated look, a sub-agent or a tool), its result logged. A call
         cut at the output cap (``cut_at``: the reply's output tokens) is not run."""
         self.display.tool_call(ctx, call)
-        tools = self.settings.tools
-        if cut_at is not None and not ends.whole(call.arguments):
-            outcome = ends.cut_outcome(call, cut_at)
-        elif strategies.repeats(tools, call, previous):
-            outcome = strategies.repeated(call)
-        elif call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
-            outcome = strategies.sub_agent(self, ctx, call)
-        else:
-            outcome = run_call(call, tools, self.tool_context, offered)
+        outcome = strategies.outcome_for(self, ctx, call, offered, previous, cut_at)
         if outcome.plan is not None:
             self.append(GATE_PLAN, {"text": outcome.plan}, ctx=ctx)
         self.append(TOOL_RESULT, result_data(call, outcome), ctx=ctx)

@@ -4,14 +4,15 @@ of the provider's cache."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools import Tool
 from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.recipe import Recipe
+from nodwyn.values.recipe import Recipe, WindowLimits
 
 MAX_STEPS = 24
 
@@ -29,7 +30,10 @@ class AgentSettings:
     tool_timeout: float = 60.0
     shell_env: Mapping[str, str] | None = None
     protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (.nodwyn always)
+    sandbox: Sandbox = Sandbox()  # what shell commands may touch (agent.sandbox, ADR 0350)
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
+    # the window a switch to a model of another context gets (ADR 0300); None: it keeps its size
+    limits_for: Callable[[ModelSettings], WindowLimits] | None = None
 
 
 # Why a turn ended without a whole answer (``TurnResult.stopped``), each with the exit code

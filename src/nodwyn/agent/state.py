@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodwyn.agent.strategies import ResultRecord
+from nodwyn.log import SessionLog
+from nodwyn.record import resumed_events
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
@@ -33,6 +35,7 @@ from nodwyn.values.events import (
     UserMsg,
     decode,
 )
+from nodwyn.window import Window
 
 INTERRUPTED = "interrupted: the session stopped before this call was answered; call it again if needed"
 SUB_INTERRUPTED = "(interrupted before it answered)"
@@ -122,3 +125,14 @@ def result_record(seq: int, ctx: str, result: ToolResult, call: ToolCall | None)
         error=result.error,
         first_line=text.strip().splitlines()[0] if text.strip() else "",
     )
+
+
+def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
+    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
+    seq fed and the loop's state. What a resume checks before it records anything."""
+    state = LoopState(model=model)
+    first_seq, events = resumed_events(log)
+    for event in events:
+        window.feed(event)
+        state.follow(event)
+    return first_seq, state

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
+from nodwyn.agent import ends
+from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
@@ -232,13 +233,14 @@ def switch_model(agent: Agent, name: str) -> ModelSettings:
 
 def resized_recipe(agent: Agent, model: ModelSettings) -> Recipe | None:
     """The session's recipe with the window sized for ``model``'s context (the limits a session
-    on it would get: ``agent.limits_for``), or None when its context is the recipe's (ADR 0300).
+    on it would get: ``settings.limits_for``), or None when its context is the recipe's (ADR 0300).
     A context too small for any window is refused here, in one line, before the switch is
     recorded (``limits_for`` raises ``ConfigError``)."""
     recipe = agent.settings.recipe
-    if agent.limits_for is None or model.context_size == recipe.context_size:
+    limits_for = agent.settings.limits_for
+    if limits_for is None or model.context_size == recipe.context_size:
         return None
-    limits = agent.limits_for(model)
+    limits = limits_for(model)
     return replace(recipe, limits=limits, context_size=model.context_size)
 
 
@@ -263,3 +265,23 @@ def repeated(call: ToolCall) -> Outcome:
         "answer from it, or make a different call",
         error=True,
     )
+
+
+def outcome_for(
+    agent: Agent,
+    ctx: str,
+    call: ToolCall,
+    offered: Sequence[str] | None,
+    previous: ToolCall | None,
+    cut_at: int | None,
+) -> Outcome:
+    """What answers one call: a call cut at the output cap (``cut_at``: the reply's output tokens)
+    is not run; a repeated look, a sub-agent, or the tool itself."""
+    tools = agent.settings.tools
+    if cut_at is not None and not ends.whole(call.arguments):
+        return ends.cut_outcome(call, cut_at)
+    if repeats(tools, call, previous):
+        return repeated(call)
+    if call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
+        return sub_agent(agent, ctx, call)
+    return run_call(call, tools, agent.tool_context, offered)

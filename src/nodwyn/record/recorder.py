@@ -132,6 +132,7 @@ def resume_session(
     recipe: Recipe,
     model: str,
     check: Callable[[SessionLog], object] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> SessionLog:
     """Open ``session_id`` for writing and record the recipe its next requests are built under.
 
@@ -141,7 +142,7 @@ def resume_session(
     with nothing appended, so a resume that keeps failing does not add a ``session.resume`` a try.
     """
     policy_for(recipe.version)
-    data: dict[str, object] = {"recipe": codec.recipe_to_json(recipe), "model": model}
+    data: dict[str, object] = {**(extra or {}), "recipe": codec.recipe_to_json(recipe), "model": model}
     log = store.open(session_id, write=True)
     try:
         if check is not None:

@@ -208,6 +208,9 @@ class _RecipePayload(Payload):
     model: str
     workspace: str | None = None
     recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    sandbox: str | None = None  # the shell's sandbox mode from here on (None: before sandboxes)
+    network: bool | None = None  # whether the sandbox lets the network through
+    approval: str | None = None  # ask | auto-edit | full-auto
 
     @classmethod
     def _read(cls, r: _Reader) -> Self:
@@ -217,6 +220,9 @@ class _RecipePayload(Payload):
             recipe_json=raw,
             model=r.get("model", str),
             workspace=r.get("workspace", str, None),
+            sandbox=r.get("sandbox", str, None),
+            network=r.get("network", bool, None),
+            approval=r.get("approval", str, None),
             extra=r.extra(),
         )
 
@@ -225,6 +231,9 @@ class _RecipePayload(Payload):
         if self.recipe is not None:
             out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
         _put(out, "workspace", self.workspace)
+        _put(out, "sandbox", self.sandbox)
+        _put(out, "network", self.network)
+        _put(out, "approval", self.approval)
         return out
 
 
@@ -463,6 +472,7 @@ class ToolResult(Payload):
     error: bool
     range: LineRange | None = None
     range_recorded: bool = False
+    sandbox: str | None = None  # shell: the sandbox mode it ran under (None: before sandboxes)
 
     @classmethod
     def _read(cls, r: _Reader) -> Self:
@@ -484,6 +494,7 @@ class ToolResult(Payload):
             error=error,
             range=rng,
             range_recorded=r.has("range"),
+            sandbox=r.get("sandbox", str, None),
             extra=r.extra(),
         )
 
@@ -498,6 +509,7 @@ class ToolResult(Payload):
             out["range"] = {"start": self.range.start, "end": self.range.end, "total": self.range.total}
         elif self.range_recorded:
             out["range"] = None
+        _put(out, "sandbox", self.sandbox)
         return out
 
 

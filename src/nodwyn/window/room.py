@@ -3,8 +3,8 @@
 Pure arithmetic on the window's own estimate (``estimate.py``): a request's need is its estimate
 plus the reply cap it asks for, and it fits a model whose context holds both (the seed's v8 rule,
 "so the prompt and the reply fit num_ctx"). A task (the person's message, with what was piped
-before it) is never trimmed, so it must fit under the window's high water beside the system prompt
-and the whole catalog: ``task_estimate`` is the estimate of a first request holding it alone.
+before it) is never trimmed, so it must fit the context beside the system prompt, the whole
+catalog and the reply cap: ``task_estimate`` is the estimate of a first request holding it alone.
 """
 
 from __future__ import annotations
