@@ -27,7 +27,8 @@ CLASSES = {
     "file links, relative climbs, chains, loops), links swapped during approval, hard links, `..` and "
     "absolute paths, FIFOs; every file tool",
     "shell": "credentials in the environment (by name, by value, by shape, keychain), output floods, "
-    "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end",
+    "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end (sandboxed "
+    "and unsandboxed)",
     "tool deadlines": "catastrophic grep patterns, tools past their deadline",
     "credentials": "the real `nodwyn` run/resume: a shape-less env credential and a keychain value echoed by "
     "the model, a file, `printf`/`env` and a provider's 401; searched in the session folder, stdout/stderr "
@@ -42,7 +43,8 @@ CLASSES = {
     "a Secret manifest and a docker config read by a real run",
     "terminal output": "CR + erase-line, OSC 0/52, CSI, C1 CSI/OSC, backspaces, BEL/NUL, bidi overrides, "
     "DEL in run output, replay, `log`, `log --json`; the approval prompt in a pty (whole command, escaped); "
-    "the 16 KiB cut of a streamed line falling inside a held value",
+    "the 16 KiB cut of a streamed line falling inside a held value; "
+    "commands padded with 3,000 spaces, U+3000, U+2800, zero-width, tabs, newlines, a forged count",
     "console": "DNS-rebinding Host headers on loopback and wildcard binds (with --allow-remote), a taken "
     "port; the real `nodwyn console` command",
     "CLI inputs": "binary and non-UTF-8 fake scripts, a fake on a taken port, a log with a seq gap, "
@@ -70,6 +72,13 @@ CLASSES = {
     "folder), tool_use inputs and messages nested 300 and 1,000 deep; under a memory limit",
     "OTLP collector": "a 500 and a 200 with 1 GB bodies, a collector dripping its body or its headers, "
     "the endpoint's password on success, refusal and an unreachable port",
+    "sandbox": "real bwrap runs of the shell: writes outside by absolute path, `..`, symlinks, a hard link, "
+    "a parent swapped for a link mid-command; `.git/config` and `.nodwyn/` (existing and missing); a "
+    "loopback listener, `/dev/tcp`, an HTTP server on loopback, DNS, unix and abstract sockets; the "
+    "keychain, `~/.ssh/id_*`, nodwyn's config and sessions; host processes in /proc; setsid, double-fork "
+    "and signal-ignoring children; setuid, a new user namespace, ptrace of the agent, io_uring, x32; "
+    "no bwrap, a bwrap without namespaces, a workspace path with a newline; `nodwyn run --yes` as reported, "
+    "full-auto without a sandbox",
 }
 
 
