@@ -19,21 +19,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nodwyn.log import Store
+from nodwyn.values.events import ToolResult
 
 
-def _payload(i: int, size: int) -> dict[str, object]:
+def _payload(i: int, size: int) -> ToolResult:
+    """A tool result of about ``size`` bytes of text, appended as the agent appends one (typed,
+    read back through the codec before the write)."""
     words = "the quick brown fox jumps over the lazy dog while the build runs its tests "
     text = (words * (size // len(words) + 1))[:size]
-    return {"text": text, "i": i, "call_id": f"call_{i:08d}"}
+    return ToolResult(call_id=f"call_{i:08d}", name="shell", text=text, error=False)
 
 
 def bench_append(root: Path, events: int, size: int, fsync: bool) -> float:
     with Store(root, fsync=fsync).create() as log:
         for i in range(20):  # warm up
-            log.append("note", _payload(i, size))
+            log.append(_payload(i, size))
         started = time.perf_counter()
         for i in range(events):
-            log.append("tool.result", _payload(i, size))
+            log.append(_payload(i, size))
         return events / (time.perf_counter() - started)
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from nodwyn import testing
 from nodwyn.testing import MemoryLog, SessionBuilder
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
-from nodwyn.values.events import Event, LlmReq
+from nodwyn.values.events import Event, LlmReq, ModelSwitch
 from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe, WindowLimits
 from nodwyn.values.request import ToolSpec, Usage
 from nodwyn.window import (
@@ -278,7 +278,7 @@ class Driver:
 
     def switch(self, rnd: random.Random) -> None:
         self.origin = ORIGIN_B if self.origin == ORIGIN_A else ORIGIN_A
-        self.sim.add("model.switch", {"model": self.origin.model}, self.ctx.id)
+        self.sim.add(ModelSwitch(model=self.origin.model), self.ctx.id)
 
     def narrow(self, rnd: random.Random) -> None:
         if len(self.stack) > 3:

@@ -12,11 +12,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from nodwyn.agent import reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
-from nodwyn.agent.dispatch import recall_text, result_data, tool_context
+from nodwyn.agent.dispatch import recall_text, result_payload, tool_context
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
 from nodwyn.agent.state import LoopState
@@ -27,9 +26,8 @@ from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
 from nodwyn.record import Recorder, resumed_events
 from nodwyn.transport.backend import Backend
-from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
-from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MSG, Event
+from nodwyn.values.events import Event, GatePlan, LlmResp, Note, Payload, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
@@ -70,8 +68,8 @@ class Agent:
     def model(self) -> ModelSettings:
         return self.settings.models[self.state.model]
 
-    def append(self, kind: str, data: dict[str, Any], ctx: str | None = None) -> Event:
-        event = self.recorder.append(kind, data, ctx or self.state.ctx)
+    def append(self, payload: Payload, ctx: str | None = None) -> Event:
+        event = self.recorder.append(payload, ctx or self.state.ctx)
         self.state.follow(event)
         return event
 
@@ -95,14 +93,14 @@ class Agent:
             )
         except (ProviderError, OriginError, ConfigError, EncodeError) as exc:
             redact_error(exc, self.log.known)  # it may echo the key: shown and logged only redacted
-            self.append(NOTE, {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
+            self.append(Note(text=f"request seq {req.seq} failed: {exc}"), ctx=ctx)
             raise
         if not all(c.id for c in response.calls):  # ids the server did not give, minted from the log
             response = dataclasses.replace(response, calls=mint_call_ids(response.calls, req.seq))
         logged, left_out = reply.for_log(response, self.log.known)
         for note in left_out:
             self.display.notice(note)
-        event = self.append(LLM_RESP, {"req": req.seq, "response": response_to_json(logged)}, ctx=ctx)
+        event = self.append(LlmResp(req=req.seq, response=logged), ctx=ctx)
         self.display.response(event, logged)
         return event, logged
 
@@ -110,16 +108,16 @@ class Agent:
         """After an interruption, close the sub-agent contexts left open and answer every call left
         without a result, so the conversation is whole again. Returns how many events it appended."""
         due = self.state.interrupted()
-        for kind, data, ctx in due:
-            self.append(kind, data, ctx=ctx)
+        for payload, ctx in due:
+            self.append(payload, ctx=ctx)
         return len(due)
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message, then model requests and tool calls until a reply without calls."""
         strategies.compact_if_due(self)
         strategies.hygiene(self)
-        refs = [image_ref(self.log.attachments, p, model_host(self.model)) for p in images]
-        self.append(USER_MSG, {"text": text, **({"images": refs} if refs else {})})
+        refs = tuple(image_ref(self.log.attachments, p, model_host(self.model)) for p in images)
+        self.append(UserMsg(text=text, images=refs or None))
         if plan_first:
             strategies.plan(self)
         return self.run(self.state.ctx)
@@ -146,7 +144,7 @@ class Agent:
 
     def stop(self, ctx: str, message: str, stopped: str, start: int) -> TurnResult:
         """A turn that ends without an answer: why, in the log and on the display."""
-        self.append(NOTE, {"text": message}, ctx=ctx)
+        self.append(Note(text=message), ctx=ctx)
         self.display.notice(message)
         return TurnResult(text="", requests=self.requests - start, stopped=stopped)
 
@@ -163,7 +161,7 @@ class Agent:
         else:
             outcome = run_call(call, tools, self.tool_context, offered)
         if outcome.plan is not None:
-            self.append(GATE_PLAN, {"text": outcome.plan}, ctx=ctx)
-        self.append(TOOL_RESULT, result_data(call, outcome), ctx=ctx)
+            self.append(GatePlan(text=outcome.plan), ctx=ctx)
+        self.append(result_payload(call, outcome), ctx=ctx)
         self.display.tool_result(ctx, call, outcome)
         return outcome

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from nodwyn.agent.strategies import ResultRecord
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
-    CTX_CLOSE,
     MAIN_CTX,
-    TOOL_RESULT,
     CtxClose,
     CtxOpen,
     CtxWiden,
@@ -26,6 +23,7 @@ from nodwyn.values.events import (
     LlmReq,
     LlmResp,
     ModelSwitch,
+    Payload,
     ResultFold,
     SessionResume,
     SessionStart,
@@ -82,16 +80,16 @@ class LoopState:
         elif isinstance(p, LlmReq) and event.ctx == self.ctx:
             self.last_estimate = p.estimate
 
-    def interrupted(self) -> list[tuple[str, dict[str, Any], str]]:
-        """The events (kind, data, ctx) that make the conversation whole after an interruption:
+    def interrupted(self) -> list[tuple[Payload, str]]:
+        """The events (payload, ctx) that make the conversation whole after an interruption:
         each sub-agent context left open is closed (innermost first), and each call of the current
         context's last reply left without a result is answered with an error saying so."""
-        out: list[tuple[str, dict[str, Any], str]] = []
+        out: list[tuple[Payload, str]] = []
         for sub_id, event in sorted(self.open_subs.items(), key=lambda kv: -kv[1].seq):
-            out.append((CTX_CLOSE, {"id": sub_id, "result": SUB_INTERRUPTED}, event.ctx))
+            out.append((CtxClose(id=sub_id, result=SUB_INTERRUPTED), event.ctx))
         for call in self.pending.get(self.ctx, {}).values():
-            data = {"call_id": call.id, "name": call.name, "text": INTERRUPTED, "error": True}
-            out.append((TOOL_RESULT, data, self.ctx))
+            answer = ToolResult(call_id=call.id, name=call.name, text=INTERRUPTED, error=True)
+            out.append((answer, self.ctx))
         return out
 
 

@@ -21,7 +21,7 @@ from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, GATE_PLAN, MODEL_SWITCH, RESULT_FOLD, USER_MSG
+from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ModelSwitch, ResultFold, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.window import TurnOptions
 
@@ -123,11 +123,11 @@ def new_context(agent: Agent, kind: str) -> str:
 
 def plan(agent: Agent) -> str:
     """A planner turn: the same conversation, no tools offered; its reply is recorded as the plan."""
-    agent.append(USER_MSG, {"text": PLANNER_ASK})
+    agent.append(UserMsg(text=PLANNER_ASK))
     _, response = agent.request(TurnOptions(no_tools=True))
     text = response.text.strip()
     if text:
-        agent.append(GATE_PLAN, {"text": text})
+        agent.append(GatePlan(text=text))
     else:
         agent.display.notice("the planner turn wrote no plan; going on without one")
     return text
@@ -152,18 +152,14 @@ def sub_agent(agent: Agent, parent: str, call: ToolCall) -> Outcome:
         )
     sub_id = new_context(agent, "sub")
     offered = sorted(wanted)
-    data = {
-        "id": sub_id,
-        "kind": "sub",
-        "system": SUB_AGENT_SYSTEM,
-        "offered_tools": offered,
-        "parent_call": call.id,
-    }
-    agent.append(CTX_OPEN, data, ctx=parent)
-    agent.append(USER_MSG, {"text": task}, ctx=sub_id)
+    opened = CtxOpen(
+        id=sub_id, kind="sub", system=SUB_AGENT_SYSTEM, offered_tools=tuple(offered), parent_call=call.id
+    )
+    agent.append(opened, ctx=parent)
+    agent.append(UserMsg(text=task), ctx=sub_id)
     result = agent.run(sub_id, offered=offered)
     answer = result.text or f"(the sub-agent ended without an answer: {result.stopped})"
-    agent.append(CTX_CLOSE, {"id": sub_id, "result": answer}, ctx=parent)
+    agent.append(CtxClose(id=sub_id, result=answer), ctx=parent)
     return Outcome(text=answer, error=not result.text)
 
 
@@ -171,13 +167,13 @@ def compact(agent: Agent) -> str:
     """Ask for a note (a headroom request, no tools), then narrow under a system prompt that
     starts from it. The old conversation stays in the log; later windows start at the note."""
     parent = agent.state.ctx
-    agent.append(USER_MSG, {"text": NOTE_ASK}, ctx=parent)
+    agent.append(UserMsg(text=NOTE_ASK), ctx=parent)
     _, response = agent.request(TurnOptions(no_tools=True, headroom=True), parent)
     note = response.text.strip() or "(the model wrote no note; the task continues from the log)"
     new = new_context(agent, "compact")
     system = note_system(note, agent.settings.recipe.system)
-    agent.append(CTX_OPEN, {"id": new, "kind": "narrow", "system": system, "lasting": True}, ctx=parent)
-    agent.append(USER_MSG, {"text": CONTINUE_ASK}, ctx=new)
+    agent.append(CtxOpen(id=new, kind="narrow", system=system, lasting=True), ctx=parent)
+    agent.append(UserMsg(text=CONTINUE_ASK), ctx=new)
     return note
 
 
@@ -203,7 +199,7 @@ def hygiene(agent: Agent, *, force: bool = False) -> list[int]:
         return []
     folds = hygiene_folds(state.results, state.folded, state.ctx)
     for fold in folds:
-        agent.append(RESULT_FOLD, {"target": fold.target, "text": fold.text})
+        agent.append(ResultFold(target=fold.target, text=fold.text))
     return [f.target for f in folds]
 
 
@@ -218,7 +214,7 @@ def switch_model(agent: Agent, name: str) -> ModelSettings:
         )
     if agent.check_model is not None:
         agent.check_model(models[name])
-    agent.append(MODEL_SWITCH, {"model": name})
+    agent.append(ModelSwitch(model=name))
     return agent.model
 
 

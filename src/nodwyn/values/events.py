@@ -10,6 +10,9 @@ kind's payload. Each kind has one frozen class below (``USER_MSG`` -> ``UserMsg`
 codec: ``decode(event)`` / ``Cls.from_data(data, where)`` checks every field and raises
 ``CorruptLogError`` naming it; ``to_data()`` gives the payload back, identical to what was read
 (fields this release does not know are kept in ``extra``, so nothing read and written back changes).
+An event is written as its payload value (``log.append(UserMsg(text=...), ctx)``): ``encode``
+gives the data the log holds, read back through the same codec first, so what the reader would
+refuse is refused before anything is written (ADR 0340).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast
 
-from nodwyn.errors import CorruptLogError, NodwynError
+from nodwyn.errors import CanonicalError, CorruptLogError, NodwynError
 from nodwyn.values.codec import (
     origin_from_json,
     origin_to_json,
@@ -221,9 +224,10 @@ class _RecipePayload(Payload):
         )
 
     def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"model": self.model}
+        out: dict[str, Any] = {}
         if self.recipe is not None:
             out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
+        out["model"] = self.model
         _put(out, "workspace", self.workspace)
         return out
 
@@ -241,7 +245,7 @@ class SessionResume(_RecipePayload):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageRef:
     """An attached image: its attachment digest, and the host the person confirmed sending it to
-    (``host_recorded`` False: written before hosts were recorded)."""
+    (None: written before hosts were recorded, or recorded as null when ``host_null``)."""
 
     digest: str
     media_type: str
@@ -249,20 +253,21 @@ class ImageRef:
     height: int
     name: str | None = None
     host: str | None = None
-    host_recorded: bool = False
+    host_null: bool = False
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     @classmethod
     def from_data(cls, data: Any, where: str) -> ImageRef:
         r = _Reader(data, where)
+        host = r.get("host", (str, type(None)), None)
         ref = cls(
             digest=r.get("digest", str),
             media_type=r.get("media_type", str),
             width=r.get("width", int),
             height=r.get("height", int),
             name=r.get("name", str, None),
-            host=r.get("host", (str, type(None)), None),
-            host_recorded=r.has("host"),
+            host=host,
+            host_null=host is None and r.has("host"),
             extra=r.extra(),
         )
         if ref.width <= 0 or ref.height <= 0:
@@ -283,7 +288,7 @@ class ImageRef:
             "height": self.height,
         }
         _put(out, "name", self.name)
-        if self.host_recorded:
+        if self.host is not None or self.host_null:
             out["host"] = self.host
         return out
 
@@ -453,8 +458,8 @@ class LineRange:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult(Payload):
-    """A tool's outcome. ``range``: the file lines an fs-read shows (``range_recorded`` with
-    ``range`` None: recorded as null)."""
+    """A tool's outcome. ``range``: the file lines an fs-read shows (``range_null``: recorded as
+    null)."""
 
     KIND: ClassVar[str] = TOOL_RESULT
     call_id: str
@@ -462,7 +467,7 @@ class ToolResult(Payload):
     text: str
     error: bool
     range: LineRange | None = None
-    range_recorded: bool = False
+    range_null: bool = False
 
     @classmethod
     def _read(cls, r: _Reader) -> Self:
@@ -483,7 +488,7 @@ class ToolResult(Payload):
             text=text,
             error=error,
             range=rng,
-            range_recorded=r.has("range"),
+            range_null=rng is None and r.has("range"),
             extra=r.extra(),
         )
 
@@ -496,7 +501,7 @@ class ToolResult(Payload):
         }
         if self.range is not None:
             out["range"] = {"start": self.range.start, "end": self.range.end, "total": self.range.total}
-        elif self.range_recorded:
+        elif self.range_null:
             out["range"] = None
         return out
 
@@ -781,6 +786,27 @@ def decode(event: Event) -> Payload:
     if cls is None:
         raise CorruptLogError(f"seq {event.seq}: unknown event kind {event.kind!r}")
     return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
+
+
+def encode(payload: Payload) -> dict[str, Any]:
+    """The data the log holds for ``payload``, read back through the codec first: a payload the
+    codec refuses, or one whose data reads back as other data (a field the codec drops), raises
+    ``CanonicalError`` naming the field, before anything is written (ADR 0340)."""
+    cls = type(payload)
+    if PAYLOADS.get(cls.KIND) is not cls:
+        raise CanonicalError(f"{cls.__name__} is not an event payload of values.events; nothing was written")
+    data = payload.to_data()
+    try:
+        back = cls.from_data(data, cls.KIND).to_data()
+    except CorruptLogError as exc:
+        raise CanonicalError(f"{exc}; the payload was refused, nothing was written") from None
+    if back != data:
+        fields = sorted(k for k in data.keys() | back.keys() if data.get(k, ...) != back.get(k, ...))
+        raise CanonicalError(
+            f"{cls.KIND}: the payload does not read back as written (field {', '.join(fields)}); "
+            "nothing was written"
+        )
+    return data
 
 
 def decoded(event: Event, *kinds: str) -> Payload | None:
