@@ -23,12 +23,16 @@ not touched) and measured the same way:
 - dict-literal appends (issue 22): calls in ``src`` of a method ``append``/``add`` with at
   least two positional arguments whose second is a dict literal (an event written as a kind and a
   payload dict instead of a typed payload, ``append(UserMsg(text=...), ctx)``);
-- ``api`` branches outside ``dialects/``: lines of ``src`` outside ``dialects`` (and the profiles
-  module, ``values/profiles.py``, once it exists; and ``fakes``, servers that each speak one API)
+- ``api`` branches outside ``dialects/``: lines of ``src`` outside ``dialects`` (whose ``apis.py``
+  is the per-API table; and outside ``fakes``, servers that each speak one API)
   comparing a name or attribute ``api`` with anything (``settings.api == "local"``, ``api in (...)``);
 - imports past a face: ``from nodwyn.PKG.MODULE import ...`` (or ``import nodwyn.PKG.MODULE``) in
   a module of another package of ``src`` (``values`` left out: the shared vocabulary is imported
   by module);
+- field readers: modules of ``src`` defining a function that checks a value against a type it is
+  given (``isinstance(value, typ)`` with ``typ`` a parameter: a reader of fields by declared
+  type), and the functions that check a reply's field by hand for one type each
+  (``opt_str``/``opt_list``/``opt_dict``-shaped: ``def opt_*``) counted with their module;
 - lines of ``src``: lines of ``src/**/*.py``;
 - ADRs: files ``docs/adr/NNNN-*.md``.
 
@@ -49,7 +53,7 @@ from pathlib import Path
 VOCABULARY = "src/nodwyn/values/events.py"
 KINDS: set[str] = set()  # the revision's vocabulary, read from its values/events.py
 LOOP = "src/nodwyn/agent/loop.py"
-PROFILES = "src/nodwyn/values/profiles.py"  # the per-API profiles (issue 22), where api may be named
+PROFILES = "src/nodwyn/dialects/apis.py"  # the per-API profiles (issue 22), where api may be named
 START, END = "<!-- counts -->", "<!-- /counts -->"
 _ADR = re.compile(r"docs/adr/\d{4}-[^/]+\.md")
 
@@ -195,6 +199,28 @@ def past_face(tree: ast.Module, path: str) -> int:
     return n
 
 
+def field_reader(tree: ast.Module) -> bool:
+    """Whether the module defines a reader of fields by declared type (or ``opt_*`` checks)."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        if fn.name.startswith("opt_"):
+            body_checks = any(isinstance(n, ast.Call) and ast.unparse(n.func) == "isinstance" for n in ast.walk(fn))
+            if body_checks:
+                return True
+        params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "isinstance"
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.Name)
+                and node.args[1].id in params
+            ):
+                return True
+    return False
+
+
 def _appends_request(fn: ast.AST) -> bool:
     for node in ast.walk(fn):
         if (
@@ -229,6 +255,7 @@ class Counts:
     dict_appends: int = 0
     api_branches: int = 0
     past_face: int = 0
+    readers: list[str] = field(default_factory=list)
     src_lines: int = 0
     adrs: int = 0
 
@@ -239,15 +266,34 @@ def vocabulary(rev: str) -> set[str]:
 
 
 def vocabulary_of(source: str) -> set[str]:
-    """The kinds a ``values/events.py`` source lists in ``KINDS``."""
+    """The kinds a ``values/events.py`` source lists in ``KINDS``, or (once ``KINDS`` is derived
+    from the payload classes, issue 22) names as a payload class's ``KIND``."""
     kinds: set[str] = set()
-    for node in ast.parse(source).body:
+    tree = ast.parse(source)
+    constants: dict[str, str] = {}
+    for node in tree.body:
         if not isinstance(node, ast.AnnAssign | ast.Assign) or node.value is None:
             continue
         targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
         if any(isinstance(t, ast.Name) and t.id == "KINDS" for t in targets):
             strings = (n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant))
             kinds |= {v for v in strings if isinstance(v, str)}
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            constants.update((t.id, node.value.value) for t in targets if isinstance(t, ast.Name))
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in cls.body:
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == "KIND"
+            ):
+                value = node.value
+                if isinstance(value, ast.Name) and value.id in constants:
+                    kinds.add(constants[value.id])
+                elif isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+                    kinds.add(value.value)
     return kinds
 
 
@@ -265,6 +311,8 @@ def measure(rev: str, baseline_modules: set[str] | None = None) -> Counts:
         c.src_lines += len(source.splitlines())
         c.dict_appends += dict_appends(tree)
         c.past_face += past_face(tree, path)
+        if field_reader(tree):
+            c.readers.append(path.removeprefix("src/nodwyn/"))
         if "/dialects/" not in path and "/fakes/" not in path and path != PROFILES:
             c.api_branches += len(api_branches(tree))
         if path != VOCABULARY:
@@ -315,6 +363,7 @@ def table(counts: list[Counts]) -> str:
         ("test/bench functions appending `llm.req` themselves", [len(c.harnesses) for c in counts]),
         ("appends handing over a dict literal", [c.dict_appends for c in counts]),
         ("lines branching on `api` outside `dialects/`", [c.api_branches for c in counts]),
+        ("field readers (modules)", [len(c.readers) for c in counts]),
         ("imports past a package's face (outside `values`)", [c.past_face for c in counts]),
         ("lines of `src`", [c.src_lines for c in counts]),
         ("ADRs in `docs/adr`", [c.adrs for c in counts]),
@@ -323,6 +372,7 @@ def table(counts: list[Counts]) -> str:
     for c in counts:
         out += ["", f"Ten longest functions at `{c.rev}`:", ""]
         out += [f"- {n} `{name}`" for n, name in c.largest]
+        out += ["", f"Field readers at `{c.rev}`: " + ", ".join(f"`{r}`" for r in c.readers)]
         if c.harnesses:
             out += [
                 "",

@@ -52,7 +52,7 @@ def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
     with store.open(s.id) as log:
         for seq, raw in zip(sorted(s.sent), received, strict=True):
             replayed = replay_request(log, seq)
-            wire = dialect.encode(replayed.request, settings, session_key=key, stream=True, images={})
+            wire = dialect.encode(replayed.request, session_key=key, stream=True, images={})
             assert wire.body_bytes() == raw, (
                 f"request seq {seq}: the replayed request encodes to another body"
             )

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
 from nodwyn.log.attachments import Attachments
 from nodwyn.values.events import ImageRef
@@ -79,7 +80,7 @@ def image_ref(attachments: Attachments, path: Path, host: str) -> ImageRef:
 
 def model_host(settings: ModelSettings) -> str:
     """The host an attachment confirmed for this model goes to ("local" for the in-process model)."""
-    if settings.api == "local":
+    if api_profile(settings).in_process:
         return "local"
     if settings.server:
         return settings.server

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodwyn.agent.tools import Tool
+from nodwyn.dialects import api_profile
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
 
@@ -39,6 +40,6 @@ class TurnResult:
 
 def cache_ask(settings: ModelSettings) -> str | None:
     """What the request asks of the provider's cache, for the APIs that send an ask (ADR 0112)."""
-    if settings.api in ("openai-chat", "responses", "anthropic"):
+    if api_profile(settings).records_cache_ask:
         return settings.cache_control or "none"
     return None

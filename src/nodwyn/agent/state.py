@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import assert_never
 
-from nodwyn.agent.strategies import ResultRecord
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     MAIN_CTX,
@@ -19,18 +19,40 @@ from nodwyn.values.events import (
     CtxOpen,
     CtxWiden,
     Event,
+    GatePlan,
     ImageRef,
+    ImportView,
     LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
     ModelSwitch,
+    Note,
     Payload,
     ResultFold,
     SessionResume,
     SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultRecord:
+    """What hygiene needs to know about one tool result in the log."""
+
+    seq: int
+    ctx: str
+    name: str
+    path: str | None  # the file it read, wrote or edited
+    target: str | None  # what it acted on: the path, the command or the pattern
+    whole: bool  # an fs-read of the whole file
+    error: bool
+    first_line: str
+
 
 INTERRUPTED = "interrupted: the session stopped before this call was answered; call it again if needed"
 SUB_INTERRUPTED = "(interrupted before it answered)"
@@ -75,10 +97,17 @@ class LoopState:
             # a narrowing widened back: the conversation goes on in the context it narrowed
             self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)
             self.last_estimate = 0
+        elif isinstance(p, CtxWiden):
+            pass  # another context's narrowing widened: not the one the loop is in
         elif isinstance(p, SessionStart | SessionResume):
             self.model = p.model
-        elif isinstance(p, LlmReq) and event.ctx == self.ctx:
-            self.last_estimate = p.estimate
+        elif isinstance(p, LlmReq):
+            if event.ctx == self.ctx:
+                self.last_estimate = p.estimate
+        elif isinstance(p, GatePlan | Note | SummaryAdd | SummaryRevoke | LogRepaired | LlmSeen | ImportView):
+            pass  # nothing the loop follows
+        else:
+            assert_never(p)
 
     def interrupted(self) -> list[tuple[Payload, str]]:
         """The events (payload, ctx) that make the conversation whole after an interruption:

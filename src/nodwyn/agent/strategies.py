@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from nodwyn.agent.ports import Turns
+from nodwyn.agent.state import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
@@ -24,9 +25,6 @@ from nodwyn.values.content import ToolCall
 from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ModelSwitch, ResultFold, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.window import TurnOptions
-
-if TYPE_CHECKING:
-    from nodwyn.agent.loop import Agent
 
 # A turn starts with a compaction once the last request was past high water (trimming could not
 # shrink it) and past this share of the ceiling.
@@ -43,20 +41,6 @@ SUB_AGENT_SYSTEM = (
     "You are a sub-agent. Do the task you are given with the tools offered, then answer with what "
     "you found, in a few lines: that answer is all the caller will see."
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResultRecord:
-    """What hygiene needs to know about one tool result in the log."""
-
-    seq: int
-    ctx: str
-    name: str
-    path: str | None  # the file it read, wrote or edited
-    target: str | None  # what it acted on: the path, the command or the pattern
-    whole: bool  # an fs-read of the whole file
-    error: bool
-    first_line: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,14 +98,14 @@ def note_system(note: str, base: str) -> str:
     return f"{NOTE_SYSTEM_HEAD}\n{note.strip()}\n\n{base}"
 
 
-def new_context(agent: Agent, kind: str) -> str:
+def new_context(agent: Turns, kind: str) -> str:
     """A context id no earlier context of the session has: named by the seq its ``ctx.open``
     gets. (Ids were numbered by the contexts opened before, which a session resumed from its
     start point does not read; an old log's ``KIND-N`` has N below the seq of its own open.)"""
     return f"{kind}-{agent.log.last_seq + 1}"
 
 
-def plan(agent: Agent) -> str:
+def plan(agent: Turns) -> str:
     """A planner turn: the same conversation, no tools offered; its reply is recorded as the plan."""
     agent.append(UserMsg(text=PLANNER_ASK))
     _, response = agent.request(TurnOptions(no_tools=True))
@@ -133,7 +117,7 @@ def plan(agent: Agent) -> str:
     return text
 
 
-def sub_agent(agent: Agent, parent: str, call: ToolCall) -> Outcome:
+def sub_agent(agent: Turns, parent: str, call: ToolCall) -> Outcome:
     """A sub-agent in a context of its own, offered the tools the call names (fs-read by default);
     its final answer comes back to ``parent`` as the call's one result."""
     tools = agent.settings.tools
@@ -163,7 +147,7 @@ def sub_agent(agent: Agent, parent: str, call: ToolCall) -> Outcome:
     return Outcome(text=answer, error=not result.text)
 
 
-def compact(agent: Agent) -> str:
+def compact(agent: Turns) -> str:
     """Ask for a note (a headroom request, no tools), then narrow under a system prompt that
     starts from it. The old conversation stays in the log; later windows start at the note."""
     parent = agent.state.ctx
@@ -177,7 +161,7 @@ def compact(agent: Agent) -> str:
     return note
 
 
-def compact_if_due(agent: Agent) -> bool:
+def compact_if_due(agent: Turns) -> bool:
     """Compact before a turn when the last request came near the ceiling and trimming could not
     shrink it."""
     limits = agent.settings.recipe.limits
@@ -191,7 +175,7 @@ def compact_if_due(agent: Agent) -> bool:
     return True
 
 
-def hygiene(agent: Agent, *, force: bool = False) -> list[int]:
+def hygiene(agent: Turns, *, force: bool = False) -> list[int]:
     """Fold failed attempts and stale reads, at a turn boundary once the window is past low water
     (each fold moves the prefix, so they wait until the room is worth it)."""
     state = agent.state
@@ -203,7 +187,7 @@ def hygiene(agent: Agent, *, force: bool = False) -> list[int]:
     return [f.target for f in folds]
 
 
-def switch_model(agent: Agent, name: str) -> ModelSettings:
+def switch_model(agent: Turns, name: str) -> ModelSettings:
     """Switch to model entry ``name``, checked now (configured, its credential and extra at
     hand) rather than at the next request."""
     models = agent.settings.models

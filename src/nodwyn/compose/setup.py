@@ -20,6 +20,7 @@ from nodwyn.agent.tools.env import scrub_env
 from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
 from nodwyn.compose.extensions import Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
+from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
@@ -88,7 +89,7 @@ def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> N
     """Refuse, before a session is created or a model switched to, what would fail its first
     request: a local model without the local extra, a keychain that cannot be read, a credential
     neither the environment nor the keychain holds."""
-    if model.api == "local":
+    if api_profile(model).in_process:
         from nodwyn.transport.weights import weights_for
 
         weights = weights_for(model.model, model.name)  # a lookup; no file is read
@@ -159,7 +160,7 @@ class Backends:
         self._made: dict[str, Backend] = {}
 
     def __call__(self, settings: ModelSettings) -> Backend:
-        kind = "local" if settings.api == "local" else "http"
+        kind = "local" if api_profile(settings).in_process else "http"
         if kind not in self._made:
             if kind == "local":
                 from nodwyn.transport.local import LocalBackend
@@ -247,7 +248,7 @@ def recorded_prices(config: Config) -> tuple[tuple[str, Prices], ...]:
     for name, m in sorted(config.models.items()):
         if m.prices is not None:
             found.append((name, m.prices))
-        elif m.api == "local":
+        elif api_profile(m).in_process:
             found.append((name, Prices()))
     return tuple(found)
 
@@ -261,7 +262,7 @@ def make_recipe(
 ) -> Recipe:
     return Recipe(
         version=version,
-        system=ext.system or (LOCAL_SYSTEM if model.api == "local" else BASE_SYSTEM),
+        system=ext.system or (LOCAL_SYSTEM if api_profile(model).in_process else BASE_SYSTEM),
         tools=catalog(tools.values()),
         limits=session_limits(config.window, model, config.path),
         context_size=model.context_size,
@@ -270,7 +271,7 @@ def make_recipe(
         plan_header=ext.plan_header,
         extra_flags=EXTRA_FLAGS,
         prices=recorded_prices(config),
-        weights=weights_for(model.model, model.name).digest if model.api == "local" else None,
+        weights=weights_for(model.model, model.name).digest if api_profile(model).in_process else None,
     )
 
 

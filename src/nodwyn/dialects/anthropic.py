@@ -74,13 +74,13 @@ class AnthropicDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
+        settings = self.settings
         check_blocks(request, settings, ("thinking", "redacted_thinking"), self.api)
         if request.max_output is None:
             raise EncodeError(

@@ -99,13 +99,13 @@ class OllamaDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
+        settings = self.settings
         # Ollama has no session knob (one server, one cache): the key is not sent.
         check_blocks(request, settings, (), self.api)
         if settings.cache_control is not None:

@@ -105,13 +105,13 @@ class ChatDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
+        settings = self.settings
         profile = profile_for(settings)
         check_blocks(request, settings, ("reasoning_details",), self.api)
         messages: list[dict[str, Any]] = []

@@ -105,13 +105,13 @@ class ResponsesDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
     ) -> WireRequest:
+        settings = self.settings
         check_blocks(request, settings, ("reasoning",), self.api)
         body: dict[str, Any] = {"model": settings.model}
         if request.system:

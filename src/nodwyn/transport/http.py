@@ -119,7 +119,6 @@ class HttpBackend:
         credential = self._credential(settings)
         wire = dialect.encode(
             request,
-            settings,
             session_key=session_key,
             plan_usage=credential is not None and credential.plan_usage,
             stream=True,
@@ -158,7 +157,7 @@ class HttpBackend:
         """The server's model ids (never with the session key)."""
         dialect = dialect_for(settings)
         credential = self._credential(settings)
-        wire = dialect.models_request(settings)
+        wire = dialect.models_request()
         url = self._url(settings, wire.path)
         headers = self._headers(wire, credential, settings, url)
         attempt = 0
