@@ -3,7 +3,8 @@
 For each payload, the median time of ``redact(payload)`` is compared with the same run's baseline,
 ``orjson.dumps(payload)`` (what every append does anyway). ``--old FILE`` also times another
 ``redact.py`` (e.g. an earlier release's, from ``git show REV:src/nodwyn/log/redact.py``), so a
-change to the rules can be reported before/after on the same machine and load.
+change to the rules can be reported before/after on the same machine and load. Both are given
+the same held values (each through its own ``Known``), so the cost of looking for them is in both.
 
     git show 12cbafd:src/nodwyn/log/redact.py > /tmp/redact_old.py
     .venv/bin/python bench/redact.py --old /tmp/redact_old.py
@@ -34,11 +35,17 @@ def payloads() -> dict[str, dict[str, Any]]:
     words = "the quick brown fox jumps over the lazy dog while the build runs its tests "
     code = (ROOT / "src/nodwyn/agent/loop.py").read_text()
     env = "\n".join(f"VAR_{i}=value-{i}" for i in range(60)) + "\nHOME=/root\nPATH=/usr/bin:/bin\n"
+    manifest = "".join(
+        f"---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: app-{i}\n  labels: {{tier: web%2Fapi}}\n"
+        f"data:\n  token: {base64.b64encode(rng.randbytes(30)).decode()}\n"
+        for i in range(12)
+    )
     return {
         "prose 500 B": {"text": (words * 10)[:500], "i": 1, "call_id": "call_00000001"},
         "code 4 KB": {"text": code[:4096]},
         "code 64 KB": {"text": (code * 8)[:65536]},
         "env dump 1 KB": {"text": env},
+        "k8s manifest 2 KB": {"text": manifest},
         "reasoning blobs 10 x 16 KB": {
             "reasoning_details": [
                 {
@@ -67,13 +74,18 @@ def timed(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(samples)
 
 
-def load_old(path: Path) -> Callable[[Any], Any]:
+def load_old(path: Path, values: list[str]) -> Callable[[Any], Any]:
+    """The other ``redact``, called with the same held values made by its own ``Known``."""
     spec = importlib.util.spec_from_file_location("redact_old", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["redact_old"] = module
     spec.loader.exec_module(module)
-    old: Callable[[Any], Any] = module.redact
+    held = module.Known.of(values)
+
+    def old(payload: Any) -> Any:
+        return module.redact(payload, held)
+
     return old
 
 
@@ -84,8 +96,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="samples per case; the median is reported")
     parser.add_argument("--old", type=Path, default=None, help="another redact.py to time beside this one")
     args = parser.parse_args()
-    old = load_old(args.old) if args.old else None
-    known = Known.of(["kc-" + "9f8e7d6c5b4a" * 3])
+    values = ["kc-" + "9f8e7d6c5b4a" * 3, "corpTok9/Xq2+Lm7Zv4Rw8Ps"]  # a keychain value, one with / and +
+    old = load_old(args.old, values) if args.old else None
+    known = Known.of(values)
     head = "| payload | orjson.dumps (baseline) | redact | vs baseline |"
     rule = "|---|---:|---:|---:|"
     if old:

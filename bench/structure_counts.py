@@ -205,7 +205,9 @@ def field_reader(tree: ast.Module) -> bool:
         if not isinstance(fn, ast.FunctionDef):
             continue
         if fn.name.startswith("opt_"):
-            body_checks = any(isinstance(n, ast.Call) and ast.unparse(n.func) == "isinstance" for n in ast.walk(fn))
+            body_checks = any(
+                isinstance(n, ast.Call) and ast.unparse(n.func) == "isinstance" for n in ast.walk(fn)
+            )
             if body_checks:
                 return True
         params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}

@@ -22,9 +22,12 @@
     ├── StorageError                 exit 14  the disk refused: full, read-only, unreadable, not a folder
     ├── ImportFormatError            exit 15  another agent's session file is not in the format read
     ├── ExportError                  exit 16  an OTLP collector refused an export or could not be reached
+    ├── TooLargeError                exit 20  a task, piped input or request does not fit the model's context
     └── WhatifError                  exit 1   a what-if replay could not be made (names the run)
 
-The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits.
+The CLI maps these to exit codes in one place (``nodwyn.cli``); the library never exits. A turn
+of ``nodwyn run`` that ends without a whole answer is no error: it exits 17-19
+(``agent.settings.STOPPED_EXIT``). Every code is listed in docs/exit-codes.md.
 """
 
 from __future__ import annotations
@@ -148,6 +151,13 @@ class ExportError(NodwynError):
     be reached (the message names the URL). Not a provider's failure: no model was asked."""
 
     exit_code = 16
+
+
+class TooLargeError(NodwynError):
+    """A task, piped input or request is larger than the model's window or context, refused before
+    it is recorded or sent (ADR 0300): the message names its size and what to do instead."""
+
+    exit_code = 20
 
 
 class WhatifError(NodwynError):

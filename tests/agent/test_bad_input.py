@@ -210,7 +210,8 @@ def test_a_window_that_trimming_cannot_shrink_is_compacted_at_the_next_turn(
             tmp_path, fake.url, extra="[window]\nhigh_water = 2000\nlow_water = 1500\noutput_reserve = 200"
         )
         config = Path(env["NODWYN_CONFIG"])
-        config.write_text(config.read_text().replace("context_size = 32000", "context_size = 3000"))
+        # a context the paste fits (ADR 0300: one that did not would be refused), whose high water it passes
+        config.write_text(config.read_text().replace("context_size = 32000", "context_size = 3800"))
         notes = Notes()
         agent = open_agent(env=env, workspace=workspace, display=notes).agent
         agent.user_turn("Here is a paste: " + "lorem ipsum dolor sit amet " * 250)

@@ -75,7 +75,7 @@ def test_a_resume_that_changes_the_task_header_keeps_the_earlier_messages_header
     with Store(tmp_path / "home").open(sid) as log:
         events = list(log.read(1))
         resumed = [e for e in events if e.kind == "session.resume"][0]
-        assert resumed.data["recipe"]["flags"] == ["kept_headers"]
+        assert resumed.data["recipe"]["flags"] == ["kept_headers", "superseded"]
         last = [e for e in events if e.kind == "llm.req"][-1]
         assert "moved" not in last.data
         rebuilt = replay_request(log, last.seq).request

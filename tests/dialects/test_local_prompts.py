@@ -250,11 +250,12 @@ def test_json_that_is_no_call_stays_text() -> None:
     for text in (
         'The config is {"name": "x", "value": 3}.',
         '```python\nd = {"name": "fs-read", "arguments": {}}\n```\nThat is a dict.',
-        "<tool_call>{oops</tool_call>",
         "use {braces} like {this}",
     ):
         prose, calls = parse_calls(text, "p")
         assert calls == () and prose == text.strip(), text
+    # inside call tags it is a call the model began: the runner refuses it (test_local_grammar.py)
+    assert parse_calls("<tool_call>{oops</tool_call>", "p")[0] == ""
 
 
 def test_a_fabricated_tool_response_is_never_a_result_and_ends_the_reply() -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from nodwyn.errors import TooLargeError
 from nodwyn.log import Store
 from nodwyn.record import Recorder, resume_session, resumed_events, start_session
 from nodwyn.replay.exact import replay_request, verify_all
@@ -71,3 +74,22 @@ def test_a_resumed_recorder_continues_from_the_recorded_start_point(tmp_path: Pa
         build, req = rec.request("main", ORIGIN)
         assert start == 1 and len(build.request.messages) == 3
         assert replay_request(log, req.seq).digest == req.data["digest"]
+
+
+def test_a_request_past_the_models_context_is_refused_and_nothing_is_recorded(tmp_path: Path) -> None:
+    """ADR 0300: the estimate plus the reply cap must fit the context of the model it goes to."""
+    with start_session(Store(tmp_path, fsync=False), RECIPE, "entry") as log:
+        rec = Recorder(log)
+        rec.feed(log.read())
+        rec.append(UserMsg(text="x" * 3000))  # about 1,000 tokens
+        build, _ = rec.request("main", ORIGIN, context=4096)
+        need = build.record.estimate + 200
+        last = log.last_seq
+        with pytest.raises(TooLargeError, match=f"more than its {need - 1:,}-token context"):
+            rec.request("main", ORIGIN, context=need - 1)
+        assert log.last_seq == last  # no llm.req for the refused request
+        rec.append(LlmResp.from_data({"req": last, "response": {"text": "ok"}}))
+        rec.append(UserMsg(text="short"))
+        rec.request("main", ORIGIN, context=need + 100)  # the window goes on as if nothing was built
+    with Store(tmp_path, fsync=False).open(log.id) as reader:
+        assert all(v.error is None for v in verify_all(reader))

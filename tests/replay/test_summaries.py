@@ -152,9 +152,9 @@ def test_revoke_and_list(session: Make, store: Store) -> None:
             revoke_summary(log, b.seq)
         with pytest.raises(ConfigError, match="not a summary.add"):
             revoke_summary(log, u[0])
-    with store.open(s.id) as log:
+    with store.open(s.id) as log:  # a revoked newer summary still supersedes the older (ADR 0300)
         assert [(i.seq, i.status, i.by) for i in summaries(log)] == [
-            (a.seq, "active", None),
+            (a.seq, "superseded", b.seq),
             (b.seq, "revoked", r.seq),
         ]
 

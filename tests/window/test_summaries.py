@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodwyn.values.content import AssistantMessage, ToolCall
-from nodwyn.values.recipe import WindowLimits
+from nodwyn.values.recipe import Flag, WindowLimits
 from nodwyn.window import build_window
 
 from .sessions import ORIGIN_A, Sim, batch, started
@@ -75,6 +75,36 @@ def test_a_revoked_or_stale_summary_exposes_its_source() -> None:
     sim.reply(text="ok")
     sim.summary(u[0], u[1] - 1, "stale", digest="sha256:not-the-source")
     assert _summaries(sim) == []
+
+
+def test_a_superseded_summary_never_comes_back_when_the_newer_is_revoked_or_stale() -> None:
+    """ADR 0300: with the recipe's ``superseded`` flag, revoking the newer of two overlapping
+    summaries, or a newer one gone stale, shows the span's source, never the older text."""
+    sim = started(2, extra_flags=(Flag("superseded"),))
+    u = _turns(sim, 5)
+    sim.summary(u[0], u[1] - 1, "older")
+    newer = sim.summary(u[0], u[2] - 1, "newer")
+    assert [t.split("\n\n")[1] for t in _summaries(sim)] == ["newer"]
+    sim.reply(text="ok")
+    sim.revoke(newer.seq)
+    b = sim.request()
+    assert _summaries(sim) == [] and u[0] in b.seqs
+    sim.reply(text="ok")
+    sim.summary(u[0], u[3] - 1, "stale", digest="sha256:not-the-source")
+    b = sim.request()
+    assert _summaries(sim) == [] and u[0] in b.seqs
+
+
+def test_without_the_flag_an_older_log_still_shows_the_older_summary() -> None:
+    """A recipe without ``superseded`` (every log recorded before ADR 0300) rebuilds as built."""
+    sim = started(2)
+    u = _turns(sim, 5)
+    sim.summary(u[0], u[1] - 1, "older")
+    newer = sim.summary(u[0], u[2] - 1, "newer")
+    sim.request()
+    sim.reply(text="ok")
+    sim.revoke(newer.seq)
+    assert [t.split("\n\n")[1] for t in _summaries(sim)] == ["older"]
 
 
 def test_a_span_that_splits_a_call_from_its_result_is_not_used() -> None:

@@ -11,6 +11,7 @@ from nodwyn.agent.tools import Approver, Outcome, ToolContext
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.errors import ToolError
 from nodwyn.log import SessionLog
+from nodwyn.log.redact import NO_KNOWN, Known
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     LLM_RESP,
@@ -28,8 +29,11 @@ from nodwyn.values.events import (
 READ_MARGIN = 0.85  # a ranged read leaves room for JSON escaping and its header
 
 
-def tool_context(settings: AgentSettings, approve: Approver, recall: Callable[[int], str]) -> ToolContext:
-    """The session's tool context: a ranged fs-read stops within the window's read cap."""
+def tool_context(
+    settings: AgentSettings, approve: Approver, recall: Callable[[int], str], known: Known = NO_KNOWN
+) -> ToolContext:
+    """The session's tool context: a ranged fs-read stops within the window's read cap; the file
+    tools see files with the log's held values redacted and never touch nodwyn's own files."""
     recipe = settings.recipe
     cap = recipe.limits.max_result_tokens
     if recipe.rules.wide_reads:
@@ -43,6 +47,8 @@ def tool_context(settings: AgentSettings, approve: Approver, recall: Callable[[i
         tool_timeout=settings.tool_timeout,
         env=settings.shell_env,
         processes=ProcessGroups(),
+        known=known,
+        protected=settings.protected,
     )
 
 

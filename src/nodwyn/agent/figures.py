@@ -6,7 +6,7 @@ recorded after that seq: one turn's figures."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,11 +135,16 @@ class Overview:
 
 
 def overview(
-    events: Iterable[Event], prices: Mapping[str, Prices] | None = None, *, query: str | None = None
+    events: Iterable[Event],
+    prices: Mapping[str, Prices] | None = None,
+    *,
+    query: str | None = None,
+    clean: Callable[[str], str] | None = None,
 ) -> Overview:
     """One pass over a session's events; ``query`` is searched (ignoring case) in the person's
-    messages and the replies' text."""
+    messages and the replies' text, as ``clean`` gives them (a redaction) when it is given."""
     needle = query.casefold() if query else None
+    seen = clean or (lambda text: text)
     first: str | None = None
     model: str | None = None
     matched = needle is None
@@ -151,12 +156,12 @@ def overview(
             if isinstance(p, UserMsg) and e.ctx == MAIN_CTX:
                 if first is None:
                     first = p.text
-                if needle is not None and not matched and needle in p.text.casefold():
+                if needle is not None and not matched and needle in seen(p.text).casefold():
                     matched = True
             elif isinstance(p, SessionStart | SessionResume | ModelSwitch):
                 model = p.model
             elif isinstance(p, LlmResp) and needle is not None and not matched:
-                matched = needle in p.response.text.casefold()
+                matched = needle in seen(p.response.text).casefold()
             yield e
 
     figures = cache_figures(watch(events), prices)

@@ -13,15 +13,16 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from nodwyn.agent import reply, strategies
+from nodwyn.agent import ends, reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
 from nodwyn.agent.dispatch import recall_text, result_payload, tool_context
+from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
 from nodwyn.agent.state import LoopState
 from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
 from nodwyn.dialects.session_key import session_key
-from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError
+from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
 from nodwyn.record import Recorder, resumed_events
@@ -31,6 +32,17 @@ from nodwyn.values.events import Event, GatePlan, LlmResp, Note, Payload, UserMs
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
+
+
+def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
+    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
+    seq fed and the loop's state. What a resume checks before it records anything."""
+    state = LoopState(model=model)
+    first_seq, events = resumed_events(log)
+    for event in events:
+        window.feed(event)
+        state.follow(event)
+    return first_seq, state
 
 
 class Agent:
@@ -53,12 +65,8 @@ class Agent:
         self.recorder = Recorder(log, self.window)
         self.requests = 0
         self.last_build: Build | None = None  # the latest request as the window built it (faces show it)
-        self.tool_context = tool_context(settings, approve, partial(recall_text, log))
-        self.state = LoopState(model=settings.model)
-        self.first_seq, events = resumed_events(log)
-        for event in events:
-            self.window.feed(event)
-            self.state.follow(event)
+        self.tool_context = tool_context(settings, approve, partial(recall_text, log), log.known)
+        self.first_seq, self.state = rebuild(log, self.window, settings.model)
 
     @property
     def session_id(self) -> str:
@@ -77,10 +85,14 @@ class Agent:
         """One model request in ``ctx``: recorded, sent, its reply logged."""
         ctx, settings = ctx or self.state.ctx, self.model
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
-        ask = cache_ask(settings)
-        build, req = self.recorder.request(
-            ctx, settings.origin, turn=turn, withheld=reasons, model=settings.name, cache_ask=ask
-        )
+        ask, size, origin = cache_ask(settings), settings.context_size, settings.origin
+        try:  # a request that does not fit the context is refused unrecorded, so never sent
+            build, req = self.recorder.request(
+                ctx, origin, turn=turn, withheld=reasons, model=settings.name, cache_ask=ask, context=size
+            )
+        except TooLargeError as exc:
+            self.append(Note(text=f"request refused before sending: {exc}"), ctx=ctx)
+            raise
         self.last_build = build
         self.state.follow(req)
         self.requests += 1
@@ -113,7 +125,9 @@ class Agent:
         return len(due)
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
-        """The person's message, then model requests and tool calls until a reply without calls."""
+        """The person's message (refused unrecorded if it cannot fit: ADR 0300), then model requests
+        and tool calls until a reply without calls."""
+        check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)
         refs = tuple(image_ref(self.log.attachments, p, model_host(self.model)) for p in images)
@@ -129,32 +143,39 @@ class Agent:
         previous: ToolCall | None = None
         for _ in range(steps):
             _, response = self.request(turn, ctx)
-            if response.calls:
-                for call in response.calls:
-                    self.answer(ctx, call, offered, previous)
-                    previous = call
-            elif response.text.strip():
+            for n, call in enumerate(response.calls):
+                self.answer(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
+                previous = call
+            end = None if response.calls else ends.of_reply(response, self.model.name)
+            if not response.calls and end is None:
                 return TurnResult(text=response.text, requests=self.requests - start)
-            else:
-                why = f"the model ({self.model.name}) answered with no text and no tool calls; "
-                why += "the turn ends here (its reply is in the log)"
-                return self.stop(ctx, why, "empty reply", start)
-        why = f"stopped after {steps} model requests in one turn; say how to go on"
-        return self.stop(ctx, why, "step limit", start)
+            if end is not None:
+                return self.stop(ctx, end, start)
+        return self.stop(ctx, ends.step_limit(steps), start)
 
-    def stop(self, ctx: str, message: str, stopped: str, start: int) -> TurnResult:
-        """A turn that ends without an answer: why, in the log and on the display."""
-        self.append(Note(text=message), ctx=ctx)
-        self.display.notice(message)
-        return TurnResult(text="", requests=self.requests - start, stopped=stopped)
+    def stop(self, ctx: str, end: ends.End, start: int) -> TurnResult:
+        """A turn that ends without a whole answer: why, in the log and on the display."""
+        self.append(Note(text=end.why), ctx=ctx)
+        self.display.notice(end.why)
+        n = self.requests - start
+        return TurnResult(text=end.text, requests=n, stopped=end.stopped, why=end.why, cut_at=end.cut_at)
 
     def answer(
-        self, ctx: str, call: ToolCall, offered: Sequence[str] | None, previous: ToolCall | None
+        self,
+        ctx: str,
+        call: ToolCall,
+        offered: Sequence[str] | None,
+        previous: ToolCall | None,
+        *,
+        cut_at: int | None = None,
     ) -> Outcome:
-        """One tool call answered (a repeated look, a sub-agent or a tool), its result logged."""
+        """One tool call answered (a repeated look, a sub-agent or a tool), its result logged. A call
+        cut at the output cap (``cut_at``: the reply's output tokens) is not run."""
         self.display.tool_call(ctx, call)
         tools = self.settings.tools
-        if strategies.repeats(tools, call, previous):
+        if cut_at is not None and not ends.whole(call.arguments):
+            outcome = ends.cut_outcome(call, cut_at)
+        elif strategies.repeats(tools, call, previous):
             outcome = strategies.repeated(call)
         elif call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
             outcome = strategies.sub_agent(self, ctx, call)

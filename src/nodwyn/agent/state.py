@@ -8,10 +8,10 @@ reading the log again.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import assert_never
 
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     MAIN_CTX,
@@ -129,8 +129,8 @@ def result_record(seq: int, ctx: str, result: ToolResult, call: ToolCall | None)
     whole = False
     if call is not None:
         try:
-            args = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
+            args = load_arguments(call.arguments)
+        except ArgumentsError:  # not JSON, or too deep or long to read: nothing to go by
             args = {}
         if isinstance(args, dict) and isinstance(args.get("path"), str):
             path = args["path"].removeprefix("./") or "."

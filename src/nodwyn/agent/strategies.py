@@ -12,18 +12,19 @@ the log keeps the original, ``recall`` brings it back. Two rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nodwyn.agent.ports import Turns
 from nodwyn.agent.state import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ModelSwitch, ResultFold, UserMsg
 from nodwyn.values.model import ModelSettings
+from nodwyn.values.recipe import Recipe
 from nodwyn.window import TurnOptions
 
 # A turn starts with a compaction once the last request was past high water (trimming could not
@@ -198,8 +199,24 @@ def switch_model(agent: Turns, name: str) -> ModelSettings:
         )
     if agent.check_model is not None:
         agent.check_model(models[name])
-    agent.append(ModelSwitch(model=name))
+    resized = resized_recipe(agent, models[name])
+    agent.append(ModelSwitch(model=name, recipe=resized))
+    if resized is not None:
+        agent.settings = replace(agent.settings, recipe=resized)
     return agent.model
+
+
+def resized_recipe(agent: Turns, model: ModelSettings) -> Recipe | None:
+    """The session's recipe with the window sized for ``model``'s context (the limits a session
+    on it would get: ``settings.limits_for``), or None when its context is the recipe's (ADR 0300).
+    A context too small for any window is refused here, in one line, before the switch is
+    recorded (``limits_for`` raises ``ConfigError``)."""
+    recipe = agent.settings.recipe
+    limits_for = agent.settings.limits_for
+    if limits_for is None or model.context_size == recipe.context_size:
+        return None
+    limits = limits_for(model)
+    return replace(recipe, limits=limits, context_size=model.context_size)
 
 
 def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None) -> bool:
@@ -211,8 +228,8 @@ def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None
     if call.name != previous.name:
         return False
     try:
-        return bool(json.loads(call.arguments) == json.loads(previous.arguments))
-    except json.JSONDecodeError:
+        return bool(load_arguments(call.arguments) == load_arguments(previous.arguments))
+    except ArgumentsError:
         return call.arguments == previous.arguments
 
 

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "keys": ("nodwyn.cli.keys", "keys", "Set, list and remove credentials in the keychain file."),
     "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
     "replay": ("nodwyn.cli.replay", "replay", "Transcript of a session; --window SEQ proves one request."),
+    "verify": ("nodwyn.cli.verify", "verify", "Check a sealed session's events against its seal."),
     "export": ("nodwyn.cli.export", "export", "A session as Markdown, JSON or OpenTelemetry spans."),
     "summary": ("nodwyn.cli.summary", "summary", "Add, revoke and list reviewed summaries of a session."),
     "whatif": (

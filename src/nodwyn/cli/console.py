@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from nodwyn.cli.common import ROOT, model_prices, root_dir
+from nodwyn.cli.screen import held, hold_configured
 from nodwyn.console.server import allowed_hosts, bind, check_host
 
 
@@ -36,7 +37,8 @@ def console(port: int, host: str, allow_remote: bool, allow_host: tuple[str, ...
     check_host(host, allow_remote=allow_remote)
     sock = bind(host, port)  # before the URL is printed: a taken port is one line, exit 2
     try:
-        app = make_app(root_dir(root), model_prices(), hosts=allowed_hosts(host, allow_host))
+        hold_configured()  # the credentials held now, cleared from every page (ADR 0332)
+        app = make_app(root_dir(root), model_prices(), hosts=allowed_hosts(host, allow_host), known=held())
         bound = sock.getsockname()[1]
         shown = host if ":" not in host else f"[{host}]"
         click.echo(f"nodwyn console on http://{shown}:{bound}/ (read-only; Ctrl-C stops)")

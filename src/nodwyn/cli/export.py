@@ -84,10 +84,13 @@ def export(
     if otlp_endpoint is not None and fmt != "otel":
         raise click.UsageError("--otlp-endpoint sends spans: use it with --format otel")
     headers = _headers(otlp_header)
+    from nodwyn.cli.screen import hold_configured, json_safe, redacted_events, shown
+
     store = store_for(root)
     sid = store.resolve(session)
+    hold_configured()  # every output, not only a terminal, is cleared of the credentials held now
     with store.open(sid) as log:
-        events = list(log.read())
+        events = redacted_events(log.read())
     from nodwyn.stats.totals import Aggregator
 
     agg = Aggregator(model_prices())
@@ -99,10 +102,7 @@ def export(
         out.write_bytes(body)
         click.echo(f"wrote {out}", err=True)
     else:
-        if sys.stdout.isatty():  # shown to a person: credentials redacted, control characters spelled out
-            from nodwyn.cli.screen import hold_configured, json_safe, shown
-
-            hold_configured()
+        if sys.stdout.isatty():  # shown to a person: control characters spelled out too
             text = body.decode("utf-8", "replace")
             body = (shown(text) if fmt == "md" else json_safe(text)).encode()
         sys.stdout.buffer.write(body)
@@ -137,5 +137,5 @@ def _send_spans(events: list[Event], sid: str, endpoint: str, protocol: str, hea
         if protocol == "protobuf"
         else orjson.dumps(otel.otlp_json(found, sid, _version()))
     )
-    url = post_otlp(endpoint, encoded, protocol, headers=headers)
-    click.echo(f"sent {len(found)} spans of session {sid} to {url}", err=True)
+    where = post_otlp(endpoint, encoded, protocol, headers=headers)  # printable: no password
+    click.echo(f"sent {len(found)} spans of session {sid} to {where}", err=True)

@@ -104,3 +104,20 @@ def rm(name: str) -> None:
         raise NotFoundError(f"no key {name!r} in keychain {keychain_where(os.environ)} (keys: {known})")
     save_keychain(path, Credentials.of(c for n, c in chain.by_name.items() if n != name))
     click.echo(f"removed {name} from {path}")
+
+
+@keys.command("seal")
+def seal() -> None:
+    """Create the keychain's session-seal secret: every session created from now on is sealed (a
+    chained HMAC over its events), and `nodwyn verify SESSION` checks it. An existing secret is
+    kept (sessions sealed with it would no longer verify)."""
+    import secrets
+
+    from nodwyn.transport.credentials import seal_secret
+
+    path = keychain_path(os.environ)
+    if seal_secret(path):
+        click.echo(f"keychain {path} already holds a seal secret; sessions are sealed with it")
+        return
+    save_keychain(path, _chain(), seal=secrets.token_urlsafe(32))
+    click.echo(f"added a seal secret to {path} (mode 0600); new sessions are sealed")

@@ -20,6 +20,13 @@ from nodwyn.replay.transcript import Damaged, transcript, transcript_json
 from nodwyn.values import codec
 from nodwyn.values.events import Event
 
+PROVES = (
+    "verified: each request was rebuilt from the log and matches the digest recorded when it was sent; "
+    "this does not prove the log is untouched (a digest is not a seal: an edited answer, usage or "
+    "result with its later digests rewritten verifies too)"
+)
+SEAL_CHECK = "`nodwyn verify SESSION` checks a sealed session's events against its seal"
+
 
 def _short(d: str) -> str:
     return d[:19] + "…" if len(d) > 20 else d
@@ -56,12 +63,23 @@ def _all(log: SessionLog, as_json: bool) -> int:
             verified += 1
         elif first_error is None:
             first_error = v.error
-        click.echo(_verdict_json(v) if as_json else _verdict_line(v))
+        click.echo(json_safe(_verdict_json(v).decode()) if as_json else shown(_verdict_line(v)))
     refused = total - verified
     if as_json:
-        click.echo(orjson.dumps({"total": total, "verified": verified, "refused": refused}))
+        click.echo(
+            orjson.dumps(
+                {
+                    "total": total,
+                    "verified": verified,
+                    "refused": refused,
+                    "proves": PROVES,
+                    "seal": SEAL_CHECK,
+                }
+            )
+        )
     else:
         click.echo(f"{total} requests: {verified} verified, {refused} refused")
+        click.echo(f"{PROVES}; {SEAL_CHECK}")
     return 0 if first_error is None else first_error.exit_code
 
 
@@ -72,11 +90,10 @@ def _transcript(log: SessionLog, as_json: bool) -> bool:
         for item in counted:
             if isinstance(item, Damaged):
                 row = {"damaged": True, "torn": item.torn, "offset": item.offset, "size": item.size}
-                click.echo(orjson.dumps({**row, "reason": item.reason}))
+                click.echo(json_safe(orjson.dumps({**row, "reason": item.reason}).decode()))
             else:
                 click.echo(json_safe(orjson.dumps(transcript_json(item)).decode()))
     else:
-        hold_configured()
         for line in transcript(counted):
             click.echo(shown(line))
     if counted.gaps:
@@ -166,6 +183,7 @@ def replay(
         raise click.UsageError("--expect goes with --window SEQ")
     store = store_for(root)
     sid = store.resolve(session)
+    hold_configured()  # what is printed is cleared of the credentials held now (ADR 0332)
     with store.open(sid) as log:
         if every:
             code = _all(log, as_json)
@@ -180,18 +198,15 @@ def replay(
             log, seq, expect=expect.read_bytes() if expect is not None else None, complete=True
         )
         if as_json:
-            click.echo(
-                orjson.dumps(
-                    {
-                        "seq": r.seq,
-                        "ctx": r.ctx,
-                        "digest": r.digest,
-                        "recipe": f"window-v{r.recipe_version}",
-                        "verified": True,
-                        "request": codec.request_to_json(r.request),
-                    }
-                )
-            )
+            doc = {
+                "seq": r.seq,
+                "ctx": r.ctx,
+                "digest": r.digest,
+                "recipe": f"window-v{r.recipe_version}",
+                "verified": True,
+                "request": codec.request_to_json(r.request),
+            }
+            click.echo(json_safe(orjson.dumps(doc).decode()))
             return
         sys.stdout.flush()
         sys.stdout.buffer.write(r.canonical)

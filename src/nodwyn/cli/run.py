@@ -26,7 +26,7 @@ from click.globals import resolve_color_default
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.settings import TurnResult
+from nodwyn.agent.settings import STOPPED_EXIT, TurnResult
 from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
@@ -204,6 +204,13 @@ class LineDisplay:
         elif result.text and self.answer_out:
             self._end_lines()
             click.echo(shown(result.text.rstrip("\n")))
+        if result.cut_at is not None and (self.answer_live or self.answer_out):
+            click.echo(cut_mark(result.cut_at))
+
+
+def cut_mark(tokens: int) -> str:
+    """What follows an answer cut at the output cap, on its own line."""
+    return f"[reply cut at {tokens} output tokens]"
 
 
 def _ask(question: str) -> bool:
@@ -255,6 +262,8 @@ class Output:
                 "model": agent.model.name,
                 "text": None if result is None else redacted(result.text),
                 "stopped": None if result is None else result.stopped,
+                "why": None if result is None else result.why,
+                "exit": 0 if result is None or not result.stopped else STOPPED_EXIT.get(result.stopped, 1),
                 **figures_json(figures),
                 "turn": figures_json(turn),
             }
@@ -276,6 +285,7 @@ def _open(
     resume: str | None = None,
     images: tuple[Path, ...] = (),
     recipe: str | None = None,
+    task: str | None = None,
 ) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
     # `finally` that kills what its shell commands left running and releases the log.
@@ -290,6 +300,7 @@ def _open(
         ask=_ask,
         display=out.display,
         recipe_version=recipe,
+        task=task,
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
@@ -377,11 +388,11 @@ def _one_turn(opened: Opened, task: str, images: tuple[Path, ...], out: Output) 
     try:
         result = agent.user_turn(task, images)
         out.display.answer(result)
-        if result.stopped:
-            _err(f"nodwyn: the turn ended without an answer: {result.stopped}")
     finally:
         out.finish(agent, result, before)
         opened.close()
+    if result.stopped:  # its one line (the agent's notice) is on stderr; the code says which end
+        raise SystemExit(STOPPED_EXIT.get(result.stopped, 1))
 
 
 @click.command()
@@ -409,7 +420,7 @@ def run(
         read_image(path)  # a bad image is refused before a session starts
     out = Output(quiet=quiet, as_json=as_json)
     opened = _open(
-        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe
+        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe, task=text
     )
     _one_turn(opened, text, images, out)
 
@@ -439,15 +450,15 @@ def _reader(opened: Opened) -> Callable[[], str]:
         return plain
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
-    from prompt_toolkit.history import FileHistory
 
+    from nodwyn.cli.history import HISTORY_NAME, RedactedHistory
+    from nodwyn.cli.screen import held
     from nodwyn.log import data_root
 
-    history = data_root(os.environ) / "chat-history"
-    history.parent.mkdir(parents=True, exist_ok=True)
+    history = RedactedHistory(data_root(os.environ) / HISTORY_NAME, held())
     words = [f"/{name}" for name in SLASH] + [f"/{name}" for name in opened.extensions.strategies]
     session: PromptSession[str] = PromptSession(
-        history=FileHistory(str(history)),
+        history=history,
         completer=WordCompleter(words, sentence=True),
         complete_while_typing=False,
     )
@@ -616,7 +627,7 @@ def resume(
     out = Output(quiet=quiet, as_json=as_json)
     if text is None and not sys.stdin.isatty():
         raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
-    opened = _open(model, None, yes, out, resume=session, recipe=recipe)
+    opened = _open(model, None, yes, out, resume=session, recipe=recipe, task=text)
     if text is not None:
         _one_turn(opened, text, (), out)
         return

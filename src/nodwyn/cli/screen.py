@@ -5,16 +5,20 @@ output, a command, an error a provider sent, a log's contents): credentials are 
 values nodwyn holds, which ``hold`` sets when a session opens, and every shape the log redacts),
 then control characters are spelled out (``values.terminal``). ``Stream`` does the same for a reply
 as it streams: it lets out whole lines only, so a secret split across fragments, or a header and
-its token, is seen whole before it is shown; a private key block is held until its END line.
+its token, is seen whole before it is shown; a private key block is held until its END line; a
+line longer than 16 KiB is redacted whole before part of it is let out.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Final
 
-from nodwyn.log.redact import NO_KNOWN, Known, redact_text
+from nodwyn.log.redact import NO_KNOWN, Known, redact, redact_text
+from nodwyn.values.events import Event
 from nodwyn.values.terminal import escape_controls, escape_json_controls
 
 _HELD: list[Known] = [NO_KNOWN]
@@ -52,6 +56,13 @@ def redacted(text: str) -> str:
     return redact_text(text, _HELD[0]) if text else text
 
 
+def redacted_events(events: Iterable[Event]) -> list[Event]:
+    """Events as a reader may pass them on (an export, a file, a pipe): every payload redacted
+    again with the credentials held now, so a value logged before it became one is not shown."""
+    known = _HELD[0]
+    return [replace(e, data=redact(e.data, known)[0]) for e in events]
+
+
 def shown(text: str, *, newlines: bool = True) -> str:
     """``text`` as it may be shown: credentials redacted, control characters spelled out."""
     return escape_controls(redacted(text), newlines=newlines)
@@ -68,7 +79,10 @@ class Stream:
         self._pending += fragment
         cut = self._pending.rfind("\n") + 1
         if cut == 0 and len(self._pending) > _LINE_HOLD:
-            cut = len(self._pending) - 4096  # a very long line: let out all but a key's length
+            # a very long line: redacted whole before it is cut, so the cut cannot split a
+            # credential into halves neither of which matches; then let out all but a key's length
+            self._pending = redacted(self._pending)
+            cut = len(self._pending) - 4096
             space = self._pending.rfind(" ", 0, cut)
             cut = space + 1 if space > 0 else cut
         if cut == 0:

@@ -61,7 +61,8 @@ def _info_json(info: SessionInfo, view: Overview | None) -> bytes:
 def _overview(store: Store, sid: str, prices: dict[str, Prices], query: str | None) -> Overview | None:
     try:
         with store.open(sid) as session_log:
-            return overview(session_log.read(1), prices, query=query)
+            # matched on the redacted text: no query can tell a held value by what it finds
+            return overview(session_log.read(1), prices, query=query, clean=redacted)
     except NodwynError:
         return None  # the info row says why it cannot be read
 
@@ -80,6 +81,7 @@ def _line(text: str | None, width: int) -> str:
 def sessions(as_json: bool, query: str | None, root: Path | None) -> None:
     """List sessions, oldest first: id, start, model, requests, cache share, cost, first message."""
     store = store_for(root)
+    hold_configured()  # an old session may hold a value that has become a credential since
     infos = store.list()
     prices = model_prices()
     rows = [(info, _overview(store, info.id, prices, query)) for info in infos]
@@ -87,7 +89,7 @@ def sessions(as_json: bool, query: str | None, root: Path | None) -> None:
         rows = [(info, view) for info, view in rows if view is not None and view.matched]
     if as_json:
         for info, view in rows:
-            click.echo(_info_json(info, view))
+            click.echo(json_safe(_info_json(info, view).decode()))
         return
     if not rows:
         click.echo(f"no sessions under {store.sessions}" + (f" match {query!r}" if query else ""))

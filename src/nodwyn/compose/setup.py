@@ -9,24 +9,28 @@ import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.agent.loop import Agent
+from nodwyn.agent.fits import check_task
+from nodwyn.agent.loop import Agent, rebuild
 from nodwyn.agent.ports import Display
 from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
-from nodwyn.compose.config import Config, config_path, load_config, write_cache_asks
-from nodwyn.compose.extensions import Extensions, load_extensions
+from nodwyn.agent.tools.protect import Protected
+from nodwyn.compose.config import Config, config_dir, config_path, load_config, write_cache_asks
+from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
+from nodwyn.log.seal import SealKey
 from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport.backend import Backend
-from nodwyn.transport.credentials import Credentials
+from nodwyn.transport.credentials import Credentials, seal_secret
 from nodwyn.transport.weights import weights_for
 from nodwyn.values.events import SESSION_RESUME, SESSION_START, SessionResume, SessionStart, decode
 from nodwyn.values.model import ModelSettings, Prices
@@ -37,7 +41,9 @@ from nodwyn.values.recipe import (
     Recipe,
     parse_version,
     policy_for,
+    resume_version,
 )
+from nodwyn.window import Window
 
 BASE_SYSTEM = (
     "You are nodwyn, a coding agent working in the person's workspace. Use the tools to read, search, "
@@ -85,6 +91,22 @@ def keychain_where(env: Mapping[str, str]) -> str:
     return f"{path} (beside config.toml; NODWYN_KEYCHAIN names another)"
 
 
+def protected(env: Mapping[str, str]) -> Protected:
+    """nodwyn's own files, which no file tool reads or changes whatever the approval settings
+    (ADR 0320): config, keychain, trust list, extension files, sessions, attachments, KV states
+    (and every ``.nodwyn`` directory, always)."""
+    places = {
+        "nodwyn's config directory (config, trust list, extension files)": config_dir(env),
+        "nodwyn's config file": config_path(env),
+        "nodwyn's keychain": keychain_path(env),
+        "nodwyn's trust list": config_dir(env) / TRUST_FILE,
+        "nodwyn's cache (the local model's KV states)": cache_dir(env),
+    }
+    with contextlib.suppress(ConfigError):  # no data directory at all: nothing there to protect
+        places["nodwyn's data directory (sessions, attachments)"] = data_root(env)
+    return Protected.of(places)
+
+
 def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> None:
     """Refuse, before a session is created or a model switched to, what would fail its first
     request: a local model without the local extra, a keychain that cannot be read, a credential
@@ -129,7 +151,16 @@ def held_values(env: Mapping[str, str], config: Config) -> Known:
     if env.get("NODWYN_KEYCHAIN") or path.exists():
         with contextlib.suppress(NodwynError):
             values.extend(c.value for c in Credentials.from_keychain(path).by_name.values())
+        with contextlib.suppress(NodwynError, OSError, ValueError):
+            values.append(seal_secret(path) or "")
     return Known.of(v for v in values if v)
+
+
+def seal_key(env: Mapping[str, str]) -> SealKey | None:
+    """The key that seals new sessions: from the keychain's seal secret (`nodwyn keys seal`), else
+    None (sessions are not sealed). A keychain that cannot be read is a ``ConfigError``."""
+    secret = seal_secret(keychain_path(env))
+    return SealKey.from_secret(secret) if secret else None
 
 
 def credentials(env: Mapping[str, str], config: Config) -> Credentials:
@@ -156,7 +187,7 @@ class Backends:
     ) -> None:
         self._env = env
         self._config = config
-        self._notice = notice  # where each retry is announced as it happens
+        self._notice = notice  # where each retry, and a local request gone cold, is announced
         self._made: dict[str, Backend] = {}
 
     def __call__(self, settings: ModelSettings) -> Backend:
@@ -166,7 +197,9 @@ class Backends:
                 from nodwyn.transport.local import LocalBackend
 
                 cache = cache_dir(self._env)
-                self._made[kind] = LocalBackend(state_dir=cache / "local-kv", cache_dir=cache)
+                self._made[kind] = LocalBackend(
+                    state_dir=cache / "local-kv", cache_dir=cache, on_notice=self._notice
+                )
             else:
                 from nodwyn.transport.http import HttpBackend
 
@@ -299,17 +332,20 @@ def open_agent(
     config: Config | None = None,
     recipe_version: str | None = None,
     always_ask: bool = False,
+    task: str | None = None,
 ) -> Opened:
     """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
-    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151)."""
+    ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151),
+    at least v16 (``resume_version``, ADR 0300). ``task``: the first turn's text, refused before
+    the session is written if the window cannot hold it (``TooLargeError``, ADR 0300)."""
     config = config or load_config(env)
     asked = None if recipe_version is None else _asked_version(recipe_version)
     wrote = write_cache_asks(config)
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
     workspace = workspace.resolve()
-    store = Store(data_root(env), known=held_values(env, config))
+    store = Store(data_root(env), known=held_values(env, config), seal=seal_key(env))
     was = None if resume is None else _resumed(store, resume)
     if was is not None:
         workspace = was.workspace or workspace
@@ -319,15 +355,11 @@ def open_agent(
     tools = _catalog_of(config, ext)
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    version = asked or (was.version if was is not None else None) or DEFAULT_VERSION
+    kept = None if was is None or was.version is None else resume_version(was.version)
+    version = asked or kept or DEFAULT_VERSION
     recipe = make_recipe(config, model, ext, tools, version)
-    if was is not None:
-        log = resume_session(store, was.session_id, recipe, model.name)
-    else:
-        log = start_session(store, recipe, model.name, str(workspace))
-    made: Backends | None = None
-    if backend_for is None:
-        backend_for = made = Backends(env, config, display.notice if display is not None else None)
+    if task is not None:
+        check_task(recipe, model, task)
     settings = AgentSettings(
         recipe=recipe,
         tools=tools,
@@ -337,7 +369,17 @@ def open_agent(
         shell_timeout=config.shell_timeout,
         tool_timeout=config.tool_timeout,
         shell_env=shell_env(env, config),
+        protected=protected(env),
+        limits_for=partial(session_limits, config.window, path=config.path),
     )
+    if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
+        check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
+        log = resume_session(store, was.session_id, recipe, model.name, check=check)
+    else:
+        log = start_session(store, recipe, model.name, str(workspace))
+    made: Backends | None = None
+    if backend_for is None:
+        backend_for = made = Backends(env, config, display.notice if display is not None else None)
     agent = Agent(
         log=log,
         settings=settings,

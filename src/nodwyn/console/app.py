@@ -29,6 +29,7 @@ from nodwyn.console.source import Source
 from nodwyn.console.state import Registry, model_of, title_of
 from nodwyn.console.views import event_json, request_json
 from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.log.redact import NO_KNOWN, Known, redact_held
 from nodwyn.replay.diagnose import diagnose_request
 from nodwyn.stats.views import diagnosis_json, row_json, totals_json
 from nodwyn.values.model import Prices
@@ -56,6 +57,49 @@ class _Headers:
                 headers.append((b"x-content-type-options", b"nosniff"))
                 headers.append((b"x-frame-options", b"DENY"))
                 headers.append((b"cache-control", b"no-store"))
+            await send(message)
+
+        await self.app(scope, receive, wrapped)
+
+
+class _Redact:
+    """Every JSON and HTML response cleared of the credentials held now (ADR 0332): a value logged
+    before it became a credential is in the log as it was, and the console shows what it reads.
+    A body is held until its end (the routes send small pages), then redacted whole."""
+
+    _TYPES = (b"application/json", b"text/html")
+
+    def __init__(self, app: ASGIApp, known: Known) -> None:
+        self.app = app
+        self.known = known
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.known:
+            await self.app(scope, receive, send)
+            return
+        start: dict[str, Any] | None = None
+        body: list[bytes] = []
+
+        async def wrapped(message: Any) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                kind = dict(message.get("headers", [])).get(b"content-type", b"")
+                if kind.startswith(self._TYPES):
+                    start = message
+                    return
+            elif message["type"] == "http.response.body" and start is not None:
+                body.append(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                raw = b"".join(body)
+                clean = redact_held(raw.decode("utf-8", "replace"), self.known).encode("utf-8")
+                if clean != raw:
+                    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+                    headers.append((b"content-length", str(len(clean)).encode()))
+                    start = {**start, "headers": headers}
+                await send(start)
+                await send({"type": "http.response.body", "body": clean, "more_body": False})
+                return
             await send(message)
 
         await self.app(scope, receive, wrapped)
@@ -259,16 +303,22 @@ def make_app(
     prices: Mapping[str, Prices] | None = None,
     *,
     hosts: Sequence[str] = (),
+    known: Known = NO_KNOWN,
 ) -> Starlette:
     """The console over the session store at ``root``; ``prices`` by model entry name.
 
     Only requests whose Host header names a loopback address or one of ``hosts`` are served,
-    whatever the interface: a DNS-rebinding page must never reach it (ADR 0141)."""
+    whatever the interface: a DNS-rebinding page must never reach it (ADR 0141). Every page and
+    JSON route is cleared of ``known``, the credential values held now (ADR 0332)."""
     console = _Console(root, prices or {})
     allowed = [*LOOPBACK_HOSTS, *(h for h in hosts if h not in LOOPBACK_HOSTS and h != "*")]
     return Starlette(
         routes=console.routes(),
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed), Middleware(_Headers)],
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=allowed),
+            Middleware(_Headers),
+            Middleware(_Redact, known=known),
+        ],
         exception_handlers={
             NotFoundError: console.not_found,
             NodwynError: console.failed,

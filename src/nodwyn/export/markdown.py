@@ -58,9 +58,11 @@ def _args(arguments: str) -> tuple[str, str]:
     """Tool-call arguments pretty-printed when they are JSON (they are sent as a string)."""
     import json
 
+    from nodwyn.values.arguments import ArgumentsError, load_arguments
+
     try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False), "json"
-    except ValueError:
+        return json.dumps(load_arguments(arguments), indent=2, ensure_ascii=False), "json"
+    except ArgumentsError:  # not JSON, or nested too deep or too long to read: shown as written
         return arguments, ""
 
 

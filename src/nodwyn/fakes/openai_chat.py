@@ -399,7 +399,7 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         return event_stream(reply.chunks)
     if item.cut:
         return event_stream(reply.chunks)
-    finish = "tool_calls" if item.calls else "stop"
+    finish = item.finish or ("tool_calls" if item.calls else "stop")
     completion = out_tokens(item.text, item.thinking, *arg_texts)
     last = reply.last(finish, lookup, completion)
     reply.chunks.append(last)

@@ -14,7 +14,11 @@ A script item (one JSON object per line in a ``.jsonl`` file)::
      "phase": "commentary",                # Responses: the message item's phase
      "quirks": ["done_marker", ...],       # what real servers send that a client must read
      "stall": {"when": "accept", "interval": 0.05},   # a provider fault (below)
-     "flood": {"bytes": 200000000, "line": false}}    # openai-chat: a reply this large
+     "flood": {"bytes": 200000000, "line": false},    # openai-chat: a reply this large
+     "finish": "length"}                   # openai-chat: the finish reason sent (the reply was cut)
+
+A call's ``arguments`` may be a string (APIs whose arguments are JSON text): sent as written, so a
+script can send arguments that do not parse.
 
 A ``stall`` makes the server misbehave in time, until the client goes away or the server closes:
 ``accept`` reads the request and answers nothing; ``headers`` sends the 200 headers and then
@@ -60,6 +64,7 @@ _KEYS = {
     "quirks",
     "stall",
     "flood",
+    "finish",
 }
 QUIRKS = frozenset(
     {"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations", "whole_reply"}
@@ -83,6 +88,7 @@ ITEM_KEYS: dict[str, str] = {
     "interval; drip: openai-chat, the reply then one more delta every interval, never its end)",
     "flood": 'openai-chat: a reply whose text is this large: {"bytes": N, "line": true|false} '
     "(64 KB deltas, or one data: line)",
+    "finish": 'openai-chat: the finish reason sent instead of "stop"/"tool_calls", e.g. "length"',
 }
 
 
@@ -91,11 +97,12 @@ class ScriptCall:
     name: str
     arguments: dict[str, Any] = field(hash=False)
     id: str | None = None
+    text: str | None = None  # arguments given as text, sent as written (they may not parse)
 
     @property
     def arguments_json(self) -> str:
         """The arguments as the JSON text APIs with string arguments stream."""
-        return orjson.dumps(self.arguments).decode()
+        return self.text if self.text is not None else orjson.dumps(self.arguments).decode()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +142,7 @@ class ScriptItem:
     quirks: frozenset[str] = frozenset()
     stall: Stall | None = None
     flood: Flood | None = None
+    finish: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
@@ -171,6 +179,7 @@ def parse_item(raw: Any, where: str = "script item") -> ScriptItem:
         empty_output=bool(raw.get("empty_output")),
         phase=phase,
         quirks=frozenset(quirks),
+        finish=None if raw.get("finish") is None else str(raw["finish"]),
         raw=raw,
     )
 
@@ -181,8 +190,11 @@ def _calls(raw: Any, where: str) -> tuple[ScriptCall, ...]:
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise ConfigError(f'{where}: calls[{i}] needs a "name"')
         args = c.get("arguments", {})
+        if isinstance(args, str):
+            calls.append(ScriptCall(name=c["name"], arguments={}, id=c.get("id"), text=args))
+            continue
         if not isinstance(args, dict):
-            raise ConfigError(f"{where}: calls[{i}].arguments must be a JSON object")
+            raise ConfigError(f"{where}: calls[{i}].arguments must be a JSON object or a string")
         calls.append(ScriptCall(name=c["name"], arguments=args, id=c.get("id")))
     return tuple(calls)
 

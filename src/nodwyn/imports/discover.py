@@ -17,8 +17,10 @@ import orjson
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports import claude_code, codex, mini_v1, mini_v2, openhands, sweagent
-from nodwyn.imports.jsonfile import read_json
+from nodwyn.imports.jsonfile import read_json, read_source
 from nodwyn.imports.run import Run
+
+_SNIFF_BYTES = 1 << 20  # a .jsonl file's first line is looked for in this many bytes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,7 +36,7 @@ def find(root: Path) -> list[Found]:
         raise ImportFormatError(
             f"{root}: no such file or folder; pass a workload folder such as ../shared/workloads"
         )
-    if root.is_file() or openhands.is_conversation(root):
+    if not root.is_dir() or openhands.is_conversation(root):  # a file, a FIFO, a device: one run
         kind = _kind(root)
         if kind is None:
             raise ImportFormatError(
@@ -78,10 +80,10 @@ def _kind(path: Path) -> str | None:
 
 def _sniff(path: Path) -> str | None:
     """A ``.jsonl`` file's format from its first line: a Codex rollout or a Claude Code transcript."""
+    head = read_source(path, _SNIFF_BYTES, head=True)  # a FIFO or a device is refused, named
     try:
-        with path.open("rb") as f:
-            first = orjson.loads(f.readline())
-    except (OSError, orjson.JSONDecodeError):
+        first = orjson.loads(head.split(b"\n", 1)[0])
+    except orjson.JSONDecodeError:
         # a rollout by its name; anything else unreadable is not taken for a run
         return "codex" if path.name.startswith("rollout-") else None
     if codex.is_rollout(first):

@@ -28,6 +28,7 @@ from typing import Any
 
 from nodwyn.errors import CorruptLogError, NodwynError, NotFoundError
 from nodwyn.imports.discover import Found
+from nodwyn.imports.jsonfile import read_source
 from nodwyn.imports.run import Run, Sent, Stand
 from nodwyn.log import SessionLog, Store
 from nodwyn.record.recorder import start_session
@@ -77,10 +78,10 @@ def digest_of(path: Path) -> str:
     if path.is_dir():
         for f in sorted(p for p in path.rglob("*") if p.is_file()):
             h.update(str(f.relative_to(path)).encode() + b"\0")
-            h.update(f.read_bytes())
+            h.update(read_source(f))
             h.update(b"\0")
     else:
-        h.update(path.read_bytes())
+        h.update(read_source(path))
     return "sha256:" + h.hexdigest()
 
 

@@ -50,7 +50,7 @@ class Attachments:
     def put(self, data: bytes) -> str:
         """Store ``data``; return its hex SHA-256. Storing the same bytes twice is a no-op.
         A disk that refuses is a one-line ``StorageError``; no partial file is left under any name."""
-        for value in self.known.values:
+        for value in (*self.known.values, *self.known.forms):
             if value.encode() in data:
                 # bytes cannot be redacted in place (an image would break): refuse them instead
                 raise NodwynError(

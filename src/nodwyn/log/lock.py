@@ -1,8 +1,11 @@
-"""The exclusive writer lock of one session: ``flock`` on ``<session>/lock``, holding the pid.
+"""The exclusive writer lock of one session: ``flock`` on ``<session>/lock`` (holding the pid) and
+on the log file itself (``lock_log``, ADR 0330).
 
 The kernel releases an ``flock`` when its holder dies, so a lock of a dead process is free by
 construction; the pid in the file is only for the message. A second writer (another process, or
-another open in this one) gets ``LockedError`` naming the session and the holder's pid.
+another open in this one) gets ``LockedError`` naming the session and the holder's pid. The lock
+file can be replaced by rename under a live writer (a sync tool, a file tool); the log file's own
+lock still refuses the second writer, because both would open the same ``log.jsonl``.
 """
 
 from __future__ import annotations
@@ -69,6 +72,20 @@ class SessionLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd: int | None = fd
+
+    def lock_log(self, fd: int, log_path: Path) -> None:
+        """Take ``flock`` on the log file open at ``fd``: the one lock a replaced lock file cannot
+        give to a second writer. ``LockedError`` when another writer holds it."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise LockedError(
+                f"session {self.session} ({log_path}) is being written by another process, although "
+                f"its lock file {self.path} was free: the lock file was replaced while that writer ran; "
+                "wait for it or stop that nodwyn"
+            ) from None
 
     def _held_message(self, holder: int | None) -> str:
         where = f"session {self.session} ({self.path})"

@@ -4,7 +4,8 @@
 and returns a redacted copy with a report. Three kinds of thing are replaced by
 ``[redacted:<name>]`` (docs/adr/0005-redaction.md, docs/adr/0130-redaction-rule-set.md):
 
-1. the exact values of the credentials nodwyn holds (``known``), whatever their shape:
+1. the exact values of the credentials nodwyn holds (``known``), whatever their shape, and their
+   encoded forms (base64, hex, URL, JSON escapes, split over lines; ``encoded.py``):
    ``[redacted:credential]``;
 2. our own shapes (``SHAPES``): the model providers' keys, cloud keys and the context shapes
    (a bearer or Basic header, a password in a URL or a query, a secret-named assignment);
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Final, TypeVar
 
+from nodwyn.log.encoded import forms_of, hidden_spans, may_hide, probes_of
 from nodwyn.log.ruleset import Rule, RuleSet, gitleaks
 
 # Characters of base64 and base64url; a key must not be glued to one on either side.
@@ -71,24 +73,33 @@ class RedactionReport:
 
 @dataclass(frozen=True, slots=True)
 class Known:
-    """The exact credential values to replace wherever they occur, longest first.
+    """The exact credential values to replace wherever they occur, longest first, with their
+    encoded forms (``encoded.py``: base64, hex, URL and JSON encodings; escaped or split ones are
+    found by ``encoded.hidden_spans``).
 
     Values shorter than ``MIN_KNOWN`` characters are left out: a credential ``test`` would
     otherwise replace every "test" in a session.
     """
 
     values: tuple[str, ...] = ()
+    forms: tuple[str, ...] = ()  # the values' encoded forms, longest first
+    probes: tuple[str, ...] = ()  # what a value split over two lines still shows whole
 
     @classmethod
     def of(cls, values: Iterable[str]) -> Known:
         kept = {v for v in values if isinstance(v, str) and len(v) >= MIN_KNOWN}
-        return cls(tuple(sorted(kept, key=lambda v: (-len(v), v))))
+        forms = {f for v in kept for f in forms_of(v)} - kept
+        return cls(_longest_first(kept), _longest_first(forms), probes_of(kept))
 
     def __repr__(self) -> str:  # never the values
         return f"Known({len(self.values)} values)"
 
     def __bool__(self) -> bool:
         return bool(self.values)
+
+
+def _longest_first(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(values, key=lambda v: (-len(v), v)))
 
 
 NO_KNOWN: Final = Known()
@@ -599,10 +610,22 @@ class _Walk:
         return found
 
     def _known(self, s: str) -> str:
-        for value in self.known.values:
+        known = self.known
+        for value in known.values:
             if value in s:
                 self._count(CREDENTIAL, s.count(value))
                 s = s.replace(value, marker(CREDENTIAL))
+        for form in known.forms:
+            if form in s:
+                self._count(CREDENTIAL, s.count(form))
+                s = s.replace(form, marker(CREDENTIAL))
+        if may_hide(s, known.probes):
+            spans = hidden_spans(s, known.values)
+            if spans:
+                self._count(CREDENTIAL, len(spans))
+                mark = marker(CREDENTIAL)
+                for start, end in reversed(spans):
+                    s = s[:start] + mark + s[end:]
         return s
 
     def _shapes(self, s: str, hits: set[str], found: dict[str, list[int]]) -> str:
@@ -759,6 +782,12 @@ def redact(value: Any, known: Known = NO_KNOWN) -> tuple[Any, RedactionReport]:
 def redact_text(text: str, known: Known = NO_KNOWN) -> str:
     """One string, redacted (for what is shown rather than logged)."""
     return _Walk(known).text(text)
+
+
+def redact_held(text: str, known: Known) -> str:
+    """``text`` cleared of the held values (and their encoded forms) only: what a reader of a log
+    redacted when it was written needs for a value that became a credential later (ADR 0332)."""
+    return _Walk(known)._known(text) if known and text else text
 
 
 _E = TypeVar("_E", bound=BaseException)

@@ -27,6 +27,7 @@ from nodwyn.log.jsonl import CTX_ID, FIX, KIND, encode_line, parse_line
 from nodwyn.log.lock import SessionLock
 from nodwyn.log.paths import storage_error
 from nodwyn.log.redact import NO_KNOWN, Known, redact
+from nodwyn.log.seal import Sealer, SealKey
 from nodwyn.values.events import MAIN_CTX, Event, LogRepaired, Payload, encode
 
 LOG_NAME: Final = "log.jsonl"
@@ -46,6 +47,15 @@ def format_time(moment: datetime) -> str:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        there = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,8 +106,11 @@ class SessionLog:
         fsync: bool = True,
         clock: Callable[[], datetime] = utc_now,
         known: Known = NO_KNOWN,
+        seal: SealKey | None = None,
     ) -> None:
         self.id = session_id
+        self._seal_key = seal if write else None
+        self._sealer: Sealer | None = None  # set on a writer's open when the session is sealed
         self.known = known  # held credential values: replaced in every append and attachment
         self.path = path
         self.writable = write
@@ -113,13 +126,7 @@ class SessionLog:
         try:
             if write:
                 self._lock = SessionLock(path, session_id)
-            flags = (os.O_RDWR | os.O_APPEND) if write else os.O_RDONLY
-            try:
-                self._fd = os.open(path / LOG_NAME, flags | os.O_CLOEXEC)
-            except FileNotFoundError:
-                raise CorruptLogError(
-                    f"session {session_id}: {path / LOG_NAME} is missing; the session folder is incomplete"
-                ) from None
+            self._fd = self._open_log(write)
             self._idx = IndexFile.open(path / INDEX_NAME, writable=write)
             if write:
                 self._recover()
@@ -130,6 +137,39 @@ class SessionLog:
         except BaseException:
             self.close()
             raise
+
+    def _open_log(self, write: bool) -> int:
+        """``log.jsonl``, and for a writer its flock, on the file that is there once locked."""
+        flags = ((os.O_RDWR | os.O_APPEND) if write else os.O_RDONLY) | os.O_CLOEXEC
+        target = self.path / LOG_NAME
+        while True:
+            try:
+                fd = os.open(target, flags)
+            except FileNotFoundError:
+                raise CorruptLogError(
+                    f"session {self.id}: {target} is missing; the session folder is incomplete"
+                ) from None
+            if not write:
+                return fd
+            try:
+                assert self._lock is not None
+                self._lock.lock_log(fd, target)
+                if _same_file(target, fd):
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # replaced between open and flock: lock the one there now
+
+    def _check_same(self) -> None:
+        """The writer's log is still the file at ``log.jsonl``: one renamed over it (or removed) would
+        take appends no reader sees, and a second writer could lock the new one."""
+        if not _same_file(self.path / LOG_NAME, self._fd):
+            raise CorruptLogError(
+                f"session {self.id}: {self.path / LOG_NAME} was replaced or removed while this writer "
+                "held it; nothing more is appended; restore the session folder from a backup, or "
+                "resume it to go on from the file there now"
+            )
 
     # -- state -------------------------------------------------------------------------------
 
@@ -262,6 +302,8 @@ class SessionLog:
             scan = rebuild(self._fd, size, self.id)
             self._replace_index(scan.ends)
             self._count, self._end = len(scan.ends), scan.whole_end
+        if self._seal_key is not None:
+            self._sealer = Sealer.start(self._seal_key, self.path, self.id, self._count, self._fsync)
         if size > self._end:
             os.ftruncate(self._fd, self._end)
             os.fsync(self._fd)
@@ -291,7 +333,18 @@ class SessionLog:
                 f"session {self.id}: {kind} data is not JSON ({exc}); nothing was written"
             ) from None
         start = self._end
-        self._write(line, seq, kind)
+        self._check_same()
+        sealer = self._sealer
+        mac = self._seal(sealer, seq, line, kind) if sealer is not None else None
+        try:
+            self._write(line, seq, kind)
+        except BaseException:
+            if sealer is not None:
+                with contextlib.suppress(OSError):
+                    sealer.undo(seq)
+            raise
+        if sealer is not None and mac is not None:
+            sealer.written(mac)
         end = start + len(line)
         self._count, self._end = seq, end  # durable now: the index below is derived data
         self._index(seq, end)
@@ -339,6 +392,19 @@ class SessionLog:
         except BaseException:
             os.ftruncate(self._fd, start)  # leave no partial line behind
             raise
+
+    def _seal(self, sealer: Sealer, seq: int, line: bytes, kind: str) -> bytes:
+        try:
+            return sealer.before(seq, line)
+        except OSError as exc:
+            raise storage_error(
+                exc, f"session {self.id}: seq {seq} ({kind}) could not be sealed (nothing was written)"
+            ) from None
+
+    @property
+    def sealing(self) -> bool:
+        """Whether this writer seals what it appends (``seal.py``)."""
+        return self._sealer is not None
 
     def _index(self, seq: int, end: int) -> None:
         if self._idx is None:
@@ -412,6 +478,9 @@ class SessionLog:
         if self._idx is not None:
             self._idx.close()
             self._idx = None
+        if self._sealer is not None:
+            self._sealer.close()
+            self._sealer = None
         if self._lock is not None:
             self._lock.release()
 

@@ -3,6 +3,7 @@
     log.jsonl     the events, one JSON line each (jsonl.py, docs/adr/0003-log-format.md)
     index.bin     seq -> end offset of its line (index.py, docs/adr/0006-index-format.md)
     lock          the writer's flock and pid (lock.py)
+    seal.bin      seq -> chained HMAC, when the session is sealed (seal.py)
     attachments/  content-addressed bytes (attachments.py)
 
 ``Store(root)`` creates a session, opens one as a ``SessionLog`` (session_log.py), resolves an id
@@ -28,6 +29,7 @@ from nodwyn.log.index import INDEX_NAME, IndexFile
 from nodwyn.log.lock import LOCK_NAME, pid_alive
 from nodwyn.log.paths import sessions_dir, storage_error
 from nodwyn.log.redact import NO_KNOWN, Known
+from nodwyn.log.seal import SEAL_NAME, SealKey
 from nodwyn.log.session_log import LOG_NAME, SessionInfo, SessionLog, format_time, utc_now
 
 STAGING_NAME = ".staging"
@@ -43,8 +45,10 @@ class Store:
         fsync: bool = True,
         clock: Callable[[], datetime] | None = None,
         known: Known = NO_KNOWN,
+        seal: SealKey | None = None,
     ) -> None:
         self.root = Path(root)
+        self.seal = seal  # the key sealing every session this store creates (seal.py, ADR 0336)
         self.sessions = sessions_dir(self.root)
         self.fsync = fsync
         self.known = known  # credential values every log it opens for writing redacts
@@ -81,7 +85,13 @@ class Store:
                 fsync_dir(folder)
                 fsync_dir(self.sessions)
             return SessionLog(
-                session_id=sid, path=folder, write=True, fsync=self.fsync, clock=self._clock, known=self.known
+                session_id=sid,
+                path=folder,
+                write=True,
+                fsync=self.fsync,
+                clock=self._clock,
+                known=self.known,
+                seal=self.seal,
             )
         except BaseException as exc:
             for leftover in folder.glob(f"{INDEX_NAME}.tmp-*"):
@@ -105,7 +115,7 @@ class Store:
         except OSError as exc:
             raise storage_error(exc, f"cannot read the staging folder {parent}") from None
         root = parent / f"{os.getpid()}-{secrets.token_hex(4)}"
-        return Store(root, fsync=False, clock=self._clock, known=self.known)
+        return Store(root, fsync=False, clock=self._clock, known=self.known, seal=self.seal)
 
     def adopt(self, staged: Store, session_id: str) -> None:
         """Move ``session_id``, closed, from ``staged`` (see ``staging``) into this store: its files
@@ -138,7 +148,7 @@ class Store:
         try:
             if log.exists() and log.stat().st_size > 0:
                 return False
-            for name in (LOG_NAME, INDEX_NAME, LOCK_NAME):
+            for name in (LOG_NAME, INDEX_NAME, LOCK_NAME, SEAL_NAME):
                 (folder / name).unlink(missing_ok=True)
             attachments = folder / ATTACHMENTS_NAME
             if attachments.is_dir():
@@ -171,6 +181,7 @@ class Store:
             fsync=self.fsync,
             clock=self._clock,
             known=self.known,
+            seal=self.seal,
         )
 
     def ids(self) -> list[str]:

@@ -8,15 +8,17 @@ exactly what replay needs to rebuild it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
+from nodwyn.errors import TooLargeError
 from nodwyn.log import SessionLog, Store
 from nodwyn.values.content import Origin
 from nodwyn.values.events import MAIN_CTX, Event, Payload, ReqStart, SessionResume, SessionStart
 from nodwyn.values.recipe import Recipe, policy_for
 from nodwyn.window import Build, TurnOptions, Window
+from nodwyn.window.room import need
 
 
 class EventLog(Protocol):
@@ -57,6 +59,7 @@ class Recorder:
         withheld: Mapping[str, str] | None = None,
         model: str = "",
         cache_ask: str | None = None,
+        context: int | None = None,
     ) -> tuple[Build, Event]:
         """Build the next request of ``ctx``, record ``llm.req`` with its digest, feed it back.
 
@@ -67,11 +70,15 @@ class Recorder:
         check makes safe (ADR 0037). ``model``: the model entry's name (the origin's model if
         empty). ``cache_ask``: the cache ask sent with the request for an API that has one
         (``cache_control`` or ``"none"``), recorded for ``nodwyn cache``; wire-only, never in the
-        digest (ADR 0112).
+        digest (ADR 0112). ``context``: the model's context in tokens; a build whose estimate and
+        reply cap pass it is refused (``TooLargeError``) before anything is recorded, so it is
+        never sent (ADR 0300).
         """
         build = self.window.build(
             ctx, origin=origin, turn=turn or TurnOptions(), withheld=dict(withheld or {})
         )
+        if context is not None:
+            refuse_oversized(build, model or origin.model, context)
         start = self.window.start
         record = replace(
             build.record,
@@ -80,6 +87,21 @@ class Recorder:
             cache_ask=cache_ask,
         )
         return build, self.append(record, ctx)
+
+
+def refuse_oversized(build: Build, model: str, context: int) -> None:
+    """Refuse a request that does not fit the model's context: its prompt and reply (ADR 0300)."""
+    est, cap = build.record.estimate, build.record.max_output
+    total = need(est, cap)
+    if total > context:
+        reply = f" and a {cap:,}-token reply cap" if cap else ""
+        raise TooLargeError(
+            f"the next request to model {model!r} is about {est:,} tokens{reply}, more than its "
+            f"{context:,}-token context, and the window cannot trim it further (a person's message "
+            "is never trimmed); nothing was sent: resume on a model with a larger context "
+            "(-m NAME or /model NAME), or start a new session and name large input by its path so "
+            "the agent reads it in ranges"
+        )
 
 
 def start_session(
@@ -103,15 +125,25 @@ def start_session(
     return log
 
 
-def resume_session(store: Store, session_id: str, recipe: Recipe, model: str) -> SessionLog:
+def resume_session(
+    store: Store,
+    session_id: str,
+    recipe: Recipe,
+    model: str,
+    check: Callable[[SessionLog], object] | None = None,
+) -> SessionLog:
     """Open ``session_id`` for writing and record the recipe its next requests are built under.
 
     Earlier requests keep replaying under the recipe recorded before them. The caller rebuilds its
     window from the log's events (``resumed_events``); the new recipe applies from the next request.
+    ``check`` (the caller's rebuild) runs on the opened log first: a session it refuses is closed
+    with nothing appended, so a resume that keeps failing does not add a ``session.resume`` a try.
     """
     policy_for(recipe.version)
     log = store.open(session_id, write=True)
     try:
+        if check is not None:
+            check(log)
         log.append(SessionResume(recipe=recipe, model=model))
     except BaseException:
         log.close()

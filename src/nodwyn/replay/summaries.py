@@ -176,9 +176,10 @@ def _info(e: Event, a: SummaryAdd, status: Status, by: int | None = None) -> Sum
 def list_summaries(events: Sequence[Event]) -> list[SummaryInfo]:
     """Every ``summary.add`` of a log with its status.
 
-    ``revoked``: a later ``summary.revoke`` names it. ``superseded``: a later summary that is not
-    revoked overlaps its span in the same context. ``stale``: its span's events no longer hash to
-    its source digest (the log was altered). Otherwise ``active``.
+    ``revoked``: a later ``summary.revoke`` names it. ``superseded``: a later summary overlaps its
+    span in the same context (revoked or stale, it still hides this one: its source shows, ADR
+    0300). ``stale``: its span's events no longer hash to its source digest (the log was altered).
+    Otherwise ``active``.
     """
     by_seq = {e.seq: e for e in events}
     revoked: dict[int, int] = {}
@@ -201,11 +202,7 @@ def list_summaries(events: Sequence[Event]) -> list[SummaryInfo]:
         newer = [
             o.seq
             for o, b in adds
-            if o.seq > e.seq
-            and o.seq not in revoked
-            and o.ctx == e.ctx
-            and b.first <= a.last
-            and a.first <= b.last
+            if o.seq > e.seq and o.ctx == e.ctx and b.first <= a.last and a.first <= b.last
         ]
         out.append(_info(e, a, "superseded", newer[0]) if newer else _info(e, a, "active"))
     return out

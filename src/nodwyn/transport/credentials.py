@@ -238,9 +238,40 @@ def entry_json(credential: Credential) -> dict[str, Any]:
     return entry
 
 
-def save_keychain(path: Path, credentials: Credentials) -> None:
+SEAL_MEMBER = "seal"  # the keychain's session-seal secret (log/seal.py, ADR 0336), beside "credentials"
+
+
+def seal_secret(path: Path) -> str | None:
+    """The keychain's session-seal secret, if it holds one (the file checked as for credentials)."""
+    if not path.exists():
+        return None
+    Credentials.from_keychain(path)  # the same refusals: others may read it, not JSON
+    data = json.loads(path.read_bytes())
+    secret = data.get(SEAL_MEMBER) if isinstance(data, dict) else None
+    if secret is not None and (not isinstance(secret, str) or len(secret) < 32):
+        raise ConfigError(
+            f'keychain {path}: "{SEAL_MEMBER}" must be a string of 32 or more characters; '
+            "remove it and run `nodwyn keys seal`"
+        )
+    return secret
+
+
+def _kept_members(path: Path) -> dict[str, Any]:
+    """What a keychain holds besides its credentials (the seal secret), kept when it is rewritten."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return {SEAL_MEMBER: data[SEAL_MEMBER]} if isinstance(data, dict) and SEAL_MEMBER in data else {}
+
+
+def save_keychain(path: Path, credentials: Credentials, *, seal: str | None = None) -> None:
     """Write the keychain whole: a temporary file created with mode 0600 beside it, then renamed
-    over it, so the file is never readable by others nor half written."""
+    over it, so the file is never readable by others nor half written. Its seal secret is kept
+    (``seal`` sets one)."""
+    kept = _kept_members(path)
+    if seal is not None:
+        kept[SEAL_MEMBER] = seal
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -248,7 +279,7 @@ def save_keychain(path: Path, credentials: Credentials) -> None:
         with os.fdopen(fd, "w") as fh:
             os.fchmod(fh.fileno(), 0o600)
             entries = {name: entry_json(c) for name, c in sorted(credentials.by_name.items())}
-            json.dump({"credentials": entries}, fh, indent=2)
+            json.dump({"credentials": entries, **kept}, fh, indent=2)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

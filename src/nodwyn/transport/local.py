@@ -22,21 +22,21 @@ from __future__ import annotations
 import codecs
 import contextlib
 import ctypes
-import json
 import math
 import os
 import sys
 import threading
 import time
 import uuid
-from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nodwyn.dialects.local import Piece, PromptFormat, format_for, parse_calls, reply_end, shared_prefix
+from nodwyn.dialects.local.grammar import call_grammar
 from nodwyn.errors import ConfigError, ContextLengthError
+from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest, shared
 from nodwyn.transport.weights import gguf_path, weights_for
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, Timings, Usage
@@ -67,6 +67,7 @@ class TextDeltas:
 class _Loaded:
     key: tuple[str, int]
     llm: Any
+    model: str  # the GGUF's identity: what a saved state must have been made by
 
 
 _LOCK = threading.Lock()
@@ -74,7 +75,7 @@ _INSTANCE: _Loaded | None = None
 _OWNER: str | None = None  # the session key whose tokens the KV cache holds
 
 
-def _load(path: Path, n_ctx: int) -> Any:
+def _load(path: Path, n_ctx: int, model: str) -> Any:
     """The process's one Llama instance (replaced only if the GGUF or the context size changes)."""
     global _INSTANCE
     key = (str(path), n_ctx)
@@ -110,7 +111,7 @@ def _load(path: Path, n_ctx: int) -> Any:
         )
     finally:
         low_level.llama_model_default_params = default_params
-    _INSTANCE = _Loaded(key=key, llm=llm)
+    _INSTANCE = _Loaded(key=key, llm=llm, model=model)
     return llm
 
 
@@ -157,72 +158,31 @@ def _quiet_logs(low_level: Any) -> None:
     low_level.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
-# -- the KV cache across processes ----------------------------------------------------------------
-
-_STATE_MAGIC = b"nodwyn-kv-1\n"
-KEEP_STATES = 4  # state files kept in the state directory (the most recent)
+# -- the KV cache across processes (the files: transport.local_store) ------------------------
 
 
-def _state_file(state_dir: Path, session_key: str) -> Path:
-    return state_dir / f"{session_key[:32]}.kv"
-
-
-def save_state(llm: Any, key: tuple[str, int], path: Path) -> int:
-    """Write the KV cache and the tokens it holds (llama.cpp's own state bytes); returns bytes written."""
+def state_bytes(llm: Any) -> bytes:
+    """llama.cpp's state of the context (its KV cache and last logits) as bytes."""
     import llama_cpp.llama_cpp as low_level
 
-    n_tokens = int(llm.n_tokens)
-    if n_tokens == 0:
-        return 0
     size = low_level.llama_state_get_size(llm._ctx.ctx)
     buf = (ctypes.c_uint8 * int(size))()
     written = low_level.llama_state_get_data(llm._ctx.ctx, buf, size)
-    tokens = array("i", (int(t) for t in llm.input_ids[:n_tokens]))
-    header = json.dumps({"gguf": Path(key[0]).name, "n_ctx": key[1], "n_tokens": n_tokens, "bytes": written})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("wb") as f:
-        f.write(_STATE_MAGIC + header.encode() + b"\n")
-        f.write(tokens.tobytes())
-        f.write(memoryview(buf)[:written])
-    tmp.replace(path)
-    for old in sorted(path.parent.glob("*.kv"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_STATES:]:
-        old.unlink(missing_ok=True)
-    return int(written)
+    return bytes(memoryview(buf)[:written])
 
 
-def load_state(llm: Any, key: tuple[str, int], path: Path) -> int:
-    """Restore a saved KV cache if it was made by this GGUF at this context size; returns its tokens."""
+def restore(llm: Any, blob: bytes, tokens: tuple[int, ...]) -> int:
+    """Put a saved state back into the context; returns the tokens it holds (0 if refused)."""
     import llama_cpp.llama_cpp as low_level
 
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return 0
-    if not data.startswith(_STATE_MAGIC):
-        return 0
-    try:
-        line_end = data.index(b"\n", len(_STATE_MAGIC))
-        header = json.loads(data[len(_STATE_MAGIC) : line_end])
-        n_tokens, n_bytes = int(header["n_tokens"]), int(header["bytes"])
-    except (ValueError, KeyError, TypeError):
-        return 0
-    if header.get("gguf") != Path(key[0]).name or header.get("n_ctx") != key[1]:
-        return 0
-    start = line_end + 1
-    tokens = array("i")
-    tokens.frombytes(data[start : start + 4 * n_tokens])
-    blob = data[start + 4 * n_tokens :]
-    if len(tokens) != n_tokens or len(blob) != n_bytes:
-        return 0
-    buf = (ctypes.c_uint8 * n_bytes).from_buffer_copy(blob)
+    buf = (ctypes.c_uint8 * len(blob)).from_buffer_copy(blob)
     llm.reset()
-    if low_level.llama_state_set_data(llm._ctx.ctx, buf, n_bytes) != n_bytes:
+    if low_level.llama_state_set_data(llm._ctx.ctx, buf, len(blob)) != len(blob):
         llm.reset()
         return 0
-    llm.input_ids[:n_tokens] = tokens
-    llm.n_tokens = n_tokens
-    return n_tokens
+    llm.input_ids[: len(tokens)] = tokens
+    llm.n_tokens = len(tokens)
+    return len(tokens)
 
 
 def tokenize(llm: Any, pieces: tuple[Piece, ...]) -> list[int]:
@@ -243,11 +203,14 @@ def _check_fits(prompt: int, max_out: int, settings: ModelSettings) -> None:
         )
 
 
+def _in_memory(llm: Any, tokens: list[int]) -> int:
+    return shared_prefix(list(llm.input_ids[: llm.n_tokens]), tokens)
+
+
 def _reuse_cache(llm: Any, tokens: list[int]) -> int:
     """Keep the KV cache of the prefix this prompt shares with the last one (never the whole
     prompt: its last token is evaluated again); returns the tokens kept."""
-    previous = list(llm.input_ids[: llm.n_tokens])
-    reuse = min(shared_prefix(previous, tokens), len(tokens) - 1)
+    reuse = min(_in_memory(llm, tokens), len(tokens) - 1)
     if reuse > 0 and llm._ctx.kv_cache_seq_rm(-1, reuse, -1):
         llm.n_tokens = reuse
         return reuse
@@ -265,22 +228,100 @@ def _stop_tokens(llm: Any, fmt: PromptFormat) -> set[int]:
     return stops
 
 
+@dataclass(slots=True)
+class _Written:
+    out: list[int]
+    finish: str  # "stop" or "length"
+    cut: int | None  # where the reply's text ends (after its first call, before a tool response)
+    constrained: bool  # the call was decoded under the tools' grammar
+
+
+def _grammar(text: str) -> Any:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(text, verbose=False)
+
+
+def generate(
+    llm: Any,
+    tokens: list[int],
+    *,
+    stops: set[int],
+    max_out: int,
+    names: set[str],
+    call_open: str,
+    grammar: str | None,
+    deltas: TextDeltas,
+    on_token: Callable[[], None],
+) -> _Written:
+    """Greedy decoding of a reply. Once the reply ends with ``call_open`` the rest is decoded
+    under ``grammar`` (lazily: prose is free), from the same KV cache; it stops at a stop token,
+    after the first complete call, where the model starts writing a tool response, or at
+    ``max_out`` tokens."""
+    sampling: dict[str, Any] = {"temp": 0.0, "top_k": 1, "repeat_penalty": 1.0, "reset": True}
+    gen = llm.generate(tokens, **sampling)
+    out: list[int] = []
+    opening = call_open.encode()
+    constrained = False
+    try:
+        while True:
+            try:
+                token = next(gen)
+            except StopIteration:
+                return _Written(out=out, finish="stop", cut=None, constrained=constrained)
+            on_token()
+            if token in stops:
+                return _Written(out=out, finish="stop", cut=None, constrained=constrained)
+            out.append(token)
+            reply = llm.detokenize(out)
+            deltas.feed(reply)
+            if grammar is not None and not constrained and reply.endswith(opening):
+                gen.close()  # the same tokens, and from here only what the grammar allows
+                gen = llm.generate(tokens + out, grammar=_grammar(grammar), **sampling)
+                constrained = True
+            piece = llm.detokenize([token])
+            if any(c in piece for c in (b"}", b"`", b">")):
+                cut = reply_end(reply.decode("utf-8", errors="replace"), names)
+                if cut is not None:
+                    return _Written(out=out, finish="stop", cut=cut, constrained=constrained)
+            if len(out) >= max_out:
+                return _Written(out=out, finish="length", cut=None, constrained=constrained)
+    finally:
+        gen.close()
+
+
 class LocalBackend:
     """``send`` as the HTTP backend has it, for ``api = "local"`` models, in this process.
 
     The GGUF is the entry's weights (``transport.weights``), assembled into ``cache_dir/models``
     and checked before first use, unless ``model_path`` names a file (tests of other weights).
-    With a ``state_dir``, the KV cache is saved there when the backend is closed, under the session
-    key, and restored when a later process sends that session's next request (``nodwyn resume``),
-    so a resumed local session reuses its prefix as a running one does.
+    With a ``state_dir`` (a ``KvStore``, ADR 0370), a request's shared prefix (system prompt and
+    tools) is saved there once, the first time it is prefilled, and the KV cache of the session
+    it last served when the backend is closed; a request of a session whose tokens are not in
+    memory loads the saved state that shares most tokens with its prompt (its own, a shared
+    prefix, another session's). ``on_notice`` hears when a request went cold and why, and what
+    the store's size bound removed.
     """
 
     def __init__(
-        self, model_path: Path | None = None, state_dir: Path | None = None, cache_dir: Path | None = None
+        self,
+        model_path: Path | None = None,
+        state_dir: Path | None = None,
+        cache_dir: Path | None = None,
+        *,
+        on_notice: Callable[[str], None] | None = None,
+        store_bytes: int = LIMIT_BYTES,
     ) -> None:
         self._path = model_path
-        self._state_dir = state_dir
+        self._store = None if state_dir is None else KvStore(state_dir, limit_bytes=store_bytes)
         self._cache_dir = cache_dir
+        self._notice = on_notice
+        self.last_warmth: Warmth | None = None  # where the last request's reused tokens came from
+        self.last_constrained = False  # the last reply's call was decoded under the tools' grammar
+
+    def _say(self, text: str) -> None:
+        if self._notice is not None:
+            self._notice(text)
 
     def forget(self) -> None:
         """Drop the KV cache, so the next request is a cold prefill (for benchmarks)."""
@@ -293,16 +334,38 @@ class LocalBackend:
     def close(self) -> None:
         """Save the KV cache of the session it last served (if a state directory was given)."""
         with _LOCK:
-            if self._state_dir is None or _INSTANCE is None or _OWNER is None:
+            if self._store is None or _INSTANCE is None or _OWNER is None or not _INSTANCE.llm.n_tokens:
                 return
+            llm = _INSTANCE.llm
+            tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
             # A cache that cannot be written costs a cold prefill later, nothing else.
             with contextlib.suppress(OSError):
-                save_state(_INSTANCE.llm, _INSTANCE.key, _state_file(self._state_dir, _OWNER))
+                evicted = self._store.put(
+                    self._store.session_path(_OWNER),
+                    _INSTANCE.model,
+                    _INSTANCE.key[1],
+                    tokens,
+                    state_bytes(llm),
+                )
+                self._evicted(evicted)
 
-    def _model(self, settings: ModelSettings) -> tuple[Path, PromptFormat]:
+    def _evicted(self, names: list[str]) -> None:
+        if names:
+            assert self._store is not None
+            self._say(
+                f"local KV store over {self._store.limit_bytes / 1024**3:.1f} GiB: removed the least "
+                f"recently used {', '.join(names)}"
+            )
+
+    def _model(self, settings: ModelSettings) -> tuple[Path, PromptFormat, str]:
         weights = weights_for(settings.model, settings.name)
-        path = self._path or gguf_path(settings.model, self._cache_dir)
-        return path, format_for(weights.prompt)
+        if self._path is not None:
+            try:
+                size = self._path.stat().st_size
+            except OSError:
+                size = 0
+            return self._path, format_for(weights.prompt), f"{self._path.name}:{size}"
+        return gguf_path(settings.model, self._cache_dir), format_for(weights.prompt), weights.digest
 
     def send(
         self,
@@ -314,72 +377,132 @@ class LocalBackend:
         images: Mapping[str, bytes] | None = None,
     ) -> Response:
         global _OWNER
-        path, fmt = self._model(settings)
+        path, fmt, model = self._model(settings)
         with _LOCK:
-            llm = _load(path, settings.context_size)
-            if session_key is not None and session_key != _OWNER and self._state_dir is not None:
-                assert _INSTANCE is not None
-                load_state(llm, _INSTANCE.key, _state_file(self._state_dir, session_key))
+            llm = _load(path, settings.context_size, model)
+            pieces = fmt.render(request)
+            tokens = tokenize(llm, pieces)
+            prefix = len(tokenize(llm, pieces[: fmt.shared(request)])) if fmt.shared(request) else 0
+            max_out = request.max_output or 256
+            _check_fits(len(tokens), max_out, settings)
+            started = time.perf_counter()
+            warmth = self._warm(llm, model, settings.context_size, tokens, prefix, session_key)
             _OWNER = session_key
-            return self._send(llm, fmt, request, settings, on_delta)
+            self.last_warmth = warmth
+            return self._send(llm, fmt, request, settings, on_delta, tokens, warmth, started)
+
+    def _warm(
+        self, llm: Any, model: str, n_ctx: int, tokens: list[int], prefix: int, session_key: str | None
+    ) -> Warmth:
+        """Make the KV cache hold as much of ``tokens`` as memory or the store can, cut back to
+        what they share; then, if the shared prefix is not saved yet, prefill it and save it."""
+        memory = min(_in_memory(llm, tokens), len(tokens) - 1)
+        source, why = "memory", ""
+        if self._store is not None and (session_key != _OWNER or memory < prefix):
+            saved, why = self._store.best(tokens, model, n_ctx, session_key=session_key)
+            if saved is not None and min(shared(saved.tokens, tokens), len(tokens) - 1) > memory:
+                blob = self._store.read(saved)
+                if blob is not None and restore(llm, blob, saved.tokens):
+                    source = saved.kind
+                else:
+                    why = f"the saved state {saved.path.name} could not be read"
+        reuse = _reuse_cache(llm, tokens)
+        if reuse < prefix:
+            if source != "memory":
+                why = why or f"the saved {source} holds only {reuse} of the {prefix} shared tokens"
+            elif not why:
+                why = (
+                    "the cache held another prompt" if self._store is None else why or "nothing saved matched"
+                )
+        else:
+            why = ""
+        if self._store is not None and prefix and reuse < prefix:
+            self._save_prefix(llm, model, n_ctx, tokens[:prefix])
+        return Warmth(
+            source=source if reuse else "cold", reused=reuse, prompt=len(tokens), prefix=prefix, why=why
+        )
+
+    def _save_prefix(self, llm: Any, model: str, n_ctx: int, prefix: list[int]) -> None:
+        assert self._store is not None
+        path = self._store.prefix_path(prefix_digest(model, n_ctx, prefix))
+        if path.exists():
+            return
+        llm.eval(prefix[llm.n_tokens :])
+        with contextlib.suppress(OSError):
+            self._evicted(self._store.put(path, model, n_ctx, prefix, state_bytes(llm)))
 
     def tokens(self, request: Request, settings: ModelSettings) -> list[int]:
         """The tokens ``send`` would evaluate for ``request`` (its rendered prompt), without sending."""
-        path, fmt = self._model(settings)
+        path, fmt, model = self._model(settings)
         with _LOCK:
-            return tokenize(_load(path, settings.context_size), fmt.render(request))
+            return tokenize(_load(path, settings.context_size, model), fmt.render(request))
 
     def _send(
-        self, llm: Any, fmt: PromptFormat, request: Request, settings: ModelSettings, on_delta: Delta | None
+        self,
+        llm: Any,
+        fmt: PromptFormat,
+        request: Request,
+        settings: ModelSettings,
+        on_delta: Delta | None,
+        tokens: list[int],
+        warmth: Warmth,
+        started: float,
     ) -> Response:
-        tokens = tokenize(llm, fmt.render(request))
-        max_out = request.max_output or 256
-        _check_fits(len(tokens), max_out, settings)
-        reuse = _reuse_cache(llm, tokens)
-        stops = _stop_tokens(llm, fmt)
+        if warmth.why:
+            self._say(
+                f"cold prefill: {warmth.prompt - warmth.reused:,} of {warmth.prompt:,} prompt tokens "
+                f"({warmth.reused:,} reused, the shared prefix is {warmth.prefix:,}): {warmth.why}"
+            )
         names = {t.name for t in request.tools}
-        out: list[int] = []
-        deltas = TextDeltas(on_delta)
-        started = time.perf_counter()
-        prefill_ms: float | None = None
-        finish = "length"
-        cut: int | None = None
-        text = ""
-        for token in llm.generate(tokens, temp=0.0, top_k=1, repeat_penalty=1.0, reset=True):
-            if prefill_ms is None:
-                prefill_ms = (time.perf_counter() - started) * 1000
-            if token in stops:
-                finish = "stop"
-                break
-            out.append(token)
-            reply = llm.detokenize(out)
-            if on_delta is not None:
-                deltas.feed(reply)
-            piece = llm.detokenize([token])
-            if any(c in piece for c in (b"}", b"`", b">")):
-                text = reply.decode("utf-8", errors="replace")
-                cut = reply_end(text, names)
-                if cut is not None:
-                    finish = "stop"
-                    break
-            if len(out) >= max_out:
-                break
-        total_ms = (time.perf_counter() - started) * 1000
-        text = llm.detokenize(out).decode("utf-8", errors="replace")
-        if cut is not None:
-            text = text[:cut]
+        first: list[float] = []
+
+        def on_token() -> None:
+            if not first:
+                first.append(time.perf_counter())
+
+        written = generate(
+            llm,
+            tokens,
+            stops=_stop_tokens(llm, fmt),
+            max_out=request.max_output or 256,
+            names=names,
+            call_open=fmt.call_open,
+            grammar=call_grammar(request.tools, fmt.call_close) if request.tools else None,
+            deltas=TextDeltas(on_delta),
+            on_token=on_token,
+        )
+        ended = time.perf_counter()
+        self.last_constrained = written.constrained
+        total_ms = (ended - started) * 1000
+        prefill_ms = ((first[0] if first else ended) - started) * 1000
+        text = llm.detokenize(written.out).decode("utf-8", errors="replace")
+        if written.cut is not None:
+            text = text[: written.cut]
         prose, calls = parse_calls(text, f"local-{uuid.uuid4().hex[:8]}", names)
+        finish = "length" if written.finish == "length" else "tool_calls" if calls else written.finish
         return Response(
             text=prose,
             calls=calls,
             raw=text if text != prose else None,
             usage=Usage(
                 prompt_tokens=len(tokens),
-                cached_tokens=reuse,
-                cache_write_tokens=len(tokens) - reuse,
-                output_tokens=len(out),
+                cached_tokens=warmth.reused,
+                cache_write_tokens=len(tokens) - warmth.reused,
+                output_tokens=len(written.out),
             ),
-            finish="tool_calls" if calls else finish,
+            finish=finish,
             model=settings.model,
-            timings=Timings(prefill_ms=round(prefill_ms or total_ms, 1), total_ms=round(total_ms, 1)),
+            timings=Timings(prefill_ms=round(prefill_ms, 1), total_ms=round(total_ms, 1)),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Warmth:
+    """Where a request's reused KV cache came from: ``memory``, ``session`` or ``shared prefix``
+    (a saved state), or ``cold``; and, if it did not reach the shared prefix, why."""
+
+    source: str
+    reused: int
+    prompt: int
+    prefix: int
+    why: str

@@ -4,7 +4,6 @@ the model picker, and the help screen listing every key binding."""
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from textual.widgets.option_list import Option
 
 from nodwyn.cli.screen import shown
 from nodwyn.tui.bridge import Answer
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
 
 
@@ -26,8 +26,8 @@ def _arguments(call: ToolCall | None) -> dict[str, object]:
     if call is None:
         return {}
     try:
-        args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
+        args = load_arguments(call.arguments)
+    except ArgumentsError:
         return {}
     return args if isinstance(args, dict) else {}
 

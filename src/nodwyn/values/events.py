@@ -569,15 +569,30 @@ class CtxWiden(Payload):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSwitch(Payload):
+    """The model entry later requests go to. ``recipe``: the recipe in force from here on when the
+    switch resized the window to the new model's context (ADR 0300); None (every switch recorded
+    before, and one to a model of the same context) keeps the recipe as it was."""
+
     KIND: ClassVar[str] = MODEL_SWITCH
     model: str
+    recipe: Recipe | None = None
+    recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        return cls(model=r.get("model", str), extra=r.extra())
+        raw = r.get("recipe", dict, None)
+        return cls(
+            model=r.get("model", str),
+            recipe=None if raw is None else recipe_from_json(raw, f"{r.where}.recipe"),
+            recipe_json=raw,
+            extra=r.extra(),
+        )
 
     def _fields(self) -> dict[str, Any]:
-        return {"model": self.model}
+        out: dict[str, Any] = {"model": self.model}
+        if self.recipe is not None:
+            out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -39,6 +39,7 @@ class Flag(StrEnum):
     HEAD = "head"  # v20: the first units after the task are kept (a head)
     # Flags of their own, named by a recipe beside its version (``Recipe.extra_flags``, ADR 0113):
     KEPT_HEADERS = "kept_headers"  # a message keeps the task/plan header it was first shown under
+    SUPERSEDED = "superseded"  # a newer overlapping summary hides an older one even once dropped (ADR 0300)
 
 
 _INTRODUCED: dict[int, tuple[Flag, ...]] = {
@@ -65,10 +66,22 @@ LATEST_VERSION = max(KNOWN_VERSIONS)
 # (docs/bench-workloads.md, ADR 0150); a resumed session keeps its own unless asked (ADR 0151).
 DEFAULT_VERSION = 20
 CURRENT_VERSION = DEFAULT_VERSION  # the former name of DEFAULT_VERSION
+# The lowest version a resume records unless asked otherwise: a session recorded before v16 resumes
+# on v16 (the seed's amendment of 2026-10-04, "trimming preserves tool-call pairs"), so its next
+# request leaves out the results of the replies an earlier recipe elided, which servers refuse as
+# orphans; from v16 on a resume keeps the session's own version (ADRs 0151, 0300).
+RESUME_FLOOR = 16
+
+
+def resume_version(recorded: int) -> int:
+    """The version a resumed session records when none is asked for: its own, at least v16."""
+    return max(recorded, RESUME_FLOOR)
+
+
 # Flags a recipe may name beside its version: a fix that changes what a window builds, recorded
 # by the sessions that build with it, so a recipe without it replays as it was built whatever its
 # version (ADR 0113). New sessions and resumes record every one.
-EXTRA_FLAGS: tuple[Flag, ...] = (Flag.KEPT_HEADERS,)
+EXTRA_FLAGS: tuple[Flag, ...] = (Flag.KEPT_HEADERS, Flag.SUPERSEDED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +166,7 @@ class Rules:
     growth: bool = False  # v20: the trim target follows the run's growth
     head: bool = False  # v20: the first units after the task are kept
     kept_headers: bool = False  # a message keeps the header it was first shown under
+    superseded: bool = False  # a summary a newer overlapping one superseded stays hidden (ADR 0300)
     tuning: Tuning = V20_TUNING  # the constants of units, growth and head
 
     @classmethod
@@ -178,6 +192,7 @@ class Rules:
             growth=Flag.GROWTH in on,
             head=Flag.HEAD in on,
             kept_headers=Flag.KEPT_HEADERS in on,
+            superseded=Flag.SUPERSEDED in on,
             tuning=tuning,
         )
 

@@ -20,6 +20,7 @@ from nodwyn.values.events import (
     KINDS,
     LLM_REQ,
     MAIN_CTX,
+    MODEL_SWITCH,
     RESULT_FOLD,
     SESSION_RESUME,
     SESSION_START,
@@ -30,6 +31,7 @@ from nodwyn.values.events import (
     CtxWiden,
     Event,
     LlmReq,
+    ModelSwitch,
     ResultFold,
     SessionResume,
     SessionStart,
@@ -199,10 +201,21 @@ class Window:
                 f"{event.kind} at seq {event.seq} records no recipe (a legacy session); "
                 "a window needs the recipe, so only the transcript replays (`nodwyn replay SESSION`)"
             )
+        self._set_recipe(event.seq, recipe)
+
+    def _set_recipe(self, seq: int, recipe: Recipe) -> None:
         self._recipe = recipe
         self._rules = self._rules_of(recipe)
-        self._recipe_seqs.append(event.seq)
+        self._recipe_seqs.append(seq)
         self._tools = {}
+
+    def _switch(self, event: Event) -> None:
+        """A model switch that resized the window (ADR 0300): its recipe is in force from here
+        on, and each context's v20 head is sized again for the new budget at its next request."""
+        recipe = payload_of(event, ModelSwitch).recipe
+        if recipe is not None:
+            self._set_recipe(event.seq, recipe)
+            self._heads = {}
 
     def _rules_of(self, recipe: Recipe) -> Rules:
         if self._flags is None and self._tuning == V20_TUNING:
@@ -314,7 +327,7 @@ class Window:
         if rules.summaries and self._summaries:
             mine = [s for s in self._summaries.values() if self._contexts.view_of(s.ctx) is view]
             if mine:
-                summaries = accepted(mine, self._revoked, view.entries)
+                summaries = accepted(mine, self._revoked, view.entries, superseded=rules.superseded)
         held: tuple[tuple[str, str], ...] = ()
         if rules.images and withheld:
             # only what the request can show: an image of the view neither elided nor in a span
@@ -623,6 +636,7 @@ _HANDLERS = {
     SUMMARY_ADD: Window._summary_add,
     SUMMARY_REVOKE: Window._summary_revoke,
     LLM_REQ: Window._req,
+    MODEL_SWITCH: Window._switch,
 }
 
 

@@ -10,7 +10,11 @@ back. A summary is used (is *accepted*) when:
   stay outside replacement;
 * its span does not split a tool call from its result (a batch and all its results are in or out);
 * no newer accepted summary overlaps it (newer overlapping summaries supersede older ones; the
-  superseded one's text is never shown, its source outside the newer span is).
+  superseded one's text is never shown, its source outside the newer span is). With
+  ``Rules.superseded`` (a recipe flag of its own, ADR 0300) any newer overlapping summary of the
+  view supersedes it, accepted or not: when the newer one is revoked or goes stale, its source
+  shows, never the older summary's text (the seed: "dropped/stale caches expose source, not
+  superseded cache text"). Without the flag an older log rebuilds as it was built.
 
 A lifecycle change (add or revoke) resets the sticky elided set derived from earlier requests
 before the next window is rebuilt, and a window whose log has a summary is held whole by the start
@@ -92,21 +96,29 @@ def _splits_pairs(entries: Sequence[Entry], first: int, last: int) -> bool:
     return any(first <= b <= last and left for b, left in pending.items())
 
 
+def _overlap(a: Summary, b: Summary) -> bool:
+    return not (a.last < b.first or b.last < a.first)
+
+
 def accepted(
-    summaries: Iterable[Summary], revoked: set[int], entries: Sequence[Entry]
+    summaries: Iterable[Summary], revoked: set[int], entries: Sequence[Entry], *, superseded: bool = False
 ) -> tuple[Summary, ...]:
-    """The summaries a view uses, oldest first."""
+    """The summaries a view uses, oldest first. ``superseded``: any newer overlapping summary
+    hides an older one, whether it is used or not (ADR 0300)."""
     users = [e.seq for e in entries if e.kind == "user"]
     if len(users) < 2:
         return ()
     keep_from = users[-2]
     chosen: list[Summary] = []
+    newer: list[Summary] = []
     for s in sorted(summaries, key=lambda s: -s.seq):
-        if s.seq in revoked or s.stale or s.last >= keep_from:
+        hidden = superseded and any(_overlap(s, n) for n in newer)
+        newer.append(s)
+        if hidden or s.seq in revoked or s.stale or s.last >= keep_from:
             continue
         if not any(e.seq >= s.first and e.seq <= s.last for e in entries):
             continue
-        if any(not (s.last < c.first or c.last < s.first) for c in chosen):
+        if any(_overlap(s, c) for c in chosen):
             continue
         if _splits_pairs(entries, s.first, s.last):
             continue

@@ -7,9 +7,10 @@ failing command each come back as an error result with one clear message, and th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from nodwyn.agent.tools.args import parse_arguments
-from nodwyn.agent.tools.base import Approver, Outcome, Recaller, Tool, ToolContext, fail
+from nodwyn.agent.tools.base import Approver, Outcome, Recaller, Tool, ToolContext, escaped, fail
 from nodwyn.agent.tools.fs import FS_TOOLS
 from nodwyn.agent.tools.meta import META_TOOLS, SUB_AGENT
 from nodwyn.agent.tools.shell import SHELL
@@ -51,11 +52,35 @@ def run_call(
     tool = tools.get(call.name)
     if tool is None or call.name not in allowed:
         names = ", ".join(sorted(allowed)) or "none"
-        return fail(f"unknown tool {call.name!r}; the tools here are: {names}")
+        shape = 'a call is {"name": TOOL, "arguments": {...}}'
+        if not call.name:
+            written = call.arguments.strip()
+            written = written if len(written) <= 80 else written[:80] + "…"
+            return _as_text(
+                fail(
+                    f"the call could not be read: it names no tool ({written!r}), so nothing was run; "
+                    f"{shape}, TOOL one of: {names}"
+                )
+            )
+        return _as_text(
+            fail(f"unknown tool {call.name!r}, so nothing was run; the tools here are: {names}; {shape}")
+        )
     try:
         args = parse_arguments(tool.spec, call.arguments)
-        return tool.run(args, ctx)
+        out = tool.run(args, ctx)
     except ToolError as exc:
-        return fail(str(exc))
+        out = fail(str(exc))
     except (OSError, UnicodeError) as exc:
-        return fail(f"{call.name}: {exc.__class__.__name__}: {exc}")
+        out = fail(f"{call.name}: {exc.__class__.__name__}: {exc}")
+    except RecursionError:  # a shape no tool should meet (the file tools walk without recursion)
+        out = fail(f"{call.name}: what it was given nests too deep to handle; give it a shallower input")
+    return _as_text(out)
+
+
+def _as_text(out: Outcome) -> Outcome:
+    """The outcome with lone surrogates (names that are not UTF-8) escaped: always loggable text."""
+    text = escaped(out.text)
+    plan = None if out.plan is None else escaped(out.plan)
+    if text == out.text and plan == out.plan:
+        return out
+    return replace(out, text=text, plan=plan)

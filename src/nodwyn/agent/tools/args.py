@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Final
 
 from nodwyn.errors import ToolError
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.request import ToolSpec
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -21,14 +25,18 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
 def parse_arguments(spec: ToolSpec, raw: str) -> dict[str, Any]:
     name = spec.name
     try:
-        value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ToolError(
-            f"{name}: arguments are not valid JSON ({exc.msg} at char {exc.pos}); send an object like "
-            f"{_example(spec)}"
-        ) from None
+        value = load_arguments(raw)
+    except ArgumentsError as exc:
+        raise ToolError(f"{name}: {exc}; send an object like {_example(spec)}") from None
     if not isinstance(value, dict):
         raise ToolError(f"{name}: arguments must be a JSON object like {_example(spec)}")
+    for key, val in value.items():
+        bad = _surrogate(key) or _surrogate(val)
+        if bad is not None:
+            raise ToolError(
+                f"{name}: argument {_escaped(key)!r} holds a lone surrogate (\\u{ord(bad):04x}), which is "
+                "not text; write the characters themselves, not a \\u escape of half of one"
+            )
     props: dict[str, Any] = spec.parameters.get("properties", {})
     for req in spec.parameters.get("required", []):
         if req not in value:
@@ -51,6 +59,25 @@ def parse_arguments(spec: ToolSpec, raw: str) -> dict[str, Any]:
             if item_type is not None and not all(isinstance(v, item_type) for v in val):
                 raise ToolError(f"{name}: argument {key!r} must be a list of {props[key]['items']['type']}s")
     return value
+
+
+def _surrogate(value: object) -> str | None:
+    """The first lone surrogate in a string of ``value`` (nested at most MAX_DEPTH deep), if any."""
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        return None if m is None else m.group()
+    if isinstance(value, dict):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, list):
+        for item in value:
+            found = _surrogate(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _escaped(text: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _example(spec: ToolSpec) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -9,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.agent.tools.procs import ProcessGroups
+from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.errors import ToolError
+from nodwyn.log.redact import NO_KNOWN, Known
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
 
@@ -42,6 +45,8 @@ class ToolContext:
     tool_timeout: float = 60.0  # every tool but shell (which has shell_timeout) stops within this
     env: Mapping[str, str] | None = None  # the shell's environment, scrubbed of credentials
     processes: ProcessGroups | None = None  # the shell's groups still running: killed at the end
+    known: Known = NO_KNOWN  # held credential values: the file tools see files with them redacted
+    protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (and .nodwyn)
 
 
 class Deadline:
@@ -68,6 +73,23 @@ class Tool:
     spec: ToolSpec
     run: Callable[[dict[str, Any], ToolContext], Outcome] = field(compare=False)
     mutating: bool = False  # asks for approval unless allowed
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def escaped(text: str) -> str:
+    """``text`` with every lone surrogate written as an escape: a file name that is not UTF-8
+    (``b"\\xff"`` reads as ``"\\udcff"``) shows as ``\\xff``, so an answer is always text the log
+    can hold."""
+    return _SURROGATE.sub(_escape, text)
 
 
 def fail(text: str) -> Outcome:

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import io
 import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
+from nodwyn.agent.tools import view
 from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Deadline, Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.edit import apply_edit
 from nodwyn.agent.tools.near import not_found
 from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry
 from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
+from nodwyn.agent.tools.walk import MAX_DEPTH, Walked, walk_files
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
@@ -64,7 +68,7 @@ def parse_lines(raw: str) -> tuple[int, int | None]:
 @contextlib.contextmanager
 def _open_text(ctx: ToolContext, raw: object) -> Iterator[tuple[BinaryIO | None, os.stat_result, str]]:
     """The located entry opened for reading (``None`` for a directory), its stat and shown name."""
-    with locate(ctx.workspace, raw) as loc:
+    with locate(ctx.workspace, raw, protected=ctx.protected) as loc:
         fd, st = open_entry(loc, raw)
         if stat.S_ISDIR(st.st_mode):
             os.close(fd)
@@ -92,7 +96,7 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
                     f"{name} is {_size(size)} ({total} lines), too large to read whole; read a range with "
                     f'lines, e.g. "1-{min(total, fit)}" (about {fit} lines fit in one read)'
                 )
-            text = f.read(ctx.max_file_bytes + 1).decode("utf-8", errors="replace")
+            text = view.text(f, ctx.known, deadline, ctx.max_file_bytes + 1)
             total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
             return Outcome(text=text, range=FileRange(start=1, end=total, total=total))
         start, end = parse_lines(str(lines_arg))
@@ -101,18 +105,17 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
         used = 0
         total = 0
         last = start - 1
-        for number, raw in enumerate(f, start=1):
+        done = False  # past the range, or past the cap (the rest is another read): only count the rest
+        for number, line in enumerate(view.lines(f, ctx.known, deadline), start=1):
             total = number
-            if number % 4096 == 0:
-                deadline.check()
-            if number < start:
+            if done or number < start:
                 continue
-            if (end is not None and number > end) or (shown_lines and used + len(raw) > budget):
-                # past the range, or past the cap (the rest is another read): only count the rest
-                total += _count_lines(f, deadline)
-                break
-            shown_lines.append(raw.decode("utf-8", errors="replace"))
-            used += len(raw)
+            size = len(line.encode("utf-8"))
+            if (end is not None and number > end) or (shown_lines and used + size > budget):
+                done = True
+                continue
+            shown_lines.append(line)
+            used += size
             last = number
     if start > total:
         return fail(f"{name} has {total} lines; lines {start}- is past its end")
@@ -134,7 +137,7 @@ def _count_lines(f: BinaryIO, deadline: Deadline) -> int:
 
 def _list(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     raw = args.get("path") or "."  # an empty path, as small models write one, is the root
-    with locate(ctx.workspace, raw) as loc:
+    with locate(ctx.workspace, raw, protected=ctx.protected) as loc:
         fd, st = open_entry(loc, raw)
         name = loc.shown
         if not stat.S_ISDIR(st.st_mode):
@@ -171,15 +174,22 @@ def _row(dir_fd: int, entry: os.DirEntry[str]) -> str:
 
 
 def _grep_file(
-    f: BinaryIO, rel: str, regex: Pattern, whole: Pattern | None, matches: list[str], deadline: Deadline
+    f: BinaryIO,
+    rel: str,
+    regex: Pattern,
+    whole: Pattern | None,
+    matches: list[str],
+    deadline: Deadline,
+    ctx: ToolContext,
 ) -> int:
     """Append ``rel``'s matching lines to ``matches`` (up to MAX_MATCHES); the matches past it.
 
-    A line matches when ``regex`` finds a match in it (without its newline). With ``whole`` (the
-    pattern with ``^``/``$`` at line edges), one pass over the file finds where matches can be; a
-    line with a match of its own lies within the span of one of the whole-file matches, so only
-    the lines those spans touch are tried one by one."""
-    text = f.read(MAX_GREP_FILE + 1).decode("utf-8", errors="replace")
+    Lines are the file's redacted view (``view``): what matches, and so which calls match, never
+    depends on a held credential. A line matches when ``regex`` finds a match in it (without its
+    newline). With ``whole`` (the pattern with ``^``/``$`` at line edges), one pass over the file
+    finds where matches can be; a line with a match of its own lies within the span of one of the
+    whole-file matches, so only the lines those spans touch are tried one by one."""
+    text = view.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
     lines = text.split("\n") if text else []
     if text.endswith("\n"):
         lines.pop()
@@ -220,7 +230,7 @@ def _candidate_lines(text: str, whole: Pattern, deadline: Deadline) -> list[int]
     return found
 
 
-def _grep_at(dir_fd: int, name: str, rel: str, glob: str | None) -> BinaryIO | None:
+def _grep_at(dir_fd: int, name: str, glob: str | None) -> BinaryIO | None:
     """A regular text file of the walk opened for grep, or None to skip it (a link, a FIFO, too
     big, binary, unreadable). Opened with O_NOFOLLOW|O_NONBLOCK relative to its directory."""
     if glob and not fnmatch.fnmatch(name, glob):
@@ -249,39 +259,60 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     glob = args.get("glob") or None
     matches: list[str] = []
     more = 0
-    with locate(ctx.workspace, raw) as loc:
+    walked = Walked()
+    with locate(ctx.workspace, raw, protected=ctx.protected) as loc:
         where = loc.shown
         fd, st = open_entry(loc, raw)
         try:
             if not stat.S_ISDIR(st.st_mode):
                 with os.fdopen(os.dup(fd), "rb") as f:
                     if not _is_binary(f):
-                        more += _grep_file(f, where, regex, whole, matches, deadline)
+                        more += _grep_file(f, where, regex, whole, matches, deadline, ctx)
             else:
                 prefix = "" if where == "." else where + "/"
-                for dirpath, dirnames, filenames, dfd in os.fwalk(".", dir_fd=fd):
-                    deadline.check()
-                    dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-                    base = prefix + ("" if dirpath == "." else dirpath.removeprefix("./") + "/")
-                    for file in sorted(filenames):
-                        opened = _grep_at(dfd, file, base + file, glob)
-                        if opened is not None:
-                            with opened:
-                                more += _grep_file(opened, base + file, regex, whole, matches, deadline)
+                found = walk_files(
+                    fd,
+                    prefix,
+                    workspace=ctx.workspace.resolve(),
+                    skip=_SKIP_DIRS,
+                    protected=ctx.protected,
+                    deadline=deadline,
+                    walked=walked,
+                )
+                for dfd, rel, file in found:
+                    opened = _grep_at(dfd, file, glob)
+                    if opened is not None:
+                        with opened:
+                            more += _grep_file(opened, rel, regex, whole, matches, deadline, ctx)
         finally:
             os.close(fd)
+    notes = _left_out(walked)
     if not matches:
-        return Outcome(text=f"no match for {args['pattern']!r} under {where}")
+        return Outcome(
+            text=f"no match for {args['pattern']!r} under {where}" + "".join(f"\n{n}" for n in notes)
+        )
     if more:
         matches.append(f"[{more} more matches not shown; narrow the pattern or the path]")
-    return Outcome(text="\n".join(matches))
+    return Outcome(text="\n".join([*matches, *notes]))
+
+
+def _left_out(walked: Walked) -> list[str]:
+    notes = []
+    if walked.too_deep:
+        notes.append(
+            f"[{walked.too_deep} directories more than {MAX_DEPTH} levels down not searched; "
+            "search from deeper in with path]"
+        )
+    if walked.protected:
+        notes.append(f"[not searched: {', '.join(walked.protected[:5])} (nodwyn's own files)]")
+    return notes
 
 
 def _write(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     raw = args["path"]
     content: str = args["content"]
     data = content.encode("utf-8")
-    with locate(ctx.workspace, raw, must_exist=False) as loc:
+    with locate(ctx.workspace, raw, must_exist=False, protected=ctx.protected) as loc:
         name = loc.shown
         exists = loc.exists
         if exists:
@@ -294,7 +325,7 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     if not ctx.approve("fs-write", f"{verb} {name} ({len(data)} bytes)"):
         return declined("fs-write", f"{verb} {name}")
     # Everything is resolved again after the prompt: what was checked before may have been swapped.
-    with locate(ctx.workspace, raw, must_exist=False, make_dirs=True) as loc:
+    with locate(ctx.workspace, raw, must_exist=False, make_dirs=True, protected=ctx.protected) as loc:
         if loc.shown != name:
             return fail(
                 f"{name} changed while waiting for approval (it now leads to {loc.shown}); not written"
@@ -315,6 +346,7 @@ def _read_whole(ctx: ToolContext, raw: object) -> tuple[bytes | None, str]:
 
 
 def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
+    deadline = Deadline("fs-edit", ctx.tool_timeout)
     data, name = _read_whole(ctx, args["path"])
     if data is None:
         return fail(f"{name} is not a text file; fs-edit edits text files")
@@ -323,23 +355,25 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     if old == "":
         return fail("fs-edit: old is empty; give the exact text to replace")
     text = data.decode("utf-8", errors="replace")
-    count = text.count(old)
+    seen = view.text(io.BytesIO(data), ctx.known, deadline)  # found, counted and shown in the view
+    count = seen.count(old)
     if count == 0:
-        return fail(not_found(name, text, old, Deadline("fs-edit", ctx.tool_timeout)))
+        return fail(not_found(name, seen, old, deadline))
     if count > 1:
         lines, at = [], 0
         for _ in range(count):
-            at = text.index(old, at)
-            lines.append(str(text.count("\n", 0, at) + 1))
+            at = seen.index(old, at)
+            lines.append(str(seen.count("\n", 0, at) + 1))
             at += len(old)
         return fail(
             f"fs-edit: the old text occurs {count} times in {name} (lines {', '.join(lines)}); "
             "include more surrounding text so it matches once"
         )
+    result = apply_edit(text, seen, old, new, known=ctx.known, deadline=deadline, name=name)
     if not ctx.approve("fs-edit", f"edit {name}"):
         return declined("fs-edit", f"change {name}")
     # Resolve and read again after the prompt: a file swapped or changed meanwhile is not written.
-    with locate(ctx.workspace, args["path"]) as loc:
+    with locate(ctx.workspace, args["path"], protected=ctx.protected) as loc:
         fd, st = open_entry(loc, args["path"])
         now: bytes | None = None
         if stat.S_ISREG(st.st_mode):
@@ -351,9 +385,8 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             return fail(
                 f"fs-edit: {name} changed while waiting for approval; read it again and redo the edit"
             )
-        at = text.index(old)
-        write_entry(loc, text.replace(old, new, 1).encode("utf-8"))
-    return Outcome(text=f"edited {name} at line {text.count(chr(10), 0, at) + 1}")
+        write_entry(loc, result.encode("utf-8"))
+    return Outcome(text=f"edited {name} at line {seen.count(chr(10), 0, seen.index(old)) + 1}")
 
 
 def _spec(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSpec:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.errors import ToolError
 
 MAX_LINKS = 40  # symlinks followed in one path (the kernel's own limit)
@@ -98,12 +99,20 @@ def workspace_fd(workspace: Path) -> Iterator[tuple[int, Path]]:
 
 @contextlib.contextmanager
 def locate(
-    workspace: Path, raw: object, *, must_exist: bool = True, make_dirs: bool = False
+    workspace: Path,
+    raw: object,
+    *,
+    must_exist: bool = True,
+    make_dirs: bool = False,
+    protected: Protected = NOTHING,
 ) -> Iterator[Location]:
     """Resolve ``raw`` inside the workspace (see the module docstring). A missing parent directory
-    is made when ``make_dirs`` (after approval), else the location is reported as not existing."""
+    is made when ``make_dirs`` (after approval), else the location is reported as not existing.
+    A location in ``protected`` (nodwyn's own files) is refused before anything is made there."""
     with workspace_fd(workspace) as (root_fd, real):
-        loc, opened = _walk(root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs)
+        loc, opened = _walk(
+            root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs, protected=protected
+        )
         try:
             yield loc
         finally:
@@ -132,8 +141,18 @@ class _Walker:
     """One walk from the workspace's descriptor: the components still to resolve, the directories
     opened so far from the root (with their names), and the symlinks followed."""
 
-    def __init__(self, root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool) -> None:
+    def __init__(
+        self,
+        root_fd: int,
+        real: Path,
+        raw: object,
+        *,
+        must_exist: bool,
+        make_dirs: bool,
+        protected: Protected,
+    ) -> None:
         self.real = real
+        self.protected = protected
         self.raw = raw
         self.must_exist = must_exist
         self.make_dirs = make_dirs
@@ -152,7 +171,9 @@ class _Walker:
         return "/".join([n for _, n in self.stack[1:]] + ([name] if name not in ("", ".") else [])) or "."
 
     def at(self, name: str, *, exists: bool) -> Location:
-        return Location(dir_fd=self.stack[-1][0], name=name, shown=self.shown(name), exists=exists)
+        shown = self.shown(name)
+        self.protected.check(self.real, shown, self.raw)
+        return Location(dir_fd=self.stack[-1][0], name=name, shown=shown, exists=exists)
 
     def walk(self) -> Location:
         while self.pending:
@@ -183,7 +204,9 @@ class _Walker:
 
     def stat(self, cur: int, comp: str) -> os.stat_result | None:
         """The component's status, its directory made first when it is missing and that is allowed;
-        None when it (and so the rest of the path) does not exist yet and that is allowed."""
+        None when it (and so the rest of the path) does not exist yet and that is allowed. A
+        protected component is refused here, before its status, contents or absence show."""
+        self.protected.check(self.real, self.shown(comp), self.raw)
         try:
             return os.stat(comp, dir_fd=cur, follow_symlinks=False)
         except FileNotFoundError:
@@ -227,11 +250,11 @@ class _Walker:
 
 
 def _walk(
-    root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool
+    root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool, protected: Protected
 ) -> tuple[Location, list[int]]:
     """The location of ``raw`` and the directories opened to reach it (the caller closes them);
     on a refusal every directory opened is closed."""
-    walker = _Walker(root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs)
+    walker = _Walker(root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs, protected=protected)
     try:
         return walker.walk(), walker.opened()
     except BaseException:
@@ -269,10 +292,31 @@ def open_entry(loc: Location, raw: object) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+_TMP_STEM = 180  # bytes of the name kept in the temporary one: ".<stem>.<16 hex>.nodwyn-tmp" fits NAME_MAX
+
+
+def _tmp_name(name: str) -> str:
+    """A random temporary name beside ``name``, at most 209 bytes whatever ``name`` is (a name of
+    252 bytes of multi-byte characters must not make one longer than the 255 a name may have)."""
+    stem = os.fsencode(name)[:_TMP_STEM].decode("utf-8", errors="ignore")
+    return f".{stem}.{secrets.token_hex(8)}.nodwyn-tmp"
+
+
 def write_entry(loc: Location, data: bytes) -> None:
     """Replace (or create) the located file atomically: a temporary file with a random name made
     exclusively in the same directory (``O_CREAT|O_EXCL|O_NOFOLLOW``), then a rename relative to
-    that directory. A planted link at any name is never written through."""
+    that directory. A planted link at any name is never written through. A failure names the
+    path asked for, never the temporary file."""
+    try:
+        _write_entry(loc, data)
+    except OSError as exc:
+        hint = "; use a shorter name" if exc.errno == errno.ENAMETOOLONG else ""
+        raise ToolError(
+            f"{loc.shown}: cannot write it ({exc.strerror or type(exc).__name__}){hint}"
+        ) from None
+
+
+def _write_entry(loc: Location, data: bytes) -> None:
     if "/" in loc.name or loc.name in (".", ""):  # only a single name, located with make_dirs
         raise ToolError(f"{loc.shown}: cannot write here; give a file path")
     try:
@@ -281,9 +325,8 @@ def write_entry(loc: Location, data: bytes) -> None:
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
         raise ToolError(f"{loc.shown} is a {kind_of(old.st_mode)}; give a file path")
-    base = loc.name[:180]
     for _ in range(8):
-        tmp = f".{base}.{secrets.token_hex(8)}.nodwyn-tmp"
+        tmp = _tmp_name(loc.name)
         try:
             fd = os.open(
                 tmp,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ImagePart, TextPart, ToolCall, UserMessage
 from nodwyn.values.request import Request
 
@@ -27,9 +28,16 @@ class Piece:
 class PromptFormat(Protocol):
     name: str
     stops: tuple[str, ...]  # special tokens that end a reply
+    call_open: str  # what starts a call in a reply (the backend's grammar starts after it)
+    call_close: str  # what ends one
 
     def render(self, request: Request) -> tuple[Piece, ...]:
         """The request as the prompt the model continues (ending with the assistant's turn opened)."""
+        ...
+
+    def shared(self, request: Request) -> int:
+        """How many of ``render(request)``'s first pieces depend only on its system prompt and
+        tools: the prefix every session of one recipe shares (its KV state is saved once)."""
         ...
 
 
@@ -65,8 +73,10 @@ def split_tags(text: str, tags: Sequence[str]) -> list[Piece]:
 def call_json(call: ToolCall) -> str:
     """``{"name": …, "arguments": …}`` as chat templates write a call (arguments as a JSON value)."""
     try:
-        args = json.dumps(json.loads(call.arguments), ensure_ascii=False)
-    except json.JSONDecodeError:
+        if not call.arguments.strip():
+            raise ArgumentsError("no arguments")  # written as the empty string, as always
+        args = json.dumps(load_arguments(call.arguments), ensure_ascii=False)
+    except ArgumentsError:  # not JSON (or too deep or long to read): the text as a string
         args = json.dumps(call.arguments, ensure_ascii=False)
     return f'{{"name": {json.dumps(call.name, ensure_ascii=False)}, "arguments": {args}}}'
 

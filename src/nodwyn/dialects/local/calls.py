@@ -9,9 +9,12 @@ A small instruction-tuned model writes a call in one of three ways, and all thre
   arguments), which it writes now and then.
 
 The object is ``{"name": NAME, "arguments": {…}}`` (``"parameters"`` is taken for ``"arguments"``,
-and arguments given as a JSON string are decoded). A JSON object of another shape is text. The
-name and arguments are not judged here: the tool runner checks them against the tool's schema and
-a bad call comes back to the model as an error result.
+and arguments given as a JSON string are decoded). A JSON object of another shape is text, except
+inside ``<tool_call>`` tags: what a model writes there is a call it began, so a block that does not
+parse (its string never closed, cut at the output cap) is still a call, with the name it gives (or
+none) and its arguments' text as written. The name and arguments are not judged here: the tool
+runner checks them against the tool's schema and a bad call comes back to the model as an error
+result, never shown as the answer.
 
 A model may go on to write the result it expects (``<tool_response>…``): that is never a result.
 Nothing from it on is read for calls, and ``reply_end`` tells the backend to stop generating there
@@ -95,9 +98,33 @@ def _tagged(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
         body = body.rstrip().removesuffix(FENCE)
     parsed = _object_at(body, _skip_space(body, 0)) if body else None
     call = _as_call(parsed[0]) if parsed is not None else None
-    if call is None:
-        return None, end
+    if call is None:  # a call the model began but did not write whole: the runner says what is wrong
+        name, arguments = _unreadable(body)
+        return Found(start=i, end=end, name=name, arguments=arguments), end
     return Found(start=i, end=end, name=call[0], arguments=call[1]), end
+
+
+_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_ARGUMENTS = re.compile(r'"(?:arguments|parameters)"\s*:\s*')
+
+
+def _unreadable(body: str) -> tuple[str, str]:
+    """A tagged call whose text is not a whole call object: the tool it names, if it names one,
+    and the text of its arguments as written (or the whole text when it names none), which the
+    tool runner refuses with what is wrong and the shape it expects."""
+    name = _NAME.search(body)
+    if name is None:
+        return "", body
+    args = _ARGUMENTS.search(body, name.end()) or _ARGUMENTS.search(body)
+    text = body[args.end() :] if args is not None else body
+    if args is not None:  # the call object's own closing brace is not the arguments'
+        stripped = text.rstrip()
+        if stripped.endswith("}}"):
+            text = stripped[:-1]
+    try:
+        return json.loads(f'"{name.group(1)}"'), text
+    except json.JSONDecodeError:
+        return name.group(1), text
 
 
 def _past_fence(text: str, start: int) -> tuple[None, int] | None:

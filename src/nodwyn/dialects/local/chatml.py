@@ -120,6 +120,11 @@ def _result(m: ToolMessage) -> str:
 class ChatML:
     name = "chatml"
     stops: tuple[str, ...] = (IM_END, END_OF_TEXT, IM_START)
+    call_open = CALL_OPEN
+    call_close = CALL_CLOSE
+
+    def shared(self, request: Request) -> int:
+        return len([p for p in _system(request) if p.text])
 
     def render(self, request: Request) -> tuple[Piece, ...]:
         pieces = _system(request)

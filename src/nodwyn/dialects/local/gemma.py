@@ -43,23 +43,37 @@ def _tool_text(m: ToolMessage) -> str:
     return f'<tool_result name="{m.name}" id="{m.call_id}"{status}>\n{m.text}\n</tool_result>'
 
 
-def _turn(role: str, text: str) -> list[Piece]:
+def _turn(role: str, text: str, preamble: str = "") -> list[Piece]:
+    """One turn; ``preamble`` (the system prompt and tools) opens it as a piece of its own, so its
+    tokens are the same whatever the first message says."""
     return [
         Piece(START, special=True),
         Piece(f"{role}\n"),
+        Piece(f"{preamble}\n\n" if preamble else ""),
         Piece(text),
         Piece(END, special=True),
         Piece("\n"),
     ]
 
 
+def _preamble(request: Request) -> str:
+    return "\n\n".join(s for s in (request.system, _tools_text(request.tools)) if s)
+
+
 class Gemma:
     name = "gemma"
     stops: tuple[str, ...] = (END, START)
+    call_open = CALL_OPEN
+    call_close = CALL_CLOSE
+
+    def shared(self, request: Request) -> int:
+        """The first user turn's start and the preamble (a first message from the model gets a
+        turn of the preamble alone, which ends the same way)."""
+        return 3 if _preamble(request) else 0
 
     def render(self, request: Request) -> tuple[Piece, ...]:
         """Every message is its own turn, so appending messages extends the prompt."""
-        preamble = "\n\n".join(s for s in (request.system, _tools_text(request.tools)) if s)
+        preamble = _preamble(request)
         pieces: list[Piece] = []
         messages: list[Message] = list(request.messages)
         first = True
@@ -70,15 +84,16 @@ class Gemma:
                 role, text = "user", _tool_text(m)
             else:
                 role, text = "user", user_text(m)
+            if first and preamble and role == "user":
+                pieces += _turn(role, text, preamble)
+                first = False
+                continue
             if first and preamble:
-                if role == "user":
-                    text = f"{preamble}\n\n{text}"
-                else:
-                    pieces += _turn("user", preamble)
+                pieces += _turn("user", "", preamble)
             first = False
             pieces += _turn(role, text)
         if first and preamble:
-            pieces += _turn("user", preamble)
+            pieces += _turn("user", "", preamble)
         pieces += [Piece(START, special=True), Piece("model\n")]
         return tuple(p for p in pieces if p.text)
 

@@ -1,0 +1,55 @@
+"""fs-edit's replacement, found in the file's redacted view and made in the file itself (ADR 0322).
+
+The model sees a file with held credentials and secret shapes replaced by ``[redacted:…]``; fs-edit
+finds ``old`` (and counts it, and says which lines are like it) in that same view, so whether an
+edit is found never depends on a hidden value. The file itself still holds the values: the edit is
+made at the raw occurrence whose edited text has, as its view, the view edited the same way. Text
+that overlaps a marker cannot be edited (the tool cannot show what it would replace).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Final
+
+from nodwyn.agent.tools import view
+from nodwyn.agent.tools.base import Deadline
+from nodwyn.errors import ToolError
+from nodwyn.log.redact import Known
+
+_MARKER: Final = re.compile(r"\[redacted:[a-z0-9-]+\]")
+_TRIES: Final = 16  # raw occurrences tried (each redacts the file once)
+
+
+def _view_of(text: str, known: Known, deadline: Deadline) -> str:
+    return view.text(io.BytesIO(text.encode("utf-8", errors="surrogateescape")), known, deadline)
+
+
+def apply_edit(
+    raw: str, seen: str, old: str, new: str, *, known: Known, deadline: Deadline, name: str
+) -> str:
+    """``raw`` (the file's text) with the one occurrence of ``old`` in ``seen`` (its view) replaced
+    by ``new``; a ToolError when that occurrence overlaps a redacted value or has no raw twin."""
+    if raw == seen:
+        return raw.replace(old, new, 1)
+    at = seen.index(old)
+    end = at + len(old)
+    if any(m.start() < end and at < m.end() for m in _MARKER.finditer(seen)):
+        raise ToolError(
+            f"fs-edit: the old text in {name} overlaps a redacted value, which the file tools never "
+            "change; replace only the text around it (or edit the file yourself)"
+        )
+    expect = seen[:at] + new + seen[end:]
+    q = raw.find(old)
+    for _ in range(_TRIES):
+        if q < 0:
+            break
+        candidate = raw[:q] + new + raw[q + len(old) :]
+        if _view_of(candidate, known, deadline) == expect:
+            return candidate
+        q = raw.find(old, q + 1)
+    raise ToolError(
+        f"fs-edit: the edit in {name} would change how a redacted value next to it reads; "
+        "include less of the text beside the [redacted:…] marker, or edit the file yourself"
+    )

@@ -1,0 +1,52 @@
+"""What a file tool sees of a text file: its text with held credentials and secret shapes redacted,
+as the log would keep it (ADR 0322).
+
+fs-read's answer is redacted when it is logged, but a tool that matched, counted or numbered the
+raw text would still answer by what it hides: one fs-grep per position and character
+(``^CORP_LLM=.{k}c``) rebuilds a held value from which calls matched. So every file tool reads
+through this view: the bytes decoded (invalid UTF-8 replaced), then ``redact_text`` with the
+session's held values, in blocks of whole lines; lines are the view's lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from nodwyn.agent.tools.base import Deadline
+from nodwyn.log.redact import Known, redact_text
+
+BLOCK = 4 * 1024 * 1024  # bytes redacted at once (a whole-file read or a grepped file is one block)
+
+
+def blocks(f: BinaryIO, known: Known, deadline: Deadline, limit: int | None = None) -> Iterator[str]:
+    """The view of ``f`` from where it is, in blocks of about ``BLOCK`` bytes that end at a line's
+    end (a line longer than a block is cut); at most ``limit`` bytes when given."""
+    left = limit
+    while left is None or left > 0:
+        chunk = f.read(BLOCK if left is None else min(BLOCK, left))
+        if not chunk:
+            return
+        if not chunk.endswith(b"\n") and (left is None or left > len(chunk)):
+            chunk += f.readline(BLOCK if left is None else min(BLOCK, left - len(chunk)))
+        if left is not None:
+            left -= len(chunk)
+        deadline.check()
+        yield redact_text(chunk.decode("utf-8", errors="replace"), known)
+
+
+def text(f: BinaryIO, known: Known, deadline: Deadline, limit: int | None = None) -> str:
+    """The view of ``f`` whole (up to ``limit`` bytes)."""
+    return "".join(blocks(f, known, deadline, limit))
+
+
+def lines(f: BinaryIO, known: Known, deadline: Deadline) -> Iterator[str]:
+    """The view's lines, each with its ``\\n`` (the last may lack one); only ``\\n`` ends a line."""
+    carry = ""
+    for block in blocks(f, known, deadline):
+        parts = (carry + block).split("\n")
+        carry = parts.pop()
+        for part in parts:
+            yield part + "\n"
+    if carry:
+        yield carry

