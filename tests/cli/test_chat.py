@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import termios
 import time
@@ -34,11 +35,13 @@ def _own_terminal() -> None:
 class Terminal:
     """A command on a pseudo-terminal: what it wrote so far, and keys typed at it."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str], *args: str, columns: int = 200, lines: int = 50) -> None:
         self.leader, follower = pty.openpty()
+        size = struct.pack("HHHH", lines, columns, 0, 0)
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, size)  # what a full-screen face reads
         self.proc = subprocess.Popen(
             [*NODWYN, *args],
-            env={**env, "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "50"},
+            env={**env, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(lines)},
             cwd=env["WS"],
             stdin=follower,
             stdout=follower,
@@ -90,13 +93,18 @@ class Terminal:
         return code
 
 
+def _running(marker: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    return found.stdout.split()
+
+
 def shell(command: str, cid: str) -> dict[str, Any]:
     return {"name": "shell", "id": cid, "arguments": {"command": command}}
 
 
 def test_chat_on_a_terminal(env: dict[str, str]) -> None:
     script = [
-        {"calls": [shell("echo $$ > sh.pid; sleep 300", "s1")]},
+        {"calls": [shell("touch sh.started; sleep 300.613", "s1")]},
         {"text": "after the interrupt"},
         {"text": "hello back"},
         {"text": "again back"},
@@ -114,20 +122,19 @@ def test_chat_on_a_terminal(env: dict[str, str]) -> None:
             term.type("/model other\r")  # checked now: its credential is not set
             term.expect("needs credential 'OTHER_KEY'")
             term.type("start the server\r")
-            pid_file = Path(env["WS"], "sh.pid")
+            started = Path(env["WS"], "sh.started")
             end = time.monotonic() + 60
-            while not pid_file.exists() and time.monotonic() < end:
+            while not started.exists() and time.monotonic() < end:
                 term._pump(0.1)
             time.sleep(0.3)
-            shell_pid = int(pid_file.read_text())
+            assert _running("300.613"), "the tool's shell did not start"
             term.type("\x03")  # Ctrl-C while the tool runs
             term.expect("interrupted; the log keeps everything so far")
             term.expect("you>")
-            time.sleep(0.3)
             end = time.monotonic() + 10
-            while Path(f"/proc/{shell_pid}").exists() and time.monotonic() < end:
+            while _running("300.613") and time.monotonic() < end:  # a sandboxed pid names nothing here
                 time.sleep(0.05)
-            assert not Path(f"/proc/{shell_pid}").exists(), "the tool's shell outlived Ctrl-C"
+            assert not _running("300.613"), "the tool's shell outlived Ctrl-C"
             term.type("what now?\r")
             term.expect("after the interrupt")
             term.expect("you>")

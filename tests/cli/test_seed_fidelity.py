@@ -269,3 +269,35 @@ def test_piped_input_too_large_for_the_local_model_is_refused_before_it_loads(en
     assert done.returncode == 20, done.stderr
     assert "the task is about" in done.stderr and "model 'local'" in done.stderr
     assert Store(Path(env["NODWYN_HOME"])).ids() == []
+
+
+def test_a_switch_to_a_context_too_small_for_the_window_is_refused_in_one_line(env: dict[str, str]) -> None:
+    with FakeServer(api="openai-chat", script=[{"text": "still big"}]) as fake:
+        _config(
+            env,
+            f"""[control]
+model = "big"
+
+[window]
+output_reserve = 2048
+
+[models.big]
+api = "openai-chat"
+model = "big-model"
+base_url = "{fake.url}"
+context_size = 1048576
+
+[models.tiny]
+api = "openai-chat"
+model = "tiny-model"
+base_url = "{fake.url}"
+context_size = 4096
+""",
+        )
+        chat = nodwyn(env, "chat", stdin="/model tiny\nHello.\n/quit\n")
+        bodies = _bodies(fake)
+    assert chat.returncode == 0, chat.stderr
+    [line] = [s for s in chat.stderr.splitlines() if "tiny" in s]
+    assert "output_reserve = 2048 leaves too little of model 'tiny''s 4096-token context" in line
+    assert "model.switch" not in {e.kind for e in _events(env, _only_session(env))}
+    assert [b["model"] for b in bodies] == ["big-model"]

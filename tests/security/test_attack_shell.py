@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools import ToolContext, builtin_tools, run_call
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.procs import ProcessGroups
@@ -124,13 +125,16 @@ def test_a_variable_allowed_by_name_is_kept(env_session: tuple[str, str, str]) -
 # -- output cap and process groups, in process ------------------------------------------------
 
 
-def ctx(ws: Path, timeout: float = 20.0, groups: ProcessGroups | None = None) -> ToolContext:
+def ctx(
+    ws: Path, timeout: float = 20.0, groups: ProcessGroups | None = None, sandbox: Sandbox | None = None
+) -> ToolContext:
     return ToolContext(
         workspace=ws,
         read_budget_tokens=1000,
         approve=lambda t, w: True,
         shell_timeout=timeout,
         processes=groups or ProcessGroups(),
+        sandbox=sandbox or Sandbox(),
     )
 
 
@@ -140,20 +144,21 @@ def run_shell(c: ToolContext, command: str) -> tuple[str, bool]:
     return out.text, out.error
 
 
-def gone(pid: int) -> bool:
-    """Whether the process has ended (a zombie waiting for its reaper has ended too)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
+def running(marker: str) -> list[int]:
+    """The processes whose command line holds ``marker`` (a pid written inside the sandbox names
+    a process of its own PID namespace, nothing here, so processes are found by what they run)."""
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    return [int(p) for p in found.stdout.split() if int(p) != os.getpid()]
 
 
-def wait_gone(pids: list[int], seconds: float = 10) -> list[int]:
+def wait_gone(marker: str, seconds: float = 10) -> list[int]:
     end = time.monotonic() + seconds
-    while time.monotonic() < end and not all(gone(p) for p in pids):
+    while time.monotonic() < end and running(marker):
         time.sleep(0.05)
-    return [p for p in pids if not gone(p)]
+    return running(marker)
+
+
+MODES = [pytest.param(Sandbox(), id="sandboxed"), pytest.param(Sandbox(mode="off"), id="unsandboxed")]
 
 
 def test_a_flood_of_output_is_capped_while_it_runs(tmp_path: Path) -> None:
@@ -176,32 +181,39 @@ def test_a_backgrounded_flood_is_stopped_too(tmp_path: Path) -> None:
     assert not groups.running(), "a background `yes` was still running"
 
 
-def test_a_timeout_kills_the_whole_group(tmp_path: Path) -> None:
-    text, err = run_shell(ctx(tmp_path, timeout=1), "sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; wait")
+@pytest.mark.parametrize("box", MODES)
+def test_a_timeout_kills_the_whole_group(tmp_path: Path, box: Sandbox) -> None:
+    text, err = run_shell(ctx(tmp_path, timeout=1, sandbox=box), "sleep 300.101 & sleep 300.102; wait")
     assert err and "timed out after 1 s" in text
-    pids = [int((tmp_path / n).read_text()) for n in ("bg.pid", "sh.pid")]
-    assert wait_gone(pids) == []
+    assert wait_gone("300.10") == []
 
 
 def test_what_a_command_backgrounds_ends_with_the_session(tmp_path: Path) -> None:
+    """Unsandboxed, a background child may serve the session until it ends; sandboxed it ends
+    with its call (the PID namespace)."""
     groups = ProcessGroups()
-    text, err = run_shell(ctx(tmp_path, groups=groups), "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid")
+    command = "sleep 300.201 >/dev/null 2>&1 & echo started"
+    text, err = run_shell(ctx(tmp_path, groups=groups, sandbox=Sandbox(mode="off")), command)
     assert not err, text
-    pid = int((tmp_path / "bg.pid").read_text())
-    assert not gone(pid) and groups.running()  # it may serve the session meanwhile
+    assert running("300.201") and groups.running()  # it may serve the session meanwhile
     groups.kill_all()
-    assert wait_gone([pid]) == []
+    assert wait_gone("300.201") == []
+    text, err = run_shell(ctx(tmp_path, groups=groups), command)
+    assert not err and "started" in text
+    assert wait_gone("300.201", 2) == []
 
 
-def _session_with_a_backgrounded_child(tmp_path: Path, sig: signal.Signals | None, command: str) -> list[int]:
-    """Run `nodwyn run` whose model runs ``command`` (which writes bg.pid and sh.pid), send ``sig``
-    once both are written (or let it finish), and return the pids still running after it exits."""
+def _session_with_a_backgrounded_child(
+    tmp_path: Path, sig: signal.Signals | None, command: str, box: Sandbox, marker: str
+) -> list[int]:
+    """Run `nodwyn run` whose model runs ``command`` (which writes started once it runs), send
+    ``sig`` then (or let it finish), and return the processes holding ``marker`` still running."""
     script = [{"calls": [shell_call(command)]}, {"text": "done"}]
     with FakeServer(api="openai-chat", script=script) as fake:
-        env = person_env(tmp_path, fake.url)
+        env = person_env(tmp_path, fake.url, f'sandbox = "{box.mode}"')
         ws = tmp_path / "ws"
         proc = subprocess.Popen(
-            [NODWYN, "run", "--yes", "start a server"],
+            [NODWYN, "run", "--yes", "--dangerously-no-sandbox", "start a server"],
             env=env,
             cwd=ws,
             stdin=subprocess.DEVNULL,
@@ -210,10 +222,10 @@ def _session_with_a_backgrounded_child(tmp_path: Path, sig: signal.Signals | Non
         )
         try:
             end = time.monotonic() + 60
-            while not ((ws / "bg.pid").exists() and (ws / "sh.pid").exists()) and time.monotonic() < end:
+            while not (ws / "started").exists() and time.monotonic() < end:
                 time.sleep(0.05)
             time.sleep(0.2)
-            pids = [int((ws / n).read_text()) for n in ("bg.pid", "sh.pid")]
+            assert running(marker), "the command did not start"
             if sig is not None:
                 proc.send_signal(sig)
             proc.wait(30)
@@ -221,25 +233,29 @@ def _session_with_a_backgrounded_child(tmp_path: Path, sig: signal.Signals | Non
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    return wait_gone(pids)
+    return wait_gone(marker)
 
 
+@pytest.mark.parametrize("box", MODES)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
-def test_interrupting_a_session_mid_tool_leaves_no_process(tmp_path: Path, sig: signal.Signals) -> None:
+def test_interrupting_a_session_mid_tool_leaves_no_process(
+    tmp_path: Path, sig: signal.Signals, box: Sandbox
+) -> None:
     """Defect 11: Ctrl-C during a tool left the shell and what it backgrounded running."""
-    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"
-    assert _session_with_a_backgrounded_child(tmp_path, sig, command) == []
+    command = "sleep 300.301 >/dev/null 2>&1 & touch started; sleep 300.302"
+    assert _session_with_a_backgrounded_child(tmp_path, sig, command, box, "300.30") == []
 
 
-def test_the_end_of_a_session_leaves_no_process(tmp_path: Path) -> None:
-    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; echo $$ > sh.pid"
-    assert _session_with_a_backgrounded_child(tmp_path, None, command) == []
+@pytest.mark.parametrize("box", MODES)
+def test_the_end_of_a_session_leaves_no_process(tmp_path: Path, box: Sandbox) -> None:
+    command = "sleep 300.401 >/dev/null 2>&1 & touch started; sleep 1"
+    assert _session_with_a_backgrounded_child(tmp_path, None, command, box, "300.40") == []
 
 
 def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -> None:
     """Ctrl-C in `chat` while a command runs: the command's group is gone at once (not only at the
     end of the session), and the chat takes the next message."""
-    command = "sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"
+    command = "sleep 300.501 >/dev/null 2>&1 & touch started; sleep 300.502"
     script = [{"calls": [shell_call(command)]}, {"text": "next answer"}]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person_env(tmp_path, fake.url)
@@ -258,12 +274,12 @@ def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -
             proc.stdin.write("start a server\n")
             proc.stdin.flush()
             end = time.monotonic() + 60
-            while not ((ws / "bg.pid").exists() and (ws / "sh.pid").exists()) and time.monotonic() < end:
+            while not (ws / "started").exists() and time.monotonic() < end:
                 time.sleep(0.05)
             time.sleep(0.2)
-            pids = [int((ws / n).read_text()) for n in ("bg.pid", "sh.pid")]
+            assert running("300.50"), "the command did not start"
             proc.send_signal(signal.SIGINT)
-            assert wait_gone(pids) == [], "the command outlived Ctrl-C"
+            assert wait_gone("300.50") == [], "the command outlived Ctrl-C"
             assert proc.poll() is None  # the chat is still there
             out, err = proc.communicate("what now?\n/quit\n", timeout=90)
         finally:

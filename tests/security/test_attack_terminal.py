@@ -153,8 +153,45 @@ def test_the_approval_prompt_shows_the_whole_command_escaped(tmp_path: Path, per
         proc.wait(timeout=30)
         os.close(master)
     text = seen.decode("utf-8", "replace")
-    prompt = text[text.index("allow shell") :]
-    prompt = prompt[: prompt.index("[y/N]")]
-    assert "a" * 300 in prompt.replace("\r\n", "")  # no 200-character cut
-    assert "\\r\\x1b[2Kls -la" in prompt.replace("\r\n", "")
+    prompt = text[text.index("shell (sandbox") :]
+    prompt = prompt[: prompt.index("[y/N]")].replace("\r\n  ", "")  # the command, folded, unfolded
+    assert "a" * 300 in prompt  # no 200-character cut
+    assert "\\r\\x1b[2Kls -la" in prompt
     assert answered
+
+
+# -- issue 21, item 4: blanks that push what runs off the line-mode approval prompt ---------------
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("touch X ;" + " " * 3000 + "echo building docs", "touch X ;⟨3000 spaces⟩echo building docs"),
+        ("touch X ;" + "\u3000" * 3000 + "echo hi", "touch X ;⟨U+3000 ×3000⟩echo hi"),
+        ("touch X ;" + "\u2800" * 500 + "echo hi", "touch X ;⟨U+2800 ×500⟩echo hi"),
+        ("rm -rf ~\u200b\u200b\u200b\u200bls", "rm -rf ~⟨U+200B ×4⟩ls"),
+        ("rm x\u00a0y\u3164z", "rm x\\u00a0y\\u3164z"),
+        ("rm -rf ~\t\t\t\tls", "rm -rf ~⟨tab ×4⟩ls"),
+        ("rm -rf ~\n" + "\n" * 40 + "ls", "rm -rf ~⟨newline ×41⟩ls"),
+        ("rm -rf ~ ⟨3000 spaces⟩ ls", "rm -rf ~ \\u27e83000 spaces\\u27e9 ls"),  # a forged count
+    ],
+    ids=[
+        "3000-spaces",
+        "ideographic-space",
+        "braille-blank",
+        "zero-width",
+        "nbsp-hangul-filler",
+        "tabs",
+        "newlines",
+        "forged-marker",
+    ],
+)
+def test_blank_runs_are_counted_in_the_approval_prompt(command: str, expected: str) -> None:
+    from nodwyn.cli.screen import approval_lines
+
+    lines, question = approval_lines("shell", command, "sandbox workspace-write, no network", 80)
+    assert all(len(line) <= 80 for line in lines)
+    assert "".join(line[2:] for line in lines[1:]) == expected
+    assert question.startswith(f"allow shell `{expected[:20]}")
+    if len(command) > 60:
+        assert f"{len(command):,} characters" in lines[0]

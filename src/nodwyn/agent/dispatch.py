@@ -49,6 +49,7 @@ def tool_context(
         processes=ProcessGroups(),
         known=known,
         protected=settings.protected,
+        sandbox=settings.sandbox,
     )
 
 
@@ -99,4 +100,11 @@ def _unit(log: SessionLog, seq: int, ctx: str, reply: LlmResp) -> str:
 def result_payload(call: ToolCall, outcome: Outcome) -> ToolResult:
     """The ``tool.result`` of ``call``'s outcome."""
     rng = None if outcome.range is None else LineRange(**outcome.range)
-    return ToolResult(call_id=call.id, name=call.name, text=outcome.text, error=outcome.error, range=rng)
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        text=outcome.text,
+        error=outcome.error,
+        range=rng,
+        sandbox=outcome.sandbox,
+    )

@@ -19,30 +19,19 @@ from nodwyn.agent.dispatch import recall_text, result_payload, tool_context
 from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
-from nodwyn.agent.state import LoopState
-from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, run_call
+from nodwyn.agent.state import rebuild
+from nodwyn.agent.tools import Approver, Outcome
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
-from nodwyn.record import Recorder, resumed_events
+from nodwyn.record import Recorder
 from nodwyn.transport.backend import Backend
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import Event, GatePlan, LlmResp, Note, Payload, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
-
-
-def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
-    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
-    seq fed and the loop's state. What a resume checks before it records anything."""
-    state = LoopState(model=model)
-    first_seq, events = resumed_events(log)
-    for event in events:
-        window.feed(event)
-        state.follow(event)
-    return first_seq, state
 
 
 class Agent:
@@ -172,15 +161,7 @@ class Agent:
         """One tool call answered (a repeated look, a sub-agent or a tool), its result logged. A call
         cut at the output cap (``cut_at``: the reply's output tokens) is not run."""
         self.display.tool_call(ctx, call)
-        tools = self.settings.tools
-        if cut_at is not None and not ends.whole(call.arguments):
-            outcome = ends.cut_outcome(call, cut_at)
-        elif strategies.repeats(tools, call, previous):
-            outcome = strategies.repeated(call)
-        elif call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
-            outcome = strategies.sub_agent(self, ctx, call)
-        else:
-            outcome = run_call(call, tools, self.tool_context, offered)
+        outcome = strategies.outcome_for(self, ctx, call, offered, previous, cut_at)
         if outcome.plan is not None:
             self.append(GatePlan(text=outcome.plan), ctx=ctx)
         self.append(result_payload(call, outcome), ctx=ctx)

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from nodwyn.agent.settings import AgentSettings, TurnResult
 from nodwyn.agent.state import LoopState
-from nodwyn.agent.tools import Outcome
+from nodwyn.agent.tools import Outcome, ToolContext
 from nodwyn.log import SessionLog
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event, Payload
@@ -57,6 +57,7 @@ class Turns(Protocol):
     state: LoopState
     display: Display
     check_model: Callable[[ModelSettings], None] | None
+    tool_context: ToolContext
 
     @property
     def model(self) -> ModelSettings: ...

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools import Tool
 from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.dialects import api_profile
@@ -30,6 +31,7 @@ class AgentSettings:
     tool_timeout: float = 60.0
     shell_env: Mapping[str, str] | None = None
     protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (.nodwyn always)
+    sandbox: Sandbox = Sandbox()  # what shell commands may touch (agent.sandbox, ADR 0350)
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
     # the window a switch to a model of another context gets (ADR 0300); None: it keeps its size
     limits_for: Callable[[ModelSettings], WindowLimits] | None = None

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import assert_never
 
+from nodwyn.log import SessionLog
+from nodwyn.record import resumed_events
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
@@ -38,6 +40,7 @@ from nodwyn.values.events import (
     UserMsg,
     decode,
 )
+from nodwyn.window import Window
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,3 +152,14 @@ def result_record(seq: int, ctx: str, result: ToolResult, call: ToolCall | None)
         error=result.error,
         first_line=text.strip().splitlines()[0] if text.strip() else "",
     )
+
+
+def rebuild(log: SessionLog, window: Window, model: str) -> tuple[int, LoopState]:
+    """Feed ``window`` a resumed session's events (from its start point) and follow them; the first
+    seq fed and the loop's state. What a resume checks before it records anything."""
+    state = LoopState(model=model)
+    first_seq, events = resumed_events(log)
+    for event in events:
+        window.feed(event)
+        state.follow(event)
+    return first_seq, state

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from nodwyn.agent import ends
 from nodwyn.agent.ports import Turns
 from nodwyn.agent.state import ResultRecord
-from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool
+from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
@@ -240,3 +241,23 @@ def repeated(call: ToolCall) -> Outcome:
         "answer from it, or make a different call",
         error=True,
     )
+
+
+def outcome_for(
+    agent: Turns,
+    ctx: str,
+    call: ToolCall,
+    offered: Sequence[str] | None,
+    previous: ToolCall | None,
+    cut_at: int | None,
+) -> Outcome:
+    """What answers one call: a call cut at the output cap (``cut_at``: the reply's output tokens)
+    is not run; a repeated look, a sub-agent, or the tool itself."""
+    tools = agent.settings.tools
+    if cut_at is not None and not ends.whole(call.arguments):
+        return ends.cut_outcome(call, cut_at)
+    if repeats(tools, call, previous):
+        return repeated(call)
+    if call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
+        return sub_agent(agent, ctx, call)
+    return run_call(call, tools, agent.tool_context, offered)

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
@@ -26,11 +27,13 @@ from click.globals import resolve_color_default
 from nodwyn.agent.attach import read_image
 from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
 from nodwyn.agent.loop import Agent
+from nodwyn.agent.sandbox import MODES
 from nodwyn.agent.settings import STOPPED_EXIT, TurnResult
 from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
-from nodwyn.cli.screen import Stream, hold, redacted, shown
+from nodwyn.cli.screen import Stream, approval_lines, hold, redacted, shown
+from nodwyn.compose.config import APPROVALS
 from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.errors import NodwynError
 from nodwyn.stats.totals import percent
@@ -213,10 +216,17 @@ def cut_mark(tokens: int) -> str:
     return f"[reply cut at {tokens} output tokens]"
 
 
-def _ask(question: str) -> bool:
-    """The approval prompt: the whole command, on one line, credentials redacted and every control
-    character spelled out (a ``\\r`` or ``ESC [2K`` cannot hide what runs)."""
-    return click.confirm(f"allow {shown(question, newlines=False)}?", default=False, err=True)
+def _ask(tool: str, what: str, where: str | None) -> bool:
+    """The approval prompt: the whole command, folded to the terminal's width, with its length and
+    the sandbox it runs in; credentials redacted, every control character spelled out and every
+    blank run counted (``screen.approval_lines``), so neither a ``\\r``, ``ESC [2K`` nor 3,000
+    spaces can hide what runs; the question repeats the command's start."""
+    import shutil
+
+    lines, question = approval_lines(tool, what, where, shutil.get_terminal_size().columns)
+    for line in lines:
+        click.echo(line, err=True)
+    return click.confirm(question, default=False, err=True)
 
 
 def _end_on_signal(signum: int, frame: FrameType | None) -> None:
@@ -277,10 +287,20 @@ class Output:
             _err(f"session {agent.session_id}: {describe(figures)}{since}")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Confine:
+    """``--yes``, ``--approval``, ``--sandbox``, ``--dangerously-no-sandbox``."""
+
+    yes: bool = False
+    approval: str | None = None
+    sandbox: str | None = None
+    dangerously_no_sandbox: bool = False
+
+
 def _open(
     model: str | None,
     workspace: Path | None,
-    yes: bool,
+    confine: Confine,
     out: Output,
     resume: str | None = None,
     images: tuple[Path, ...] = (),
@@ -296,17 +316,21 @@ def _open(
         workspace=workspace or Path.cwd(),
         model_name=model,
         resume=resume,
-        yes=yes,
+        yes=confine.yes,
         ask=_ask,
         display=out.display,
         recipe_version=recipe,
         task=task,
+        sandbox=confine.sandbox,
+        approval=confine.approval,
+        dangerously_no_sandbox=confine.dangerously_no_sandbox,
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
     out.info(
         f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.settings.recipe.version}"
-        f" · workspace {agent.settings.workspace}]"
+        f" · workspace {agent.settings.workspace} · sandbox {agent.settings.sandbox.describe()}"
+        f" · approval {opened.approval}]"
     )
     if images and not agent.model.takes_images:  # said now, not after the request
         out.display.notice(
@@ -348,7 +372,29 @@ def _session_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--json", "as_json", is_flag=True, help="Print one JSON object (answer, session, figures, cost)."
     )(f)
     f = click.option("-q", "--quiet", is_flag=True, help="Print only the answer (no progress on stderr).")(f)
-    f = click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")(f)
+    f = click.option(
+        "--dangerously-no-sandbox",
+        "no_sandbox",
+        is_flag=True,
+        help="Allow --yes (full-auto) with --sandbox off: every command runs as you without asking.",
+    )(f)
+    f = click.option(
+        "--sandbox",
+        "sandbox",
+        type=click.Choice(MODES),
+        default=None,
+        help="Where shell commands run (default: [tools] sandbox, else workspace-write).",
+    )(f)
+    f = click.option(
+        "--approval",
+        "approval",
+        type=click.Choice(APPROVALS),
+        default=None,
+        help="What asks first: ask (writes, commands), auto-edit (commands), full-auto (nothing).",
+    )(f)
+    f = click.option(
+        "--yes", is_flag=True, help="Allow writes and shell commands without asking (full-auto)."
+    )(f)
     f = click.option(
         "-m",
         "--model",
@@ -408,6 +454,9 @@ def run(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    approval: str | None,
+    sandbox: str | None,
+    no_sandbox: bool,
 ) -> None:
     """Run one task (one turn): the answer on stdout, progress and figures on stderr.
 
@@ -419,8 +468,16 @@ def run(
     for path in images:
         read_image(path)  # a bad image is refused before a session starts
     out = Output(quiet=quiet, as_json=as_json)
+    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
     opened = _open(
-        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe, task=text
+        model,
+        workspace,
+        confine,
+        out,
+        resume="latest" if cont else None,
+        images=images,
+        recipe=recipe,
+        task=text,
     )
     _one_turn(opened, text, images, out)
 
@@ -590,14 +647,18 @@ def chat(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    approval: str | None,
+    sandbox: str | None,
+    no_sandbox: bool,
 ) -> None:
     """Interactive turns with line editing and history: /plan TASK, /compact, /model NAME, /models,
     /help, /quit."""
     for path in images:
         read_image(path)
     out = Output(quiet=quiet, as_json=as_json)
+    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
     opened = _open(
-        model, workspace, yes, out, resume="latest" if cont else None, images=images, recipe=recipe
+        model, workspace, confine, out, resume="latest" if cont else None, images=images, recipe=recipe
     )
     agent = opened.agent
     try:
@@ -619,6 +680,9 @@ def resume(
     quiet: bool,
     as_json: bool,
     recipe: str | None,
+    approval: str | None,
+    sandbox: str | None,
+    no_sandbox: bool,
 ) -> None:
     """Continue SESSION (an id, its random suffix, a unique prefix, or latest/last): run TASK as its
     next turn (`-` reads it from stdin), or chat if no TASK is given on a terminal. It keeps the
@@ -627,7 +691,8 @@ def resume(
     out = Output(quiet=quiet, as_json=as_json)
     if text is None and not sys.stdin.isatty():
         raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
-    opened = _open(model, None, yes, out, resume=session, recipe=recipe, task=text)
+    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
+    opened = _open(model, None, confine, out, resume=session, recipe=recipe, task=text)
     if text is not None:
         _one_turn(opened, text, (), out)
         return

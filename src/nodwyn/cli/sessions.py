@@ -16,7 +16,16 @@ from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.log import SessionInfo, Store
 from nodwyn.log.jsonl import encode_event
 from nodwyn.stats.totals import percent
-from nodwyn.values.events import Event
+from nodwyn.values.events import (
+    SESSION_RESUME,
+    SESSION_START,
+    TOOL_RESULT,
+    Event,
+    SessionResume,
+    SessionStart,
+    ToolResult,
+    decoded,
+)
 from nodwyn.values.model import Prices
 
 _DATA_WIDTH = 160
@@ -118,7 +127,15 @@ def _event_text(event: Event) -> str:
     data = redacted(orjson.dumps(event.data).decode())  # before the cut: half a key is still a key
     if len(data) > _DATA_WIDTH:
         data = data[: _DATA_WIDTH - 1] + "…"
-    return f"{event.seq:>7}  {event.t}  {event.ctx:<8}  {event.kind:<14}  {data}"
+    return f"{event.seq:>7}  {event.t}  {event.ctx:<8}  {event.kind:<14}  {_sandbox_tag(event)}{data}"
+
+
+def _sandbox_tag(event: Event) -> str:
+    """``[sandbox workspace-write] `` before a shell result or a session event that records one
+    (the data after it may be cut)."""
+    p = decoded(event, TOOL_RESULT, SESSION_START, SESSION_RESUME)
+    mode = p.sandbox if isinstance(p, ToolResult | SessionStart | SessionResume) else None
+    return "" if mode is None else f"[sandbox {mode}] "
 
 
 @click.command()

@@ -75,6 +75,9 @@ def _totals_text(sid: str, agg: Aggregator) -> list[str]:
         + (f"  ({a.reasoning_tokens:,} reasoning)" if a.reasoning_tokens else ""),
         f"  Cost                    {cost}",
     ]
+    if t.sandbox is not None or t.shell_runs:
+        runs = ", ".join(f"{n} under {mode}" for mode, n in t.shell_runs) or "none"
+        lines.append(f"  Sandbox                 {t.sandbox or 'not recorded'}  (shell commands: {runs})")
     if len(t.by_model) > 1:
         lines.append("  by model:")
         lines += [

@@ -19,6 +19,11 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     shell_timeout = 30                            # seconds
     tool_timeout = 60                             # seconds, every other tool
     shell_env = ["GITHUB_TOKEN"]                  # credentials the shell may see (none by default)
+    sandbox = "workspace-write"                   # workspace-write | read-only | off (ADR 0351)
+    network = false                               # the sandbox lets the network through
+    git_writable = false                          # the workspace's .git writable in the sandbox
+    hidden = ["~/work/secrets"]                   # more paths the sandbox hides (besides ~/.ssh, ...)
+    approval = "ask"                              # ask | auto-edit | full-auto (ADR 0353)
 
     [network]                       # deadlines in seconds (ADR 0140); these are the defaults
     connect_timeout = 10            # to open the connection (a refused one fails at once)
@@ -59,6 +64,7 @@ from typing import Any, get_args
 
 import tomlkit
 
+from nodwyn.agent.sandbox import MODES
 from nodwyn.dialects import API_PROFILES, api_profile
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
 from nodwyn.transport.credentials import origin_of
@@ -110,6 +116,11 @@ class Config:
     shell_timeout: float = DEFAULT_SHELL_TIMEOUT
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     shell_env: frozenset[str] = frozenset()  # variables the shell keeps though they look secret
+    sandbox: str = "workspace-write"  # the shell's sandbox mode (agent.sandbox.MODES)
+    sandbox_network: bool = False  # [tools] network
+    git_writable: bool = False
+    hidden: tuple[str, ...] = ()  # [tools] hidden: more paths the sandbox hides
+    approval: str = "ask"  # ask | auto-edit | full-auto
     unasked: tuple[str, ...] = ()  # api = "anthropic" entries whose cache ask is not written yet
     network: NetworkLimits = NetworkLimits()
 
@@ -354,6 +365,11 @@ def parse_config(text: str, path: Path) -> Config:
         shell_timeout=tools.shell_timeout,
         tool_timeout=tools.tool_timeout,
         shell_env=tools.shell_env,
+        sandbox=tools.sandbox,
+        sandbox_network=tools.network,
+        git_writable=tools.git_writable,
+        hidden=tools.hidden,
+        approval=tools.approval,
         unasked=unasked,
         network=_network(doc.get("network", {}), path),
     )
@@ -397,6 +413,14 @@ class _Tools:
     shell_timeout: float
     tool_timeout: float
     shell_env: frozenset[str]
+    sandbox: str = "workspace-write"
+    network: bool = False
+    git_writable: bool = False
+    hidden: tuple[str, ...] = ()
+    approval: str = "ask"
+
+
+APPROVALS = ("ask", "auto-edit", "full-auto")
 
 
 def _tools(raw: object, path: Path) -> _Tools:
@@ -418,7 +442,20 @@ def _tools(raw: object, path: Path) -> _Tools:
         raise ConfigError(
             f"{_where(path, 'tools', 'shell_env')} must be a list of environment variable names"
         )
-    return _Tools(frozenset(approve), timeout, tool_timeout, frozenset(shell_env))
+    hidden = raw.get("hidden", [])
+    if not isinstance(hidden, list) or not all(isinstance(a, str) and a for a in hidden):
+        raise ConfigError(f"{_where(path, 'tools', 'hidden')} must be a list of paths")
+    return _Tools(
+        frozenset(approve),
+        timeout,
+        tool_timeout,
+        frozenset(shell_env),
+        sandbox=_choice(raw.get("sandbox", "workspace-write"), MODES, _where(path, "tools", "sandbox")),
+        network=_bool(raw.get("network", False), _where(path, "tools", "network")),
+        git_writable=_bool(raw.get("git_writable", False), _where(path, "tools", "git_writable")),
+        hidden=tuple(hidden),
+        approval=_choice(raw.get("approval", "ask"), APPROVALS, _where(path, "tools", "approval")),
+    )
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:

@@ -14,13 +14,16 @@ from itertools import chain
 from pathlib import Path
 
 from nodwyn.agent.fits import check_task
-from nodwyn.agent.loop import Agent, rebuild
+from nodwyn.agent.loop import Agent
 from nodwyn.agent.ports import Display
+from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.agent.settings import AgentSettings
+from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.protect import Protected
 from nodwyn.compose.config import Config, config_dir, config_path, load_config, write_cache_asks
+from nodwyn.compose.confinement import approval_for, sandbox_for
 from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.dialects import api_profile
@@ -238,21 +241,43 @@ def backends(env: Mapping[str, str], config: Config, notice: Callable[[str], Non
     return Backends(env, config, notice)
 
 
+Ask = Callable[[str, str, str | None], bool]  # (tool, what it will do, where it runs) -> allowed
+EDITS = frozenset({"fs-write", "fs-edit"})  # auto-edit approves these (confined to the workspace)
+
+
 def approver(
-    config: Config, yes: bool, ask: Callable[[str], bool] | None, *, always_ask: bool = False
+    config: Config,
+    approval: str,
+    ask: Ask | None,
+    *,
+    always_ask: bool = False,
+    sandbox: Sandbox | None = None,
 ) -> Approver:
-    """Writes and shell commands run if --yes, if [tools] approve lists them, or if the person says
-    so; with no one to ask (no terminal), they are declined with a message saying how to allow them.
-    ``always_ask``: ``ask`` reaches the person whatever stdin is (a full-screen face owns the terminal)."""
+    """The approval mode (ADR 0353): ``full-auto`` asks for nothing; ``auto-edit`` writes in the
+    workspace without asking and asks for commands; ``ask`` asks for both. A tool ``[tools]
+    approve`` lists runs without asking in every mode. With no one to ask (no terminal), the rest
+    are declined with a message saying how to allow them. ``always_ask``: ``ask`` reaches the
+    person whatever stdin is (a full-screen face owns the terminal). A shell command's question
+    says the sandbox it will run in."""
 
     def approve(tool: str, what: str) -> bool:
-        if yes or tool in config.approve:
+        if approval == "full-auto" or tool in config.approve:
+            return True
+        if approval == "auto-edit" and tool in EDITS:
             return True
         if ask is not None and (always_ask or sys.stdin.isatty()):
-            return ask(f"{tool}: {what}")
+            where = None if tool != "shell" or sandbox is None else where_it_runs(sandbox)
+            return ask(tool, what, where)
         return False
 
     return approve
+
+
+def where_it_runs(sandbox: Sandbox) -> str:
+    """Where a command will run, for its approval question."""
+    if not sandbox.confined:
+        return "NO SANDBOX: runs as you, with your files and network"
+    return f"sandbox {sandbox.describe()}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -261,6 +286,7 @@ class Opened:
     config: Config
     extensions: Extensions
     backends: Backends | None = None  # None when the caller gave its own backend_for
+    approval: str = "ask"  # the approval mode it runs with (ADR 0353)
 
     def close(self) -> None:
         """End this process's part of the session: what the shell left running killed, backends
@@ -326,15 +352,20 @@ def open_agent(
     model_name: str | None = None,
     resume: str | None = None,
     yes: bool = False,
-    ask: Callable[[str], bool] | None = None,
+    ask: Ask | None = None,
     display: Display | None = None,
     backend_for: Callable[[ModelSettings], Backend] | None = None,
     config: Config | None = None,
     recipe_version: str | None = None,
     always_ask: bool = False,
     task: str | None = None,
+    sandbox: str | None = None,
+    approval: str | None = None,
+    dangerously_no_sandbox: bool = False,
 ) -> Opened:
     """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
+    ``sandbox``/``approval`` (``--sandbox``, ``--approval``; ``yes`` is full-auto) over config.toml's;
+    full-auto with the sandbox off is refused unless ``dangerously_no_sandbox`` (ADR 0353).
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
     ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151),
     at least v16 (``resume_version``, ADR 0300). ``task``: the first turn's text, refused before
@@ -345,6 +376,10 @@ def open_agent(
     if not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory; pass --workspace DIR")
     workspace = workspace.resolve()
+    box = sandbox_for(env, config, sandbox)
+    approval = approval_for(
+        config, box, asked=approval, yes=yes, dangerously_no_sandbox=dangerously_no_sandbox
+    )
     store = Store(data_root(env), known=held_values(env, config), seal=seal_key(env))
     was = None if resume is None else _resumed(store, resume)
     if was is not None:
@@ -371,12 +406,14 @@ def open_agent(
         shell_env=shell_env(env, config),
         protected=protected(env),
         limits_for=partial(session_limits, config.window, path=config.path),
+        sandbox=box,
     )
+    recorded = {"sandbox": box.mode, "network": box.network, "approval": approval}  # not in a digest
     if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
         check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
-        log = resume_session(store, was.session_id, recipe, model.name, check=check)
+        log = resume_session(store, was.session_id, recipe, model.name, check=check, extra=recorded)
     else:
-        log = start_session(store, recipe, model.name, str(workspace))
+        log = start_session(store, recipe, model.name, str(workspace), extra=recorded)
     made: Backends | None = None
     if backend_for is None:
         backend_for = made = Backends(env, config, display.notice if display is not None else None)
@@ -384,16 +421,20 @@ def open_agent(
         log=log,
         settings=settings,
         backend_for=backend_for,
-        approve=approver(config, yes, ask, always_ask=always_ask),
+        approve=approver(config, approval, ask, always_ask=always_ask, sandbox=box),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
-    for message in [*wrote, *shrunk(config.window, recipe.limits), *ext.messages]:
+    cannot = unavailable(box)  # said before the first request: never silently unsandboxed
+    sandbox_notes = [] if cannot is None else [f"shell commands cannot run: {cannot}"]
+    if not box.confined:
+        sandbox_notes.append("the sandbox is off: shell commands run as you, with your files and network")
+    for message in [*wrote, *shrunk(config.window, recipe.limits), *ext.messages, *sandbox_notes]:
         if display is not None:
             display.notice(message)
-    return Opened(agent=agent, config=config, extensions=ext, backends=made)
+    return Opened(agent=agent, config=config, extensions=ext, backends=made, approval=approval)
 
 
 @dataclass(frozen=True, slots=True)

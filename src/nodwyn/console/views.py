@@ -65,11 +65,13 @@ def event_json(e: Event) -> dict[str, Any]:
         out.update(model=p.model, trim=p.trim, estimate=p.estimate, elided=len(p.elided))
     elif isinstance(p, ToolResult):
         out.update(name=p.name, error=p.error, **clip(p.text))
+        if p.sandbox is not None:
+            out["sandbox"] = p.sandbox
     elif isinstance(p, GatePlan | Note):
         out.update(clip(p.text))
     elif isinstance(p, SessionStart | SessionResume):
         version = "" if p.recipe is None else f"window-v{p.recipe.version}"
-        out["text"] = f"model {p.model}, recipe {version}"
+        out["text"] = f"model {p.model}, recipe {version}" + confinement(p)
     elif p is not None and sentence is not None:  # bookkeeping: one sentence, then what it carries
         out["sentence"] = sentence
         carried = p.text if isinstance(p, ResultFold) else p.result if isinstance(p, CtxClose) else None
@@ -79,6 +81,14 @@ def event_json(e: Event) -> dict[str, Any]:
     else:  # a kind this console does not know, or a damaged payload: its fields, as they are
         out["text"] = ", ".join(f"{k}: {_s(v)[:80]}" for k, v in data.items())
     return out
+
+
+def confinement(p: SessionStart | SessionResume) -> str:
+    """``, sandbox workspace-write (no network), approval ask`` as a session event recorded them."""
+    if p.sandbox is None:
+        return ""
+    net = "" if p.network is None else " (network on)" if p.network else " (no network)"
+    return f", sandbox {p.sandbox}{net}" + ("" if p.approval is None else f", approval {p.approval}")
 
 
 def request_json(r: Request) -> dict[str, Any]:

@@ -131,6 +131,7 @@ def resume_session(
     recipe: Recipe,
     model: str,
     check: Callable[[SessionLog], object] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> SessionLog:
     """Open ``session_id`` for writing and record the recipe its next requests are built under.
 
@@ -144,7 +145,7 @@ def resume_session(
     try:
         if check is not None:
             check(log)
-        log.append(SessionResume(recipe=recipe, model=model))
+        log.append(SessionResume(recipe=recipe, model=model, extra=dict(extra or {})))
     except BaseException:
         log.close()
         raise

@@ -30,6 +30,7 @@ from nodwyn.values.events import (
     MAIN_CTX,
     SESSION_RESUME,
     SESSION_START,
+    TOOL_RESULT,
     USER_MSG,
     Event,
     LlmReq,
@@ -38,8 +39,10 @@ from nodwyn.values.events import (
     Payload,
     SessionResume,
     SessionStart,
+    ToolResult,
     UserMsg,
     decode,
+    decoded,
 )
 from nodwyn.values.model import Prices
 from nodwyn.values.recipe import Recipe
@@ -195,6 +198,10 @@ class Totals:
     # Where the latest costs' prices came from: the session's recipe (it records them), or the
     # prices the aggregator was given (config.toml's, for a log written before recipes had them).
     prices_from: Literal["recipe", "given"] = "given"
+    # The sandbox the session's latest session.start/resume recorded (None: before sandboxes) and
+    # the shell results by the sandbox mode they ran under (ADR 0350).
+    sandbox: str | None = None
+    shell_runs: tuple[tuple[str, int], ...] = ()
 
 
 _ONE_REQUEST: dict[str, Any] = {"requests": 1}
@@ -228,6 +235,8 @@ class Aggregator:
         self._last_reply: int | None = None
         self._problems: list[str] = []
         self._snapshot: Totals | None = None
+        self._sandbox: str | None = None
+        self._shell_runs: dict[str, int] = {}
         self.last_seq = 0
         self.fed = 0
 
@@ -254,6 +263,8 @@ class Aggregator:
                 p = _damaged_reply(event)
             if isinstance(p, SessionStart | SessionResume):
                 self._recipe(event.seq, p.recipe)
+                self._sandbox = p.sandbox if p.sandbox is not None else self._sandbox
+
             elif isinstance(p, LlmReq):
                 self._request(event, p)
             elif isinstance(p, LlmSeen):
@@ -262,6 +273,10 @@ class Aggregator:
                 self._reply(event, p)
             elif isinstance(p, UserMsg) and event.ctx == MAIN_CTX:  # a new turn
                 self._turn += 1
+        if event.kind == TOOL_RESULT:  # a damaged result counts nowhere (the window reports it)
+            result = decoded(event, TOOL_RESULT)
+            if isinstance(result, ToolResult) and result.sandbox is not None:
+                self._shell_runs[result.sandbox] = self._shell_runs.get(result.sandbox, 0) + 1
         if event.kind not in (LLM_REQ, LLM_RESP, LLM_SEEN):
             for ctx, pending in self._pending.items():
                 cause = event_cause(event, ctx, headers_in_system=self._headers_in_system)
@@ -379,6 +394,8 @@ class Aggregator:
                 fed=self.fed,
                 problems=tuple(self._problems),
                 prices_from=self._prices_from,
+                sandbox=self._sandbox,
+                shell_runs=tuple(sorted(self._shell_runs.items())),
             )
         return self._snapshot
 

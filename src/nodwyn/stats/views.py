@@ -27,6 +27,8 @@ def totals_json(t: Totals) -> dict[str, Any]:
         "fed": t.fed,
         "problems": list(t.problems),
         "prices_from": t.prices_from,
+        "sandbox": t.sandbox,
+        "shell_runs": dict(t.shell_runs),
     }
 
 

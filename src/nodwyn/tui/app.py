@@ -142,6 +142,9 @@ class NodwynApp(App[None]):
         resume: str | None = None,
         yes: bool = False,
         recipe: str | None = None,
+        sandbox: str | None = None,
+        approval: str | None = None,
+        dangerously_no_sandbox: bool = False,
         tail: int = TAIL,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -153,6 +156,7 @@ class NodwynApp(App[None]):
         self.resume_id = resume
         self.yes = yes
         self.recipe = recipe
+        self.sandbox, self.approval, self.no_sandbox = sandbox, approval, dangerously_no_sandbox
         self.tail = tail
         self.bridge = Bridge()
         self.turns = Turns()
@@ -263,6 +267,9 @@ class NodwynApp(App[None]):
                 display=bridge,
                 recipe_version=self.recipe,
                 always_ask=True,
+                sandbox=self.sandbox,
+                approval=self.approval,
+                dangerously_no_sandbox=self.no_sandbox,
             )
         except NodwynError as exc:
             bridge.put(Failed(error=exc))
@@ -302,6 +309,7 @@ class NodwynApp(App[None]):
         text = (
             f"{agent.session_id} · {agent.model.name} · window-v{agent.settings.recipe.version}"
             f" · cached {percent(totals.cache_rate)} · {state}"
+            f" · sandbox {agent.settings.sandbox.mode} · {self.opened.approval}"
         )
         self.query_one("#status", Static).update(Text(shown(text, newlines=False)))
 
@@ -390,7 +398,7 @@ class NodwynApp(App[None]):
                         "once" if choice == "once" else "session" if choice == "session" else "decline"
                     )
 
-            self.push_screen(ApprovalScreen(item.tool, item.what, item.call), decided)
+            self.push_screen(ApprovalScreen(item.tool, item.what, item.call, item.where), decided)
         elif isinstance(item, Ready):
             self.opened = item.opened
             self.workspace = item.opened.agent.settings.workspace

@@ -64,6 +64,7 @@ class Ask:
     what: str
     call: ToolCall | None  # the call being answered (its arguments show the whole diff)
     answer: Future[Answer]
+    where: str | None = None  # a command's sandbox (compose.setup.where_it_runs)
 
 
 Item = Delta | Events | Calling | Notice | Ask
@@ -160,14 +161,13 @@ class Bridge:
 
     # -- the worker's side: the approver's question ----------------------------------------------
 
-    def ask(self, question: str) -> bool:
-        """Asked by ``compose.setup.approver`` as ``"TOOL: what"``; waits for the modal's answer."""
-        tool, _, what = question.partition(": ")
+    def ask(self, tool: str, what: str, where: str | None) -> bool:
+        """Asked by ``compose.setup.approver``; waits for the modal's answer."""
         if tool in self.allowed:
             return True
         answer: Future[Answer] = Future()
         self._asking = answer
-        self._items.append(Ask(tool=tool, what=what, call=self._call, answer=answer))
+        self._items.append(Ask(tool=tool, what=what, call=self._call, answer=answer, where=where))
         try:
             decided = answer.result()
         finally:

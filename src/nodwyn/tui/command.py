@@ -8,7 +8,9 @@ from pathlib import Path
 
 import click
 
+from nodwyn.agent.sandbox import MODES
 from nodwyn.cli.complete import complete_models, complete_sessions
+from nodwyn.compose.config import APPROVALS
 from nodwyn.errors import ConfigError
 from nodwyn.values.recipe import DEFAULT_VERSION
 
@@ -27,7 +29,10 @@ from nodwyn.values.recipe import DEFAULT_VERSION
 @click.option(
     "-r", "--resume", "session", default=None, shell_complete=complete_sessions, help="Resume SESSION."
 )
-@click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking.")
+@click.option("--yes", is_flag=True, help="Allow writes and shell commands without asking (full-auto).")
+@click.option("--approval", type=click.Choice(APPROVALS), default=None, help="ask | auto-edit | full-auto.")
+@click.option("--sandbox", type=click.Choice(MODES), default=None, help="Where shell commands run.")
+@click.option("--dangerously-no-sandbox", "no_sandbox", is_flag=True, help="Allow --yes with --sandbox off.")
 @click.option(
     "--recipe",
     default=None,
@@ -35,7 +40,15 @@ from nodwyn.values.recipe import DEFAULT_VERSION
     help=f"The window recipe (default window-v{DEFAULT_VERSION}).",
 )
 def tui(
-    model: str | None, workspace: Path | None, cont: bool, session: str | None, yes: bool, recipe: str | None
+    model: str | None,
+    workspace: Path | None,
+    cont: bool,
+    session: str | None,
+    yes: bool,
+    approval: str | None,
+    sandbox: str | None,
+    no_sandbox: bool,
+    recipe: str | None,
 ) -> None:
     """The session full-screen: streaming replies, approvals, the cache panel, resume (F1: keys)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -51,6 +64,9 @@ def tui(
         resume=session or ("latest" if cont else None),
         yes=yes,
         recipe=recipe,
+        sandbox=sandbox,
+        approval=approval,
+        dangerously_no_sandbox=no_sandbox,
     )
     app.run()
     if app.failed is not None:

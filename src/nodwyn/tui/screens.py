@@ -32,12 +32,19 @@ def _arguments(call: ToolCall | None) -> dict[str, object]:
     return args if isinstance(args, dict) else {}
 
 
-def approval_text(tool: str, what: str, call: ToolCall | None) -> Text:
-    """What will run or change, whole: the command; the diff of an edit (old → new); the whole
-    content of a write. Escaped and redacted (``shown``), styled by line, never markup."""
+def approval_text(tool: str, what: str, call: ToolCall | None, where: str | None = None) -> Text:
+    """What will run or change, whole: the command (and the sandbox it runs in); the diff of an
+    edit (old → new); the whole content of a write. Escaped and redacted (``shown``), styled by
+    line, never markup."""
     args = _arguments(call)
     out = Text()
-    out.append(f"{shown(tool)}: {shown(what, newlines=False)}\n\n", style="bold")
+    out.append(f"{shown(tool)}: {shown(what, newlines=False)}\n", style="bold")
+    if where is not None:
+        out.append(
+            f"runs in: {shown(where, newlines=False)}\n",
+            style="bold red" if "NO SANDBOX" in where else "bold",
+        )
+    out.append("\n")
     old, new, content = args.get("old"), args.get("new"), args.get("content")
     if tool == "shell" and isinstance(args.get("command"), str):
         out.append("$ " + shown(str(args["command"])) + "\n")
@@ -73,15 +80,15 @@ class ApprovalScreen(ModalScreen[Answer]):
     ApprovalScreen Button { margin-right: 2; }
     """
 
-    def __init__(self, tool: str, what: str, call: ToolCall | None) -> None:
+    def __init__(self, tool: str, what: str, call: ToolCall | None, where: str | None = None) -> None:
         super().__init__()
-        self.tool, self.what, self.call = tool, what, call
+        self.tool, self.what, self.call, self.where = tool, what, call, where
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("Allow this?", style="bold"))
             with VerticalScroll(id="what"):
-                yield Static(approval_text(self.tool, self.what, self.call), id="detail")
+                yield Static(approval_text(self.tool, self.what, self.call, self.where), id="detail")
             with Horizontal():
                 yield Button("Allow once (y)", id="once", variant="primary", compact=True)
                 yield Button("For this session (a)", id="session", compact=True)

@@ -126,6 +126,9 @@ class _RecipePayload(Payload):
     model: str
     workspace: str | None = None
     recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    sandbox: str | None = None  # the shell's sandbox mode from here on (None: before sandboxes)
+    network: bool | None = None  # whether the sandbox lets the network through
+    approval: str | None = None  # ask | auto-edit | full-auto
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
@@ -135,6 +138,9 @@ class _RecipePayload(Payload):
             recipe_json=raw,
             model=r.get("model", str),
             workspace=r.get("workspace", str, None),
+            sandbox=r.get("sandbox", str, None),
+            network=r.get("network", bool, None),
+            approval=r.get("approval", str, None),
             extra=r.extra(),
         )
 
@@ -144,6 +150,9 @@ class _RecipePayload(Payload):
             out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
         out["model"] = self.model
         _put(out, "workspace", self.workspace)
+        _put(out, "sandbox", self.sandbox)
+        _put(out, "network", self.network)
+        _put(out, "approval", self.approval)
         return out
 
 
@@ -383,6 +392,7 @@ class ToolResult(Payload):
     error: bool
     range: LineRange | None = None
     range_null: bool = False
+    sandbox: str | None = None  # shell: the sandbox mode it ran under (None: before sandboxes)
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
@@ -404,6 +414,7 @@ class ToolResult(Payload):
             error=error,
             range=rng,
             range_null=rng is None and r.has("range"),
+            sandbox=r.get("sandbox", str, None),
             extra=r.extra(),
         )
 
@@ -418,6 +429,7 @@ class ToolResult(Payload):
             out["range"] = {"start": self.range.start, "end": self.range.end, "total": self.range.total}
         elif self.range_null:
             out["range"] = None
+        _put(out, "sandbox", self.sandbox)
         return out
 
 

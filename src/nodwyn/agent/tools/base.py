@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.errors import ToolError
@@ -28,6 +29,7 @@ class Outcome:
     error: bool = False
     range: FileRange | None = None  # fs-read: the file lines shown
     plan: str | None = None  # plan-write: the plan to record as gate.plan
+    sandbox: str | None = None  # shell: the sandbox mode it ran (or would have run) under
 
 
 Approver = Callable[[str, str], bool]  # (tool name, what it will do) -> allowed
@@ -47,6 +49,7 @@ class ToolContext:
     processes: ProcessGroups | None = None  # the shell's groups still running: killed at the end
     known: Known = NO_KNOWN  # held credential values: the file tools see files with them redacted
     protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (and .nodwyn)
+    sandbox: Sandbox = Sandbox()  # what the shell's commands may touch (agent.sandbox)
 
 
 class Deadline:

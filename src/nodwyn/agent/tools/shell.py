@@ -1,12 +1,16 @@
 """shell: run a command in the workspace with a timeout; output and exit status go to the model.
 
-The command runs as ``/bin/sh -c`` in a session (process group) of its own, stdin closed, with the
-person's environment less its credentials (``tools.env``). Its output (stdout and stderr together)
+The command runs as ``/bin/sh -c`` in the session's sandbox (``agent.sandbox``: bubblewrap, by
+default ``workspace-write`` without network; ADR 0350), in a session (process group) of its own,
+stdin closed, with the person's environment less its credentials (``tools.env``). A sandbox that
+cannot run here is one error line saying how to fix it, never an unsandboxed run; every result
+records the mode it ran under (``Outcome.sandbox``). Its output (stdout and stderr together)
 comes through a pipe that a reader thread drains as it arrives, keeping only the head and the tail
 (``MAX_OUTPUT``) in memory and nothing on disk; a command that writes more than ``MAX_STREAM`` in
-all is stopped. On a timeout, a flood or an interruption (Ctrl-C) the whole group is killed; a
-group still alive when the command returns (its background children) is killed when the session
-ends (``procs.ProcessGroups``). ADR 0122.
+all is stopped. On a timeout, a flood or an interruption (Ctrl-C) the whole group is killed. In a
+sandbox, whatever the command started ends with it (its PID namespace ends); unsandboxed, a group
+still alive when the command returns (its background children) is killed when the session ends
+(``procs.ProcessGroups``). ADR 0122.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ import os
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
+from nodwyn.agent.sandbox import Sandbox, SandboxError, spawn, tidy, unavailable
 from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.procs import ProcessGroups, group_alive, kill_group
@@ -104,21 +110,29 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     if "\x00" in command:  # exec refuses it (ValueError): one clear error, not a traceback
         return fail("shell: the command holds a NUL character, which no shell can run; remove it")
     timeout = capped_timeout(args.get("timeout"), ctx.shell_timeout)
+    box = ctx.sandbox
+    why = unavailable(box)
+    if why is not None:  # said before asking: an approval for a command that cannot run is no use
+        return Outcome(text=f"shell: {why}", error=True, sandbox=box.mode)
     if not ctx.approve("shell", command):
-        return declined("shell", f"run: {command}")
+        return replace(declined("shell", f"run: {command}"), sandbox=box.mode)
     groups: ProcessGroups = ctx.processes if ctx.processes is not None else _FALLBACK_GROUPS
     env = ctx.env if ctx.env is not None else scrub_env(os.environ)
     read_fd, write_fd = os.pipe()
     try:
-        proc = subprocess.Popen(
+        proc = spawn(
+            box,
             ["/bin/sh", "-c", command],
-            cwd=ctx.workspace,
-            env=dict(env),
+            workspace=ctx.workspace,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    except SandboxError as exc:
+        os.close(read_fd)
+        return Outcome(text=f"shell: {exc}", error=True, sandbox=box.mode)
     except BaseException:
         os.close(read_fd)
         raise
@@ -143,19 +157,33 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             proc.wait(1)
         groups.forget(pgid)
         raise
+    finally:
+        tidy()
     if timed_out or out.flooded.is_set() or not _still_running(pgid):
         if timed_out or out.flooded.is_set():
             kill_group(pgid)
         groups.forget(pgid)
     text = out.text()
     if out.flooded.is_set():
-        return fail(
-            f"{text}[stopped: the command wrote more than {MAX_STREAM // (1024 * 1024)} MiB of output; "
+        text += (
+            f"[stopped: the command wrote more than {MAX_STREAM // (1024 * 1024)} MiB of output; "
             "send it to a file and read a range]"
         )
-    if timed_out:
-        return fail(f"{text}[timed out after {timeout:g} s; the command was killed]")
-    return Outcome(text=f"{text}[exit {code}]", error=code != 0)
+    elif timed_out:
+        text += f"[timed out after {timeout:g} s; the command was killed]"
+    else:
+        text += f"[exit {code}{confinement(box) if code != 0 else ''}]"
+    return Outcome(text=text, error=timed_out or out.flooded.is_set() or code != 0, sandbox=box.mode)
+
+
+def confinement(box: Sandbox) -> str:
+    """What a failed command was confined to, said after its exit status so that a command that
+    needed the network or a write elsewhere is understood (and the person knows how to allow it)."""
+    if not box.confined:
+        return ""
+    where = "the workspace and /tmp" if box.mode == "workspace-write" else "/tmp only"
+    net = "" if box.network else "; no network ([tools] network = true in config.toml allows it)"
+    return f"; sandbox {box.mode}: writable {where}{net}"
 
 
 def _still_running(pgid: int) -> bool:

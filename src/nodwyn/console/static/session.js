@@ -380,6 +380,7 @@
     d.dataset.seq = e.seq;
     const when = e.t ? new Date(e.t) : null;
     d.append(el("div", "head", `${e.seq} · ${e.label || e.kind}${e.ctx !== "main" ? " · " + e.ctx : ""}${e.name ? " · " + e.name : ""}` +
+      `${e.sandbox ? " · sandbox " + e.sandbox : ""}` +
       (when && !isNaN(when) ? " · " + clock(when) : "")));
     if (e.sentence) d.append(el("div", "sentence", e.sentence));
     if (e.kind === "llm.resp") {
