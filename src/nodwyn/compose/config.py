@@ -150,6 +150,19 @@ def config_path(env: Mapping[str, str]) -> Path:
     return config_dir(env) / "config.toml"
 
 
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/nodwyn`` (default ``~/.cache/nodwyn``): what can be thrown away."""
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "nodwyn"
+
+
+def keychain_path(env: Mapping[str, str]) -> Path:
+    """``$NODWYN_KEYCHAIN``, else ``keychain.json`` beside config.toml (mode 0600 required), also
+    when ``NODWYN_CONFIG`` puts config.toml elsewhere."""
+    named = env.get("NODWYN_KEYCHAIN")
+    return Path(named) if named else config_path(env).parent / "keychain.json"
+
+
 def _where(path: Path, table: str, key: str | None = None) -> str:
     return f"{path} [{table}]" + (f" {key}" if key else "")
 

@@ -22,7 +22,15 @@ from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.protect import Protected
-from nodwyn.compose.config import Config, config_dir, config_path, load_config, write_cache_asks
+from nodwyn.compose.config import (
+    Config,
+    cache_dir,
+    config_dir,
+    config_path,
+    keychain_path,
+    load_config,
+    write_cache_asks,
+)
 from nodwyn.compose.confinement import approval_for, sandbox_for
 from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
@@ -69,19 +77,6 @@ LOCAL_SYSTEM = (
     "you to. As soon as the results answer the question, reply to the user in plain text, briefly, "
     "with no tool call."
 )
-
-
-def cache_dir(env: Mapping[str, str]) -> Path:
-    """``$XDG_CACHE_HOME/nodwyn`` (default ``~/.cache/nodwyn``): what can be thrown away."""
-    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    return Path(base) / "nodwyn"
-
-
-def keychain_path(env: Mapping[str, str]) -> Path:
-    """``$NODWYN_KEYCHAIN``, else ``keychain.json`` beside config.toml (mode 0600 required), also
-    when ``NODWYN_CONFIG`` puts config.toml elsewhere."""
-    named = env.get("NODWYN_KEYCHAIN")
-    return Path(named) if named else config_path(env).parent / "keychain.json"
 
 
 def keychain_where(env: Mapping[str, str]) -> str:
