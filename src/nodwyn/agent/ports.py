@@ -58,6 +58,7 @@ class Turns(Protocol):
     display: Display
     check_model: Callable[[ModelSettings], None] | None
     tool_context: ToolContext
+    notes: Callable[[], list[str]] | None
 
     @property
     def model(self) -> ModelSettings: ...

@@ -23,7 +23,7 @@ from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ModelSwitch, ResultFold, UserMsg
+from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ModelSwitch, Note, ResultFold, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
 from nodwyn.window import TurnOptions
@@ -261,3 +261,11 @@ def outcome_for(
     if call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
         return sub_agent(agent, ctx, call)
     return run_call(call, tools, agent.tool_context, offered)
+
+
+def arrived_notes(agent: Turns, ctx: str) -> None:
+    """Lines that arrived between steps (an MCP server's list_changed): logged and shown, sent
+    nowhere."""
+    for text in agent.notes() if agent.notes is not None else ():
+        agent.append(Note(text=text), ctx=ctx)
+        agent.display.notice(text)

@@ -110,6 +110,7 @@ class ChatDialect(DialectBase):
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
+        diagnose_against: str | None = None,  # no cache diagnosis on this API (ADR 0312)
     ) -> WireRequest:
         settings = self.settings
         profile = profile_for(settings)
