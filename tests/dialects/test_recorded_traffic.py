@@ -225,7 +225,7 @@ def test_the_ollama_docs_follow_up_is_what_nodwyn_would_send(
         ),
         max_output=None,
     )
-    wire = dialect_for(settings).encode(request, settings, session_key=None)
+    wire = dialect_for(settings).encode(request, session_key=None)
     assert wire.body is not None
     ours, docs = wire.body, OLLAMA_DOCS_FOLLOW_UP
 
