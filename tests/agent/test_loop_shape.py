@@ -33,7 +33,7 @@ def test_the_loop_is_one_short_file_and_the_strategies_are_functions_beside_it()
     assert all(inspect.isfunction(getattr(strategies, name)) for name in STRATEGIES)
     assert not set(STRATEGIES) & set(vars(Agent))
     params = inspect.signature(Agent).parameters
-    assert list(params) == ["log", "settings", "backend_for", "approve", "display", "check_model"]
+    assert list(params) == ["log", "settings", "backend_for", "approve", "display", "check_model", "notes"]
 
 
 def test_every_backend_has_the_protocols_send_and_close() -> None:

@@ -49,8 +49,10 @@ class Agent:
         approve: Approver,
         display: Display | None = None,
         check_model: Callable[[ModelSettings], None] | None = None,
+        notes: Callable[[], list[str]] | None = None,
     ) -> None:
         self.log, self.settings, self.backend_for, self.check_model = log, settings, backend_for, check_model
+        self.notes = notes  # lines that arrived between steps (an MCP server's list_changed): logged, shown
         self.display: Display = display or Quiet()
         self.window = Window()
         self.recorder = Recorder(log, self.window)
@@ -75,6 +77,7 @@ class Agent:
     def request(self, turn: TurnOptions, ctx: str | None = None) -> tuple[Event, Response]:
         """One model request in ``ctx``: recorded, sent, its reply logged."""
         ctx, settings = ctx or self.state.ctx, self.model
+        strategies.arrived_notes(self, ctx)
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
         ask, size, origin = cache_ask(settings), settings.context_size, settings.origin
         try:  # a request that does not fit the context is refused unrecorded, so never sent
@@ -90,9 +93,14 @@ class Agent:
         self.display.request(req)
         try:
             key, on_delta = session_key(self.session_id), self.display.delta
-            backend = self.backend_for(settings)
-            response = backend.send(
-                build.request, settings, session_key=key, on_delta=on_delta, images=images
+            against = self.state.compare_with(ctx, settings, self.settings.models)
+            response = self.backend_for(settings).send(
+                build.request,
+                settings,
+                session_key=key,
+                on_delta=on_delta,
+                images=images,
+                diagnose_against=against,
             )
         except (ProviderError, OriginError, ConfigError, EncodeError) as exc:
             redact_error(exc, self.log.known)  # it may echo the key: shown and logged only redacted

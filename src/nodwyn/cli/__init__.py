@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "resume": ("nodwyn.cli.run", "resume", "Continue a session (latest, an id or its suffix) from its log."),
     "models": ("nodwyn.cli.models", "models", "List, add, set, test model entries; set the default."),
     "keys": ("nodwyn.cli.keys", "keys", "Set, list and remove credentials in the keychain file."),
+    "mcp": ("nodwyn.cli.mcp", "mcp", "The MCP servers a session would start: list, test NAME."),
     "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
     "replay": ("nodwyn.cli.replay", "replay", "Transcript of a session; --window SEQ proves one request."),
     "verify": ("nodwyn.cli.verify", "verify", "Check a sealed session's events against its seal."),

@@ -306,6 +306,7 @@ def _open(
     images: tuple[Path, ...] = (),
     recipe: str | None = None,
     task: str | None = None,
+    no_project_doc: bool = False,
 ) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
     # `finally` that kills what its shell commands left running and releases the log.
@@ -324,6 +325,7 @@ def _open(
         sandbox=confine.sandbox,
         approval=confine.approval,
         dangerously_no_sandbox=confine.dangerously_no_sandbox,
+        project_doc=not no_project_doc,
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
@@ -332,6 +334,16 @@ def _open(
         f" · workspace {agent.settings.workspace} · sandbox {agent.settings.sandbox.describe()}"
         f" · approval {opened.approval}]"
     )
+    if opened.project_doc is not None:
+        out.info(f"[{opened.project_doc.banner()}]")
+    if opened.servers is not None and opened.servers.started:
+        up = [s for s in opened.servers.started if s.error is None]
+        count = {
+            s.server.name: sum(t.startswith(f"mcp__{s.server.name}__") for t in opened.servers.tools)
+            for s in up
+        }
+        names = ", ".join(f"{n} ({c} tools)" for n, c in count.items()) or "none started"
+        out.info(f"[mcp: {names}]")
     if images and not agent.model.takes_images:  # said now, not after the request
         out.display.notice(
             f"model {agent.model.name!r} takes no images (its entry does not set takes_images = true): "
@@ -396,6 +408,9 @@ def _session_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--yes", is_flag=True, help="Allow writes and shell commands without asking (full-auto)."
     )(f)
     f = click.option(
+        "--no-project-doc", is_flag=True, help="Leave AGENTS.md (or CLAUDE.md) out of the system prompt."
+    )(f)
+    f = click.option(
         "-m",
         "--model",
         "model",
@@ -457,6 +472,7 @@ def run(
     approval: str | None,
     sandbox: str | None,
     no_sandbox: bool,
+    no_project_doc: bool,
 ) -> None:
     """Run one task (one turn): the answer on stdout, progress and figures on stderr.
 
@@ -478,6 +494,7 @@ def run(
         images=images,
         recipe=recipe,
         task=text,
+        no_project_doc=no_project_doc,
     )
     _one_turn(opened, text, images, out)
 
@@ -650,6 +667,7 @@ def chat(
     approval: str | None,
     sandbox: str | None,
     no_sandbox: bool,
+    no_project_doc: bool,
 ) -> None:
     """Interactive turns with line editing and history: /plan TASK, /compact, /model NAME, /models,
     /help, /quit."""
@@ -658,7 +676,14 @@ def chat(
     out = Output(quiet=quiet, as_json=as_json)
     confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
     opened = _open(
-        model, workspace, confine, out, resume="latest" if cont else None, images=images, recipe=recipe
+        model,
+        workspace,
+        confine,
+        out,
+        resume="latest" if cont else None,
+        images=images,
+        recipe=recipe,
+        no_project_doc=no_project_doc,
     )
     agent = opened.agent
     try:
@@ -683,6 +708,7 @@ def resume(
     approval: str | None,
     sandbox: str | None,
     no_sandbox: bool,
+    no_project_doc: bool,
 ) -> None:
     """Continue SESSION (an id, its random suffix, a unique prefix, or latest/last): run TASK as its
     next turn (`-` reads it from stdin), or chat if no TASK is given on a terminal. It keeps the
@@ -692,7 +718,9 @@ def resume(
     if text is None and not sys.stdin.isatty():
         raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
     confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
-    opened = _open(model, None, confine, out, resume=session, recipe=recipe, task=text)
+    opened = _open(
+        model, None, confine, out, resume=session, recipe=recipe, task=text, no_project_doc=no_project_doc
+    )
     if text is not None:
         _one_turn(opened, text, (), out)
         return

@@ -6,6 +6,7 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
 
     [control]
     model = "local"                 # the model that runs a session
+    project_doc = true              # read AGENTS.md (or CLAUDE.md) into the system prompt
 
     [window]                        # token sizes; unset ones are sized from the model's context, and
                                     # set or not they shrink to fit it (ADR 0110)
@@ -48,7 +49,15 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     keep_reasoning = true
     reasoning_details_only = false   # openai-chat: thinking goes back only as reasoning_details
     takes_images = false
+    cache_diagnostics = false        # anthropic | responses: ask the provider why the cache missed
     prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
+
+    [mcp.calc]                       # an MCP server whose tools join the catalog (nodwyn.mcp.config)
+    command = "python"               # stdio: command, args, env, pass_env, cwd
+    args = ["calc_server.py"]
+    approve = "ask"                  # ask | auto | ["tool", ...] (those run without asking)
+    [mcp.search]
+    url = "http://127.0.0.1:8000/mcp"   # streamable HTTP: url, headers, credential
 
 ``models add``/``models set`` write the file back through tomlkit, keeping comments and order.
 """
@@ -66,6 +75,7 @@ import tomlkit
 
 from nodwyn.agent.sandbox import MODES
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
+from nodwyn.mcp.config import ServerConfig, servers_from
 from nodwyn.transport.credentials import origin_of
 from nodwyn.transport.limits import MIB, NETWORK_KEYS, NetworkLimits
 from nodwyn.transport.weights import WEIGHTS
@@ -123,6 +133,8 @@ class Config:
     approval: str = "ask"  # ask | auto-edit | full-auto
     unasked: tuple[str, ...] = ()  # api = "anthropic" entries whose cache ask is not written yet
     network: NetworkLimits = NetworkLimits()
+    mcp: Mapping[str, ServerConfig] = field(default_factory=dict)  # [mcp.NAME]
+    project_doc: bool = True  # [control] project_doc: AGENTS.md into the system prompt
 
     def model(self, name: str | None = None) -> ModelSettings:
         """The entry ``name`` (default: ``[control] model``)."""
@@ -206,6 +218,7 @@ _MODEL_KEYS = frozenset(
         "takes_images",
         "reasoning_effort",
         "prices",
+        "cache_diagnostics",
     }
 )
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write")
@@ -255,9 +268,14 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
             opt["cache_control"] = ask
     elif api == "anthropic":
         opt["cache_control"] = ANTHROPIC_ASK
-    for key in ("keep_reasoning", "reasoning_details_only", "takes_images"):
+    for key in ("keep_reasoning", "reasoning_details_only", "takes_images", "cache_diagnostics"):
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
+    if opt.get("cache_diagnostics") and api not in ("anthropic", "responses"):
+        raise ConfigError(
+            f"{_where(path, where, 'cache_diagnostics')}: only the anthropic and responses APIs report "
+            f"their own cache diagnosis (this entry's api is {api}); remove the key"
+        )
     if "prices" in table:
         opt["prices"] = _prices(table["prices"], path, where)
     _check_source(api, model, opt, path, where)
@@ -345,7 +363,7 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(
             f"{path}: arrays or tables nested too deeply to read; config.toml needs a few levels at most"
         ) from None
-    known = {"control", "window", "tools", "models", "network"}
+    known = {"control", "window", "tools", "models", "network", "mcp"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(
@@ -371,7 +389,16 @@ def parse_config(text: str, path: Path) -> Config:
         approval=tools.approval,
         unasked=unasked,
         network=_network(doc.get("network", {}), path),
+        mcp=servers_from(doc.get("mcp", {}), path),
+        project_doc=_project_doc(doc.get("control", {}), path),
     )
+
+
+def _project_doc(raw: Mapping[str, Any], path: Path) -> bool:
+    value = raw.get("project_doc", True)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{_where(path, 'control', 'project_doc')} must be true or false")
+    return value
 
 
 def _models(raw: object, path: Path) -> tuple[dict[str, ModelSettings], dict[str, str], tuple[str, ...]]:

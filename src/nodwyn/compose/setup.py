@@ -26,10 +26,14 @@ from nodwyn.compose.config import Config, config_dir, config_path, load_config, 
 from nodwyn.compose.confinement import approval_for, sandbox_for
 from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
+from nodwyn.compose.project_doc import ProjectDoc, read_project_doc
+from nodwyn.compose.servers import Servers, configured, held, start_servers
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
 from nodwyn.log.seal import SealKey
+from nodwyn.mcp.config import ServerConfig
+from nodwyn.mcp.names import server_of
 from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport.backend import Backend
 from nodwyn.transport.credentials import Credentials, seal_secret
@@ -149,6 +153,7 @@ def held_values(env: Mapping[str, str], config: Config) -> Known:
     whatever their shape (ADR 0131). A keychain that cannot be read adds nothing here; the backend
     says what is wrong with it when a model needs it."""
     values = [env.get(m.credential, "") for m in config.models.values() if m.credential]
+    values += held(config, env)
     path = keychain_path(env)
     if env.get("NODWYN_KEYCHAIN") or path.exists():
         with contextlib.suppress(NodwynError):
@@ -286,11 +291,15 @@ class Opened:
     extensions: Extensions
     backends: Backends | None = None  # None when the caller gave its own backend_for
     approval: str = "ask"  # the approval mode it runs with (ADR 0353)
+    servers: Servers | None = None  # the MCP servers started for the session
+    project_doc: ProjectDoc | None = None  # the AGENTS.md text its system prompt holds
 
     def close(self) -> None:
-        """End this process's part of the session: what the shell left running killed, backends
-        closed, the log's lock released."""
+        """End this process's part of the session: what the shell left running killed, MCP
+        servers ended (stdio ones' process groups killed), backends closed, the log's lock released."""
         try:
+            if self.servers is not None and self.servers.hub is not None:
+                self.servers.hub.close()
             if self.agent.tool_context.processes is not None:
                 self.agent.tool_context.processes.kill_all()
             if self.backends is not None:
@@ -317,10 +326,14 @@ def make_recipe(
     ext: Extensions,
     tools: Mapping[str, Tool],
     version: int = DEFAULT_VERSION,
+    project_doc: ProjectDoc | None = None,
 ) -> Recipe:
+    system = ext.system or (LOCAL_SYSTEM if model.api == "local" else BASE_SYSTEM)
+    if project_doc is not None:
+        system = f"{system}\n\n{project_doc.text}"
     return Recipe(
         version=version,
-        system=ext.system or (LOCAL_SYSTEM if model.api == "local" else BASE_SYSTEM),
+        system=system,
         tools=catalog(tools.values()),
         limits=session_limits(config.window, model, config.path),
         context_size=model.context_size,
@@ -361,6 +374,7 @@ def open_agent(
     sandbox: str | None = None,
     approval: str | None = None,
     dangerously_no_sandbox: bool = False,
+    project_doc: bool = True,
 ) -> Opened:
     """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
     ``sandbox``/``approval`` (``--sandbox``, ``--approval``; ``yes`` is full-auto) over config.toml's;
@@ -368,7 +382,9 @@ def open_agent(
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
     ``DEFAULT_VERSION`` and a resumed one keeps the version it last recorded unless asked (ADR 0151),
     at least v16 (``resume_version``, ADR 0300). ``task``: the first turn's text, refused before
-    the session is written if the window cannot hold it (``TooLargeError``, ADR 0300)."""
+    the session is written if the window cannot hold it (``TooLargeError``, ADR 0300).
+    ``project_doc`` False (``--no-project-doc``) leaves AGENTS.md out, as ``[control] project_doc = false``
+    does. The MCP servers start here, before the recipe is made; every later failure ends them."""
     config = config or load_config(env)
     asked = None if recipe_version is None else _asked_version(recipe_version)
     wrote = write_cache_asks(config)
@@ -386,33 +402,51 @@ def open_agent(
         model_name = model_name or was.model
     model = config.model(model_name)
     ext = load_extensions(workspace, env)
-    tools = _catalog_of(config, ext)
+    tools = {**builtin_tools(), **ext.tools}
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    kept = None if was is None or was.version is None else resume_version(was.version)
-    version = asked or kept or DEFAULT_VERSION
-    recipe = make_recipe(config, model, ext, tools, version)
-    if task is not None:
-        check_task(recipe, model, task)
-    settings = AgentSettings(
-        recipe=recipe,
-        tools=tools,
-        models=config.models,
-        model=model.name,
-        workspace=workspace,
-        shell_timeout=config.shell_timeout,
+    entries, skipped = configured(config, workspace, env)
+    servers = start_servers(
+        entries,
+        env=env,
+        known=store.known,
+        keychain=_keychain(env, config, entries),
         tool_timeout=config.tool_timeout,
-        shell_env=shell_env(env, config),
-        protected=protected(env),
-        limits_for=partial(session_limits, config.window, path=config.path),
-        sandbox=box,
+        taken=set(tools),
     )
-    recorded = {"sandbox": box.mode, "network": box.network, "approval": approval}  # not in a digest
-    if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
-        check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
-        log = resume_session(store, was.session_id, recipe, model.name, check=check, extra=recorded)
-    else:
-        log = start_session(store, recipe, model.name, str(workspace), extra=recorded)
+    try:
+        tools = _catalog_of(config, {**tools, **servers.tools})
+        doc = read_project_doc(workspace) if project_doc and config.project_doc else None
+        kept = None if was is None or was.version is None else resume_version(was.version)
+        version = asked or kept or DEFAULT_VERSION
+        recipe = make_recipe(config, model, ext, tools, version, doc)
+        if task is not None:
+            check_task(recipe, model, task)
+        settings = AgentSettings(
+            recipe=recipe,
+            tools=tools,
+            models=config.models,
+            model=model.name,
+            workspace=workspace,
+            shell_timeout=config.shell_timeout,
+            tool_timeout=config.tool_timeout,
+            shell_env=shell_env(env, config),
+            protected=protected(env),
+            limits_for=partial(session_limits, config.window, path=config.path),
+            sandbox=box,
+        )
+        recorded = {"sandbox": box.mode, "network": box.network, "approval": approval}  # not in a digest
+        if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
+            check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
+            log = resume_session(store, was.session_id, recipe, model.name, check=check, extra=recorded)
+        else:
+            log = start_session(store, recipe, model.name, str(workspace), extra=recorded)
+    except BaseException:
+        if servers.hub is not None:
+            servers.hub.close()
+        raise
+    if servers.hub is not None:
+        servers.hub.bind(log.path, log.attachments.put, display.notice if display is not None else None)
     made: Backends | None = None
     if backend_for is None:
         backend_for = made = Backends(env, config, display.notice if display is not None else None)
@@ -423,6 +457,7 @@ def open_agent(
         approve=approver(config, approval, ask, always_ask=always_ask, sandbox=box),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
+        notes=None if servers.hub is None else servers.hub.notes,
     )
     if resume is not None and agent.settle() and display is not None:
         display.notice("answered the calls an interruption left without a result")
@@ -430,10 +465,34 @@ def open_agent(
     sandbox_notes = [] if cannot is None else [f"shell commands cannot run: {cannot}"]
     if not box.confined:
         sandbox_notes.append("the sandbox is off: shell commands run as you, with your files and network")
-    for message in [*wrote, *shrunk(config.window, recipe.limits), *ext.messages, *sandbox_notes]:
+    cut = [] if doc is None or not doc.cut else [f"{doc.banner()}: the project instructions were cut"]
+    for message in [
+        *wrote,
+        *shrunk(config.window, recipe.limits),
+        *ext.messages,
+        *sandbox_notes,
+        *skipped,
+        *servers.messages,
+        *cut,
+    ]:
         if display is not None:
             display.notice(message)
-    return Opened(agent=agent, config=config, extensions=ext, backends=made, approval=approval)
+    return Opened(
+        agent=agent,
+        config=config,
+        extensions=ext,
+        backends=made,
+        approval=approval,
+        servers=servers,
+        project_doc=doc,
+    )
+
+
+def _keychain(env: Mapping[str, str], config: Config, entries: Mapping[str, ServerConfig]) -> Credentials:
+    """The credentials a URL server may take from the keychain; none is read without such a server."""
+    if not any(s.enabled and s.credential for s in entries.values()):
+        return Credentials()
+    return credentials(env, config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,11 +518,11 @@ def _resumed(store: Store, resume: str) -> _Resumed:
     return _Resumed(session_id, workspace, model, _last_version(store, session_id))
 
 
-def _catalog_of(config: Config, ext: Extensions) -> dict[str, Tool]:
-    """The built-in tools and the extension files' (which may not reuse a built-in name); every
-    name ``[tools] approve`` lists must be one of them."""
-    tools = {**builtin_tools(), **ext.tools}
-    unknown = sorted(config.approve - set(tools))
+def _catalog_of(config: Config, tools: dict[str, Tool]) -> dict[str, Tool]:
+    """The built-in tools, the extension files' (which may not reuse a built-in name) and the MCP
+    servers'; every name ``[tools] approve`` lists must be one of them, but an MCP tool's (its
+    server may not have started this time)."""
+    unknown = sorted(n for n in config.approve - set(tools) if server_of(n) is None)
     if unknown:
         raise ConfigError(
             f"{config.path} [tools] approve: {unknown[0]!r} is not a tool; "

@@ -375,6 +375,7 @@ class LocalBackend:
         session_key: str | None = None,
         on_delta: Delta | None = None,
         images: Mapping[str, bytes] | None = None,
+        diagnose_against: str | None = None,  # an in-process model reports no cache diagnosis
     ) -> Response:
         global _OWNER
         path, fmt, model = self._model(settings)

@@ -1,0 +1,81 @@
+"""The project's instructions: ``AGENTS.md`` files, read once at session start (ADR 0364).
+
+The workspace's ``AGENTS.md`` and those of its parent folders up to the repository root (the
+nearest folder holding ``.git``; the workspace alone outside a repository), root first and the
+workspace's last, as Codex reads them; a folder without ``AGENTS.md`` gives its ``CLAUDE.md``
+instead. The text becomes part of the recipe's fixed system prompt, so every request of the session
+carries the same bytes and replay reads them from the log; a resume reads the files again and, if
+they changed, records the new prompt (one prefix move, at the turn boundary the resume is).
+The whole is capped at ``MAX_BYTES``; a cut says so in the prompt and in a note.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+NAMES = ("AGENTS.md", "CLAUDE.md")
+MAX_BYTES = 32 * 1024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectDoc:
+    text: str  # what the system prompt gains
+    files: tuple[str, ...]  # relative to the workspace: AGENTS.md, ../AGENTS.md
+    size: int  # bytes of the files, before any cut
+    cut: bool = False
+
+    def banner(self) -> str:
+        """``instructions: AGENTS.md, 2.1 KB`` (names relative to the workspace's folder)."""
+        names = ", ".join(self.files)
+        cut = f", cut to {MAX_BYTES // 1024} KB" if self.cut else ""
+        return f"instructions: {names}, {self.size / 1024:.1f} KB{cut}"
+
+
+def repo_root(workspace: Path) -> Path | None:
+    for folder in (workspace, *workspace.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _folders(workspace: Path) -> list[Path]:
+    root = repo_root(workspace)
+    if root is None:
+        return [workspace]
+    chain = [workspace]
+    for folder in workspace.parents:
+        chain.append(folder)
+        if folder == root:
+            break
+    return list(reversed(chain)) if root != workspace else [workspace]
+
+
+def read_project_doc(workspace: Path) -> ProjectDoc | None:
+    """The instructions of ``workspace`` (resolved), or None when there are none."""
+    parts: list[tuple[Path, str]] = []
+    for folder in _folders(workspace):
+        for name in NAMES:
+            path = folder / name
+            if path.is_file():
+                try:
+                    parts.append((path, path.read_bytes().decode("utf-8", "replace")))
+                except OSError:
+                    continue
+                break
+    if not parts:
+        return None
+    size = sum(len(text.encode("utf-8")) for _, text in parts)
+    blocks = []
+    for path, text in parts:
+        shown = os.path.relpath(path, workspace)
+        blocks.append(f"# Project instructions ({shown})\n\n{text.strip()}")
+    body = "\n\n".join(blocks)
+    raw = body.encode("utf-8")
+    cut = len(raw) > MAX_BYTES
+    if cut:
+        body = raw[:MAX_BYTES].decode("utf-8", "ignore")
+        body += f"\n\n[the project instructions are cut here: {MAX_BYTES} of their {len(raw)} bytes are kept]"
+    files = tuple(os.path.relpath(p, workspace) for p, _ in parts)
+    return ProjectDoc(text=body, files=files, size=size, cut=cut)

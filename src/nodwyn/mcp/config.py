@@ -1,0 +1,187 @@
+"""``[mcp.NAME]`` entries: what server to start or reach, and how its tools are approved.
+
+Read from the person's config.toml and, in a trusted workspace, from ``.nodwyn/mcp.toml`` (whose
+entries are tables at the top: ``[NAME]`` or ``[mcp.NAME]``). A stdio server has ``command``
+(``args``, ``env``, ``pass_env``, ``cwd``); a streamable-HTTP one has ``url`` (``headers``,
+``credential``: a credential bound to the URL's origin). ``enabled = false`` keeps an entry
+without starting it. ``approve = "ask"`` (the default: each call asks, as a write does), ``"auto"``,
+or a list of the server's tool names that run without asking. ``timeout`` bounds one call,
+``start_timeout`` the start (spawn, ``initialize`` and every page of ``tools/list``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from nodwyn.errors import ConfigError
+
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+DEFAULT_START_TIMEOUT = 30.0
+KEYS = frozenset(
+    {
+        "command",
+        "args",
+        "env",
+        "pass_env",
+        "cwd",
+        "url",
+        "headers",
+        "credential",
+        "enabled",
+        "approve",
+        "timeout",
+        "start_timeout",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    """One ``[mcp.NAME]`` entry. ``where`` is the file and table it came from (for messages)."""
+
+    name: str
+    where: str
+    transport: Literal["stdio", "http"]
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    pass_env: tuple[str, ...] = ()  # variables of nodwyn's own environment the server also gets
+    cwd: Path | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    credential: str | None = None
+    enabled: bool = True
+    approve: Literal["ask", "auto"] = "ask"
+    auto_tools: frozenset[str] = frozenset()  # the server's own tool names that run without asking
+    timeout: float | None = None  # None: [tools] tool_timeout
+    start_timeout: float = DEFAULT_START_TIMEOUT
+
+    def asks(self, tool: str) -> bool:
+        """Whether a call of the server's ``tool`` asks the person first."""
+        return self.approve == "ask" and tool not in self.auto_tools
+
+
+def _strs(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def _table(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ConfigError(f'{where} must be a table of strings, like {{ NAME = "value" }}')
+    return dict(value)
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 86400:
+        raise ConfigError(f"{where} must be a number of seconds, above 0 and at most 86400")
+    return float(value)
+
+
+def server_from_table(
+    name: str, table: Mapping[str, Any], source: Path, *, base: Path | None = None
+) -> ServerConfig:
+    """One entry, checked: every problem is one line naming the file, the table and the key.
+    ``base``: where a relative ``cwd`` is from (the workspace, for ``.nodwyn/mcp.toml``)."""
+    where = f"{source} [mcp.{name}]"
+    if not NAME_RE.match(name):
+        raise ConfigError(
+            f"{source}: [mcp.{name}]: a server name is a letter then up to 31 letters, digits, _ or -; "
+            "it becomes part of its tools' names (mcp__NAME__TOOL)"
+        )
+    if "__" in name:
+        raise ConfigError(f"{where}: a server name may not hold '__' (it separates mcp__NAME__TOOL)")
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(sorted(KEYS))}")
+    has_cmd, has_url = "command" in table, "url" in table
+    if has_cmd == has_url:
+        raise ConfigError(
+            f"{where}: give either command (a stdio server) or url (a streamable-HTTP server), not "
+            + ("both" if has_cmd else "neither")
+        )
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where} enabled must be true or false")
+    approve_raw = table.get("approve", "ask")
+    approve: Literal["ask", "auto"] = "ask"
+    auto_tools: frozenset[str] = frozenset()
+    if approve_raw == "auto":
+        approve = "auto"
+    elif isinstance(approve_raw, list):
+        auto_tools = frozenset(_strs(approve_raw, f"{where} approve"))
+    elif approve_raw != "ask":
+        raise ConfigError(f'{where} approve must be "ask", "auto" or a list of the server\'s tool names')
+    timeout = None if "timeout" not in table else _seconds(table["timeout"], f"{where} timeout")
+    start = _seconds(table.get("start_timeout", DEFAULT_START_TIMEOUT), f"{where} start_timeout")
+    common: dict[str, Any] = {
+        "name": name,
+        "where": where,
+        "enabled": enabled,
+        "approve": approve,
+        "auto_tools": auto_tools,
+        "timeout": timeout,
+        "start_timeout": start,
+    }
+    if has_cmd:
+        command = table["command"]
+        if not isinstance(command, str) or not command:
+            raise ConfigError(f'{where} command must be the program to run, e.g. "npx"')
+        for key in ("url", "headers", "credential"):
+            if key in table:
+                raise ConfigError(
+                    f"{where}: {key} is for a url server; a stdio server takes command, args, env"
+                )
+        cwd = None
+        if "cwd" in table:
+            if not isinstance(table["cwd"], str) or not table["cwd"]:
+                raise ConfigError(f"{where} cwd must be a folder")
+            cwd = Path(table["cwd"]).expanduser()
+            if not cwd.is_absolute() and base is not None:
+                cwd = base / cwd
+        return ServerConfig(
+            transport="stdio",
+            command=command,
+            args=_strs(table.get("args", []), f"{where} args"),
+            env=_table(table.get("env", {}), f"{where} env"),
+            pass_env=_strs(table.get("pass_env", []), f"{where} pass_env"),
+            cwd=cwd,
+            **common,
+        )
+    url = table["url"]
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(f'{where} url must be an http(s) URL, e.g. "http://127.0.0.1:8000/mcp"')
+    for key in ("args", "env", "pass_env", "cwd"):
+        if key in table:
+            raise ConfigError(
+                f"{where}: {key} is for a stdio server; a url server takes url, headers, credential"
+            )
+    credential = table.get("credential")
+    if credential is not None and (not isinstance(credential, str) or not credential):
+        raise ConfigError(f"{where} credential must name an environment variable or keychain entry")
+    return ServerConfig(
+        transport="http",
+        url=url,
+        headers=_table(table.get("headers", {}), f"{where} headers"),
+        credential=credential,
+        **common,
+    )
+
+
+def servers_from(raw: object, source: Path, *, base: Path | None = None) -> dict[str, ServerConfig]:
+    """The ``[mcp]`` table of a file: ``{NAME: table}``."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: [mcp] must hold tables like [mcp.NAME]")
+    found: dict[str, ServerConfig] = {}
+    for name, table in raw.items():
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{source}: mcp.{name} must be a table ([mcp.{name}])")
+        found[name] = server_from_table(name, table, source, base=base)
+    return found

@@ -1,0 +1,73 @@
+"""A ``tools/call`` result as the text of a tool result, which the window caps, folds and trims
+like any other.
+
+Text parts as they are; an image (or audio) part is stored as an attachment and named by its
+digest; a resource link by its URI; an embedded resource by its text or, for bytes, its digest;
+structured content as compact JSON when no text part came with it (the spec asks servers to send
+its text too, which FastMCP does, wrapping a bare value as ``{"result": ...}``); ``isError`` makes
+the result an error. The whole text stops at ``MAX_RESULT_BYTES`` with a line saying how much was
+left out (the window's own cap is smaller still).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable
+
+import mcp_types as types
+
+from nodwyn.agent.tools.base import Outcome
+
+MAX_RESULT_BYTES = 1024 * 1024
+Store = Callable[[bytes], str]  # bytes -> digest (the session's attachments)
+
+
+def _blob(kind: str, mime: str | None, data: str, store: Store | None) -> str:
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return f"[{kind}: not valid base64; left out]"
+    mime = mime or "application/octet-stream"
+    if store is None:
+        return f"[{kind} {mime}, {len(raw)} bytes; not kept]"
+    try:
+        digest = store(raw)
+    except Exception as exc:  # a refused attachment (a held credential in it, a full disk)
+        return f"[{kind} {mime}, {len(raw)} bytes; not kept: {exc}]"
+    return f"[{kind} {mime}, {len(raw)} bytes, attachment sha256:{digest}]"
+
+
+def _part(block: types.ContentBlock, store: Store | None) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.ImageContent):
+        return _blob("image", block.mime_type, block.data, store)
+    if isinstance(block, types.AudioContent):
+        return _blob("audio", block.mime_type, block.data, store)
+    if isinstance(block, types.ResourceLink):
+        what = f" ({block.mime_type})" if block.mime_type else ""
+        about = f": {block.description}" if block.description else ""
+        return f"[resource {block.name} {block.uri}{what}{about}]"
+    if isinstance(block, types.EmbeddedResource):
+        res = block.resource
+        if isinstance(res, types.TextResourceContents):
+            return f"[resource {res.uri}]\n{res.text}"
+        return f"[resource {res.uri}] " + _blob("blob", res.mime_type, res.blob, store)
+    return f"[{getattr(block, 'type', type(block).__name__)} content; not shown]"
+
+
+def outcome_of(result: types.CallToolResult, store: Store | None) -> Outcome:
+    parts = [_part(b, store) for b in result.content]
+    structured = result.structured_content
+    if structured is not None:
+        text = json.dumps(structured, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        if not any(isinstance(b, types.TextContent) for b in result.content):
+            parts.append(text)
+    body = "\n".join(parts) if parts else "(no content)"
+    raw = body.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_RESULT_BYTES:
+        cut = raw[:MAX_RESULT_BYTES].decode("utf-8", "ignore")
+        body = f"{cut}\n[the result was {len(raw)} bytes; the first {MAX_RESULT_BYTES} are kept]"
+    return Outcome(text=body, error=bool(result.is_error))

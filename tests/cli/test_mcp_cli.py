@@ -1,0 +1,95 @@
+"""``nodwyn mcp list`` / ``nodwyn mcp test NAME`` and the banner of a session with MCP servers and an
+AGENTS.md, as a person runs them: the real CLI in a process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from nodwyn.fakes import FakeServer
+
+from .test_run import nodwyn
+
+CALC = Path(__file__).parents[1] / "mcp_tools" / "calc_server.py"
+
+
+def _config(env: dict[str, str], url: str = "http://127.0.0.1:9") -> None:
+    Path(env["NODWYN_CONFIG"]).write_text(
+        f"""[control]
+model = "chat"
+
+[models.chat]
+api = "openai-chat"
+model = "fake-model"
+base_url = "{url}"
+context_size = 32000
+
+[mcp.calc]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(CALC))}]
+
+[mcp.gone]
+command = "/nonexistent/server"
+
+[mcp.off]
+command = "/nonexistent/other"
+enabled = false
+"""
+    )
+
+
+def test_mcp_list_shows_each_server_its_status_and_tools(env: dict[str, str]) -> None:
+    _config(env)
+    done = nodwyn(env, "mcp", "list")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("calc             stdio  ok       ")
+    assert lines[1].startswith("    calc 1.0 · 9 tools · ")
+    assert "    mcp__calc__add" in lines
+    gone = next(i for i, line in enumerate(lines) if line.startswith("gone "))
+    assert lines[gone].startswith("gone             stdio  error    /nonexistent/server")
+    assert lines[gone + 1] == (
+        f"    mcp server gone: cannot run '/nonexistent/server' (No such file or directory); "
+        f"fix command in {env['NODWYN_CONFIG']} [mcp.gone]"
+    )
+    assert any(line.startswith("off              stdio  disabled") for line in lines)
+    docs = [json.loads(line) for line in nodwyn(env, "mcp", "list", "--json").stdout.splitlines()]
+    assert [(d["name"], d["status"]) for d in docs] == [
+        ("calc", "ok"),
+        ("gone", "error"),
+        ("off", "disabled"),
+    ]
+
+
+def test_mcp_test_name_exits_non_zero_with_the_reason(env: dict[str, str]) -> None:
+    _config(env)
+    ok = nodwyn(env, "mcp", "test", "calc")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("calc: ok · calc 1.0 · 9 tools · ")
+    bad = nodwyn(env, "mcp", "test", "off")  # a disabled entry is started when asked by name
+    assert bad.returncode == 11
+    assert bad.stderr.strip().endswith(
+        "mcp server off: cannot run '/nonexistent/other' (No such file or directory); "
+        f"fix command in {env['NODWYN_CONFIG']} [mcp.off]"
+    )
+    unknown = nodwyn(env, "mcp", "test", "nope")
+    assert (
+        unknown.returncode == 2
+        and "no MCP server 'nope' is configured (known: calc, gone, off)" in unknown.stderr
+    )
+
+
+def test_the_banner_says_what_instructions_and_servers_the_session_loaded(env: dict[str, str]) -> None:
+    Path(env["WS"], "AGENTS.md").write_text("Always answer in French.\n" * 90)
+    with FakeServer(api="openai-chat", script=[{"text": "bonjour"}, {"text": "salut"}]) as fake:
+        _config(env, fake.url)
+        done = nodwyn(env, "run", "hello")
+        plain = nodwyn(env, "run", "hello", "--no-project-doc")
+        systems = [r.body["messages"][0]["content"] for r in fake.requests]
+    assert done.returncode == 0, done.stderr
+    assert "[instructions: AGENTS.md, 2.2 KB]" in done.stderr.splitlines()
+    assert "[mcp: calc (9 tools)]" in done.stderr.splitlines()
+    assert any(line.startswith("nodwyn: mcp server gone: cannot run") for line in done.stderr.splitlines())
+    assert "Always answer in French." in systems[0] and "French" not in systems[1]
+    assert "[instructions:" not in plain.stderr
