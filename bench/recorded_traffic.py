@@ -12,6 +12,7 @@ conversation. The dialect is the cassette's folder (``api/family``).
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -26,11 +27,14 @@ KINDS = {
     "test_a_recorded_reply_decodes_as_the_official_sdk_reads_it": "replies",
     "test_a_recorded_stream_served_over_http_gives_the_same_reply": "streams over HTTP",
     "test_a_recorded_follow_up_is_what_nodwyn_would_send": "follow-up requests",
+    "test_the_ollama_docs_follow_up_is_what_nodwyn_would_send": "follow-up requests",
 }
+Case = tuple[str, str, bool, str, list[tuple[str, str]]]
 
 
-def run_suite(extra: list[str]) -> list[tuple[str, str, bool, str]]:
-    """(kind, dialect, passed, what the real client altered) for every case the suite ran."""
+def run_suite(extra: list[str]) -> list[Case]:
+    """(kind, dialect, passed, what the real client altered, the equivalent differences of shape
+    with their references) for every case the suite ran."""
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "results.xml"
         cmd = [
@@ -55,31 +59,55 @@ def run_suite(extra: list[str]) -> list[tuple[str, str, bool, str]]:
                 continue
             dialect = "/".join(param.rstrip("]").split("/")[:2])
             failed = any(child.tag in {"failure", "error", "skipped"} for child in tc)
-            altered = next(
-                (p.get("value", "") for p in tc.iter("property") if p.get("name") == "altered"), ""
-            )
+            props = {p.get("name"): p.get("value", "") for p in tc.iter("property")}
+            altered = props.get("altered", "")
+            equivalent = [(d, ref) for d, ref in json.loads(props.get("equivalent") or "[]")]
             cases.append(
-                (KINDS[test], dialect, not failed, f"`{param.rstrip(']')}`: {altered}" if altered else "")
+                (
+                    KINDS[test],
+                    dialect,
+                    not failed,
+                    f"`{param.rstrip(']')}`: {altered}" if altered else "",
+                    equivalent,
+                )
             )
         return cases
 
 
-def table(cases: list[tuple[str, str, bool, str]]) -> str:
-    tried = Counter((k, d) for k, d, _, _ in cases)
-    passed = Counter((k, d) for k, d, ok, _ in cases if ok)
-    dialects = sorted({d for _, d, _, _ in cases})
-    head = "| dialect (api/family) | " + " | ".join(f"{k}: tried / passed" for k in KINDS.values()) + " |"
-    rows = [head, "|---|" + "---:|" * len(KINDS)]
+def table(cases: list[Case]) -> str:
+    tried = Counter((k, d) for k, d, _, _, _ in cases)
+    passed = Counter((k, d) for k, d, ok, _, _ in cases if ok)
+    dialects = sorted({d for _, d, _, _, _ in cases})
+    kinds = list(dict.fromkeys(KINDS.values()))
+    head = "| dialect (api/family) | " + " | ".join(f"{k}: tried / passed" for k in kinds) + " |"
+    rows = [head, "|---|" + "---:|" * len(kinds)]
     for d in dialects:
-        cells = [f"{tried[(k, d)]} / {passed[(k, d)]}" for k in KINDS.values()]
+        cells = [f"{tried[(k, d)]} / {passed[(k, d)]}" for k in kinds]
         rows.append(f"| {d} | " + " | ".join(cells) + " |")
     totals = [
         f"**{sum(v for (k2, _), v in tried.items() if k2 == k)} / "
         f"{sum(v for (k2, _), v in passed.items() if k2 == k)}**"
-        for k in KINDS.values()
+        for k in kinds
     ]
     rows.append("| **all** | " + " | ".join(totals) + " |")
     return "\n".join(rows)
+
+
+def equivalents(cases: list[Case]) -> list[str]:
+    """The table of follow-up differences from the real clients that the API reference makes
+    equivalent: the difference, how many cases of which dialects show it, the reference."""
+    seen: dict[tuple[str, str], Counter[str]] = {}
+    for _, dialect, _, _, equivalent in cases:
+        for difference, reference in equivalent:
+            seen.setdefault((difference, reference), Counter())[dialect] += 1
+    rows = [
+        "| difference from the client | cases (dialect) | why it is equivalent (reference) |",
+        "|---|---|---|",
+    ]
+    for (difference, reference), where in sorted(seen.items()):
+        cell = ", ".join(f"{n} {d}" for d, n in sorted(where.items()))
+        rows.append(f"| {difference} | {cell} | {reference} |")
+    return rows if seen else ["none"]
 
 
 def main() -> int:
@@ -87,8 +115,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "recorded-traffic.md")
     args, extra = ap.parse_known_args()
     cases = run_suite(extra)
-    failed = sum(1 for _, _, ok, _ in cases if not ok)
-    altered = sorted({a for _, _, _, a in cases if a})
+    failed = sum(1 for _, _, ok, _, _ in cases if not ok)
+    altered = sorted({a for _, _, _, a, _ in cases if a})
     cassettes = len(list((ROOT / "tests" / "data" / "traffic").rglob("*.yaml")))
     lines = [
         "# Recorded provider traffic: cases tried / passed",
@@ -113,6 +141,19 @@ def main() -> int:
         "  server gave (then what the server gave). Where the recording differs so:",
     ]
     lines += [f"  - {a}" for a in altered] or ["  - none"]
+    lines += [
+        "",
+        "## Follow-up differences of shape that the API reference makes equivalent",
+        "",
+        "Beyond the blocks, ids, arguments and text above, nodwyn's follow-up differs from what the",
+        "client sent in these fields only; the test fails on any other difference, on an empty",
+        "`content` list, on an assistant message of a reply with a `phase` sent without it, and on a",
+        "Responses reasoning item (`store: false`) sent without its `id` and `encrypted_content`",
+        "(issue 20, item 6; ADR 0311). Ollama's native API has no cassette: its documented",
+        "tool-calling follow-up stands in for the client (`ollama/docs`).",
+        "",
+        *equivalents(cases),
+    ]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(table(cases))
     print(f"{len(cases)} cases, {failed} failed; written to {args.out}")

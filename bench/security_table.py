@@ -27,15 +27,24 @@ CLASSES = {
     "file links, relative climbs, chains, loops), links swapped during approval, hard links, `..` and "
     "absolute paths, FIFOs; every file tool",
     "shell": "credentials in the environment (by name, by value, by shape, keychain), output floods, "
-    "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end",
+    "timeouts, Ctrl-C / SIGTERM / SIGHUP mid-command with a backgrounded child, session end (sandboxed "
+    "and unsandboxed)",
     "tool deadlines": "catastrophic grep patterns, tools past their deadline",
     "credentials": "the real `nodwyn` run/resume: a shape-less env credential and a keychain value echoed by "
     "the model, a file, `printf`/`env` and a provider's 401; searched in the session folder, stdout/stderr "
-    "and every request body; an attachment holding one",
+    "and every request body; an attachment holding one; a held value rebuilt from which of one reply's "
+    "fs-grep calls match (every position x 26 characters) or from fs-edit answers; ranged reads of a key; "
+    "values that became credentials after they were "
+    "logged, through `sessions` (-q, --json), `replay --json`, `log`, `export` to a pipe and `-o`, the "
+    "console's routes; a credential typed into `nodwyn chat` (its history file)",
     "redaction shapes": "the issue's 52 shapes (24 caught before, 28 missed) and 20+ more from the rule set, "
-    "each through redact and the log file (gitleaks rules as data, ADR 0130)",
+    "each through redact and the log file (gitleaks rules as data, ADR 0130); held values encoded: base64 "
+    "at every alignment, `base64(user:value)`, hex, URL-encoding, JSON `\\u`/`\\/` escapes, split lines; "
+    "a Secret manifest and a docker config read by a real run",
     "terminal output": "CR + erase-line, OSC 0/52, CSI, C1 CSI/OSC, backspaces, BEL/NUL, bidi overrides, "
-    "DEL in run output, replay, `log`, `log --json`; the approval prompt in a pty (whole command, escaped)",
+    "DEL in run output, replay, `log`, `log --json`; the approval prompt in a pty (whole command, escaped); "
+    "the 16 KiB cut of a streamed line falling inside a held value; "
+    "commands padded with 3,000 spaces, U+3000, U+2800, zero-width, tabs, newlines, a forged count",
     "console": "DNS-rebinding Host headers on loopback and wildcard binds (with --allow-remote), a taken "
     "port; the real `nodwyn console` command",
     "CLI inputs": "binary and non-UTF-8 fake scripts, a fake on a taken port, a log with a seq gap, "
@@ -49,7 +58,27 @@ CLASSES = {
     "inside the reply deadline, 204, negative usage, an origin refusal's note",
     "extension trust": "newline-injected trust entries, odd names, the old trust file, linked `.nodwyn` "
     "and files, swapped trusted paths, damaged trust lists, mutating tools without approval, hanging "
-    "and failing extension tools",
+    "and failing extension tools; extension files written with fs-write/fs-edit approved",
+    "nodwyn's own files": "every file tool, approved, on the config (base_url), keychain, trust list, "
+    "extension dirs, session logs (the running one too), data dir, KV states, links into them",
+    "tool arguments": "arguments nested 100,000 deep, integers of 5,000+ digits, lone surrogates in a "
+    "plan or a sub-agent task; the run, resume and export go on; a failed resume records nothing",
+    "repository shapes": "file names that are not UTF-8 (list, grep, not-found), trees 1,200 deep, "
+    "names at the 255-byte limit",
+    "log integrity": "a lock file replaced by rename, removed or copied under a live writer (a second "
+    "`resume`), a log renamed over; hand-edited sealed logs (answer, usage, forged result with its digest "
+    "rewritten, lines removed, reordered, appended, cut, another session's) against `nodwyn verify`",
+    "import sources": "FIFOs and links to /dev/zero and /dev/urandom named as runs (given as a file or in a "
+    "folder), tool_use inputs and messages nested 300 and 1,000 deep; under a memory limit",
+    "OTLP collector": "a 500 and a 200 with 1 GB bodies, a collector dripping its body or its headers, "
+    "the endpoint's password on success, refusal and an unreachable port",
+    "sandbox": "real bwrap runs of the shell: writes outside by absolute path, `..`, symlinks, a hard link, "
+    "a parent swapped for a link mid-command; `.git/config` and `.nodwyn/` (existing and missing); a "
+    "loopback listener, `/dev/tcp`, an HTTP server on loopback, DNS, unix and abstract sockets; the "
+    "keychain, `~/.ssh/id_*`, nodwyn's config and sessions; host processes in /proc; setsid, double-fork "
+    "and signal-ignoring children; setuid, a new user namespace, ptrace of the agent, io_uring, x32; "
+    "no bwrap, a bwrap without namespaces, a workspace path with a newline; `nodwyn run --yes` as reported, "
+    "full-auto without a sandbox",
 }
 
 

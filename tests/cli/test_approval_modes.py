@@ -15,7 +15,7 @@ from nodwyn.log import Store
 from nodwyn.values.events import TOOL_RESULT, SessionStart, ToolResult, decode
 
 from .test_chat import Terminal
-from .test_run import call, configure
+from .test_run import call, configure, nodwyn
 
 WRITE = call("fs-write", "w1", path="made.txt", content="written\n")
 SHELL = call("shell", "s1", command="touch ran.txt")
@@ -54,6 +54,11 @@ def test_ask_asks_for_the_write_and_the_command(env: dict[str, str]) -> None:
     start, results = _results(env)
     assert start.approval == "ask" and start.sandbox == "workspace-write" and start.network is False
     assert [r.sandbox for r in results] == [None, "workspace-write"]
+    log = nodwyn(env, "log", "latest").stdout
+    assert "session.start   [sandbox workspace-write]" in log
+    assert "tool.result     [sandbox workspace-write]" in log
+    stats = nodwyn(env, "stats", "latest").stdout
+    assert "Sandbox                 workspace-write  (shell commands: 1 under workspace-write)" in stats
 
 
 def test_auto_edit_writes_without_asking_and_asks_for_the_command(env: dict[str, str]) -> None:

@@ -89,6 +89,10 @@ prices = { input = 0.5, output = 2, cached_input = 0.05 }
         ("[models.x]\napi='ollama'\nbase_url='http://h'\nmodel='m'\ncontext_size=9\ncolour=1", "colour"),
         ("[tools]\napprove = 'shell'", "list of tool names"),
         ("[surprise]\na = 1", "unknown table [surprise]"),
+        (
+            "[models.x]\napi='ollama'\nbase_url='http://h'\nmodel='m'\ncontext_size=9\ncache_diagnostics=true",
+            "cache_diagnostics: only the anthropic and responses APIs",
+        ),
     ],
 )
 def test_malformed_config_is_one_clear_error(tmp_path: Path, text: str, names: str) -> None:
@@ -247,3 +251,13 @@ def test_tool_timeout_and_shell_env(tmp_path: Path) -> None:
     for bad in ("tool_timeout = 0", "tool_timeout = nan", "shell_env = 'X'", 'shell_env = [""]'):
         with pytest.raises(ConfigError, match=r"\[tools\] (tool_timeout|shell_env)"):
             parse_config(f"[tools]\n{bad}\n", path)
+
+
+def test_cache_diagnostics_is_off_unless_the_entry_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        "[models.a]\napi='anthropic'\nbase_url='https://api.anthropic.com'\nmodel='claude-x'\ncontext_size=200000\ncache_diagnostics=true\n"
+        "[models.b]\napi='anthropic'\nbase_url='https://api.anthropic.com'\nmodel='claude-x'\ncontext_size=200000\n"
+    )
+    models = load_config(env_for(path)).models
+    assert models["a"].cache_diagnostics is True and models["b"].cache_diagnostics is False

@@ -549,3 +549,89 @@ def as_the_server_gave(api: str, parts: list[Any], oracle: Seen) -> tuple[list[A
                 p = (kind, *gave)
             out.append(p)
     return out, notes
+
+
+# -- follow-up requests: where nodwyn's shape differs from the client's, and why that is equal -----
+
+_EASY = "openai-python `types/responses/easy_input_message_param.py`"
+# Each difference of shape between nodwyn's follow-up and the real client's that the API reference
+# makes equivalent, with that reference (docs/recorded-traffic.md lists them; ADR 0311). A
+# difference not listed here fails the follow-up test.
+EQUIVALENT: dict[str, str] = {
+    "responses message: no id": f"`EasyInputMessageParam` ({_EASY}) has no `id`; with `store: false` "
+    "nothing is looked up by id",
+    "responses message: no status": f"`EasyInputMessageParam` ({_EASY}) has no `status`",
+    "responses message: content as a string (client: output_text parts)": "`EasyInputMessageParam.content`"
+    f" is `str | ResponseInputMessageContentListParam` ({_EASY})",
+    "responses function_call: no id": "`ResponseFunctionToolCallParam.id` is optional "
+    "(`response_function_tool_call_param.py`); an `fc_` id whose reasoning item is not sent is refused "
+    "(wire-formats.md §3, cline/cline#12242), so nodwyn never sends one",
+    "responses reasoning: status kept (client: none)": "`ResponseReasoningItemParam.status` is optional "
+    "(`response_reasoning_item_param.py`); nodwyn gives the item back as `output_item.done` gave it",
+    "responses reasoning: no encrypted_content (client: null)": "`ResponseReasoningItemParam."
+    "encrypted_content` is `Optional[str]`: null and absent say the same",
+    "anthropic text: the reply's text blocks as one (client: as they came)": "`TextBlockParam`s of one "
+    "assistant message are read as their concatenation (the model sees one turn's text); nodwyn's "
+    "neutral reply keeps its text as one string (`values.request.Response.text`)",
+    "openai-chat assistant: content null (client: none)": "`ChatCompletionAssistantMessageParam.content` is "
+    '`Optional[...]`, "required unless `tool_calls` or `function_call` is specified" '
+    "(openai-python `types/chat/chat_completion_assistant_message_param.py`)",
+}
+# Fields whose values the follow-up test compares itself (text, calls, thinking, blocks).
+_COMPARED = {"content", "tool_calls", "reasoning", "reasoning_content", "reasoning_details", "role", "type"}
+
+
+def empty_lists(value: Any, where: str = "") -> list[str]:
+    """Where a value holds an empty ``content`` list (never sent: issue 20)."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "content" and v == []:
+                found.append(f"{where}.{k}")
+            found += empty_lists(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += empty_lists(v, f"{where}[{i}]")
+    return found
+
+
+def shape_differences(api: str, ours: list[Any], theirs: list[Any]) -> list[str]:
+    """The differences of shape (fields sent or not, a content's form) between nodwyn's assistant
+    turn and the client's, named as ``EQUIVALENT`` names them."""
+    out: list[str] = []
+    if api == "openai-chat":
+        (mine,), (client,) = ours, theirs
+        if "content" in mine and mine["content"] is None and "content" not in client:
+            out.append("openai-chat assistant: content null (client: none)")
+        out += [f"openai-chat assistant: {k} (client: none)" for k in set(mine) - set(client) - _COMPARED]
+        out += [f"openai-chat assistant: no {k}" for k in set(client) - set(mine) - _COMPARED]
+        return out
+    if api == "anthropic":
+        merged: list[Any] = []
+        for b in theirs:  # nodwyn keeps a reply's text as one string: its text blocks go as one
+            if b.get("type") == "text" and merged and merged[-1].get("type") == "text":
+                merged[-1] = {**merged[-1], "text": merged[-1]["text"] + b["text"]}
+            else:
+                merged.append(b)
+        if len(merged) != len(theirs):
+            out.append("anthropic text: the reply's text blocks as one (client: as they came)")
+        for mine, client in zip(ours, merged, strict=True):
+            extra = set(mine) ^ set(client)
+            out += [f"anthropic {mine.get('type')}: field {k} differs" for k in sorted(extra)]
+        return out
+    for mine, client in zip(ours, theirs, strict=False):
+        kind = mine.get("type", "message")
+        for k in sorted(set(client) - set(mine)):
+            if k == "encrypted_content" and client[k] is None:
+                out.append(f"responses {kind}: no encrypted_content (client: null)")
+            elif k not in ("type", "role"):
+                out.append(f"responses {kind}: no {k}")
+        for k in sorted(set(mine) - set(client) - {"type", "role"}):
+            out.append(f"responses {kind}: {k} kept (client: none)")
+        if (
+            kind == "message"
+            and isinstance(mine.get("content"), str)
+            and isinstance(client.get("content"), list)
+        ):
+            out.append("responses message: content as a string (client: output_text parts)")
+    return out

@@ -6,7 +6,9 @@ dropped into the right folder is tested with no code (see tests/data/traffic/REA
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -14,19 +16,23 @@ from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.errors import ProviderError
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.http import HttpBackend
-from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
+from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response
 
 from .recorded import (
+    EQUIVALENT,
     Case,
     SdkError,
     all_cases,
     as_the_server_gave,
     assistant_turn,
     comparable,
+    empty_lists,
     seen_by_nodwyn,
     seen_by_sdk,
     serve,
+    shape_differences,
 )
 
 CASES = all_cases()
@@ -136,3 +142,105 @@ def test_a_recorded_follow_up_is_what_nodwyn_would_send(
         mine = [p for p in mine if "thinking" not in p]
     record_property("altered", ", ".join(sorted(set(altered))))  # read by bench/recorded_traffic.py
     assert mine == expected
+    assert not empty_lists(ours), empty_lists(ours)  # never an empty content list (issue 20)
+    if r.phase is not None:  # the API asks for phase back on every assistant message
+        said_items = [it for it in ours if it.get("type") == "message"]
+        assert said_items and all(it.get("phase") == r.phase for it in said_items)
+    if case.api == "responses":  # store: false: a reasoning item goes with its id and encrypted content
+        body = wire.body
+        assert body["store"] is False
+        for it in ours:
+            if it.get("type") == "reasoning" and any(b.get("encrypted_content") for b in oracle.blocks):
+                assert it.get("id") and it.get("encrypted_content"), it
+    differences = sorted(set(shape_differences(case.api, ours, theirs)))
+    unknown = [d for d in differences if d not in EQUIVALENT]
+    assert not unknown, f"differences from the client that no reference makes equivalent: {unknown}"
+    # read by bench/recorded_traffic.py: each difference with the reference that makes it equal
+    record_property("equivalent", json.dumps([[d, EQUIVALENT[d]] for d in differences]))
+
+
+# Ollama's native /api/chat has no recorded cassette: its documented tool-calling follow-up (the
+# request after a tool call, as Ollama's docs/api.md and docs/capabilities/tool-calling show it, read
+# in ollama/ollama@fb3076099; wire-formats.md §1) stands in for the client.
+OLLAMA_DOCS_FOLLOW_UP = {
+    "model": "qwen3",
+    "messages": [
+        {"role": "user", "content": "What is the weather today in Paris?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+        },
+        {"role": "tool", "tool_name": "get_weather", "content": "22 degrees and sunny"},
+    ],
+    "stream": False,
+}
+OLLAMA_EQUIVALENT = {
+    "ollama options.num_ctx sent (docs: none)": "sent on purpose: a request whose num_ctx differs "
+    "from the loaded model's reloads it and loses its KV cache (ollama `server/sched.go` needsReload; "
+    "dialects README)",
+    "ollama truncate: false sent (docs: none, default true)": "sent on purpose: with truncate the server "
+    "drops messages from the front when the prompt exceeds num_ctx (`server/prompt.go` chatPrompt), which "
+    "changes the prefix behind the window's back",
+    "ollama stream: true (docs: false)": "`ChatRequest.stream` defaults to true (`api/types.go`); nodwyn "
+    "always streams, the docs example asks for one object",
+    "ollama tool_calls[].id sent (docs: none)": "the server mints `call_<random>` ids (`server/routes.go` "
+    "toolCallId()) and nodwyn sends them back as received (one it minted when a server gave none)",
+    "ollama tool message: tool_call_id beside tool_name (docs: tool_name only)": "`Message.tool_call_id` is "
+    "accepted beside `tool_name` (`api/types.go`)",
+}
+
+
+def _ollama_differences(ours: dict[str, Any], docs: dict[str, Any]) -> list[str]:
+    out = []
+    if "num_ctx" in ours.get("options", {}) and "options" not in docs:
+        out.append("ollama options.num_ctx sent (docs: none)")
+    if ours.get("truncate") is False and "truncate" not in docs:
+        out.append("ollama truncate: false sent (docs: none, default true)")
+    if ours["stream"] != docs["stream"]:
+        out.append("ollama stream: true (docs: false)")
+    (said,) = [m for m in ours["messages"] if m["role"] == "assistant"]
+    (docs_said,) = [m for m in docs["messages"] if m["role"] == "assistant"]
+    if any("id" in c for c in said["tool_calls"]) and not any("id" in c for c in docs_said["tool_calls"]):
+        out.append("ollama tool_calls[].id sent (docs: none)")
+    (result,) = [m for m in ours["messages"] if m["role"] == "tool"]
+    if "tool_call_id" in result:
+        out.append("ollama tool message: tool_call_id beside tool_name (docs: tool_name only)")
+    return out
+
+
+@pytest.mark.parametrize("name", ["ollama/docs/api-chat-tool-calling#1"])
+def test_the_ollama_docs_follow_up_is_what_nodwyn_would_send(
+    name: str, record_property: Callable[[str, object], None]
+) -> None:
+    settings = ModelSettings(name="m", api="ollama", model="qwen3", context_size=32768)
+    call = ToolCall(id="call_k3x9", name="get_weather", arguments='{"city": "Paris"}')
+    request = Request(
+        system="",
+        tools=(),
+        messages=(
+            UserMessage(parts=(TextPart(text="What is the weather today in Paris?"),)),
+            AssistantMessage(calls=(call,)),
+            ToolMessage(call_id=call.id, name=call.name, text="22 degrees and sunny"),
+        ),
+        max_output=None,
+    )
+    wire = dialect_for(settings).encode(request, settings, session_key=None)
+    assert wire.body is not None
+    ours, docs = wire.body, OLLAMA_DOCS_FOLLOW_UP
+
+    def said(m: dict[str, Any]) -> dict[str, Any]:  # what the conversation says, ids aside
+        out = {k: v for k, v in m.items() if k != "tool_call_id"}
+        if "tool_calls" in m:
+            out["tool_calls"] = [{"function": c["function"]} for c in m["tool_calls"]]
+        return out
+
+    assert [said(m) for m in ours["messages"]] == [said(m) for m in docs["messages"]]
+    assert [m["tool_calls"][0]["id"] for m in ours["messages"] if "tool_calls" in m] == [
+        call.id
+    ]  # as received
+    assert not empty_lists(ours)
+    differences = _ollama_differences(ours, docs)
+    assert set(differences) <= set(OLLAMA_EQUIVALENT), differences
+    assert set(ours) - set(docs) <= {"options", "truncate"}
+    record_property("equivalent", json.dumps([[d, OLLAMA_EQUIVALENT[d]] for d in differences]))

@@ -70,7 +70,7 @@ def test_stream_cut_at_every_position(at: int, blank: bool) -> None:
     head = "x" * (16_501 - 4096 - at)  # the first let-out cuts at 16,501 - 4,096: ``at`` into the value
     if blank:
         head = "x" + " " + head[2:]  # a blank far before: the cut moves back to it
-    text = head + VALUE + "y" * 200
+    text = head + VALUE + "y" * 8000
     stream = screen.Stream()
     out = stream.feed(text[:16_501]) + stream.feed(text[16_501:]) + stream.flush()
     assert VALUE not in out

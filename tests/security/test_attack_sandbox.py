@@ -466,3 +466,58 @@ def test_full_auto_without_a_sandbox_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--dangerously-no-sandbox" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert fake.requests == []
+
+
+def test_nodwyn_run_without_bwrap_says_so_before_the_first_request(tmp_path: Path) -> None:
+    """No bwrap on PATH: one notice with the fix before the first request, and the command the
+    model asks for does not run (no unsandboxed fallback)."""
+    script: list[dict[str, object]] = [
+        {"calls": [{"name": "shell", "id": "s1", "arguments": {"command": "touch ran.txt"}}]},
+        {"text": "Done."},
+    ]
+    m = Machine(tmp_path)
+    shutil.rmtree(m.far)
+    with FakeServer(api="openai-chat", script=script) as fake:
+        Path(m.env["NODWYN_CONFIG"]).write_text(
+            f'[control]\nmodel = "chat"\n[models.chat]\napi = "openai-chat"\n'
+            f'model = "fake-model"\nbase_url = "{fake.url}"\ncontext_size = 32000\n'
+        )
+        done = subprocess.run(
+            [NODWYN, "run", "Make a file.", "--yes"],
+            env={**m.env, "PATH": str(tmp_path / "no-bin")},
+            cwd=m.ws,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    notice = done.stderr.index("install bubblewrap")
+    assert notice < done.stderr.index("[request")
+    assert not (m.ws / "ran.txt").exists()
+    sent = json.dumps(fake.requests[-1].body)
+    assert "install bubblewrap" in sent  # the model was told too, in one line
+
+
+def test_secrets_in_a_workspace_that_is_home(machine: Machine) -> None:
+    """The workspace is HOME itself (bound writable), so only the hiding keeps the keychain,
+    ``~/.ssh``, config.toml, the trust list and the sessions out of sight (the private /tmp does
+    not: they are inside the workspace)."""
+    from dataclasses import replace
+
+    ctx = replace(machine.ctx(), workspace=machine.tmp)
+    call = ToolCall(
+        id="s1",
+        name="shell",
+        arguments=json.dumps(
+            {
+                "command": "cat keychain.json .ssh/id_ed25519 config.toml cfg/nodwyn/trusted.json; "
+                "ls -a .ssh home/sessions; echo x > keychain.json; cat ws/.git/config"
+            }
+        ),
+    )
+    out = run_call(call, builtin_tools(), ctx)
+    assert "bare = false" in out.text  # the rest of HOME is there
+    for secret in (KEY, "sandbox-ssh-secret", "shell_timeout", "somewhere", "note.txt"):
+        assert secret not in out.text
+    assert "id_ed25519" not in out.text.splitlines()  # not listed (only named in cat's error)
+    assert KEY in (machine.tmp / "keychain.json").read_text()

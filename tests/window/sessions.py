@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from nodwyn import testing
 from nodwyn.testing import MemoryLog, SessionBuilder
+from nodwyn.values import codec
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.events import Event, LlmReq
 from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe, WindowLimits
@@ -30,6 +31,7 @@ from nodwyn.window import (
 )
 
 LIMITS = WindowLimits(high_water=900, low_water=450, max_result_tokens=80, output_reserve=200, ceiling=1400)
+SMALL = WindowLimits(high_water=600, low_water=300, max_result_tokens=60, output_reserve=120, ceiling=1000)
 TOOLS = (
     ToolSpec(name="fs-read", description="Read a file.", parameters={"type": "object", "properties": {}}),
     ToolSpec(name="shell", description="Run a command.", parameters={"type": "object", "properties": {}}),
@@ -172,6 +174,7 @@ class Driver:
         self.calls = 0
         self.opened = 0
         self.summaries: list[int] = []
+        self.small = False  # whether the last resized switch went to the small context
 
     @property
     def ctx(self) -> _Ctx:
@@ -278,7 +281,12 @@ class Driver:
 
     def switch(self, rnd: random.Random) -> None:
         self.origin = ORIGIN_B if self.origin == ORIGIN_A else ORIGIN_A
-        self.sim.add("model.switch", {"model": self.origin.model}, self.ctx.id)
+        data: dict[str, Any] = {"model": self.origin.model}
+        if rnd.random() < 0.5:  # a switch to another context records the window resized (ADR 0300)
+            self.small = not self.small
+            limits, size = (SMALL, 2400) if self.small else (LIMITS, 4096)
+            data["recipe"] = codec.recipe_to_json(recipe(self.sim.version, limits=limits, context_size=size))
+        self.sim.add("model.switch", data, self.ctx.id)
 
     def narrow(self, rnd: random.Random) -> None:
         if len(self.stack) > 3:

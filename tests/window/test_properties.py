@@ -15,12 +15,12 @@ from nodwyn.errors import NotFoundError
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import recipe_from_json, request_to_json
 from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserMessage
-from nodwyn.values.recipe import rules_for
+from nodwyn.values.recipe import WindowLimits, rules_for
 from nodwyn.values.request import Request
 from nodwyn.window import Window, build_window
 from nodwyn.window.units import V20
 
-from .sessions import LIMITS, ORIGIN_B, Built, Sim, select, sessions
+from .sessions import ORIGIN_B, Built, Sim, select, sessions
 
 # WINDOW_EXAMPLES=500 for a longer hunt; the default keeps the suite near a minute on 2 cores
 PROPS = settings(
@@ -42,6 +42,13 @@ def _previous(sim: Sim, index: int) -> Built | None:
 def _version_at(sim: Sim, seq: int) -> int:
     r = [e for e in sim.events[: seq - 1] if e.kind in ("session.start", "session.resume")][-1]
     return recipe_from_json(r.data["recipe"]).version
+
+
+def _limits_at(sim: Sim, seq: int) -> WindowLimits:
+    """The limits in force at ``seq``: the last recipe recorded before it, by a session event or a
+    model switch that resized the window (ADR 0300)."""
+    r = [e for e in sim.events[: seq - 1] if e.kind.startswith("session.") or "recipe" in e.data][-1]
+    return recipe_from_json(r.data["recipe"]).limits
 
 
 def _markers(request: Request) -> set[int]:
@@ -80,6 +87,8 @@ def _legit_move(sim: Sim, prev: Built, b: Built) -> bool:
     for e in between:
         if e.kind in MOVERS:
             return True
+        if e.kind == "model.switch" and "recipe" in e.data:
+            return True  # a switch that resized the window (ADR 0300): its record says "recipe"
         if e.kind == "user.msg" and summarised:
             return True  # a person's message may bring an earlier summary into use (its span now
             # ends before the second-latest message); the record says "summary"
@@ -155,8 +164,8 @@ def test_c_hysteresis(sim: Sim) -> None:
         if b is None:
             continue
         rec = b.build.record
-        version = _version_at(sim, b.seq)
-        line = LIMITS.ceiling if rec.headroom else LIMITS.high_water
+        version, limits = _version_at(sim, b.seq), _limits_at(sim, b.seq)
+        line = limits.ceiling if rec.headroom else limits.high_water
         if b.measure <= line:
             # below the line nothing is newly elided but the results of replies already elided
             assert rec.below_low_blocked is None and (rec.high_water is None or rec.headroom)
@@ -166,13 +175,13 @@ def test_c_hysteresis(sim: Sim) -> None:
         else:
             assert rec.high_water == line
             # v20 trims to a target of its own (recorded); older versions to low water
-            target = rec.target if version >= 20 else LIMITS.low_water
+            target = rec.target if version >= 20 else limits.low_water
             assert (rec.target is not None) is (version >= 20)
             assert rec.estimate <= target or rec.below_low_blocked is True
             if version >= 20:
-                assert int(V20.floor * LIMITS.high_water) <= target <= int(V20.ceiling * LIMITS.high_water)
+                assert int(V20.floor * limits.high_water) <= target <= int(V20.ceiling * limits.high_water)
         if rec.below_low_blocked:
-            assert rec.estimate > (rec.target if version >= 20 else LIMITS.low_water)
+            assert rec.estimate > (rec.target if version >= 20 else limits.low_water)
         if b.predicted is not None:  # the trim's running accounting is exact
             assert b.predicted == rec.estimate, (b.predicted, rec)
         assert rec.trim == bool(rec.elided)

@@ -96,8 +96,14 @@ class Agent:
         try:
             key, on_delta = session_key(self.session_id), self.display.delta
             backend = self.backend_for(settings)
+            against = self.state.compare_with(ctx, settings, self.settings.models)
             response = backend.send(
-                build.request, settings, session_key=key, on_delta=on_delta, images=images
+                build.request,
+                settings,
+                session_key=key,
+                on_delta=on_delta,
+                images=images,
+                diagnose_against=against,
             )
         except (ProviderError, OriginError, ConfigError, EncodeError) as exc:
             redact_error(exc, self.log.known)  # it may echo the key: shown and logged only redacted

@@ -8,6 +8,7 @@ reading the log again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ from nodwyn.values.events import (
     UserMsg,
     decode,
 )
+from nodwyn.values.model import ModelSettings
 from nodwyn.window import Window
 
 INTERRUPTED = "interrupted: the session stopped before this call was answered; call it again if needed"
@@ -52,11 +54,18 @@ class LoopState:
     pending: dict[str, dict[str, ToolCall]] = field(default_factory=dict)  # ctx -> unanswered calls
     open_subs: dict[str, Event] = field(default_factory=dict)  # sub-agent id -> its ctx.open
     narrowed_from: dict[str, str] = field(default_factory=dict)  # narrowing id -> the context it narrowed
+    # ctx -> (the model entry of its last request, the provider's id of its reply, when kept):
+    # what the next request asks the provider's cache diagnosis against (ADR 0312)
+    replies: dict[str, tuple[str, str]] = field(default_factory=dict)
+    asked_with: dict[str, str] = field(default_factory=dict)  # ctx -> model entry of its last request
 
     def follow(self, event: Event) -> None:
         p = decode(event)
         if isinstance(p, LlmResp):
             self.pending[event.ctx] = {c.id: c for c in p.response.calls}
+            entry = self.asked_with.get(event.ctx)
+            if p.response.id is not None and entry is not None:
+                self.replies[event.ctx] = (entry, p.response.id)
         elif isinstance(p, ToolResult):
             call = self.pending.get(event.ctx, {}).pop(p.call_id, None)
             self.results.append(result_record(event.seq, event.ctx, p, call))
@@ -82,8 +91,23 @@ class LoopState:
             self.last_estimate = 0
         elif isinstance(p, SessionStart | SessionResume):
             self.model = p.model
-        elif isinstance(p, LlmReq) and event.ctx == self.ctx:
-            self.last_estimate = p.estimate
+        elif isinstance(p, LlmReq):
+            self.asked_with[event.ctx] = p.model
+            if event.ctx == self.ctx:
+                self.last_estimate = p.estimate
+
+    def compare_with(
+        self, ctx: str, settings: ModelSettings, models: Mapping[str, ModelSettings]
+    ) -> str | None:
+        """The provider's id of the context's previous reply, when the entry asks for the provider's
+        cache diagnosis and that reply came from the same API and address (ADR 0312)."""
+        if not settings.cache_diagnostics or ctx not in self.replies:
+            return None
+        entry, reply_id = self.replies[ctx]
+        before = models.get(entry)
+        if before is None or (before.api, before.base_url) != (settings.api, settings.base_url):
+            return None
+        return reply_id
 
     def interrupted(self) -> list[tuple[str, dict[str, Any], str]]:
         """The events (kind, data, ctx) that make the conversation whole after an interruption:

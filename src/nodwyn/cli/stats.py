@@ -111,7 +111,23 @@ def _row_text(r: RequestRow) -> str:
 
 
 def describe(d: Diagnosis) -> str:
-    """A diagnosis in one line: what the cache read and why (``stats.diagnosis`` gives the data)."""
+    """A diagnosis in one line: what the cache read and why (``stats.diagnosis`` gives the data),
+    then the provider's own diagnosis beside it when one was asked for (ADR 0312)."""
+    return _ours(d) + provider_words(d)
+
+
+def provider_words(d: Diagnosis) -> str:
+    """ "; provider: messages_changed (~1,234 tokens missed)", "; provider: no divergence", and
+    "; DISAGREES with the provider" when the two say opposite things of the prefix; "" if not asked."""
+    if not d.provider_asked:
+        return ""
+    said = d.provider_reason or "no divergence"
+    if d.provider_missed is not None:
+        said += f" (~{d.provider_missed:,} tokens missed)"
+    return f"; provider: {said}" + ("; DISAGREES with the provider" if d.disagrees else "")
+
+
+def _ours(d: Diagnosis) -> str:
     if d.kind == "unverified":
         return f"{'request' if d.unrebuilt == d.seq else 'predecessor'} {d.unrebuilt}: {d.error}"
     if d.kind == "first":
@@ -240,6 +256,10 @@ def cache(session: str, as_json: bool, root: Path | None) -> None:
     counts: dict[str, int] = {}
     for d in diagnoses:
         counts[d.kind] = counts.get(d.kind, 0) + 1
-        click.echo(shown(f"{d.seq:>7} {d.ctx[:10]:<10} {d.kind:<12} {describe(d)}"))
+        flag = "!" if d.disagrees else " "
+        click.echo(shown(f"{d.seq:>7}{flag}{d.ctx[:10]:<10} {d.kind:<12} {describe(d)}"))
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    disagreed = sum(1 for d in diagnoses if d.disagrees)
+    if any(d.provider_asked for d in diagnoses):
+        summary += f"; the provider disagrees on {disagreed} (marked !)"
     click.echo(f"\nsession {sid}: {len(diagnoses)} requests: {summary or 'none'}")

@@ -49,6 +49,7 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     keep_reasoning = true
     reasoning_details_only = false   # openai-chat: thinking goes back only as reasoning_details
     takes_images = false
+    cache_diagnostics = false        # anthropic | responses: ask the provider why the cache missed
     prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
 
     [mcp.calc]                       # an MCP server whose tools join the catalog (nodwyn.mcp.config)
@@ -217,6 +218,7 @@ _MODEL_KEYS = frozenset(
         "takes_images",
         "reasoning_effort",
         "prices",
+        "cache_diagnostics",
     }
 )
 _PRICE_KEYS = ("input", "output", "cached_input", "cache_write")
@@ -266,9 +268,14 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
             opt["cache_control"] = ask
     elif api == "anthropic":
         opt["cache_control"] = ANTHROPIC_ASK
-    for key in ("keep_reasoning", "reasoning_details_only", "takes_images"):
+    for key in ("keep_reasoning", "reasoning_details_only", "takes_images", "cache_diagnostics"):
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
+    if opt.get("cache_diagnostics") and api not in ("anthropic", "responses"):
+        raise ConfigError(
+            f"{_where(path, where, 'cache_diagnostics')}: only the anthropic and responses APIs report "
+            f"their own cache diagnosis (this entry's api is {api}); remove the key"
+        )
     if "prices" in table:
         opt["prices"] = _prices(table["prices"], path, where)
     _check_source(api, model, opt, path, where)

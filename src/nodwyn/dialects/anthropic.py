@@ -1,7 +1,8 @@
 """Anthropic Messages (``POST /v1/messages``): content blocks, signed thinking, opt-in caching.
 
 A reply's ``thinking`` (signature as data) and ``redacted_thinking`` (data) blocks are kept with
-their position among its tool calls and go back byte for byte, where they were. A request that
+their position among its tool calls and go back byte for byte, where they were. A reply with nothing to give
+back (no text, calls or blocks) is left off the wire (ADR 0310). A request that
 carries blocks asks ``thinking: {type: adaptive, block_binding: {prefix_mismatch_behavior:
 drop_block}}`` with the ``thinking-binding-controls-2026-08-01`` beta, so a block whose prefix
 changed is dropped by the API instead of failing the request. ``cache_control`` from the model
@@ -33,6 +34,7 @@ from nodwyn.dialects.base import (
     json_object,
     loads,
     not_object,
+    opt_dict,
     opt_list,
     opt_str,
     stream_incomplete,
@@ -53,10 +55,11 @@ from nodwyn.values.content import (
     UserMessage,
 )
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.request import Request, Response, Usage
+from nodwyn.values.request import CacheReport, Request, Response, Usage
 
 VERSION = "2023-06-01"
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
+DIAGNOSIS_BETA = "cache-diagnosis-2026-04-07"
 
 
 def _tool_result(m: ToolMessage) -> dict[str, Any]:
@@ -80,6 +83,7 @@ class AnthropicDialect(DialectBase):
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
+        diagnose_against: str | None = None,
     ) -> WireRequest:
         check_blocks(request, settings, ("thinking", "redacted_thinking"), self.api)
         if request.max_output is None:
@@ -111,6 +115,10 @@ class AnthropicDialect(DialectBase):
         cc = cache_control(settings)
         if cc is not None:
             body["cache_control"] = cc
+        if settings.cache_diagnostics and diagnose_against is not None:  # wire only (ADR 0312)
+            body["diagnostics"] = {"previous_message_id": diagnose_against}
+            betas = [b for b in (headers.get("anthropic-beta"), DIAGNOSIS_BETA) if b]
+            headers["anthropic-beta"] = ",".join(betas)
         return WireRequest(method="POST", path="/v1/messages", headers=headers, body=body)
 
     def _messages(
@@ -131,7 +139,9 @@ class AnthropicDialect(DialectBase):
             if isinstance(m, UserMessage):
                 messages.append({"role": "user", "content": self._user(m, settings, images, where)})
             elif isinstance(m, AssistantMessage):
-                messages.append({"role": "assistant", "content": self._assistant(m, where)})
+                content = self._assistant(m, where)
+                if content:  # a reply with nothing to give back says nothing (ADR 0310)
+                    messages.append({"role": "assistant", "content": content})
         return messages
 
     @staticmethod
@@ -163,8 +173,11 @@ class AnthropicDialect(DialectBase):
 
     @staticmethod
     def _assistant(m: AssistantMessage, where: str) -> list[dict[str, Any]]:
-        # Thinking text without its signed block is not sent: Anthropic reads thinking back only as
-        # the block it gave (see ADR 0050).
+        """The reply's blocks; empty for a reply with no text, calls or blocks that go back (an
+        empty reply, or a thinking-only one whose blocks went stale), which is then left off the
+        wire: Anthropic refuses an empty message and combines the user turns around it (ADR 0310).
+        Thinking text without its signed block is not sent: Anthropic reads thinking back only as
+        the block it gave (see ADR 0050)."""
         content: list[dict[str, Any]] = []
         for kind, x in arrange(m):
             if kind == "block":
@@ -184,14 +197,10 @@ class AnthropicDialect(DialectBase):
                         "input": json_object(x.arguments, f"{where}.calls[{k}]", "Anthropic"),
                     }
                 )
-        if not content:
-            raise EncodeError(
-                f"{where}: an assistant message with no text, calls or blocks cannot be sent to Anthropic"
-            )
         return content
 
     def decoder(self, origin: Origin) -> AnthropicDecoder:
-        return AnthropicDecoder(self.provider, origin)
+        return AnthropicDecoder(self.provider, origin, diagnostics=self.settings.cache_diagnostics)
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
         value = self._load_body(body)
@@ -205,6 +214,20 @@ class AnthropicDialect(DialectBase):
         dec.delta(value)
         dec.stopped = True
         return dec.finish()
+
+
+def cache_report(value: Any, where: str, provider: str) -> CacheReport | None:
+    """Anthropic's ``diagnostics``: null is no divergence found (or none asked, which the sender
+    tells apart), ``cache_miss_reason: null`` a diagnosis still pending, else the reason's type and
+    its ``cache_missed_input_tokens``."""
+    d = opt_dict(value, where, provider)
+    if not d:
+        return None
+    reason = opt_dict(d.get("cache_miss_reason"), f"{where}.cache_miss_reason", provider)
+    if not reason:
+        return CacheReport(reason="pending")
+    kind = opt_str(reason.get("type"), f"{where}.cache_miss_reason.type", provider) or "unknown"
+    return CacheReport(reason=kind, missed_tokens=int_or_none(reason.get("cache_missed_input_tokens")))
 
 
 def _kept(b: dict[str, Any], origin: Origin, position: int) -> ThinkingBlock:
@@ -224,9 +247,12 @@ def _kept(b: dict[str, Any], origin: Origin, position: int) -> ThinkingBlock:
 
 
 class AnthropicDecoder:
-    def __init__(self, provider: str, origin: Origin) -> None:
+    def __init__(self, provider: str, origin: Origin, *, diagnostics: bool = False) -> None:
         self.provider = provider
         self.origin = origin
+        self.diagnostics = diagnostics  # keep the message id and the provider's cache diagnosis
+        self.id: str | None = None
+        self.report: CacheReport | None = None
         self.blocks: dict[int, dict[str, Any]] = {}
         # streamed pieces per (block, field), joined once at finish: appending to a str each time
         # made a long text or tool input quadratic
@@ -247,6 +273,9 @@ class AnthropicDecoder:
         if isinstance(msg.get("usage"), dict):
             self.usage.update(msg["usage"])
         self.transformations(msg, "message_start.message")
+        if self.diagnostics:
+            self.id = opt_str(msg.get("id"), "message_start.message.id", self.provider)
+            self.report = cache_report(msg.get("diagnostics"), "message.diagnostics", self.provider)
 
     def transformations(self, obj: dict[str, Any], where: str) -> None:
         """``input_transformations`` (a block the API dropped, …), on ``message_start`` or
@@ -365,6 +394,8 @@ class AnthropicDecoder:
             finish=finish_reason(self.stop_reason),
             model=self.model,
             notes=tuple(notes),
+            id=self.id,
+            cache_report=self.report,
         )
 
     def _usage(self) -> Usage:

@@ -85,6 +85,7 @@ class Dialect(Protocol):
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = ...,
+        diagnose_against: str | None = None,
     ) -> WireRequest: ...
 
     def decoder(self, origin: Origin) -> Decoder: ...

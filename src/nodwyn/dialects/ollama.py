@@ -105,6 +105,7 @@ class OllamaDialect(DialectBase):
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
+        diagnose_against: str | None = None,  # no cache diagnosis on this API (ADR 0312)
     ) -> WireRequest:
         # Ollama has no session knob (one server, one cache): the key is not sent.
         check_blocks(request, settings, (), self.api)

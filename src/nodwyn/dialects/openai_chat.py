@@ -111,6 +111,7 @@ class ChatDialect(DialectBase):
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
+        diagnose_against: str | None = None,  # no cache diagnosis on this API (ADR 0312)
     ) -> WireRequest:
         profile = profile_for(settings)
         check_blocks(request, settings, ("reasoning_details",), self.api)

@@ -7,7 +7,9 @@ so calls are valid whether reasoning is kept or not.
 
 ``keep_reasoning`` (false by default): ask for encrypted reasoning, keep each reasoning item as a
 block (taken from ``response.output_item.done``, where its ``encrypted_content`` is complete) and
-give it back, unchanged, before the call it came before, with ``reasoning.context: "all_turns"``.
+give it back, unchanged (with its ``id`` and ``encrypted_content``, which ``store: false`` needs;
+only an empty ``content`` list is left out, ADR 0311), before the call it came before, with
+``reasoning.context: "all_turns"``.
 The reply's output is read from the terminal response, or assembled from the streamed items when
 that output is empty (ChatGPT-plan backends). A stream without a terminal event is incomplete:
 ``complete`` says so and the transport asks again once.
@@ -34,6 +36,7 @@ from nodwyn.dialects.base import (
     join_text,
     loads,
     not_object,
+    opt_dict,
     opt_list,
     opt_str,
     stream_incomplete,
@@ -55,7 +58,7 @@ from nodwyn.values.content import (
     UserMessage,
 )
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.request import Request, Response, ToolSpec, Usage
+from nodwyn.values.request import CacheReport, Request, Response, ToolSpec, Usage
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _DELTAS = frozenset(
@@ -111,6 +114,7 @@ class ResponsesDialect(DialectBase):
         plan_usage: bool = False,
         stream: bool = True,
         images: Mapping[str, bytes] = NO_IMAGES,
+        diagnose_against: str | None = None,
     ) -> WireRequest:
         check_blocks(request, settings, ("reasoning",), self.api)
         body: dict[str, Any] = {"model": settings.model}
@@ -135,6 +139,8 @@ class ResponsesDialect(DialectBase):
         cc = cache_control(settings)
         if cc is not None:
             body["cache_control"] = cc
+        if settings.cache_diagnostics and diagnose_against is not None:  # wire only (ADR 0312)
+            body["prompt_cache_options"] = {"comparison_response_id": diagnose_against}
         return WireRequest(
             method="POST", path="/v1/responses", headers=self.base_headers() | headers, body=body
         )
@@ -176,10 +182,17 @@ class ResponsesDialect(DialectBase):
             raise EncodeError(
                 f"{where}: a reasoning block's data is not a reasoning item; the log entry is damaged"
             )
+        if value.get("content") == []:  # never an empty content list: the field is optional (ADR 0311)
+            return {k: v for k, v in value.items() if k != "content"}
         return value
 
     def decoder(self, origin: Origin) -> ResponsesDecoder:
-        return ResponsesDecoder(self.provider, origin, keep=self.settings.keep_reasoning)
+        return ResponsesDecoder(
+            self.provider,
+            origin,
+            keep=self.settings.keep_reasoning,
+            diagnostics=self.settings.cache_diagnostics,
+        )
 
     def decode_body(self, body: bytes, origin: Origin) -> Response:
         value = self._load_body(body)
@@ -267,10 +280,11 @@ class _Output:
 
 
 class ResponsesDecoder:
-    def __init__(self, provider: str, origin: Origin, *, keep: bool) -> None:
+    def __init__(self, provider: str, origin: Origin, *, keep: bool, diagnostics: bool = False) -> None:
         self.provider = provider
         self.origin = origin
         self.keep = keep
+        self.diagnostics = diagnostics  # keep the response id and the provider's cache diagnosis
         self.items: dict[int, dict[str, Any]] = {}
         self.text_deltas: list[str] = []
         self.thinking_deltas: list[str] = []
@@ -348,7 +362,25 @@ class ResponsesDecoder:
             model=self.model,
             notes=tuple(read.notes),
             phase=read.phase,
+            id=opt_str(self.final.get("id"), "response.id", self.provider) if self.diagnostics else None,
+            cache_report=self._report() if self.diagnostics else None,
         )
+
+    def _report(self) -> CacheReport | None:
+        """``prompt_cache_diagnostics``: ``cache_hit`` is no divergence; ``cache_miss`` its reason
+        and ``cache_missed_tokens``; ``comparison_response_not_found`` and ``unavailable`` as said."""
+        assert self.final is not None
+        where = "response.prompt_cache_diagnostics"
+        d = opt_dict(self.final.get("prompt_cache_diagnostics"), where, self.provider)
+        if not d:
+            return None
+        kind = opt_str(d.get("type"), f"{where}.type", self.provider) or "unknown"
+        if kind == "cache_hit":
+            return CacheReport()
+        if kind == "cache_miss":
+            reason = opt_str(d.get("reason"), f"{where}.reason", self.provider) or "unknown"
+            return CacheReport(reason=reason, missed_tokens=int_or_none(d.get("cache_missed_tokens")))
+        return CacheReport(reason=kind)
 
     def _finish(self, calls: list[ToolCall]) -> str | None:
         assert self.final is not None

@@ -61,9 +61,11 @@ def _args(arguments: str) -> tuple[str, str]:
     from nodwyn.values.arguments import ArgumentsError, load_arguments
 
     try:
-        return json.dumps(load_arguments(arguments), indent=2, ensure_ascii=False), "json"
-    except ArgumentsError:  # not JSON, or nested too deep or too long to read: shown as written
+        pretty = json.dumps(load_arguments(arguments), indent=2, ensure_ascii=False)
+        pretty.encode("utf-8")  # a lone surrogate (a "\\ud800" escape) stays as the model wrote it
+    except (ArgumentsError, UnicodeEncodeError):  # not JSON, too deep or long to read: as written
         return arguments, ""
+    return pretty, "json"
 
 
 def figures(totals: Totals) -> str:

@@ -6,7 +6,9 @@ with ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` beside it. 
 come out signed, redacted thinking with opaque data; a block sent back must be one this server
 gave, unchanged, else 400 — unless the request opts in to ``drop_block`` with the beta header,
 when the block is dropped and named in ``input_transformations``. It also refuses a missing
-``anthropic-version`` or ``max_tokens`` and unpaired ``tool_use``/``tool_result`` blocks.
+``anthropic-version`` or ``max_tokens``, unpaired ``tool_use``/``tool_result`` blocks, and (in the
+API's words) a message with no content or an empty text block. Asked by ``diagnostics.previous_message_id``,
+the message carries ``diagnostics`` from the fake's own cache state (``fakes.diagnosis``, ADR 0312).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from nodwyn.fakes.base import (
     sse,
 )
 from nodwyn.fakes.cache import Lookup, Prompt, unit
+from nodwyn.fakes.diagnosis import Seen, compare, remember
 from nodwyn.fakes.script import ScriptCall, ScriptError, ScriptItem
 
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
@@ -51,7 +54,8 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
         body, dropped = validate(state, req)
         item = state.next_item()
         prompt, ttl = prompt_of(body)
-        return stream(state, body, item, state.lookup(prompt), ttl, dropped)
+        lookup = state.lookup(prompt)
+        return stream(state, body, item, lookup, ttl, dropped, _diagnosis(state, body, lookup))
     except ApiError as exc:
         headers = {"request-id": "req_fake", **exc.retry_headers()}
         kind = exc.type or error_kind(exc.status, "anthropic")
@@ -159,6 +163,21 @@ class _Turns:
         return False
 
 
+def _non_empty(i: int, m: Any, *, last: bool) -> None:
+    """Anthropic refuses a message with no content (the final assistant one, a prefill, may be
+    empty) and an empty text block, with these words."""
+    blocks = _blocks(m.get("content")) if isinstance(m, dict) else []
+    if not blocks and not (last and isinstance(m, dict) and m.get("role") == "assistant"):
+        raise ApiError(
+            400,
+            f"messages.{i}: all messages must have non-empty content except for the optional final "
+            "assistant message",
+        )
+    for j, b in enumerate(blocks):
+        if isinstance(b, dict) and b.get("type") == "text" and not b.get("text"):
+            raise ApiError(400, f"messages.{i}.content.{j}: text content blocks must be non-empty")
+
+
 def validate(state: State, req: ReceivedRequest) -> tuple[dict[str, Any], list[dict[str, str]]]:
     body = req.body
     if not isinstance(body, dict):
@@ -174,12 +193,50 @@ def validate(state: State, req: ReceivedRequest) -> tuple[dict[str, Any], list[d
         raise ApiError(400, f"A maximum of 4 blocks with cache_control may be provided. Found {marks}.")
     turns = _Turns(state, _drops_mismatched(req, body))
     for i, m in enumerate(messages):
+        _non_empty(i, m, last=i == len(messages) - 1)
         kept = turns.message(i, m)
         if kept is not None:
             messages[i] = {**m, "content": kept}
     if turns.previous_uses:
         raise ApiError(400, _unanswered(f"messages.{len(messages) - 1}", turns.previous_uses))
     return body, turns.dropped
+
+
+def _sections(body: dict[str, Any]) -> tuple[tuple[str, bytes], ...]:
+    """The request as a diagnosis compares it: model, tools, system, then the messages' blocks
+    (what ``prompt_of`` caches, without the ``cache_control`` marks, which are not part of the key)."""
+
+    def bare(value: Any) -> Any:
+        return {k: v for k, v in value.items() if k != "cache_control"} if isinstance(value, dict) else value
+
+    messages = [
+        unit({"role": m["role"], **bare(b)}) for m in body["messages"] for b in _blocks(m.get("content"))
+    ]
+    return (
+        ("model_changed", unit(body["model"])),
+        ("tools_changed", b"".join(unit(bare(t)) for t in body.get("tools", []))),
+        ("system_changed", b"".join(unit(bare(b)) for b in _blocks(body.get("system", [])))),
+        ("messages_changed", b"".join(messages)),
+    )
+
+
+def _diagnosis(state: State, body: dict[str, Any], lookup: Lookup) -> tuple[Seen, dict[str, Any] | None]:
+    """What a later comparison needs of this request, and the reply's ``diagnostics`` when the
+    request asked (``diagnostics.previous_message_id``): null when nothing diverged."""
+    seen = Seen(sections=_sections(body), reusable=lookup.cached_tokens + lookup.cache_write_tokens)
+    asked = body.get("diagnostics")
+    earlier = asked.get("previous_message_id") if isinstance(asked, dict) else None
+    if not isinstance(earlier, str):
+        return seen, None
+    verdict = compare(state, earlier, seen, lookup.cached_tokens)
+    if verdict.reason is None:
+        return seen, None
+    if verdict.reason == "not found":
+        return seen, {"cache_miss_reason": {"type": "previous_message_not_found"}}
+    if verdict.reason == "unavailable":
+        return seen, {"cache_miss_reason": {"type": "unavailable"}}
+    reason = {"type": verdict.reason, "cache_missed_input_tokens": verdict.missed}
+    return seen, {"cache_miss_reason": reason}
 
 
 def prompt_of(body: dict[str, Any]) -> tuple[Prompt, str]:
@@ -321,11 +378,17 @@ def stream(
     lookup: Lookup,
     ttl: str,
     dropped: list[dict[str, str]],
+    diagnosis: tuple[Seen, dict[str, Any] | None] | None = None,
 ) -> Reply:
     """Thinking at position 0, the text, then each call (with the thinking placed before it)."""
     reply = _Reply(state, item)
     usage = _usage(lookup, ttl)
     message = _message(state, body, usage)
+    if diagnosis is not None:
+        seen, said = diagnosis
+        remember(state, message["id"], seen)
+        if "diagnostics" in body:
+            message["diagnostics"] = said
     late = "delta_transformations" in item.quirks  # named on message_delta instead
     if dropped and not late:
         message["input_transformations"] = dropped

@@ -159,7 +159,9 @@ class _Turns:
 
     def assistant(self, i: int, m: dict[str, Any]) -> None:
         calls = m.get("tool_calls") or []
-        if m.get("content") in (None, "") and not calls and self.family == "llamacpp":
+        # llama.cpp's server refuses a message without a content field and calls; an empty or
+        # null content it reads as empty (common/chat.cpp, issue 8367)
+        if "content" not in m and not calls and self.family == "llamacpp":
             raise ApiError(400, "Expected 'content' or 'tool_calls'", param=f"messages[{i}]")
         for j, call in enumerate(calls):
             self.pending.append(_call_id(call, f"messages[{i}].tool_calls[{j}]"))

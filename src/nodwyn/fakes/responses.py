@@ -7,7 +7,9 @@ short, as the SDK warns, so a client must take the item from ``output_item.done`
 in the terminal event. The fake refuses what the API refuses: a function_call_output without its
 call, an ``fc_`` id sent without its reasoning item, a reasoning item without encrypted content
 unless both its response and this request were stored (``store`` defaults to true), one with
-content it did not encrypt, and a reasoning item with nothing after it.
+content it did not encrypt, and a reasoning item with nothing after it. Asked by
+``prompt_cache_options.comparison_response_id``, the terminal response carries
+``prompt_cache_diagnostics`` from the fake's own cache state (``fakes.diagnosis``, ADR 0312).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from nodwyn.fakes.base import (
     split_text,
     sse,
 )
-from nodwyn.fakes.cache import Lookup, Prompt, units_of
+from nodwyn.fakes.cache import BLOCK, MIN_CACHED, Lookup, Prompt, unit, units_of
+from nodwyn.fakes.diagnosis import Seen, compare, remember
 from nodwyn.fakes.openai_chat import check_auth, model_list
 from nodwyn.fakes.script import ScriptCall, ScriptError, ScriptItem
 
@@ -51,7 +54,8 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
             key=key if isinstance(key, str) else None,
             model=body["model"],
         )
-        return stream(state, body, item, state.lookup(prompt))
+        lookup = state.lookup(prompt)
+        return stream(state, body, item, lookup, _diagnosis(state, body, key, inputs, lookup))
     except ApiError as exc:
         kind = exc.type or error_kind(exc.status, "responses")
         return json_reply(
@@ -59,6 +63,38 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
             {"error": {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}},
             exc.retry_headers(),
         )
+
+
+def _diagnosis(
+    state: State, body: dict[str, Any], key: Any, inputs: list[Any], lookup: Lookup
+) -> tuple[Seen, dict[str, Any] | None]:
+    """What a later comparison needs of this request, and the ``prompt_cache_diagnostics`` asked
+    for by ``prompt_cache_options.comparison_response_id`` (None when not asked)."""
+    reasoning: dict[str, Any] = body["reasoning"] if isinstance(body.get("reasoning"), dict) else {}
+    total = lookup.prompt_tokens
+    seen = Seen(
+        sections=(
+            ("model_changed", unit(body["model"])),
+            ("prompt_cache_key_changed", unit(key)),
+            ("reasoning_effort_changed", unit(reasoning.get("effort"))),
+            ("input_changed", unit(body.get("instructions", ""))),
+            ("tools_changed", b"".join(units_of(body.get("tools", [])))),
+            ("input_changed", b"".join(units_of(inputs))),
+        ),
+        reusable=total // BLOCK * BLOCK if total >= MIN_CACHED else 0,
+    )
+    options = body.get("prompt_cache_options")
+    against = options.get("comparison_response_id") if isinstance(options, dict) else None
+    if not isinstance(against, str):
+        return seen, None
+    verdict = compare(state, against, seen, lookup.cached_tokens)
+    if verdict.reason is None:
+        return seen, {"type": "cache_hit"}
+    if verdict.reason == "not found":
+        return seen, {"type": "comparison_response_not_found"}
+    if verdict.reason == "unavailable":
+        return seen, {"type": "unavailable"}
+    return seen, {"type": "cache_miss", "reason": verdict.reason, "cache_missed_tokens": verdict.missed}
 
 
 class _Inputs:
@@ -167,6 +203,7 @@ class _Reply:
         self.seq = 0
         self.output: list[dict[str, Any]] = []
         self.last_reasoning: str | None = None
+        self.diagnostics: dict[str, Any] | None = None  # prompt_cache_diagnostics, when asked
         self.blocks: list[Mapping[str, Any]] = [b for b in item.blocks if b.get("type") == "reasoning"]
         if item.thinking and not self.blocks:
             self.blocks = [{"type": "reasoning", "thinking": item.thinking, "position": 0}]
@@ -293,6 +330,10 @@ class _Reply:
         """The terminal event (or the whole reply as one JSON object, when not streamed)."""
         output = [] if self.item.empty_output else self.output
         final = {**self.resp, "status": "completed", "output": output, "usage": usage}
+        if self.diagnostics is not None:
+            options = self.body["prompt_cache_options"]
+            final["prompt_cache_options"] = {"mode": "implicit", "ttl": "30m", **options}
+            final["prompt_cache_diagnostics"] = self.diagnostics
         if self.body.get("stream") is not True or "whole_reply" in self.item.quirks:
             return json_reply(200, final)
         self.emit("response.completed", response=final)
@@ -301,9 +342,18 @@ class _Reply:
         return event_stream(self.chunks)
 
 
-def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
+def stream(
+    state: State,
+    body: dict[str, Any],
+    item: ScriptItem,
+    lookup: Lookup,
+    diagnosis: tuple[Seen, dict[str, Any] | None] | None = None,
+) -> Reply:
     """Reasoning at position 0, the text, then each call (with the reasoning placed before it)."""
     reply = _Reply(state, body, item)
+    if diagnosis is not None:
+        seen, reply.diagnostics = diagnosis
+        remember(state, reply.resp["id"], seen)
     reply.start()
     reply.reasoning_at(0)
     if item.text:

@@ -33,6 +33,10 @@ The common prefix is measured in bytes and converted to tokens by proportion (do
 when k extends p the expected read is p's reported prompt tokens, otherwise common bytes / k's bytes
 x k's prompt tokens.
 
+A reply that kept the provider's own diagnosis (``CacheReport``, asked for by an entry with
+``cache_diagnostics``; ADR 0312) puts its reason beside ours; ``disagrees`` flags a request where
+one says the prefix moved and the other that it held.
+
 A diagnosis is data; the CLI (``nodwyn cache``) and the console word it.
 """
 
@@ -87,6 +91,12 @@ class Diagnosis:
     idle_seconds: float | None = None  # from the predecessor's reply to this request; None: unknown
     lifetime_seconds: int | None = None  # the cache lifetime the predecessor asked for, if it asked
     past_lifetime: bool = False  # idle longer than the lifetime asked for
+    # the provider's own diagnosis (ADR 0312): whether one was asked and kept, its reason (None: it
+    # found no divergence), the tokens it says missed, and whether it contradicts ours
+    provider_asked: bool = False
+    provider_reason: str | None = None
+    provider_missed: int | None = None
+    disagrees: bool = False
 
 
 Rebuilt = Chunks | str  # the request's chunks, or why it could not be rebuilt
@@ -100,7 +110,54 @@ def diagnose(
 ) -> Diagnosis:
     """Classify ``row``'s request. ``rows`` maps llm.req seqs to rows (for the predecessor and
     older requests); ``rebuilt`` holds k's and p's chunks (and any older request's, if known);
-    ``older`` lists earlier request seqs of the same context to match a partial hit against."""
+    ``older`` lists earlier request seqs of the same context to match a partial hit against.
+    The provider's own diagnosis, when the reply kept one, goes beside it."""
+    return beside_provider(_diagnose(row, rows, rebuilt, older), row)
+
+
+# The provider's reasons that say the prefix changed (Anthropic's and OpenAI Responses' words);
+# a hit (no reason) says it held; the others (pending, unavailable, not found) say neither.
+PREFIX_CHANGED = frozenset(
+    {
+        "model_changed",
+        "system_changed",
+        "tools_changed",
+        "messages_changed",
+        "input_changed",
+        "prompt_cache_key_changed",
+        "text_format_changed",
+        "reasoning_effort_changed",
+        "verbosity_changed",
+        "context_compacted",
+        "service_tier_changed",
+    }
+)
+_HELD: frozenset[str] = frozenset({"appended", "server miss", "no cache ask"})
+
+
+def beside_provider(d: Diagnosis, row: RequestRow) -> Diagnosis:
+    """``d`` with the provider's diagnosis of the request and whether the two disagree: one says
+    the prefix moved and the other that it held (ADR 0312)."""
+    report = row.provider
+    if report is None:
+        return d
+    ours = "moved" if d.kind == "moved" else "held" if d.kind in _HELD else None
+    theirs = "moved" if report.reason in PREFIX_CHANGED else "held" if report.reason is None else None
+    return replace(
+        d,
+        provider_asked=True,
+        provider_reason=report.reason,
+        provider_missed=report.missed_tokens,
+        disagrees=ours is not None and theirs is not None and ours != theirs,
+    )
+
+
+def _diagnose(
+    row: RequestRow,
+    rows: Mapping[int, RequestRow],
+    rebuilt: Mapping[int, Rebuilt],
+    older: Sequence[int],
+) -> Diagnosis:
     d = _idle(_unverified(row), row, rows)
     mine = rebuilt.get(row.seq, "not rebuilt")
     if isinstance(mine, str):

@@ -46,7 +46,7 @@ from nodwyn.values.events import (
 )
 from nodwyn.values.model import Prices
 from nodwyn.values.recipe import Recipe
-from nodwyn.values.request import Response, Usage
+from nodwyn.values.request import CacheReport, Response, Usage
 
 
 def cache_rate(cached: int, prompt: int) -> float | None:
@@ -171,6 +171,7 @@ class RequestRow:
     t: str = ""  # when the request was logged (just before it was sent)
     resp_t: str | None = None  # when its reply was logged (the llm.resp event's t)
     observed: bool = False  # another agent sent it (llm.seen, an imported session): causes are the agent's
+    provider: CacheReport | None = None  # the provider's own cache diagnosis, when asked (ADR 0312)
 
     @property
     def rate(self) -> float | None:
@@ -356,7 +357,15 @@ class Aggregator:
         prices = self._prices.get(row.model)
         cost = reply_cost(usage, prices) if prices is not None else None
         drop = self._drop(row, usage)
-        row = replace(row, resp=event.seq, resp_t=event.t, usage=usage, cost=cost, drop=drop)
+        row = replace(
+            row,
+            resp=event.seq,
+            resp_t=event.t,
+            usage=usage,
+            cost=cost,
+            drop=drop,
+            provider=data.response.cache_report,
+        )
         self._rows[index] = row
         add = reply_sums(usage, cost)
         for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):

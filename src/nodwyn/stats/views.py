@@ -56,4 +56,7 @@ def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     out = asdict(d)
     if not d.observed:
         del out["observed"]  # only an imported request says so
+    if not d.provider_asked:  # only a request that asked the provider's diagnosis (ADR 0312)
+        for key in ("provider_asked", "provider_reason", "provider_missed", "disagrees"):
+            del out[key]
     return out

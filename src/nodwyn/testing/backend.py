@@ -82,6 +82,7 @@ class ScriptedBackend:
         session_key: str | None,
         on_delta: Callable[[str, str], None] | None = None,
         images: Mapping[str, bytes] | None = None,
+        diagnose_against: str | None = None,
     ) -> Response:
         if self.used >= len(self.steps):
             raise ScriptMismatch(
@@ -95,7 +96,14 @@ class ScriptedBackend:
                 f"step {self.used}: the request is not what the script expects "
                 f"(last user message: {_last_user_text(request)!r})"
             )
-        return self._http.send(request, settings, session_key=session_key, on_delta=on_delta, images=images)
+        return self._http.send(
+            request,
+            settings,
+            session_key=session_key,
+            on_delta=on_delta,
+            images=images,
+            diagnose_against=diagnose_against,
+        )
 
     def close(self) -> None:
         """Stop the fake; fail if steps were not used."""

@@ -2,7 +2,9 @@
 
 A backend is the HTTP backend (``transport.http.HttpBackend``) or the in-process local model
 (``transport.local.LocalBackend``); tests give the same ones pointed at the fakes, or
-``nodwyn.testing.ScriptedBackend``. ``close`` ends its part of the session (connections closed,
+``nodwyn.testing.ScriptedBackend``. ``diagnose_against`` is the provider's id of an earlier reply
+to ask the provider's own cache diagnosis against (ADR 0312; only for an entry with
+``cache_diagnostics``). ``close`` ends its part of the session (connections closed,
 the local model's KV cache saved for a later resume).
 """
 
@@ -24,6 +26,7 @@ class Backend(Protocol):
         session_key: str | None,
         on_delta: Callable[[str, str], None] | None = None,
         images: Mapping[str, bytes] | None = None,
+        diagnose_against: str | None = None,
     ) -> Response: ...
 
     def close(self) -> None: ...

@@ -43,7 +43,7 @@ from nodwyn.errors import ConfigError, DecodeError, OriginError, ProviderError, 
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.limits import MIB, NetworkLimits
 from nodwyn.values.model import ModelSettings
-from nodwyn.values.request import Request, Response
+from nodwyn.values.request import CacheReport, Request, Response
 
 OnDelta = Callable[[str, str], None]  # (kind: "text" | "thinking", fragment)
 OnRetry = Callable[[str], None]  # one line: "retrying in 4 s (2/5): 503 ..."
@@ -114,9 +114,11 @@ class HttpBackend:
         session_key: str | None,
         on_delta: OnDelta | None = None,
         images: Mapping[str, bytes] | None = None,
+        diagnose_against: str | None = None,
     ) -> Response:
         dialect = dialect_for(settings)
         credential = self._credential(settings)
+        asked = diagnose_against if settings.cache_diagnostics else None
         wire = dialect.encode(
             request,
             settings,
@@ -124,6 +126,7 @@ class HttpBackend:
             plan_usage=credential is not None and credential.plan_usage,
             stream=True,
             images=images or {},
+            diagnose_against=asked,
         )
         url = self._url(settings, wire.path)
         headers = self._headers(wire, credential, settings, url)
@@ -152,7 +155,7 @@ class HttpBackend:
                 raise
             if notes:
                 response = dataclasses.replace(response, notes=(*response.notes, *notes))
-            return response
+            return asked_about(response, asked)
 
     def list_models(self, settings: ModelSettings) -> list[str]:
         """The server's model ids (never with the session key)."""
@@ -573,3 +576,12 @@ def _unexpected(settings: ModelSettings, url: str, resp: httpx.Response) -> Prov
         status=resp.status_code,
         provider=settings.server or settings.api,
     )
+
+
+def asked_about(response: Response, asked: str | None) -> Response:
+    """The reply with the id its cache diagnosis was asked against; a diagnosis asked for and not
+    given is the provider's "no divergence" (Anthropic's ``diagnostics: null``; ADR 0312)."""
+    if asked is None:
+        return dataclasses.replace(response, cache_report=None)
+    report = response.cache_report or CacheReport()
+    return dataclasses.replace(response, cache_report=dataclasses.replace(report, against=asked))

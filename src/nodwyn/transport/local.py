@@ -375,6 +375,7 @@ class LocalBackend:
         session_key: str | None = None,
         on_delta: Delta | None = None,
         images: Mapping[str, bytes] | None = None,
+        diagnose_against: str | None = None,  # an in-process model reports no cache diagnosis
     ) -> Response:
         global _OWNER
         path, fmt, model = self._model(settings)
@@ -412,7 +413,9 @@ class LocalBackend:
                 why = why or f"the saved {source} holds only {reuse} of the {prefix} shared tokens"
             elif not why:
                 why = (
-                    "the cache held another prompt" if self._store is None else why or "nothing saved matched"
+                    "nothing saved matched"
+                    if self._store
+                    else "no state folder, and memory holds another prompt"
                 )
         else:
             why = ""

@@ -25,7 +25,7 @@ from nodwyn.values.content import (
 )
 from nodwyn.values.model import Prices
 from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag
-from nodwyn.values.request import Request, Response, Timings, ToolSpec, Usage
+from nodwyn.values.request import CacheReport, Request, Response, Timings, ToolSpec, Usage
 
 Json = dict[str, Any]
 
@@ -250,7 +250,23 @@ def response_to_json(r: Response) -> Json:
         out["phase"] = r.phase
     if r.raw is not None:
         out["raw"] = r.raw
+    if r.id is not None:
+        out["id"] = r.id
+    if r.cache_report is not None:
+        c = r.cache_report
+        out["cache_report"] = {"against": c.against, "reason": c.reason, "missed_tokens": c.missed_tokens}
     return out
+
+
+def cache_report_from_json(d: Any, where: str) -> CacheReport | None:
+    if d is None:
+        return None
+    opt_s, opt_i = (str, type(None)), (int, type(None))
+    return CacheReport(
+        against=_get(d, "against", opt_s, where, None),
+        reason=_get(d, "reason", opt_s, where, None),
+        missed_tokens=_get(d, "missed_tokens", opt_i, where, None),
+    )
 
 
 def response_from_json(d: Any, where: str = "response") -> Response:
@@ -276,6 +292,10 @@ def response_from_json(d: Any, where: str = "response") -> Response:
         notes=tuple(_get(d, "notes", list, where, [])),
         phase=_get(d, "phase", str, where, None),
         raw=_get(d, "raw", (str, type(None)), where, None),
+        id=_get(d, "id", (str, type(None)), where, None),
+        cache_report=cache_report_from_json(
+            _get(d, "cache_report", (dict, type(None)), where, None), f"{where}.cache_report"
+        ),
     )
 
 

@@ -51,6 +51,10 @@ class ModelSettings:
     takes_images: bool = False
     reasoning_effort: str | None = None
     prices: Prices | None = None  # None: the entry states no prices (its cost is unknown)
+    # Ask the provider for its own cache diagnosis on every request after the first (Anthropic's
+    # ``diagnostics``, OpenAI Responses' ``prompt_cache_options.comparison_response_id``; ADR
+    # 0312). Off unless the entry says so: never inferred from a model's name.
+    cache_diagnostics: bool = False
 
     @property
     def origin(self) -> Origin:

@@ -52,6 +52,23 @@ class Timings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CacheReport:
+    """The provider's own diagnosis of a request's prompt-cache reuse (ADR 0312), asked for by
+    naming an earlier reply (``against``: Anthropic's ``diagnostics.previous_message_id``, OpenAI
+    Responses' ``prompt_cache_options.comparison_response_id``).
+
+    ``reason`` is the provider's word as it sent it (``messages_changed``, ``input_changed``,
+    ``previous_message_not_found``, ``unavailable``, ...), ``pending`` when it had not finished
+    comparing (Anthropic's ``cache_miss_reason: null``), None when it found no divergence (a hit).
+    ``missed_tokens``: the tokens it says were not reused, when it says.
+    """
+
+    against: str | None = None
+    reason: str | None = None
+    missed_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Response:
     text: str = ""
     thinking: str = ""
@@ -68,3 +85,8 @@ class Response:
     # The reply exactly as a local model wrote it, when its calls were written in the text (``text``
     # is then the prose without them); it goes back as written. None: ``text`` and ``calls`` are it.
     raw: str | None = None
+    # The provider's id of the reply (``msg_…``, ``resp_…``), kept only for a model whose entry
+    # asks for cache diagnostics (the next request names it); and the provider's diagnosis of this
+    # request's cache reuse, when one was asked for (ADR 0312). Both absent otherwise.
+    id: str | None = None
+    cache_report: CacheReport | None = None

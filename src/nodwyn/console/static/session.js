@@ -43,7 +43,19 @@
     }
     return text;
   };
+  // The provider's own diagnosis beside ours (docs/adr/0312; `nodwyn cache` words it alike).
+  const providerWords = (d) => {
+    if (!d.provider_asked) return "";
+    let said = d.provider_reason || "no divergence";
+    if (d.provider_missed !== null && d.provider_missed !== undefined) {
+      said += ` (~${Number(d.provider_missed).toLocaleString("en-US")} tokens missed)`;
+    }
+    return `; provider: ${said}` + (d.disagrees ? "; DISAGREES with the provider" : "");
+  };
   function describe(d) {
+    return ours(d) + providerWords(d);
+  }
+  function ours(d) {
     const n = (x) => Number(x || 0).toLocaleString("en-US");
     const read = (cached, prompt, expected) => {
       if (prompt === null || prompt === undefined) return "; no usage reported";
@@ -248,13 +260,14 @@
     body.replaceChildren(...list.map((r) => {
       const u = r.usage || {};
       const v = verdicts.get(r.seq);
-      const notes = v && v.kind !== "appended" && v.kind !== "first" ? describe(v) :
+      const notes = v && ((v.kind !== "appended" && v.kind !== "first") || v.provider_asked) ? describe(v) :
         [r.trim ? "trim" : "", ...r.causes.filter((c) => c.kind !== "trim").map((c) => `${c.kind} at ${c.seq}`),
           r.drop ? "suspected server miss" : ""].filter(Boolean).join("; ");
       const tr = el("tr", "clickable");
       tr.dataset.seq = r.seq;
       for (const c of [r.seq, r.ctx, r.model, r.turn, num(u.prompt_tokens), num(u.cached_tokens), pct(r.rate),
         num(u.cache_write_tokens), num(u.output_tokens), notes]) tr.append(el("td", null, c));
+      if (v && v.disagrees) tr.classList.add("disagrees"); // the provider says otherwise (ADR 0312)
       tr.addEventListener("click", () => openWindow(r.seq, true));
       return tr;
     }));
@@ -322,17 +335,22 @@
   const AUTO_DIAGNOSE = 300; // sessions up to this many requests are diagnosed on open
   const KIND_LABEL = { "moved": "moved by us", "server miss": "server miss", "no cache ask": "no cache ask", "unverified": "unverified" };
   let diagnosedUpTo = null; // seq up to which every answered request has its verdict
+  // "· the provider disagrees on N" when any verdict carries the provider's own diagnosis (ADR 0312)
+  const disagreements = () => {
+    const asked = [...verdicts.values()].filter((v) => v.provider_asked);
+    return asked.length ? ` · the provider disagrees on ${asked.filter((v) => v.disagrees).length}` : "";
+  };
   function renderDiagnosis() {
     const order = ["first", "appended", "moved", "server miss", "no cache ask", "unverified"];
     const counts = {};
     for (const v of verdicts.values()) counts[v.kind] = (counts[v.kind] || 0) + 1;
     $("diagnosis-summary").textContent = order.filter((k) => counts[k])
-      .map((k) => `${counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + (diagnosedUpTo ? ` (as of seq ${diagnosedUpTo}, updated live)` : "");
+      .map((k) => `${counts[k]} ${KIND_LABEL[k] || k}`).join(" · ") + disagreements() + (diagnosedUpTo ? ` (as of seq ${diagnosedUpTo}, updated live)` : "");
     const list = $("diagnosis");
     list.replaceChildren();
     for (const x of [...verdicts.values()].sort((a, b) => a.seq - b.seq)) {
-      if (x.kind === "first" || x.kind === "appended") continue;
-      const li = el("li", "diag " + x.kind.replace(/ /g, "-"));
+      if ((x.kind === "first" || x.kind === "appended") && !x.disagrees) continue;
+      const li = el("li", "diag " + x.kind.replace(/ /g, "-") + (x.disagrees ? " disagrees" : ""));
       li.dataset.seq = x.seq;
       li.append(el("span", "seq", `request ${x.seq}`), document.createTextNode(" "), el("span", null, describe(x)));
       li.addEventListener("click", () => openWindow(x.seq, true));
