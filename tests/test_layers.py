@@ -35,6 +35,7 @@ RANKS: tuple[str, ...] = (
     "agent",
     "mcp",
     "compose",
+    "evals",
     "testing",
     "console",
     "export",
@@ -55,6 +56,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "agent": frozenset({"window", "dialects", "stats", "log", "record", "transport"}),
     "mcp": frozenset({"log", "agent"}),
     "compose": frozenset({"window", "dialects", "log", "record", "transport", "agent", "mcp"}),
+    "evals": frozenset({"stats", "log", "replay"}),
     "testing": frozenset({"window", "log", "record", "transport", "fakes"}),
     "console": frozenset({"stats", "log", "replay"}),
     "export": frozenset({"stats", "replay"}),
@@ -69,6 +71,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "fakes",
             "agent",
             "compose",
+            "evals",
             "console",
             "export",
         }

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("nodwyn.cli.verify", "verify", "Check a sealed session's events against its seal."),
     "export": ("nodwyn.cli.export", "export", "A session as Markdown, JSON or OpenTelemetry spans."),
     "summary": ("nodwyn.cli.summary", "summary", "Add, revoke and list reviewed summaries of a session."),
+    "eval": ("nodwyn.cli.eval_cmd", "eval_", "Run a task × variant grid as sessions; `eval report ID`."),
     "whatif": (
         "nodwyn.cli.whatif",
         "whatif",
