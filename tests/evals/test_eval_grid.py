@@ -27,7 +27,8 @@ NODWYN = str(Path(sys.executable).parent / "nodwyn")
 def _env(tmp_path: Path, urls: dict[str, str]) -> dict[str, str]:
     env = isolated_env(tmp_path, PATH=os.environ.get("PATH", ""))
     entries = "".join(
-        f'[models.{name}]\napi = "openai-chat"\nmodel = "fake-model"\nbase_url = "{url}"\ncontext_size = 32000\n\n'
+        f'[models.{name}]\napi = "openai-chat"\nmodel = "fake-model"\nbase_url = "{url}"\n'
+        "context_size = 32000\n\n"
         for name, url in urls.items()
     )
     Path(env["NODWYN_CONFIG"]).write_text(f'[control]\nmodel = "{next(iter(urls))}"\n\n{entries}')
@@ -41,7 +42,7 @@ def _spec(tmp_path: Path, variants: list[str], runs: int, tasks: str = "both") -
     text = f'runs = {runs}\norder = "balanced"\n'
     text += (
         '[[task]]\nname = "answer"\nworkspace = "tasks/ws"\nprompt = "What is six times seven?"\n'
-        'check = \'test "$NODWYN_ANSWER" = 42 && test -f marker.txt\'\ntimeout = 60\n'
+        "check = 'test \"$NODWYN_ANSWER\" = 42 && test -f marker.txt'\ntimeout = 60\n"
     )
     if tasks == "both":
         text += (
@@ -68,7 +69,8 @@ def _eval(env: dict[str, str], *args: str, timeout: float = 300) -> dict[str, An
 def _check_grid(env: dict[str, str], doc: dict[str, Any], fakes: dict[str, FakeServer]) -> None:
     rows = doc["runs"]
     keys = Counter((r["task"], r["variant"], r["run"]) for r in rows)
-    assert keys == Counter({(t, v, n): 1 for t in ("answer", "present") for v in ("good", "bad") for n in (1, 2)})
+    grid = [(t, v, n) for t in ("answer", "present") for v in ("good", "bad") for n in (1, 2)]
+    assert keys == Counter(grid)
     for r in rows:  # graded right: only "good" answers 42; both leave marker.txt where it was
         assert r["solved"] == (r["task"] == "present" or r["variant"] == "good"), r
         assert r["requests"] == 1 and r["replies"] == 1 and r["attempt"] == 1
@@ -134,7 +136,7 @@ def test_a_worker_killed_mid_run_is_retried_once_and_counted_once(tmp_path: Path
         home = Path(env["NODWYN_HOME"])
         deadline = time.monotonic() + 120
         while not (pids := list(home.glob("evals/*/work/answer/good/1/attempt-1/pid"))) or not fake.requests:
-            assert time.monotonic() < deadline and proc.poll() is None, "the first run never reached the model"
+            assert time.monotonic() < deadline and proc.poll() is None, "run 1 never reached the model"
             time.sleep(0.1)
         os.kill(int(pids[0].read_text()), signal.SIGKILL)  # the session's process dies mid-request
         out, err = proc.communicate(timeout=180)
