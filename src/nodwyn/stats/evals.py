@@ -48,7 +48,9 @@ def wilson(solved: int, n: int) -> Interval:
     z2 = Z95 * Z95
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return Interval(value=p, low=max(0.0, centre - half), high=min(1.0, centre + half), n=n)
+    low = 0.0 if solved == 0 else max(0.0, centre - half)  # exact at the ends, not 1 - 1e-16
+    high = 1.0 if solved == n else min(1.0, centre + half)
+    return Interval(value=p, low=low, high=high, n=n)
 
 
 def mean_interval(values: Sequence[float]) -> Interval:
