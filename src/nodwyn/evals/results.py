@@ -8,7 +8,6 @@ the paired differences from ``stats.evals``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import orjson
 
@@ -16,6 +15,7 @@ from nodwyn.errors import NotFoundError
 from nodwyn.evals.records import Recorded, eval_folder, recorded
 from nodwyn.log import Store
 from nodwyn.stats.evals import Cell, Difference, RunFigures, cells, differences
+from nodwyn.stats.times import seconds_between
 from nodwyn.stats.totals import Aggregator
 from nodwyn.values.events import TOOL_RESULT
 
@@ -27,13 +27,6 @@ class Report:
     lost: tuple[Recorded, ...]  # runs with no verdict (never in a share)
     cells: tuple[Cell, ...]
     differences: tuple[Difference, ...]
-
-
-def _seconds(first: str, last: str) -> float | None:
-    try:
-        return (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
-    except ValueError:
-        return None
 
 
 def figures(store: Store, rec: Recorded) -> RunFigures:
@@ -70,7 +63,7 @@ def figures(store: Store, rec: Recorded) -> RunFigures:
         cached_share=s.cache_rate,
         uncached_tokens=s.uncached_tokens,
         cost_usd=None if s.cost_unknown else s.cost_usd,
-        wall_s=None if first is None or last is None else _seconds(first, last),
+        wall_s=None if first is None or last is None else seconds_between(first, last),
         replies=s.replies,
         calls=calls,
         reasoning_per_reply=s.reasoning_tokens / s.replies if s.replies else None,
