@@ -121,26 +121,32 @@ def test_a_2x2_grid_on_a_local_ray_cluster(tmp_path: Path) -> None:
         _check_grid(env, doc, fakes)
 
 
-def test_a_worker_killed_mid_run_is_retried_once_and_counted_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "engine", [["--workers", "1"], ["--ray", "local", "--workers", "1"]], ids=["local", "ray"]
+)
+def test_a_worker_killed_mid_run_is_retried_once_and_counted_once(tmp_path: Path, engine: list[str]) -> None:
+    if "--ray" in engine:
+        pytest.importorskip("ray")
     script: list[dict[str, Any]] = [{"stall": {"when": "accept"}}, {"text": "42"}, {"text": "42"}]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = _env(tmp_path, {"good": fake.url})
         spec = _spec(tmp_path, ["good"], 2, tasks="one")
         proc = subprocess.Popen(
-            [NODWYN, "eval", str(spec), "--workers", "1", "--json"],
+            [NODWYN, "eval", str(spec), *engine, "--json"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         home = Path(env["NODWYN_HOME"])
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while not (pids := list(home.glob("evals/*/work/answer/good/1/attempt-1/pid"))) or not fake.requests:
             assert time.monotonic() < deadline and proc.poll() is None, "run 1 never reached the model"
             time.sleep(0.1)
         os.kill(int(pids[0].read_text()), signal.SIGKILL)  # the session's process dies mid-request
         out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err
+    assert out.startswith("{"), (out[:2000], err[-2000:])
     doc = orjson.loads(out)
     rows = sorted(doc["runs"], key=lambda r: r["run"])
     assert [(r["run"], r["attempt"], r["solved"]) for r in rows] == [(1, 2, True), (2, 1, True)]
@@ -149,3 +155,16 @@ def test_a_worker_killed_mid_run_is_retried_once_and_counted_once(tmp_path: Path
     assert sorted(store.ids()) == sorted(r["session"] for r in rows)  # the dead attempt's is not there
     for sid in store.ids():
         assert verified(store, sid) == 1
+
+
+def test_a_run_past_its_timeout_counts_unsolved_with_its_reason(tmp_path: Path) -> None:
+    with FakeServer(api="openai-chat", script=[{"stall": {"when": "accept"}}]) as fake:
+        env = _env(tmp_path, {"good": fake.url})
+        spec = _spec(tmp_path, ["good"], 1, tasks="one")
+        spec.write_text(spec.read_text().replace("timeout = 60", "timeout = 4"))
+        doc = _eval(env, str(spec), "--workers", "1")
+    (row,) = doc["runs"]
+    assert row["solved"] is False and row["reason"].startswith("timeout after 4 s"), row
+    assert doc["lost"] == []
+    cell = {(c["variant"], c["task"]): c for c in doc["cells"]}[("good", "answer")]
+    assert cell["solved"]["n"] == 1 and cell["solved"]["value"] == 0.0

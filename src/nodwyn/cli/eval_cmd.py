@@ -142,8 +142,8 @@ def eval_(
     env = dict(os.environ)
     if root is not None:
         env["NODWYN_HOME"] = str(root)
-    if ray is not None and workers != 2:
-        raise ConfigError("--workers is for runs on this machine; with --ray, the cluster's CPUs decide")
+    if ray not in (None, "local") and workers != 2:
+        raise ConfigError("--workers sizes runs on this machine (and --ray local); a cluster's CPUs decide")
 
     def progress(rec: object) -> None:
         if not as_json:

@@ -11,7 +11,9 @@ attempt at a time, as each finishes.
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import sys
 import tarfile
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -32,7 +34,7 @@ from nodwyn.log import Store
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Engine:
     workers: int = 2
-    ray: str | None = None  # a Ray address, or "local"
+    ray: str | None = None  # a Ray address, or "local" (a cluster here with `workers` CPUs)
 
 
 def jobs(spec: Spec, store: Store, env: Mapping[str, str], skip: set[RunKey]) -> list[Job]:
@@ -83,12 +85,27 @@ def _packed(job: Job) -> tuple[Attempt, bytes]:
     return attempt, buf.getvalue()
 
 
-def _ray(todo: list[Job], address: str) -> Iterator[Attempt | tuple[Job, str]]:
+def _ray(todo: list[Job], address: str, cpus: int) -> Iterator[Attempt | tuple[Job, str]]:
     try:
         import ray
     except ImportError:
         raise ConfigError("--ray needs Ray: pip install 'nodwyn[ray]' (or run with --workers N)") from None
-    ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)  # Ray prints its own notices (a task retried, …) to stdout: they go to stderr
+    try:
+        yield from _on_ray(ray, todo, address, cpus)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _on_ray(ray: Any, todo: list[Job], address: str, cpus: int) -> Iterator[Attempt | tuple[Job, str]]:
+    if address == "local":  # a cluster of this machine with `cpus` CPUs: that many runs at once
+        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
     try:
         options: dict[str, Any] = {"max_retries": 1, "retry_exceptions": [WorkerDied], "num_cpus": 1}
         task = ray.remote(**options)(_packed)
@@ -132,7 +149,9 @@ def run_eval(
     order = {"tasks": [t.name for t in spec.tasks], "variants": [v.name for v in spec.variants]}
     (folder / "grid.json").write_bytes(orjson.dumps(order))  # the report's row order and baseline
     todo = jobs(spec, store, env, before)
-    source = _ray(todo, engine.ray) if engine.ray is not None else _local(todo, engine.workers)
+    source = (
+        _ray(todo, engine.ray, engine.workers) if engine.ray is not None else _local(todo, engine.workers)
+    )
     out: list[Recorded] = []
     for item in source:
         if isinstance(item, tuple):
