@@ -378,7 +378,8 @@ def open_agent(
     images: int = 0,
 ) -> Opened:
     """``images``: how many images the first turn attaches; refused before anything starts if the
-    model takes none (issue 26, item 9). ``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
+    model takes none (issue 26, item 9). ``always_ask``: approvals go to ``ask`` even when stdin is
+    not a terminal (``nodwyn tui``).
     ``sandbox``/``approval`` (``--sandbox``, ``--approval``; ``yes`` is full-auto) over config.toml's;
     full-auto with the sandbox off is refused unless ``dangerously_no_sandbox`` (ADR 0353).
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
