@@ -29,9 +29,9 @@ def section(text: str, title: str) -> list[str]:
 
 
 def flags(text: str) -> set[str]:
-    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", "\n".join(section(text, "Options")))) | {
-        f.rstrip(",") for f in section(text, "Options") if f.startswith("--")
-    }
+    """The long flags click's help lists under Options (``  -c, --continue``, ``  --yes``)."""
+    block = text.split("\nOptions:\n", 1)[1]
+    return set(re.findall(r"^  (?:-\w, )?(--[a-z][a-z-]*)", block, flags=re.MULTILINE))
 
 
 def commands_table() -> str:
@@ -48,7 +48,7 @@ def test_every_command_and_flag_is_in_the_readme() -> None:
     assert not missing, f"commands not in README's table: {missing}"
     every = flags(top) | flags(helped("run")) | flags(helped("chat")) | flags(helped("resume"))
     every -= {"--help"}
-    assert {"--image", "--yes", "--workspace", "--jsonl", "--version"} <= every
+    assert {"--image", "--yes", "--workspace", "--jsonl", "--version", "--continue", "--model"} <= every
     missing = sorted(f for f in every if not re.search(rf"`[^`]*{re.escape(f)}(?![\w-])", table))
     assert not missing, f"flags not in README's table: {missing}"
 
