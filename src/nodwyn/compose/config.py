@@ -75,6 +75,7 @@ import tomlkit
 
 from nodwyn.agent.sandbox import MODES
 from nodwyn.dialects import API_PROFILES, api_profile
+from nodwyn.dialects.apis import DIAGNOSING_APIS
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
 from nodwyn.mcp.config import ServerConfig, servers_from
 from nodwyn.transport.credentials import origin_of
@@ -284,10 +285,11 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
     for key in ("keep_reasoning", "reasoning_details_only", "takes_images", "cache_diagnostics"):
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
-    if opt.get("cache_diagnostics") and api not in ("anthropic", "responses"):
+    if opt.get("cache_diagnostics") and not api_profile(api).reports_cache_diagnosis:
+        apis = " and ".join(sorted(DIAGNOSING_APIS))
         raise ConfigError(
-            f"{_where(path, where, 'cache_diagnostics')}: only the anthropic and responses APIs report "
-            f"their own cache diagnosis (this entry's api is {api}); remove the key"
+            f"{_where(path, where, 'cache_diagnostics')}: only the {apis} APIs "
+            f"report their own cache diagnosis (this entry's api is {api}); remove the key"
         )
     if "prices" in table:
         opt["prices"] = _prices(table["prices"], path, where)
