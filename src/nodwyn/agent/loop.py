@@ -77,9 +77,7 @@ class Agent:
     def request(self, turn: TurnOptions, ctx: str | None = None) -> tuple[Event, Response]:
         """One model request in ``ctx``: recorded, sent, its reply logged."""
         ctx, settings = ctx or self.state.ctx, self.model
-        for text in self.notes() if self.notes is not None else ():  # logged and shown, sent nowhere
-            self.append(NOTE, {"text": text}, ctx=ctx)
-            self.display.notice(text)
+        strategies.take_notes(self, ctx)
         reasons, images = withheld(self.state.images, settings, self.log.attachments)
         ask, size, origin = cache_ask(settings), settings.context_size, settings.origin
         try:  # a request that does not fit the context is refused unrecorded, so never sent

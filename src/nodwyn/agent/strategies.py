@@ -23,7 +23,7 @@ from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.codec import recipe_to_json
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, GATE_PLAN, MODEL_SWITCH, RESULT_FOLD, USER_MSG
+from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, GATE_PLAN, MODEL_SWITCH, NOTE, RESULT_FOLD, USER_MSG
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
 from nodwyn.window import TurnOptions
@@ -285,3 +285,11 @@ def outcome_for(
     if call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
         return sub_agent(agent, ctx, call)
     return run_call(call, tools, agent.tool_context, offered)
+
+
+def take_notes(agent: Agent, ctx: str) -> None:
+    """The lines that arrived between steps (an MCP server's list_changed), logged as notes and
+    shown before the next request; notes are in no request."""
+    for text in agent.notes() if agent.notes is not None else ():
+        agent.append(NOTE, {"text": text}, ctx=ctx)
+        agent.display.notice(text)
