@@ -9,6 +9,7 @@ from collections.abc import Callable
 from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Outcome, ToolContext
 from nodwyn.agent.tools.procs import ProcessGroups
+from nodwyn.agent.tools.view import ViewCache
 from nodwyn.errors import ToolError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import NO_KNOWN, Known
@@ -49,6 +50,7 @@ def tool_context(
         processes=ProcessGroups(),
         known=known,
         protected=settings.protected,
+        views=ViewCache(),
         sandbox=settings.sandbox,
     )
 
