@@ -170,8 +170,8 @@ def main() -> None:
         req = conversation(s, a.turns, a.size)
         d = dialect_for(s)
         base = timed(lambda req=req: canonical_bytes(request_to_json(req)), a.repeat)  # type: ignore[misc]
-        enc = timed(lambda d=d, req=req, s=s: d.encode(req, s, session_key="k").body_bytes(), a.repeat)  # type: ignore[misc]
-        size = len(d.encode(req, s, session_key="k").body_bytes())
+        enc = timed(lambda d=d, req=req, s=s: d.encode(req, session_key="k").body_bytes(), a.repeat)  # type: ignore[misc]
+        size = len(d.encode(req, session_key="k").body_bytes())
         lines.append(f"| {label} | {size:,} | {enc * 1000:.1f} | {enc / base:.2f}x |")
     lines += [
         "",

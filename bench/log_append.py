@@ -19,21 +19,32 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nodwyn.log import Store
+from nodwyn.values.events import ToolResult
 
 
-def _payload(i: int, size: int) -> dict[str, object]:
+def _payload(i: int, size: int) -> ToolResult:
+    """A tool result of about ``size`` bytes of text, appended as the agent appends one (typed,
+    read back through the codec before the write)."""
     words = "the quick brown fox jumps over the lazy dog while the build runs its tests "
     text = (words * (size // len(words) + 1))[:size]
-    return {"text": text, "i": i, "call_id": f"call_{i:08d}"}
+    return ToolResult(call_id=f"call_{i:08d}", name="shell", text=text, error=False)
 
 
-def bench_append(root: Path, events: int, size: int, fsync: bool) -> float:
+def bench_append(root: Path, events: int, size: int, fsync: bool, typed: bool = True) -> float:
+    """Typed appends (``append``: the payload read back through the codec first), or the same
+    data through ``append_raw`` (the envelope checked only): the difference is what the check costs."""
+    payloads = [_payload(i, size) for i in range(events)]
+    raw = [p.to_data() for p in payloads]
     with Store(root, fsync=fsync).create() as log:
-        for i in range(20):  # warm up
-            log.append("note", _payload(i, size))
+        for p in payloads[:20]:  # warm up
+            log.append(p)
         started = time.perf_counter()
-        for i in range(events):
-            log.append("tool.result", _payload(i, size))
+        if typed:
+            for p in payloads:
+                log.append(p)
+        else:
+            for d in raw:
+                log.append_raw(ToolResult.KIND, d)
         return events / (time.perf_counter() - started)
 
 
@@ -73,6 +84,10 @@ def main() -> None:
             ("append, fsync on (default)", lambda: bench_append(root, args.events, args.size, True)),
             ("bare write, no fdatasync", lambda: bench_syscalls(root, args.events * 10, args.size, False)),
             ("append, fsync off", lambda: bench_append(root, args.events * 10, args.size, False)),
+            (
+                "append_raw (no payload check), fsync off",
+                lambda: bench_append(root, args.events * 10, args.size, False, typed=False),
+            ),
         ]
         samples: dict[str, list[float]] = {name: [] for name, _ in cases}
         for _ in range(args.runs):  # interleaved, so a burst of load hits every case alike

@@ -33,6 +33,7 @@ from nodwyn.replay.exact import replay_request
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ToolCall
+from nodwyn.values.events import CtxOpen, LlmResp, ToolResult, UserMsg
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec, Usage
 
@@ -104,17 +105,18 @@ def build(
     log = resume_session(store, sid, RECIPE, "bench")
     rec = Recorder(log)
     rec.feed([next(log.read(log.last_seq, log.last_seq))])  # the recipe, then the compaction on
-    rec.append("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Go on."})
-    rec.append("user.msg", {"text": "handover: the work so far is done"}, ctx="c1")
+    rec.append(CtxOpen(id="c1", kind="narrow", lasting=True, system="Go on."))
+    rec.append(UserMsg(text="handover: the work so far is done"), ctx="c1")
     sent = b""
     last = 0
     for i in range(5):
         b, req = rec.request("c1", ORIGIN, model="bench")
         call = ToolCall(id=f"t{i}", name="shell", arguments=f'{{"cmd":"step {i}"}}')
         resp = Response(text=f"step {i}", calls=(call,), usage=Usage(prompt_tokens=1))
-        rec.append("llm.resp", {"req": req.seq, "response": codec.response_to_json(resp)}, ctx="c1")
-        result = {"call_id": call.id, "name": "shell", "text": f"output {i}\n" * 50, "error": False}
-        rec.append("tool.result", result, ctx="c1")
+        rec.append(LlmResp(req=req.seq, response=resp), ctx="c1")
+        rec.append(
+            ToolResult(call_id=call.id, name="shell", text=f"output {i}\n" * 50, error=False), ctx="c1"
+        )
         sent, last = canonical_bytes(codec.request_to_json(b.request)), req.seq
         start = req.data["start"]["seq"]
     log.close()

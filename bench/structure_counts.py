@@ -20,6 +20,20 @@ not touched) and measured the same way:
   kind's literal or ``LLM_REQ`` as the first argument of an ``append``/``add`` call) instead of
   recording through ``nodwyn.record`` / ``nodwyn.testing`` (listed by name: a test that forges
   a request on purpose is one of them);
+- dict-literal appends (issue 22): calls in ``src`` of a method ``append``/``add`` with at
+  least two positional arguments whose second is a dict literal (an event written as a kind and a
+  payload dict instead of a typed payload, ``append(UserMsg(text=...), ctx)``);
+- ``api`` branches outside ``dialects/``: lines of ``src`` outside ``dialects`` (whose ``apis.py``
+  is the per-API table; and outside ``fakes``, servers that each speak one API)
+  comparing a name or attribute ``api`` with anything (``settings.api == "local"``, ``api in (...)``);
+- imports past a face: ``from nodwyn.PKG.MODULE import ...`` (or ``import nodwyn.PKG.MODULE``) in
+  a module of another package of ``src`` (``values`` left out: the shared vocabulary is imported
+  by module);
+- field readers: modules of ``src`` defining a function that checks a value against a type it is
+  given (``isinstance(value, typ)`` with ``typ`` a parameter: a reader of fields by declared
+  type), and the functions that check a reply's field by hand for one type each
+  (``opt_str``/``opt_list``/``opt_dict``-shaped: ``def opt_*``) counted with their module;
+- lines of ``src``: lines of ``src/**/*.py``;
 - ADRs: files ``docs/adr/NNNN-*.md``.
 
 The first revision is the baseline; the table has one column per revision. ``--out FILE``
@@ -39,6 +53,7 @@ from pathlib import Path
 VOCABULARY = "src/nodwyn/values/events.py"
 KINDS: set[str] = set()  # the revision's vocabulary, read from its values/events.py
 LOOP = "src/nodwyn/agent/loop.py"
+PROFILES = "src/nodwyn/dialects/apis.py"  # the per-API profiles (issue 22), where api may be named
 START, END = "<!-- counts -->", "<!-- /counts -->"
 _ADR = re.compile(r"docs/adr/\d{4}-[^/]+\.md")
 
@@ -139,6 +154,75 @@ def functions(tree: ast.Module, path: str) -> list[tuple[int, str]]:
     return out
 
 
+def dict_appends(tree: ast.Module) -> int:
+    """``x.append(kind, {...}, ...)`` / ``x.add(kind, {...})``: a payload handed over as a dict literal."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("append", "add")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Dict)
+    )
+
+
+def _is_api(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "api") or (
+        isinstance(node, ast.Name) and node.id == "api"
+    )
+
+
+def api_branches(tree: ast.Module) -> set[int]:
+    """Lines comparing ``api`` (a name or an attribute) with something."""
+    return {
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and any(_is_api(o) for o in [node.left, *node.comparators])
+    }
+
+
+def past_face(tree: ast.Module, path: str) -> int:
+    """Imports of another package's module (``nodwyn.PKG.MODULE``), ``values`` left out."""
+    own = path.removeprefix("src/nodwyn/").split("/")[0].removesuffix(".py")
+    n = 0
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if len(parts) >= 3 and parts[0] == "nodwyn" and parts[1] not in (own, "values"):
+                n += 1
+    return n
+
+
+def field_reader(tree: ast.Module) -> bool:
+    """Whether the module defines a reader of fields by declared type (or ``opt_*`` checks)."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        if fn.name.startswith("opt_"):
+            body_checks = any(
+                isinstance(n, ast.Call) and ast.unparse(n.func) == "isinstance" for n in ast.walk(fn)
+            )
+            if body_checks:
+                return True
+        params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "isinstance"
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.Name)
+                and node.args[1].id in params
+            ):
+                return True
+    return False
+
+
 def _appends_request(fn: ast.AST) -> bool:
     for node in ast.walk(fn):
         if (
@@ -152,6 +236,8 @@ def _appends_request(fn: ast.AST) -> bool:
                 isinstance(first, ast.Name | ast.Attribute) and ast.unparse(first).endswith("LLM_REQ")
             ):
                 return True
+            if isinstance(first, ast.Call) and ast.unparse(first.func) in ("LlmReq", "LlmReq.from_data"):
+                return True  # a typed llm.req built by hand (issue 22)
     return False
 
 
@@ -168,6 +254,11 @@ class Counts:
     kind_literal_lines: int = 0
     payload_reads: int = 0
     harnesses: list[str] = field(default_factory=list)
+    dict_appends: int = 0
+    api_branches: int = 0
+    past_face: int = 0
+    readers: list[str] = field(default_factory=list)
+    src_lines: int = 0
     adrs: int = 0
 
 
@@ -177,15 +268,34 @@ def vocabulary(rev: str) -> set[str]:
 
 
 def vocabulary_of(source: str) -> set[str]:
-    """The kinds a ``values/events.py`` source lists in ``KINDS``."""
+    """The kinds a ``values/events.py`` source lists in ``KINDS``, or (once ``KINDS`` is derived
+    from the payload classes, issue 22) names as a payload class's ``KIND``."""
     kinds: set[str] = set()
-    for node in ast.parse(source).body:
+    tree = ast.parse(source)
+    constants: dict[str, str] = {}
+    for node in tree.body:
         if not isinstance(node, ast.AnnAssign | ast.Assign) or node.value is None:
             continue
         targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
         if any(isinstance(t, ast.Name) and t.id == "KINDS" for t in targets):
             strings = (n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant))
             kinds |= {v for v in strings if isinstance(v, str)}
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            constants.update((t.id, node.value.value) for t in targets if isinstance(t, ast.Name))
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in cls.body:
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == "KIND"
+            ):
+                value = node.value
+                if isinstance(value, ast.Name) and value.id in constants:
+                    kinds.add(constants[value.id])
+                elif isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+                    kinds.add(value.value)
     return kinds
 
 
@@ -197,8 +307,16 @@ def measure(rev: str, baseline_modules: set[str] | None = None) -> Counts:
     for path in files(rev, "src"):
         if not path.endswith(".py"):
             continue
-        tree = ast.parse(show(rev, path))
+        source = show(rev, path)
+        tree = ast.parse(source)
         fns += functions(tree, path)
+        c.src_lines += len(source.splitlines())
+        c.dict_appends += dict_appends(tree)
+        c.past_face += past_face(tree, path)
+        if field_reader(tree):
+            c.readers.append(path.removeprefix("src/nodwyn/"))
+        if "/dialects/" not in path and "/fakes/" not in path and path != PROFILES:
+            c.api_branches += len(api_branches(tree))
         if path != VOCABULARY:
             c.kind_comparisons += len(kind_comparisons(tree))
             c.kind_literal_lines += len(kind_literal_lines(tree))
@@ -245,12 +363,18 @@ def table(counts: list[Counts]) -> str:
         ("lines holding a kind literal (any use)", [c.kind_literal_lines for c in counts]),
         ("event payload fields read by hand", [c.payload_reads for c in counts]),
         ("test/bench functions appending `llm.req` themselves", [len(c.harnesses) for c in counts]),
+        ("appends handing over a dict literal", [c.dict_appends for c in counts]),
+        ("lines branching on `api` outside `dialects/`", [c.api_branches for c in counts]),
+        ("field readers (modules)", [len(c.readers) for c in counts]),
+        ("imports past a package's face (outside `values`)", [c.past_face for c in counts]),
+        ("lines of `src`", [c.src_lines for c in counts]),
         ("ADRs in `docs/adr`", [c.adrs for c in counts]),
     ]
     out = [head, rule, *(f"| {name} | " + " | ".join(str(v) for v in values) + " |" for name, values in rows)]
     for c in counts:
         out += ["", f"Ten longest functions at `{c.rev}`:", ""]
         out += [f"- {n} `{name}`" for n, name in c.largest]
+        out += ["", f"Field readers at `{c.rev}`: " + ", ".join(f"`{r}`" for r in c.readers)]
         if c.harnesses:
             out += [
                 "",

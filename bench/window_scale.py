@@ -20,9 +20,8 @@ import time
 
 from nodwyn.record import Recorder
 from nodwyn.testing import MemoryLog
-from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.content import Origin, ToolCall
-from nodwyn.values.events import Event
+from nodwyn.values.events import Event, LlmResp, Payload, ResultFold, SessionStart, ToolResult, UserMsg
 from nodwyn.values.recipe import Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec
 from nodwyn.window import build_window
@@ -53,16 +52,16 @@ class Session:
             limits=limits,
             context_size=4_200_000,
         )
-        self.add("session.start", {"recipe": recipe_to_json(recipe), "model": "bench"})
-        self.add("user.msg", {"text": "Fix the failing test in the parser module, then run the suite."})
+        self.add(SessionStart(recipe=recipe, model="bench"))
+        self.add(UserMsg(text="Fix the failing test in the parser module, then run the suite."))
         self.turns = 0
 
     @property
     def events(self) -> list[Event]:
         return self.log.events
 
-    def add(self, kind: str, data: dict[str, object]) -> Event:
-        return self.recorder.append(kind, dict(data))
+    def add(self, payload: Payload) -> Event:
+        return self.recorder.append(payload)
 
     def request(self) -> tuple[float, int]:
         """One request as the agent records it (build, digest, ``llm.req``, fed back), timed whole."""
@@ -76,12 +75,9 @@ class Session:
         self.turns += 1
         call = ToolCall(id=f"call_{n}", name="fs-read", arguments=f'{{"path": "src/mod{n % 50}.py"}}')
         text = f"Reading module {n % 50} to check how the parser handles this case. " * 2
-        self.add(
-            "llm.resp",
-            {"req": len(self.events), "response": response_to_json(Response(text=text, calls=(call,)))},
-        )
+        self.add(LlmResp(req=len(self.events), response=Response(text=text, calls=(call,))))
         body = "".join(f"{i:5d}  def function_{n}_{i}(value):  return value * {i}\n" for i in range(40))
-        self.add("tool.result", {"call_id": call.id, "name": "fs-read", "text": body, "error": False})
+        self.add(ToolResult(call_id=call.id, name="fs-read", text=body, error=False))
 
 
 def grow_to(session: Session, tokens: int) -> None:
@@ -116,7 +112,7 @@ def main() -> None:
         scratch = time.perf_counter() - t0
         # a request after a fold of an early result: the whole view is rendered again (a move)
         first = next(e.seq for e in session.events if e.kind == "tool.result")
-        session.add("result.fold", {"target": first, "text": "[folded]"})
+        session.add(ResultFold(target=first, text="[folded]"))
         rerender, _ = session.request()
         session.answer()
         rows.append((size, len(session.events), statistics.median(times), max(times), rerender, scratch))

@@ -7,6 +7,7 @@ from typing import Any
 from nodwyn.agent.figures import cache_figures, describe
 from nodwyn.log import SessionLog, Store
 from nodwyn.testing import SessionBuilder, recipe
+from nodwyn.values.events import LlmResp
 
 
 def reply(log: SessionLog, usage: dict[str, int], prefill_ms: float | None = None) -> None:
@@ -17,7 +18,7 @@ def reply(log: SessionLog, usage: dict[str, int], prefill_ms: float | None = Non
     response: dict[str, Any] = {"text": "ok", "usage": usage}
     if prefill_ms is not None:
         response["timings"] = {"prefill_ms": prefill_ms}
-    s.add("llm.resp", {"req": req.seq, "response": response})
+    s.add(LlmResp.from_data({"req": req.seq, "response": response}))
 
 
 def test_figures_count_only_replies_that_report_a_cache_read(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-from nodwyn.agent.strategies import ResultRecord, hygiene_folds
+from nodwyn.agent.state import ResultRecord
+from nodwyn.agent.strategies import hygiene_folds
 
 
 def rec(seq: int, name: str, target: str | None, *, error: bool = False, whole: bool = True) -> ResultRecord:

@@ -86,7 +86,7 @@ def test_the_default_model_reads_then_answers_and_reuses_its_prefix(
     backend.forget()
     with Store(Path(env["NODWYN_HOME"])).open(session) as log:
         request = replay_request(log, last.seq).request
-    cold = backend.send(request, agent.model, session_key="cold")
+    cold = LocalBackend().send(request, agent.model, session_key="cold")  # no state folder to load from
     assert cold.usage.cached_tokens == 0 and cold.timings.prefill_ms is not None
     ratio = warm_ms / cold.timings.prefill_ms
     with capsys.disabled():

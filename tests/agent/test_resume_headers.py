@@ -14,9 +14,10 @@ from nodwyn.log import Store
 from nodwyn.record import Recorder
 from nodwyn.replay.exact import replay_request
 from nodwyn.testing import isolated_env
-from nodwyn.values import codec
 from nodwyn.values.content import Origin, TextPart, UserMessage
+from nodwyn.values.events import LlmResp, SessionResume, SessionStart, UserMsg
 from nodwyn.values.recipe import Flag, Recipe, WindowLimits
+from nodwyn.values.request import Response
 
 
 def _env(tmp_path: Path, url: str) -> dict[str, str]:
@@ -99,13 +100,13 @@ def test_a_recipe_without_the_flag_builds_every_message_under_the_current_header
         with Store(tmp_path / "home").create() as log:
             rec = Recorder(log)
             start = replace(base, extra_flags=flags)
-            rec.append("session.start", {"recipe": codec.recipe_to_json(start), "model": "m"})
-            rec.append("user.msg", {"text": "one"})
+            rec.append(SessionStart(recipe=start, model="m"))
+            rec.append(UserMsg(text="one"))
             _, req = rec.request("main", origin)
-            rec.append("llm.resp", {"req": req.seq, "response": {"text": "ok"}})
+            rec.append(LlmResp(req=req.seq, response=Response(text="ok")))
             new = replace(start, task_header="# Errand")
-            rec.append("session.resume", {"recipe": codec.recipe_to_json(new), "model": "m"})
-            rec.append("user.msg", {"text": "two"})
+            rec.append(SessionResume(recipe=new, model="m"))
+            rec.append(UserMsg(text="two"))
             build, req = rec.request("main", origin)
             texts = [m.parts[0].text for m in build.request.messages if isinstance(m, UserMessage)]
             assert texts == [first, "# Errand\n\ntwo"]

@@ -41,3 +41,32 @@ def test_no_module_compares_a_kind_with_a_literal() -> None:
         compared = sorted(sc.kind_comparisons(ast.parse(source)))
         found += [f"{rel}:{n}: {lines[n - 1].strip()}" for n in compared]
     assert not found, "compare event.kind with the constants of nodwyn.values.events:\n" + "\n".join(found)
+
+
+def test_the_issue_22_rows_count_what_they_say() -> None:
+    tree = ast.parse(
+        "from nodwyn.window.fold import Window\n"  # past window's face
+        "from nodwyn.values.events import Note\n"  # values: the shared vocabulary
+        "from nodwyn.agent.state import LoopState\n"  # its own package
+        "import nodwyn.log.jsonl\n"  # past log's face
+        "from nodwyn.log import Store\n"  # through the face
+        'log.append("note", {"text": "x"})\n'
+        'log.append(Note(text="x"), "main")\n'
+        "out.append(1)\n"
+        'if settings.api == "local": pass\n'
+        'x = api in ("anthropic",)\n'
+        "y = settings.kind == 'local'\n"
+    )
+    assert sc.dict_appends(tree) == 1
+    assert sc.api_branches(tree) == {9, 10}
+    assert sc.past_face(tree, "src/nodwyn/agent/loop.py") == 2
+
+
+def test_no_module_of_src_appends_a_payload_dict() -> None:
+    found = []
+    for path in sorted((ROOT / "src" / "nodwyn").rglob("*.py")):
+        if sc.dict_appends(ast.parse(path.read_text())):
+            found.append(path.relative_to(ROOT).as_posix())
+    assert not found, "append a typed payload (UserMsg(text=...)), not a kind and a dict:\n" + "\n".join(
+        found
+    )

@@ -12,6 +12,7 @@ import pytest
 
 from nodwyn.cli import main
 from nodwyn.log import Store
+from nodwyn.values.events import Note, UserMsg
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _session(root: Path, n: int) -> str:
     with Store(root, fsync=False).create() as log:
         for i in range(n):
-            log.append("user.msg" if i % 2 == 0 else "note", {"text": f"message {i}"}, ctx="main")
+            log.append((UserMsg if i % 2 == 0 else Note)(text=f"message {i}"), ctx="main")
         return log.id
 
 
@@ -129,7 +130,7 @@ def test_torn_tail_is_reported_not_printed(home: Path, capsys: pytest.CaptureFix
 
 def test_reading_needs_no_lock(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with Store(home, fsync=False).create() as writer:
-        writer.append("note", {"text": "live"})
+        writer.append(Note(text="live"))
         code, out, _ = _run(["log", writer.id, "--json"], capsys)
         assert code == 0 and orjson.loads(out)["data"] == {"text": "live"}
 

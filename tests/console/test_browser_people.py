@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.values.events import CtxClose, CtxOpen, ModelSwitch, ResultFold, UserMsg
 from nodwyn.values.model import Prices
 
 from .conftest import Served, Writer
@@ -272,13 +273,13 @@ def test_bookkeeping_is_worded_for_people(store: Store, console: Served, page: A
     seq = w.req()
     w.resp(seq, "", call=True, prompt_tokens=2000, cached_tokens=0, output_tokens=9)
     result = w.tool("a long file\n" * 40)
-    w.log.append("result.fold", {"target": result, "text": "[folded: read, not needed]"})
-    w.log.append("ctx.open", {"id": "sub-9", "kind": "sub", "offered_tools": ["fs-read", "fs-grep"]})
-    w.log.append("user.msg", {"text": "find the tests"}, "sub-9")
-    w.log.append("ctx.close", {"id": "sub-9", "result": "tests live in tests/"})
-    w.log.append("model.switch", {"model": "qwen"})
-    w.log.append("ctx.open", {"id": "compact-14", "kind": "narrow", "system": "NOTE", "lasting": True})
-    w.log.append("user.msg", {"text": "continue"}, "compact-14")
+    w.log.append(ResultFold(target=result, text="[folded: read, not needed]"))
+    w.log.append(CtxOpen(id="sub-9", kind="sub", offered_tools=("fs-read", "fs-grep")))
+    w.log.append(UserMsg(text="find the tests"), "sub-9")
+    w.log.append(CtxClose(id="sub-9", result="tests live in tests/"))
+    w.log.append(ModelSwitch(model="qwen"))
+    w.log.append(CtxOpen(id="compact-14", kind="narrow", system="NOTE", lasting=True))
+    w.log.append(UserMsg(text="continue"), "compact-14")
     _open(page, f"{console.url}/s/{w.id}")
     transcript = page.locator("#transcript").inner_text()
     for words in (

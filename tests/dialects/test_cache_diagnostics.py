@@ -18,14 +18,14 @@ HI = Request(system="s", tools=(), messages=(user("hi"),), max_output=64)
 def test_the_ask_goes_only_with_the_setting_and_an_earlier_reply(api: str) -> None:
     on, off = entry(api=api, cache_diagnostics=True), entry(api=api)
     field = "diagnostics" if api == "anthropic" else "prompt_cache_options"
-    asked = dialect_for(on).encode(HI, on, session_key=None, diagnose_against="earlier_1")
+    asked = dialect_for(on).encode(HI, session_key=None, diagnose_against="earlier_1")
     assert asked.body is not None
     inner = "previous_message_id" if api == "anthropic" else "comparison_response_id"
     assert asked.body[field] == {inner: "earlier_1"}
     if api == "anthropic":
         assert "cache-diagnosis-2026-04-07" in asked.headers["anthropic-beta"].split(",")
     for settings, against in ((on, None), (off, "earlier_1")):
-        wire = dialect_for(settings).encode(HI, settings, session_key=None, diagnose_against=against)
+        wire = dialect_for(settings).encode(HI, session_key=None, diagnose_against=against)
         assert wire.body is not None and field not in wire.body
         assert "cache-diagnosis" not in wire.headers.get("anthropic-beta", "")
 

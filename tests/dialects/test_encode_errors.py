@@ -14,7 +14,7 @@ from .cases import IMAGES, entry, tools_images, user
 
 
 def _encode(s: ModelSettings, r: Request, **kw: object) -> None:
-    dialect_for(s).encode(r, s, session_key=None, **kw)  # type: ignore[arg-type]
+    dialect_for(s).encode(r, session_key=None, **kw)  # type: ignore[arg-type]
 
 
 def _with_block(s: ModelSettings, kind: str, origin: Origin | None = None) -> Request:
@@ -116,7 +116,7 @@ def test_local_api_has_no_dialect() -> None:
 )
 def test_ollama_think_from_reasoning_effort(effort: str, think: object) -> None:
     s = entry(api="ollama", reasoning_effort=effort)
-    w = dialect_for(s).encode(Request(system="", tools=(), messages=(user("q"),)), s, session_key=None)
+    w = dialect_for(s).encode(Request(system="", tools=(), messages=(user("q"),)), session_key=None)
     assert w.body is not None and w.body["think"] == think
 
 

@@ -198,5 +198,5 @@ def test_request_matches_golden(
     name: str, fields: dict[str, Any], build: Callable[[ModelSettings], Request], kw: dict[str, Any]
 ) -> None:
     settings = entry(**fields)
-    wire = dialect_for(settings).encode(build(settings), settings, images=IMAGES, **kw)
+    wire = dialect_for(settings).encode(build(settings), images=IMAGES, **kw)
     check_golden(GOLDEN / f"{name}.request.json", wire_json(wire))

@@ -9,10 +9,10 @@ from typing import get_args
 
 import pytest
 
-from nodwyn.dialects import dialect_for
+from nodwyn.dialects import API_PROFILES, dialect_for
 from nodwyn.dialects.profiles import CACHE_READS, PROFILES
 from nodwyn.values.content import TextPart, UserMessage
-from nodwyn.values.model import Family, ModelSettings
+from nodwyn.values.model import Api, Family, ModelSettings
 from nodwyn.values.request import Request
 
 DIALECTS = Path(__file__).resolve().parents[2] / "src" / "nodwyn" / "dialects"
@@ -56,7 +56,45 @@ def test_the_request_follows_the_profile(family: Family) -> None:
     request = Request(
         system="s", messages=(UserMessage(parts=(TextPart(text="hi"),)),), tools=(), max_output=100
     )
-    wire = dialect_for(_settings(family)).encode(request, _settings(family), session_key="k")
+    wire = dialect_for(_settings(family)).encode(request, session_key="k")
     assert wire.body[profile.max_output_field] == 100
     assert ("stream_options" in wire.body) is profile.stream_usage_option
     assert {h for h, v in wire.headers.items() if v == "k"} == set(profile.session_headers)
+
+
+# -- per-API profiles (issue 22) ----------------------------------------------------------------
+
+SRC = DIALECTS.parent
+APIS = set(get_args(Api))
+
+
+def test_every_api_has_one_profile_and_each_wire_api_a_dialect() -> None:
+    assert set(API_PROFILES) == APIS
+    for api, profile in API_PROFILES.items():
+        settings = ModelSettings(name="m", api=api, model="m", context_size=8192, base_url="http://x")
+        if profile.in_process:
+            assert profile.dialect is None
+        else:
+            assert dialect_for(settings).__class__ is profile.dialect
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in sorted(SRC.rglob("*.py")) if not {"dialects", "fakes"} & set(p.relative_to(SRC).parts)],
+    ids=lambda p: p.relative_to(SRC).as_posix(),
+)
+def test_no_code_above_the_dialects_branches_on_an_api(path: Path) -> None:
+    """An API's difference lives in its profile (``dialects/apis.py``), not in a comparison with
+    its name (the fakes are servers that each speak one API)."""
+    branches = [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare)
+        and any(
+            (isinstance(o, ast.Attribute) and o.attr == "api")
+            or (isinstance(o, ast.Name) and o.id == "api")
+            or (isinstance(o, ast.Constant) and o.value in APIS - {"local"})
+            for o in [node.left, *node.comparators]
+        )
+    ]
+    assert branches == [], f"{path.name} lines {branches} branch on an api; read api_profile(settings)"

@@ -103,7 +103,7 @@ def conversations(draw: st.DrawFn, s: ModelSettings) -> list[Message]:
 
 def _encode(s: ModelSettings, msgs: list[Message]) -> Any:
     req = Request(system="sys", tools=(FS_READ,), messages=tuple(msgs), max_output=512)
-    return dialect_for(s).encode(req, s, session_key=KEY)
+    return dialect_for(s).encode(req, session_key=KEY)
 
 
 @st.composite

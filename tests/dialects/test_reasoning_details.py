@@ -102,7 +102,7 @@ def _conversation() -> tuple[list[Message], list[Response]]:
 
 def _wire(msgs: list[Message], s: ModelSettings = ROUTER) -> tuple[dict[str, object], bytes]:
     w = dialect_for(s).encode(
-        Request(system="S", tools=(FS_READ,), messages=tuple(msgs), max_output=100), s, session_key=KEY
+        Request(system="S", tools=(FS_READ,), messages=tuple(msgs), max_output=100), session_key=KEY
     )
     assert w.body is not None
     return w.body, w.body_bytes()
@@ -157,7 +157,7 @@ def test_a_request_without_details_is_unchanged_to_the_byte() -> None:
         ToolMessage(call_id="c1", name="fs_read", text="r"),
     ]
     w = dialect_for(ROUTER).encode(
-        Request(system="S", tools=(), messages=tuple(msgs), max_output=100), ROUTER, session_key=None
+        Request(system="S", tools=(), messages=tuple(msgs), max_output=100), session_key=None
     )
     expected = (
         b'{"model":"meta/muse-spark-1.3","messages":[{"role":"system","content":"S"},'
@@ -257,7 +257,7 @@ def test_details_only_route_sends_no_text_without_details() -> None:
     )
     msgs: list[Message] = [user("q"), AssistantMessage(text="a", thinking="unsigned thoughts")]
     w = dialect_for(claude).encode(
-        Request(system="", tools=(), messages=tuple(msgs), max_output=9), claude, session_key=None
+        Request(system="", tools=(), messages=tuple(msgs), max_output=9), session_key=None
     )
     assert w.body is not None
     assert w.body["messages"][1] == {"role": "assistant", "content": "a"}
@@ -266,7 +266,7 @@ def test_details_only_route_sends_no_text_without_details() -> None:
     )
     msgs[1] = AssistantMessage(text="a", thinking="unsigned thoughts", blocks=(block,))
     w = dialect_for(claude).encode(
-        Request(system="", tools=(), messages=tuple(msgs), max_output=9), claude, session_key=None
+        Request(system="", tools=(), messages=tuple(msgs), max_output=9), session_key=None
     )
     assert w.body is not None
     assert w.body["messages"][1] == {

@@ -121,7 +121,7 @@ def test_a_recorded_follow_up_is_what_nodwyn_would_send(
     request = Request(
         system="", tools=(), messages=(HI.messages[0], said, *results, HI.messages[0]), max_output=256
     )
-    wire = dialect_for(settings).encode(request, settings, session_key=None)
+    wire = dialect_for(settings).encode(request, session_key=None)
     assert wire.body is not None
     ours = assistant_turn(case.api, wire.body)
     theirs = assistant_turn(case.api, case.request, calls=[c.id for c in r.calls])
@@ -225,7 +225,7 @@ def test_the_ollama_docs_follow_up_is_what_nodwyn_would_send(
         ),
         max_output=None,
     )
-    wire = dialect_for(settings).encode(request, settings, session_key=None)
+    wire = dialect_for(settings).encode(request, session_key=None)
     assert wire.body is not None
     ours, docs = wire.body, OLLAMA_DOCS_FOLLOW_UP
 

@@ -33,7 +33,7 @@ def _send_back(s: ModelSettings, r: Response) -> dict[str, object]:
         *(ToolMessage(call_id=c.id, name=c.name, text="ok") for c in r.calls),
     ]
     w = dialect_for(s).encode(
-        Request(system="", tools=(FS_READ,), messages=tuple(msgs), max_output=99), s, session_key=None
+        Request(system="", tools=(FS_READ,), messages=tuple(msgs), max_output=99), session_key=None
     )
     assert w.body is not None
     return w.body

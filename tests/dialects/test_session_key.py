@@ -42,7 +42,7 @@ def test_key_is_the_sha256_hex_of_the_session_id_and_stable() -> None:
 @pytest.mark.parametrize("plan", [False, True])
 def test_cache_key_modes(api: str, family: str, header: tuple[str, ...], mode: str, plan: bool) -> None:
     s = entry(api=api, family=family, cache_key=mode)
-    w = dialect_for(s).encode(small(), s, session_key=KEY, plan_usage=plan)
+    w = dialect_for(s).encode(small(), session_key=KEY, plan_usage=plan)
     assert w.body is not None
     sent = {k: v for k, v in w.headers.items() if v == KEY}
     if mode == "off":
@@ -54,7 +54,7 @@ def test_cache_key_modes(api: str, family: str, header: tuple[str, ...], mode: s
     if mode == "session":
         assert w.body["prompt_cache_key"] == KEY
     # nothing else differs from the request sent without a key
-    bare = dialect_for(s).encode(small(), s, session_key=None, plan_usage=plan)
+    bare = dialect_for(s).encode(small(), session_key=None, plan_usage=plan)
     assert bare.body is not None
     assert {k: v for k, v in w.body.items() if k != "prompt_cache_key"} == bare.body
     assert {k: v for k, v in w.headers.items() if v != KEY} == bare.headers
@@ -63,7 +63,7 @@ def test_cache_key_modes(api: str, family: str, header: tuple[str, ...], mode: s
 @pytest.mark.parametrize("api", ["ollama", "anthropic"])
 def test_apis_without_a_session_knob_send_no_key(api: str) -> None:
     s = entry(api=api)
-    w = dialect_for(s).encode(small(), s, session_key=KEY, plan_usage=True)
+    w = dialect_for(s).encode(small(), session_key=KEY, plan_usage=True)
     assert KEY not in w.body_bytes().decode()
     assert KEY not in w.headers.values()
 
@@ -81,6 +81,6 @@ def test_model_list_request_never_carries_the_key(
     fields: dict[str, Any], path: str, headers: dict[str, str]
 ) -> None:
     s = entry(**fields)
-    w = dialect_for(s).models_request(s)
+    w = dialect_for(s).models_request()
     assert (w.method, w.path, w.headers, w.body) == ("GET", path, headers, None)
     assert w.body_bytes() == b""

@@ -150,7 +150,6 @@ def test_a_late_signature_replaces_the_empty_first_one() -> None:
             tools=(),
             messages=(user("2+2?"), AssistantMessage(text=r.text, blocks=r.blocks), user("and 3+3?")),
         ),
-        CLAUDE_ROUTE,
         session_key=None,
     )
     assert wire.body is not None
@@ -244,7 +243,7 @@ def test_phase_is_kept_and_sent_back_on_the_assistant_message() -> None:
         tools=(),
         messages=(user("capital?"), msg, ToolMessage(call_id="call_1", name="get", text="Paris")),
     )
-    wire = dialect_for(openai).encode(req, openai, session_key=None)
+    wire = dialect_for(openai).encode(req, session_key=None)
     assert wire.body is not None
     assert wire.body["input"][1] == {
         "type": "message",
@@ -366,7 +365,7 @@ def test_a_tool_result_carries_is_error_as_it_is() -> None:
         ),
         max_output=256,
     )
-    wire = dialect_for(ANTHROPIC).encode(req, ANTHROPIC, session_key=None)
+    wire = dialect_for(ANTHROPIC).encode(req, session_key=None)
     assert wire.body is not None
     results = wire.body["messages"][2]["content"]
     assert [r["is_error"] for r in results] == [False, True]

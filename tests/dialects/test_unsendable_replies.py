@@ -40,7 +40,7 @@ def test_a_reply_with_nothing_to_give_back_leaves_the_next_turn_sendable(
     request = Request(
         system="s", tools=(), messages=(user("one"), REPLIES[reply], user("two")), max_output=64
     )
-    wire = dialect_for(settings).encode(request, settings, session_key=None)
+    wire = dialect_for(settings).encode(request, session_key=None)
     assert wire.body is not None
     for content in _contents(wire.body):
         assert content != [], wire.body

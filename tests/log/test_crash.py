@@ -32,7 +32,7 @@ def _child(root: Path, sid: str, wfd: int, seed: int) -> None:
     i = 0
     while True:
         size = rng.choice([0, 50, 500, 5000, 20000])
-        event = log.append("note", {"pid": os.getpid(), "i": i, "pad": "p" * size})
+        event = log.append_raw("note", {"pid": os.getpid(), "i": i, "pad": "p" * size})
         os.write(wfd, b"ack %d %d %d\n" % (event.seq, i, size))
         i += 1
 

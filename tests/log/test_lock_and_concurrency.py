@@ -40,7 +40,7 @@ def _holder(root: Path, sid: str) -> subprocess.Popen[str]:
 def test_second_writer_in_another_process_is_refused_naming_session_and_pid(tmp_path: Path) -> None:
     store = Store(tmp_path)
     with store.create() as log:
-        log.append("note", {"text": "one"})
+        log.append_raw("note", {"text": "one"})
         sid = log.id
     proc = _holder(tmp_path, sid)
     try:
@@ -58,7 +58,7 @@ def test_second_writer_in_another_process_is_refused_naming_session_and_pid(tmp_
         proc.wait(timeout=10)
     with store.open(sid, write=True) as writer:  # released on close: the next writer gets it
         assert writer.stale_lock_pid is None
-        assert writer.append("note", {"text": "two"}).seq == 2
+        assert writer.append_raw("note", {"text": "two"}).seq == 2
 
 
 def test_second_writer_in_the_same_process_is_refused(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_second_writer_in_the_same_process_is_refused(tmp_path: Path) -> None:
             LockedError, match=rf"session {log.id} .*already open for writing in this process"
         ):
             store.open(log.id, write=True)
-        log.append("note", {"text": "still mine"})
+        log.append_raw("note", {"text": "still mine"})
 
 
 def test_lock_of_a_killed_writer_is_taken_over_and_named(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ WRITER = textwrap.dedent(
     with Store(Path(sys.argv[1]), fsync=False).open(sys.argv[2], write=True) as log:
         for i in range(int(sys.argv[4])):
             size = rng.choice([10, 100, 1000, 30000, 300000])
-            log.append("note", {"i": i, "size": size, "pad": "z" * size})
+            log.append_raw("note", {"i": i, "size": size, "pad": "z" * size})
     """
 )
 
@@ -169,7 +169,7 @@ FULL = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     try:
         for i in range(1000):
-            print(log.append("note", {"i": i, "pad": "q" * 700}).seq, flush=True)
+            print(log.append_raw("note", {"i": i, "pad": "q" * 700}).seq, flush=True)
     except StorageError as exc:  # one line naming the seq not written (ADR 0142)
         print("error", "File too large" in str(exc) and "nothing of it was written" in str(exc), flush=True)
     """
@@ -180,7 +180,7 @@ def test_a_write_that_fails_part_way_leaves_no_partial_line(tmp_path: Path) -> N
     """The file size limit (RLIMIT_FSIZE) makes a write stop part way, as a full disk does."""
     store = Store(tmp_path)
     with store.create() as log:
-        log.append("note", {"text": "first"})
+        log.append_raw("note", {"text": "first"})
         sid = log.id
     proc = subprocess.run(
         [sys.executable, "-c", FULL, str(tmp_path), sid], capture_output=True, text=True, timeout=60

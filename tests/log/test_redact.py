@@ -255,7 +255,7 @@ def test_blobs_reach_the_log_byte_for_byte(tmp_path: Path) -> None:
     rng = random.Random(5)
     blobs = [ENCODINGS[name](rng.randbytes(16384)) for name in sorted(ENCODINGS) for _ in range(20)]
     with Store(tmp_path, fsync=False).create() as log:
-        event = log.append("llm.resp", {"reasoning_details": blobs, "summary": "done"})
+        event = log.append_raw("llm.resp", {"reasoning_details": blobs, "summary": "done"})
         (read,) = list(log.read())
     assert read == event
     assert read.data["reasoning_details"] == blobs

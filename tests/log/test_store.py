@@ -26,7 +26,7 @@ def store(tmp_path: Path) -> Store:
 
 
 def _fill(log: SessionLog, n: int) -> list[Event]:
-    return [log.append("note", {"text": f"event {i} " + "x" * (i % 7) * 50, "i": i}) for i in range(n)]
+    return [log.append_raw("note", {"text": f"event {i} " + "x" * (i % 7) * 50, "i": i}) for i in range(n)]
 
 
 def _lines(log_path: Path) -> list[bytes]:
@@ -61,7 +61,7 @@ def test_append_assigns_seq_time_and_writes_one_line_per_event(store: Store) -> 
 def test_append_returns_the_event_as_read_back(store: Store) -> None:
     with store.create() as log:
         data = {"tuple": (1, 2), "nested": {"u": "é\u2028\x00"}, "n": None, "f": 1.5}
-        returned = log.append("note", data, ctx="sub-1")
+        returned = log.append_raw("note", data, ctx="sub-1")
         sid = log.id
     with store.open(sid) as reader:
         (read,) = list(reader.read())
@@ -107,7 +107,7 @@ def test_reader_sees_the_writers_new_events(store: Store) -> None:
         _fill(log, 3)
         with store.open(log.id) as reader:
             assert reader.last_seq == 3
-            log.append("note", {"text": "more"})
+            log.append_raw("note", {"text": "more"})
             assert reader.last_seq == 4
             assert [e.seq for e in reader.read(3)] == [3, 4]
 
@@ -137,19 +137,19 @@ def test_bad_appends_are_refused_and_write_nothing(
     store: Store, kind: str, ctx: str, data: object, message: str
 ) -> None:
     with store.create() as log:
-        log.append("note", {"text": "before"})
+        log.append_raw("note", {"text": "before"})
         size = (log.path / "log.jsonl").stat().st_size
         with pytest.raises(CanonicalError, match=message):
-            log.append(kind, data, ctx=ctx)  # type: ignore[arg-type]
+            log.append_raw(kind, data, ctx=ctx)  # type: ignore[arg-type]
         assert (log.path / "log.jsonl").stat().st_size == size
-        assert log.append("note", {"text": "after"}).seq == 2
+        assert log.append_raw("note", {"text": "after"}).seq == 2
 
 
 def test_a_reader_cannot_append(store: Store) -> None:
     with store.create() as log:
         sid = log.id
     with store.open(sid) as reader, pytest.raises(NodwynError, match="not open for writing"):
-        reader.append("note", {})
+        reader.append_raw("note", {})
 
 
 def test_append_redacts_and_records_the_report(store: Store) -> None:
@@ -157,8 +157,8 @@ def test_append_redacts_and_records_the_report(store: Store) -> None:
     rng = random.Random(7)
     blob = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(64))
     with store.create() as log:
-        event = log.append("note", {"text": f"key {key} blob {blob}", "plain": "hello"})
-        plain = log.append("note", {"text": "nothing to see"})
+        event = log.append_raw("note", {"text": f"key {key} blob {blob}", "plain": "hello"})
+        plain = log.append_raw("note", {"text": "nothing to see"})
         raw = (log.path / "log.jsonl").read_bytes()
     assert key.encode() not in raw
     assert event.data["text"] == f"key [redacted:openai-key] blob {blob}"
@@ -206,7 +206,7 @@ def test_torn_tail_is_not_an_event_for_readers_and_is_cut_by_the_next_writer(sto
         assert writer.repaired.seq == 6
         assert writer.repaired.kind == "log.repaired"
         assert writer.repaired.data == {"truncated_bytes": len(torn), "offset": whole}
-        assert writer.append("note", {"text": "next"}).seq == 7
+        assert writer.append_raw("note", {"text": "next"}).seq == 7
     with store.open(sid) as reader:
         assert [e.kind for e in reader.read(5)] == ["note", "log.repaired", "note"]
         assert reader.torn_bytes == 0
@@ -335,7 +335,7 @@ def test_a_bad_index_is_rebuilt_from_the_log(store: Store, damage: str) -> None:
     with store.open(sid, write=True) as writer:
         assert writer.repaired is None
         assert list(writer.read(12, 13)) == written[11:13]
-        writer.append("note", {"text": "after"})
+        writer.append_raw("note", {"text": "after"})
     assert _index_entries(path)[:30] == [
         int.from_bytes(good[i : i + 8], "little") for i in range(HEADER, len(good), 8)
     ]
@@ -397,9 +397,9 @@ def test_a_reader_follows_an_index_the_writer_rewrote(store: Store) -> None:
 def test_reads_cross_index_batches_and_huge_lines(tmp_path: Path) -> None:
     store = Store(tmp_path, fsync=False)
     with store.create() as log:
-        written = [log.append("note", {"i": i}) for i in range(5000)]
-        written.append(log.append("tool.result", {"text": "h" * (5 << 20)}))  # one line over 4 MB
-        written += [log.append("note", {"i": i}) for i in range(3)]
+        written = [log.append_raw("note", {"i": i}) for i in range(5000)]
+        written.append(log.append_raw("tool.result", {"text": "h" * (5 << 20)}))  # one line over 4 MB
+        written += [log.append_raw("note", {"i": i}) for i in range(3)]
         sid = log.id
     with store.open(sid) as reader:
         assert list(reader.read()) == written
@@ -409,7 +409,7 @@ def test_reads_cross_index_batches_and_huge_lines(tmp_path: Path) -> None:
 
 def test_a_log_dropped_without_close_leaks_no_descriptor(store: Store) -> None:
     with store.create() as log:
-        log.append("note", {})
+        log.append_raw("note", {})
         sid = log.id
     before = len(os.listdir("/proc/self/fd"))
     for _ in range(300):
@@ -439,7 +439,7 @@ def test_sessions_started_in_one_second_list_in_start_order(store: Store) -> Non
     made = []
     for i in range(8):
         with store.create(now=second) as log:
-            log.append("note", {"i": i})
+            log.append_raw("note", {"i": i})
             made.append(log.id)
     with store.create(now=second) as unstarted:
         pass

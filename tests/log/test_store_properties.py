@@ -33,7 +33,7 @@ def test_read_returns_what_append_returned(
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp), fsync=False)
         with store.create() as log:
-            appended = [log.append("note", p, ctx="c.1") for p in payloads]
+            appended = [log.append_raw("note", p, ctx="c.1") for p in payloads]
             sid, path = log.id, log.path
         first, last = bounds
         with store.open(sid) as reader:

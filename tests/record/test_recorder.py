@@ -14,8 +14,9 @@ from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.values.canonical import digest
 from nodwyn.values.codec import origin_from_json, request_to_json
 from nodwyn.values.content import Origin
-from nodwyn.values.events import LlmReq, ReqStart
+from nodwyn.values.events import LlmReq, LlmResp, ReqStart, UserMsg
 from nodwyn.values.recipe import Recipe, WindowLimits
+from nodwyn.values.request import Response
 from nodwyn.window import TurnOptions
 
 LIMITS = WindowLimits(high_water=900, low_water=450, max_result_tokens=80, output_reserve=200, ceiling=1400)
@@ -28,7 +29,7 @@ def test_a_request_records_digest_start_model_and_cache_ask_and_is_fed_back(tmp_
     with start_session(store, RECIPE, "entry", "/ws") as log:
         rec = Recorder(log)
         rec.feed(log.read())
-        rec.append("user.msg", {"text": "hello"})
+        rec.append(UserMsg(text="hello"))
         build, req = rec.request(
             "main", ORIGIN, turn=TurnOptions(no_tools=True), model="entry", cache_ask="none"
         )
@@ -38,8 +39,8 @@ def test_a_request_records_digest_start_model_and_cache_ask_and_is_fed_back(tmp_
         assert req.data["start"] == {"seq": 1, "keep": []} and req.data["cache_ask"] == "none"
         written = replace(build.record, model="entry", start=ReqStart(seq=1, keep=()), cache_ask="none")
         assert LlmReq.from_data(req.data) == written and req.data == written.to_data()
-        rec.append("llm.resp", {"req": req.seq, "response": {"text": "hi"}})
-        rec.append("user.msg", {"text": "again"})
+        rec.append(LlmResp(req=req.seq, response=Response(text="hi")))
+        rec.append(UserMsg(text="again"))
         later, _ = rec.request("main", ORIGIN)  # the window saw the request, its reply and the message
         assert len(later.request.messages) == 3
         assert replay_request(log, req.seq).digest == req.data["digest"]
@@ -51,7 +52,7 @@ def test_the_model_name_defaults_to_the_origins_model(tmp_path: Path) -> None:
     with start_session(Store(tmp_path, fsync=False), RECIPE, "entry") as log:
         rec = Recorder(log)
         rec.feed(log.read())
-        rec.append("user.msg", {"text": "hello"})
+        rec.append(UserMsg(text="hello"))
         _, req = rec.request("main", ORIGIN)
         assert req.data["model"] == "m-1" and "cache_ask" not in req.data
 
@@ -61,15 +62,15 @@ def test_a_resumed_recorder_continues_from_the_recorded_start_point(tmp_path: Pa
     with start_session(store, RECIPE, "entry") as log:
         rec = Recorder(log)
         rec.feed(log.read())
-        rec.append("user.msg", {"text": "one"})
+        rec.append(UserMsg(text="one"))
         _, first = rec.request("main", ORIGIN)
-        rec.append("llm.resp", {"req": first.seq, "response": {"text": "ok"}})
+        rec.append(LlmResp(req=first.seq, response=Response(text="ok")))
         sid = log.id
     with resume_session(store, sid, RECIPE, "entry") as log:
         rec = Recorder(log)
         start, events = resumed_events(log)
         rec.feed(events)
-        rec.append("user.msg", {"text": "two"})
+        rec.append(UserMsg(text="two"))
         build, req = rec.request("main", ORIGIN)
         assert start == 1 and len(build.request.messages) == 3
         assert replay_request(log, req.seq).digest == req.data["digest"]
@@ -80,15 +81,15 @@ def test_a_request_past_the_models_context_is_refused_and_nothing_is_recorded(tm
     with start_session(Store(tmp_path, fsync=False), RECIPE, "entry") as log:
         rec = Recorder(log)
         rec.feed(log.read())
-        rec.append("user.msg", {"text": "x" * 3000})  # about 1,000 tokens
+        rec.append(UserMsg(text="x" * 3000))  # about 1,000 tokens
         build, _ = rec.request("main", ORIGIN, context=4096)
         need = build.record.estimate + 200
         last = log.last_seq
         with pytest.raises(TooLargeError, match=f"more than its {need - 1:,}-token context"):
             rec.request("main", ORIGIN, context=need - 1)
         assert log.last_seq == last  # no llm.req for the refused request
-        rec.append("llm.resp", {"req": last, "response": {"text": "ok"}})
-        rec.append("user.msg", {"text": "short"})
+        rec.append(LlmResp.from_data({"req": last, "response": {"text": "ok"}}))
+        rec.append(UserMsg(text="short"))
         rec.request("main", ORIGIN, context=need + 100)  # the window goes on as if nothing was built
     with Store(tmp_path, fsync=False).open(log.id) as reader:
         assert all(v.error is None for v in verify_all(reader))

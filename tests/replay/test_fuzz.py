@@ -36,6 +36,7 @@ from nodwyn.replay.tolerant import tolerant_events
 from nodwyn.replay.transcript import transcript
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
+from nodwyn.values.events import CtxOpen, GatePlan, ResultFold
 from nodwyn.window import TurnOptions
 
 from .invoke import run
@@ -64,13 +65,13 @@ def _sessions(store: Store) -> list[SessionBuilder]:
     )
     p = c.request(turn=TurnOptions(no_tools=True), withheld={"sha256:" + "ab" * 32: "no images"})
     c.reply(p, "plan: read", thinking="think")
-    c.add("gate.plan", {"text": "1. read"})
+    c.add(GatePlan(text="1. read"))
     q = c.request()
     blk = ThinkingBlock(type="thinking", origin=ORIGIN, data="sig", text="t", position=0)
     _, calls = c.reply(q, calls=[("fs-read", '{"path":"f"}')], blocks=[blk])
     r = c.result(calls[0], "file body " * 10)
-    c.add("result.fold", {"target": r.seq, "text": "[folded]"})
-    c.add("ctx.open", {"id": "n1", "kind": "narrow", "lasting": True, "system": "Go on."})
+    c.add(ResultFold(target=r.seq, text="[folded]"))
+    c.add(CtxOpen(id="n1", kind="narrow", lasting=True, system="Go on."))
     c.turn("after compaction", [[("shell", '{"cmd":"t"}', "t")]], "fine", ctx="n1")
     c.close()
     return [a, b, c]

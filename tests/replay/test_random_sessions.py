@@ -22,6 +22,7 @@ from nodwyn.log import Store
 from nodwyn.replay.summaries import add_summary, revoke_summary
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
+from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ResultFold
 from nodwyn.values.recipe import KNOWN_VERSIONS
 from nodwyn.window import TurnOptions
 
@@ -62,11 +63,11 @@ def _script(store: Store, rng: random.Random) -> SessionBuilder:
             s.resume(_recipe(rng))  # type: ignore[arg-type]
             continue
         if op < 0.2 and results:
-            s.add("result.fold", {"target": rng.choice(results), "text": f"[folded at step {step}]"}, ctx)
+            s.add(ResultFold(target=rng.choice(results), text=f"[folded at step {step}]"), ctx)
         if op < 0.26:
-            s.add("gate.plan", {"text": f"plan {step}:\n1. look\n2. fix"}, ctx)
+            s.add(GatePlan(text=f"plan {step}:\n1. look\n2. fix"), ctx)
         if op > 0.93 and not compacted and ctx == "main":
-            s.add("ctx.open", {"id": "compact", "kind": "narrow", "lasting": True, "system": "Go on."})
+            s.add(CtxOpen(id="compact", kind="narrow", lasting=True, system="Go on."))
             ctx, compacted = "compact", True
             results = []
         images = None
@@ -102,10 +103,10 @@ def _script(store: Store, rng: random.Random) -> SessionBuilder:
             )
             if rng.random() < 0.1:
                 sub = f"sub{len(s.sent)}"
-                s.add("ctx.open", {"id": sub, "kind": "sub", "parent_call": calls[0].id}, ctx)
+                s.add(CtxOpen(id=sub, kind="sub", parent_call=calls[0].id), ctx)
                 s.user("sub task", sub)
                 s.reply(s.request(sub), "sub done")
-                s.add("ctx.close", {"id": sub}, ctx)
+                s.add(CtxClose(id=sub), ctx)
             for call in calls:
                 body = "".join(
                     f"line {i} " + "x" * rng.randint(0, 60) + "\n" for i in range(rng.randint(1, 80))

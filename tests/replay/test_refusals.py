@@ -20,6 +20,7 @@ from nodwyn.errors import (
 from nodwyn.log import Store
 from nodwyn.replay.exact import Verdict, offset_of, replay_request, verify_all
 from nodwyn.testing import SessionBuilder, recipe
+from nodwyn.values.events import CtxOpen
 
 from .invoke import run as nodwyn
 from .logfile import Line, log_path, read_lines, rewrite, seq_of, write_raw
@@ -240,7 +241,7 @@ def test_replay_reads_only_from_the_start_point(store: Store) -> None:
     s = SessionBuilder(store=store, recipe=recipe())
     for i in range(3):
         s.turn(f"early {i}", [[("shell", f'{{"cmd":"e{i}"}}', f"early output {i}")]])
-    s.add("ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Continue."})
+    s.add(CtxOpen(id="c1", kind="narrow", lasting=True, system="Continue."))
     s.user("handover", ctx="c1")
     s.turn("late", [[("shell", '{"cmd":"late"}', "late output")]], ctx="c1")
     s.close()

@@ -17,7 +17,7 @@ from nodwyn.replay.exact import replay_request
 from nodwyn.replay.summaries import add_summary, revoke_summary
 from nodwyn.testing import ORIGIN, TOOLS, SessionBuilder, recipe
 from nodwyn.values.content import AssistantMessage, ThinkingBlock, ToolMessage
-from nodwyn.values.events import WithheldImage
+from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ResultFold, WithheldImage
 from nodwyn.values.request import ToolSpec
 from nodwyn.window import TurnOptions
 
@@ -152,7 +152,7 @@ def test_folds(session: Make) -> None:
     _, calls = s.reply(req, calls=[("fs-read", '{"path":"big.txt"}')])
     res = s.result(calls[0], "the whole stale content " * 20)
     s.request()
-    s.add("result.fold", {"target": res.seq, "text": "[folded: big.txt was read; stale]"})
+    s.add(ResultFold(target=res.seq, text="[folded: big.txt was read; stale]"))
     last = s.request()
     assert b"stale content" not in s.sent[last.seq] and b"[folded: big.txt" in s.sent[last.seq]
 
@@ -199,14 +199,14 @@ def test_turn_options_and_contexts(session: Make) -> None:
     s.user("plan first")
     plan = s.request(turn=TurnOptions(no_tools=True))
     s.reply(plan, "1. read 2. fix")
-    s.add("gate.plan", {"text": "1. read\n2. fix"})
+    s.add(GatePlan(text="1. read\n2. fix"))
     req = s.request(turn=TurnOptions(offered_tools=("fs-read",)))
     _, calls = s.reply(req, calls=[("shell", '{"cmd":"agent"}')])
-    s.add("ctx.open", {"id": "sub1", "kind": "sub", "offered_tools": ["fs-read"], "parent_call": calls[0].id})
+    s.add(CtxOpen(id="sub1", kind="sub", offered_tools=("fs-read",), parent_call=calls[0].id))
     s.user("sub task", ctx="sub1")
     sub = s.request(ctx="sub1")
     s.reply(sub, "sub answer")
-    s.add("ctx.close", {"id": "sub1"}, ctx="main")
+    s.add(CtxClose(id="sub1"), ctx="main")
     s.result(calls[0], "sub answer")
     head = s.request(turn=TurnOptions(headroom=True))
     assert s.builds[plan.seq].record.no_tools is not None and _json(s.sent[plan.seq])["tools"] == []
@@ -219,9 +219,7 @@ def test_compaction_moves_the_start(session: Make, store: Store) -> None:
     s = session()
     for i in range(3):
         s.turn(f"early {i}", [[("shell", f'{{"cmd":"e{i}"}}', f"early output {i}")]])
-    s.add(
-        "ctx.open", {"id": "c1", "kind": "narrow", "lasting": True, "system": "Continue from the handover."}
-    )
+    s.add(CtxOpen(id="c1", kind="narrow", lasting=True, system="Continue from the handover."))
     s.user("handover: early work done", ctx="c1")
     s.turn("late task", [[("shell", '{"cmd":"late"}', "late output")]], ctx="c1")
     last = max(s.sent)

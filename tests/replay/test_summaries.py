@@ -11,7 +11,7 @@ from nodwyn.errors import ConfigError, LockedError, NotFoundError
 from nodwyn.log import Store
 from nodwyn.replay.summaries import add_summary, check_span, list_summaries, revoke_summary, summaries
 from nodwyn.testing import SessionBuilder, recipe
-from nodwyn.values.events import Event
+from nodwyn.values.events import CtxClose, CtxOpen, Event
 from nodwyn.window import source_digest
 
 from .invoke import run
@@ -97,11 +97,11 @@ def test_span_must_stay_in_one_context(session: Make, store: Store) -> None:
     s.user("delegate")
     req = s.request()
     _, calls = s.reply(req, calls=[("shell", '{"cmd":"agent"}')])
-    s.add("ctx.open", {"id": "sub1", "kind": "sub", "parent_call": calls[0].id})
+    s.add(CtxOpen(id="sub1", kind="sub", parent_call=calls[0].id))
     s.user("sub task", ctx="sub1")
     sub = s.request(ctx="sub1")
     s.reply(sub, "sub answer")
-    s.add("ctx.close", {"id": "sub1"})
+    s.add(CtxClose(id="sub1"))
     s.result(calls[0], "sub answer")
     s.reply(s.request(), "delegated")
     s.turn("next", [], "ok")

@@ -11,7 +11,7 @@ from nodwyn.log import Store
 from nodwyn.replay.transcript import render_event, transcript
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
-from nodwyn.values.events import IMPORT_VIEW, LLM_SEEN, Event
+from nodwyn.values.events import IMPORT_VIEW, LLM_SEEN, Event, GatePlan, ResultFold
 from nodwyn.values.recipe import DEFAULT_VERSION
 
 from .invoke import run
@@ -35,8 +35,8 @@ def test_a_session_reads_as_a_conversation(
         blocks=[block],
     )
     res = s.result(calls[0], "def parse():\n    pass\n", rng={"start": 1, "end": 2, "total": 2})
-    s.add("gate.plan", {"text": "1. read\n2. fix"})
-    s.add("result.fold", {"target": res.seq, "text": "[parse.py read]"})
+    s.add(GatePlan(text="1. read\n2. fix"))
+    s.add(ResultFold(target=res.seq, text="[parse.py read]"))
     s.reply(s.request(), "Fixed.")
     s.close()
     code, out, err = run(store, capfd, "replay", s.id)

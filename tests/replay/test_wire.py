@@ -11,7 +11,7 @@ from nodwyn.replay.exact import replay_request
 from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.http import HttpBackend
-from nodwyn.values import codec
+from nodwyn.values.events import LlmResp, ToolResult
 from nodwyn.values.model import ModelSettings
 
 
@@ -38,11 +38,10 @@ def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
             while True:
                 req = s.request(origin=settings.origin)
                 response = backend.send(s.builds[req.seq].request, settings, session_key=key)
-                s.add("llm.resp", {"req": req.seq, "response": codec.response_to_json(response)})
+                s.add(LlmResp(req=req.seq, response=response))
                 for call in response.calls:
                     s.add(
-                        "tool.result",
-                        {"call_id": call.id, "name": call.name, "text": results[call.id], "error": False},
+                        ToolResult(call_id=call.id, name=call.name, text=results[call.id], error=False),
                     )
                 if not response.calls:
                     break
@@ -53,7 +52,7 @@ def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
     with store.open(s.id) as log:
         for seq, raw in zip(sorted(s.sent), received, strict=True):
             replayed = replay_request(log, seq)
-            wire = dialect.encode(replayed.request, settings, session_key=key, stream=True, images={})
+            wire = dialect.encode(replayed.request, session_key=key, stream=True, images={})
             assert wire.body_bytes() == raw, (
                 f"request seq {seq}: the replayed request encodes to another body"
             )

@@ -15,6 +15,7 @@ import pytest
 from nodwyn.errors import ConfigError, CorruptLogError, ProviderError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
+from nodwyn.values.events import Note
 
 pytestmark = pytest.mark.attack("CLI inputs")
 
@@ -79,7 +80,7 @@ def test_the_transcript_of_a_log_with_a_seq_gap_warns_and_fails(tmp_path: Path) 
     store = Store(tmp_path / "home")
     log = store.create()
     for n in range(5):
-        log.append("note", {"text": f"note {n}"})
+        log.append(Note(text=f"note {n}"))
     log.close()
     path = store.sessions / log.id / "log.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)

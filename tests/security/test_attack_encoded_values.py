@@ -26,6 +26,7 @@ from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.log.redact import Known, redact
 from nodwyn.transport.credentials import write_keychain
+from nodwyn.values.events import ToolResult
 
 pytestmark = pytest.mark.attack("redaction shapes")
 
@@ -113,9 +114,7 @@ def test_encoded_form_is_redacted(form: str, value: str) -> None:
 )
 def test_encoded_form_never_reaches_the_log_file(tmp_path: Path, form: str) -> None:
     with Store(tmp_path, fsync=False, known=KNOWN).create() as log:
-        log.append(
-            "tool.result", {"call_id": "c1", "name": "fs-read", "text": FORMS[form](VALUE), "error": False}
-        )
+        log.append(ToolResult(call_id="c1", name="fs-read", text=FORMS[form](VALUE), error=False))
         raw = (log.path / "log.jsonl").read_text()
     assert FORMS[form](VALUE) not in raw
     assert FORMS[form](VALUE).replace("\n", "\\n") not in raw

@@ -21,6 +21,7 @@ from nodwyn.errors import CorruptLogError, LockedError
 from nodwyn.log import SessionLog, Store
 from nodwyn.replay.exact import verify_all
 from nodwyn.testing import SessionBuilder, recipe
+from nodwyn.values.events import UserMsg
 
 pytestmark = pytest.mark.attack("log integrity")
 
@@ -92,11 +93,11 @@ def test_log_replaced_under_the_writer_stops_its_appends(tmp_path: Path) -> None
     _swap_for_copy(target)
     before = target.read_bytes()
     with pytest.raises(CorruptLogError, match="replaced or removed while this writer held it"):
-        log.append("user.msg", {"text": "lost"})
+        log.append(UserMsg(text="lost"))
     assert target.read_bytes() == before
     b.close()
     with store.open(log.id, write=True) as resumed:  # a new writer goes on from the file there now
-        resumed.append("user.msg", {"text": "after"})
+        resumed.append(UserMsg(text="after"))
     with store.open(log.id) as again:
         assert [e.seq for e in again.read()] == [1, 2, 3]
 

@@ -155,7 +155,7 @@ def test_the_corpus_has_the_issues_52_shapes_and_more() -> None:
 )
 def test_nothing_of_the_secret_reaches_the_log_file(tmp_path: Path, text: str, secret: str) -> None:
     with Store(tmp_path, fsync=False).create() as log:
-        log.append("tool.result", {"text": text.format(secret), "nested": [{"k": text.format(secret)}]})
+        log.append_raw("tool.result", {"text": text.format(secret), "nested": [{"k": text.format(secret)}]})
         folder = log.path
     raw = b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
     assert secret.encode() not in raw

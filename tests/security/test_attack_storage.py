@@ -25,6 +25,7 @@ from nodwyn.errors import StorageError
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.exact import verify_all
+from nodwyn.values.events import Note
 
 pytestmark = pytest.mark.attack("storage")
 
@@ -193,7 +194,7 @@ def test_sessions_are_created_0700_and_0600(tmp_path: Path) -> None:
     try:
         store = Store(tmp_path / "home")
         log = store.create()
-        log.append("note", {"text": "x"})
+        log.append(Note(text="x"))
         digest = log.attachments.put(b"image bytes")
         log.close()
     finally:

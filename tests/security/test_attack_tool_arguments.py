@@ -91,7 +91,7 @@ def test_a_resume_that_cannot_rebuild_the_session_records_nothing(
         store = Store(tmp_path / "home")
         sid = store.resolve("latest")
         with store.open(sid, write=True) as log:  # a tool.result the codec refuses: no rebuild
-            log.append("tool.result", {"name": "fs-read"})
+            log.append_raw("tool.result", {"name": "fs-read"})
         before = _events(tmp_path / "home")
         for _ in range(3):
             failed = _nodwyn(env, ws, "resume", "latest", "--yes", "again")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from nodwyn.testing import SessionBuilder
 from nodwyn.testing.session import recipe
 from nodwyn.values import codec
+from nodwyn.values.events import LlmResp
 from nodwyn.values.model import Prices
 
 from .conftest import totals_of
@@ -18,7 +19,7 @@ def _session(prices: tuple[tuple[str, Prices], ...] | None) -> SessionBuilder:
     s.user("Fix the parser.")
     req = s.request()
     usage = {"prompt_tokens": 1000, "cached_tokens": 400, "output_tokens": 100}
-    s.add("llm.resp", {"req": req.seq, "response": {"text": "Done.", "usage": usage}})
+    s.add(LlmResp.from_data({"req": req.seq, "response": {"text": "Done.", "usage": usage}}))
     s.user("And the tests?")
     s.request()
     return s

@@ -12,7 +12,7 @@ from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
-from nodwyn.values.events import Event
+from nodwyn.values.events import Event, Payload, ToolResult
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Request, Response, ToolSpec
@@ -113,8 +113,8 @@ class Run:
         self.results: list[int] = []  # seq of each tool result
         self.session.user("Fix the bug.")
 
-    def append(self, kind: str, data: dict[str, Any]) -> Event:
-        return self.session.add(kind, data)
+    def append(self, payload: Payload) -> Event:
+        return self.session.add(payload)
 
     def ask(
         self, settings: ModelSettings, result: str = "contents", session_key: str | None = None
@@ -123,6 +123,6 @@ class Run:
         self.builds.append(self.session.builds[req.seq])
         self.replies.append(r)
         for c in r.calls:
-            data = {"call_id": c.id, "name": c.name, "text": f"{result} of {c.arguments}", "error": False}
-            self.results.append(self.append("tool.result", data).seq)
+            answer = ToolResult(call_id=c.id, name=c.name, text=f"{result} of {c.arguments}", error=False)
+            self.results.append(self.append(answer).seq)
         return r

@@ -22,6 +22,7 @@ from nodwyn.fakes import FakeServer
 from nodwyn.fakes.base import ReceivedRequest
 from nodwyn.log import Store
 from nodwyn.values.content import AssistantMessage
+from nodwyn.values.events import ModelSwitch, ResultFold, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import Build
@@ -87,9 +88,9 @@ def test_three_tool_rounds_and_a_second_turn_carry_each_reply_array_byte_for_byt
         a = model(fake.url)
         for _ in range(4):  # three tool rounds and the answer
             run.ask(a)
-        run.append("user.msg", {"text": "And the tests?"})
+        run.append(UserMsg(text="And the tests?"))
         run.ask(a)  # the second turn
-        run.append("user.msg", {"text": "Thanks."})
+        run.append(UserMsg(text="Thanks."))
         run.ask(a)
         got = fake.requests
     assert not fake.remaining and len(got) == 6
@@ -163,7 +164,7 @@ def test_a_fold_drops_the_details_of_replies_made_before_it_and_keeps_later_ones
         a = model(fake.url)
         run.ask(a)
         run.ask(a)
-        run.append("result.fold", {"target": run.results[0], "text": "[folded: f0.py was read]"})
+        run.append(ResultFold(target=run.results[0], text="[folded: f0.py was read]"))
         run.ask(a)
         run.ask(a)
         got = fake.requests
@@ -188,9 +189,9 @@ def test_a_model_switch_sends_none_and_switching_back_sends_them_where_they_were
         a, b = model(fa.url), model(fb.url, "model-b")
         run.ask(a)
         run.ask(a)
-        run.append("model.switch", {"model": b.name})
+        run.append(ModelSwitch(model=b.name))
         run.ask(b)
-        run.append("model.switch", {"model": a.name})
+        run.append(ModelSwitch(model=a.name))
         run.ask(a)
         got_a, (got_b,) = fa.requests, fb.requests
     for build, r in zip(run.builds, [*got_a[:2], got_b, got_a[2]], strict=True):

@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 
 from nodwyn import testing
 from nodwyn.testing import MemoryLog, SessionBuilder
-from nodwyn.values import codec
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
-from nodwyn.values.events import Event, LlmReq
+from nodwyn.values.events import Event, LlmReq, ModelSwitch
 from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe, WindowLimits
 from nodwyn.values.request import ToolSpec, Usage
 from nodwyn.window import (
@@ -281,12 +280,14 @@ class Driver:
 
     def switch(self, rnd: random.Random) -> None:
         self.origin = ORIGIN_B if self.origin == ORIGIN_A else ORIGIN_A
-        data: dict[str, Any] = {"model": self.origin.model}
+        switch = ModelSwitch(model=self.origin.model)
         if rnd.random() < 0.5:  # a switch to another context records the window resized (ADR 0300)
             self.small = not self.small
             limits, size = (SMALL, 2400) if self.small else (LIMITS, 4096)
-            data["recipe"] = codec.recipe_to_json(recipe(self.sim.version, limits=limits, context_size=size))
-        self.sim.add("model.switch", data, self.ctx.id)
+            switch = ModelSwitch(
+                model=self.origin.model, recipe=recipe(self.sim.version, limits=limits, context_size=size)
+            )
+        self.sim.add(switch, self.ctx.id)
 
     def narrow(self, rnd: random.Random) -> None:
         if len(self.stack) > 3:

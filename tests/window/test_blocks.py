@@ -4,6 +4,7 @@ after a fold or an elision of an earlier entry."""
 from __future__ import annotations
 
 from nodwyn.values.content import AssistantMessage
+from nodwyn.values.events import ModelSwitch
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import build_window
 
@@ -53,13 +54,13 @@ def test_blocks_go_only_to_their_origin_and_come_back_after_a_switch_and_back() 
     batch(sim, [("a", "1")], thinking="t", blocks=(DETAILS,))
     b_a = sim.request(origin=ORIGIN_A)
     sim.reply(text="ok")
-    sim.add("model.switch", {"model": ORIGIN_B.model})
+    sim.add(ModelSwitch(model=ORIGIN_B.model))
     b_b = sim.request(origin=ORIGIN_B)
     reply_b = _reply(b_b.request.messages)
     assert reply_b.blocks == () and reply_b.thinking == "t"  # the thinking as before
     assert "origin" in b_b.record.moved
     sim.reply(text="ok")
-    sim.add("model.switch", {"model": ORIGIN_A.model})
+    sim.add(ModelSwitch(model=ORIGIN_A.model))
     b_a2 = sim.request(origin=ORIGIN_A)
     assert _reply(b_a2.request.messages).blocks == (DETAILS,)  # where they were
     assert _reply(b_a2.request.messages) == _reply(b_a.request.messages)

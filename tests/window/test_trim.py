@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nodwyn.values.codec import message_to_json
 from nodwyn.values.content import AssistantMessage, ToolMessage, UserMessage
+from nodwyn.values.events import LlmReq
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import build_window
 
@@ -135,7 +136,9 @@ def test_the_sticky_set_is_derived_from_the_log_not_from_memory() -> None:
     _, reply, (result,) = batch(sim, [("c", "an old result")])
     # an llm.req an earlier process wrote: its elided set is sticky for every later window
     origin = {"model": "model-a", "server": "alpha"}
-    sim.add("llm.req", {"model": "m", "origin": origin, "elided": [result], "estimate": 0, "trim": True})
+    sim.add(
+        LlmReq.from_data({"model": "m", "origin": origin, "elided": [result], "estimate": 0, "trim": True})
+    )
     sim.reply(text="ok")
     fresh = build_window(sim.events, origin=ORIGIN_A)
     k = fresh.seqs.index(result)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
+from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
 from nodwyn.log.attachments import Attachments
 from nodwyn.values.events import ImageRef
@@ -69,22 +69,18 @@ def read_image(path: Path) -> tuple[bytes, str, int, int]:
     return data, media_type, width, height
 
 
-def image_ref(attachments: Attachments, path: Path, host: str) -> dict[str, Any]:
+def image_ref(attachments: Attachments, path: Path, host: str) -> ImageRef:
+    """The image at ``path``, put in ``attachments``, confirmed for ``host``."""
     data, media_type, width, height = read_image(path)
     digest = attachments.put(data)
-    return {
-        "digest": digest,
-        "media_type": media_type,
-        "width": width,
-        "height": height,
-        "name": path.name,
-        "host": host,
-    }
+    return ImageRef(
+        digest=digest, media_type=media_type, width=width, height=height, name=path.name, host=host
+    )
 
 
 def model_host(settings: ModelSettings) -> str:
     """The host an attachment confirmed for this model goes to ("local" for the in-process model)."""
-    if settings.api == "local":
+    if api_profile(settings).in_process:
         return "local"
     if settings.server:
         return settings.server

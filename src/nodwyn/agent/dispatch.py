@@ -5,11 +5,11 @@ the log, and the ``tool.result`` a call's outcome is logged as. The calls themse
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Outcome, ToolContext
 from nodwyn.agent.tools.procs import ProcessGroups
+from nodwyn.agent.tools.view import ViewCache
 from nodwyn.errors import ToolError
 from nodwyn.log import SessionLog
 from nodwyn.log.redact import NO_KNOWN, Known
@@ -18,6 +18,7 @@ from nodwyn.values.events import (
     LLM_RESP,
     TOOL_RESULT,
     GatePlan,
+    LineRange,
     LlmReq,
     LlmResp,
     Note,
@@ -49,6 +50,7 @@ def tool_context(
         processes=ProcessGroups(),
         known=known,
         protected=settings.protected,
+        views=ViewCache(),
         sandbox=settings.sandbox,
     )
 
@@ -97,16 +99,14 @@ def _unit(log: SessionLog, seq: int, ctx: str, reply: LlmResp) -> str:
     return "\n".join(lines)
 
 
-def result_data(call: ToolCall, outcome: Outcome) -> dict[str, Any]:
-    """The ``tool.result`` payload of ``call``'s outcome."""
-    data: dict[str, Any] = {
-        "call_id": call.id,
-        "name": call.name,
-        "text": outcome.text,
-        "error": outcome.error,
-    }
-    if outcome.range is not None:
-        data["range"] = dict(outcome.range)
-    if outcome.sandbox is not None:
-        data["sandbox"] = outcome.sandbox
-    return data
+def result_payload(call: ToolCall, outcome: Outcome) -> ToolResult:
+    """The ``tool.result`` of ``call``'s outcome."""
+    rng = None if outcome.range is None else LineRange(**outcome.range)
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        text=outcome.text,
+        error=outcome.error,
+        range=rng,
+        sandbox=outcome.sandbox,
+    )

@@ -12,11 +12,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from nodwyn.agent import ends, reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, withheld
-from nodwyn.agent.dispatch import recall_text, result_data, tool_context
+from nodwyn.agent.dispatch import recall_text, result_payload, tool_context
 from nodwyn.agent.fits import check_task
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
@@ -28,9 +27,8 @@ from nodwyn.log import SessionLog
 from nodwyn.log.redact import redact_error
 from nodwyn.record import Recorder
 from nodwyn.transport.backend import Backend
-from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import ToolCall, mint_call_ids
-from nodwyn.values.events import GATE_PLAN, LLM_RESP, NOTE, TOOL_RESULT, USER_MSG, Event
+from nodwyn.values.events import Event, GatePlan, LlmResp, Note, Payload, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
@@ -69,8 +67,8 @@ class Agent:
     def model(self) -> ModelSettings:
         return self.settings.models[self.state.model]
 
-    def append(self, kind: str, data: dict[str, Any], ctx: str | None = None) -> Event:
-        event = self.recorder.append(kind, data, ctx or self.state.ctx)
+    def append(self, payload: Payload, ctx: str | None = None) -> Event:
+        event = self.recorder.append(payload, ctx or self.state.ctx)
         self.state.follow(event)
         return event
 
@@ -85,7 +83,7 @@ class Agent:
                 ctx, origin, turn=turn, withheld=reasons, model=settings.name, cache_ask=ask, context=size
             )
         except TooLargeError as exc:
-            self.append(NOTE, {"text": f"request refused before sending: {exc}"}, ctx=ctx)
+            self.append(Note(text=f"request refused before sending: {exc}"), ctx=ctx)
             raise
         self.last_build = build
         self.state.follow(req)
@@ -104,14 +102,14 @@ class Agent:
             )
         except (ProviderError, OriginError, ConfigError, EncodeError) as exc:
             redact_error(exc, self.log.known)  # it may echo the key: shown and logged only redacted
-            self.append(NOTE, {"text": f"request seq {req.seq} failed: {exc}"}, ctx=ctx)
+            self.append(Note(text=f"request seq {req.seq} failed: {exc}"), ctx=ctx)
             raise
         if not all(c.id for c in response.calls):  # ids the server did not give, minted from the log
             response = dataclasses.replace(response, calls=mint_call_ids(response.calls, req.seq))
         logged, left_out = reply.for_log(response, self.log.known)
         for note in left_out:
             self.display.notice(note)
-        event = self.append(LLM_RESP, {"req": req.seq, "response": response_to_json(logged)}, ctx=ctx)
+        event = self.append(LlmResp(req=req.seq, response=logged), ctx=ctx)
         self.display.response(event, logged)
         return event, logged
 
@@ -119,8 +117,8 @@ class Agent:
         """After an interruption, close the sub-agent contexts left open and answer every call left
         without a result, so the conversation is whole again. Returns how many events it appended."""
         due = self.state.interrupted()
-        for kind, data, ctx in due:
-            self.append(kind, data, ctx=ctx)
+        for payload, ctx in due:
+            self.append(payload, ctx=ctx)
         return len(due)
 
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
@@ -129,8 +127,8 @@ class Agent:
         check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)
-        refs = [image_ref(self.log.attachments, p, model_host(self.model)) for p in images]
-        self.append(USER_MSG, {"text": text, **({"images": refs} if refs else {})})
+        refs = tuple(image_ref(self.log.attachments, p, model_host(self.model)) for p in images)
+        self.append(UserMsg(text=text, images=refs or None))
         if plan_first:
             strategies.plan(self)
         return self.run(self.state.ctx)
@@ -154,7 +152,7 @@ class Agent:
 
     def stop(self, ctx: str, end: ends.End, start: int) -> TurnResult:
         """A turn that ends without a whole answer: why, in the log and on the display."""
-        self.append(NOTE, {"text": end.why}, ctx=ctx)
+        self.append(Note(text=end.why), ctx=ctx)
         self.display.notice(end.why)
         n = self.requests - start
         return TurnResult(text=end.text, requests=n, stopped=end.stopped, why=end.why, cut_at=end.cut_at)
@@ -173,7 +171,7 @@ class Agent:
         self.display.tool_call(ctx, call)
         outcome = strategies.outcome_for(self, ctx, call, offered, previous, cut_at)
         if outcome.plan is not None:
-            self.append(GATE_PLAN, {"text": outcome.plan}, ctx=ctx)
-        self.append(TOOL_RESULT, result_data(call, outcome), ctx=ctx)
+            self.append(GatePlan(text=outcome.plan), ctx=ctx)
+        self.append(result_payload(call, outcome), ctx=ctx)
         self.display.tool_result(ctx, call, outcome)
         return outcome

@@ -11,6 +11,7 @@ from pathlib import Path
 from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools import Tool
 from nodwyn.agent.tools.protect import NOTHING, Protected
+from nodwyn.dialects import api_profile
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe, WindowLimits
 
@@ -55,6 +56,6 @@ class TurnResult:
 
 def cache_ask(settings: ModelSettings) -> str | None:
     """What the request asks of the provider's cache, for the APIs that send an ask (ADR 0112)."""
-    if settings.api in ("openai-chat", "responses", "anthropic"):
+    if api_profile(settings).records_cache_ask:
         return settings.cache_control or "none"
     return None

@@ -10,34 +10,54 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import assert_never
 
-from nodwyn.agent.strategies import ResultRecord
 from nodwyn.log import SessionLog
 from nodwyn.record import resumed_events
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
-    CTX_CLOSE,
     MAIN_CTX,
-    TOOL_RESULT,
     CtxClose,
     CtxOpen,
     CtxWiden,
     Event,
+    GatePlan,
     ImageRef,
+    ImportView,
     LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
     ModelSwitch,
+    Note,
+    Payload,
     ResultFold,
     SessionResume,
     SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
 )
 from nodwyn.values.model import ModelSettings
 from nodwyn.window import Window
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultRecord:
+    """What hygiene needs to know about one tool result in the log."""
+
+    seq: int
+    ctx: str
+    name: str
+    path: str | None  # the file it read, wrote or edited
+    target: str | None  # what it acted on: the path, the command or the pattern
+    whole: bool  # an fs-read of the whole file
+    error: bool
+    first_line: str
+
 
 INTERRUPTED = "interrupted: the session stopped before this call was answered; call it again if needed"
 SUB_INTERRUPTED = "(interrupted before it answered)"
@@ -89,12 +109,18 @@ class LoopState:
             # a narrowing widened back: the conversation goes on in the context it narrowed
             self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)
             self.last_estimate = 0
+        elif isinstance(p, CtxWiden):
+            pass  # another context's narrowing widened: not the one the loop is in
         elif isinstance(p, SessionStart | SessionResume):
             self.model = p.model
         elif isinstance(p, LlmReq):
             self.asked_with[event.ctx] = p.model
             if event.ctx == self.ctx:
                 self.last_estimate = p.estimate
+        elif isinstance(p, GatePlan | Note | SummaryAdd | SummaryRevoke | LogRepaired | LlmSeen | ImportView):
+            pass  # nothing the loop follows
+        else:
+            assert_never(p)
 
     def compare_with(
         self, ctx: str, settings: ModelSettings, models: Mapping[str, ModelSettings]
@@ -109,16 +135,16 @@ class LoopState:
             return None
         return reply_id
 
-    def interrupted(self) -> list[tuple[str, dict[str, Any], str]]:
-        """The events (kind, data, ctx) that make the conversation whole after an interruption:
+    def interrupted(self) -> list[tuple[Payload, str]]:
+        """The events (payload, ctx) that make the conversation whole after an interruption:
         each sub-agent context left open is closed (innermost first), and each call of the current
         context's last reply left without a result is answered with an error saying so."""
-        out: list[tuple[str, dict[str, Any], str]] = []
+        out: list[tuple[Payload, str]] = []
         for sub_id, event in sorted(self.open_subs.items(), key=lambda kv: -kv[1].seq):
-            out.append((CTX_CLOSE, {"id": sub_id, "result": SUB_INTERRUPTED}, event.ctx))
+            out.append((CtxClose(id=sub_id, result=SUB_INTERRUPTED), event.ctx))
         for call in self.pending.get(self.ctx, {}).values():
-            data = {"call_id": call.id, "name": call.name, "text": INTERRUPTED, "error": True}
-            out.append((TOOL_RESULT, data, self.ctx))
+            answer = ToolResult(call_id=call.id, name=call.name, text=INTERRUPTED, error=True)
+            out.append((answer, self.ctx))
         return out
 
 

@@ -14,22 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from nodwyn.agent import ends
+from nodwyn.agent.ports import Turns
+from nodwyn.agent.state import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
-from nodwyn.values.codec import recipe_to_json
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, GATE_PLAN, MODEL_SWITCH, NOTE, RESULT_FOLD, USER_MSG
+from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ModelSwitch, Note, ResultFold, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
 from nodwyn.window import TurnOptions
-
-if TYPE_CHECKING:
-    from nodwyn.agent.loop import Agent
 
 # A turn starts with a compaction once the last request was past high water (trimming could not
 # shrink it) and past this share of the ceiling.
@@ -46,20 +43,6 @@ SUB_AGENT_SYSTEM = (
     "You are a sub-agent. Do the task you are given with the tools offered, then answer with what "
     "you found, in a few lines: that answer is all the caller will see."
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResultRecord:
-    """What hygiene needs to know about one tool result in the log."""
-
-    seq: int
-    ctx: str
-    name: str
-    path: str | None  # the file it read, wrote or edited
-    target: str | None  # what it acted on: the path, the command or the pattern
-    whole: bool  # an fs-read of the whole file
-    error: bool
-    first_line: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,26 +100,26 @@ def note_system(note: str, base: str) -> str:
     return f"{NOTE_SYSTEM_HEAD}\n{note.strip()}\n\n{base}"
 
 
-def new_context(agent: Agent, kind: str) -> str:
+def new_context(agent: Turns, kind: str) -> str:
     """A context id no earlier context of the session has: named by the seq its ``ctx.open``
     gets. (Ids were numbered by the contexts opened before, which a session resumed from its
     start point does not read; an old log's ``KIND-N`` has N below the seq of its own open.)"""
     return f"{kind}-{agent.log.last_seq + 1}"
 
 
-def plan(agent: Agent) -> str:
+def plan(agent: Turns) -> str:
     """A planner turn: the same conversation, no tools offered; its reply is recorded as the plan."""
-    agent.append(USER_MSG, {"text": PLANNER_ASK})
+    agent.append(UserMsg(text=PLANNER_ASK))
     _, response = agent.request(TurnOptions(no_tools=True))
     text = response.text.strip()
     if text:
-        agent.append(GATE_PLAN, {"text": text})
+        agent.append(GatePlan(text=text))
     else:
         agent.display.notice("the planner turn wrote no plan; going on without one")
     return text
 
 
-def sub_agent(agent: Agent, parent: str, call: ToolCall) -> Outcome:
+def sub_agent(agent: Turns, parent: str, call: ToolCall) -> Outcome:
     """A sub-agent in a context of its own, offered the tools the call names (fs-read by default);
     its final answer comes back to ``parent`` as the call's one result."""
     tools = agent.settings.tools
@@ -155,36 +138,32 @@ def sub_agent(agent: Agent, parent: str, call: ToolCall) -> Outcome:
         )
     sub_id = new_context(agent, "sub")
     offered = sorted(wanted)
-    data = {
-        "id": sub_id,
-        "kind": "sub",
-        "system": SUB_AGENT_SYSTEM,
-        "offered_tools": offered,
-        "parent_call": call.id,
-    }
-    agent.append(CTX_OPEN, data, ctx=parent)
-    agent.append(USER_MSG, {"text": task}, ctx=sub_id)
+    opened = CtxOpen(
+        id=sub_id, kind="sub", system=SUB_AGENT_SYSTEM, offered_tools=tuple(offered), parent_call=call.id
+    )
+    agent.append(opened, ctx=parent)
+    agent.append(UserMsg(text=task), ctx=sub_id)
     result = agent.run(sub_id, offered=offered)
     answer = result.text or f"(the sub-agent ended without an answer: {result.stopped})"
-    agent.append(CTX_CLOSE, {"id": sub_id, "result": answer}, ctx=parent)
+    agent.append(CtxClose(id=sub_id, result=answer), ctx=parent)
     return Outcome(text=answer, error=not result.text)
 
 
-def compact(agent: Agent) -> str:
+def compact(agent: Turns) -> str:
     """Ask for a note (a headroom request, no tools), then narrow under a system prompt that
     starts from it. The old conversation stays in the log; later windows start at the note."""
     parent = agent.state.ctx
-    agent.append(USER_MSG, {"text": NOTE_ASK}, ctx=parent)
+    agent.append(UserMsg(text=NOTE_ASK), ctx=parent)
     _, response = agent.request(TurnOptions(no_tools=True, headroom=True), parent)
     note = response.text.strip() or "(the model wrote no note; the task continues from the log)"
     new = new_context(agent, "compact")
     system = note_system(note, agent.settings.recipe.system)
-    agent.append(CTX_OPEN, {"id": new, "kind": "narrow", "system": system, "lasting": True}, ctx=parent)
-    agent.append(USER_MSG, {"text": CONTINUE_ASK}, ctx=new)
+    agent.append(CtxOpen(id=new, kind="narrow", system=system, lasting=True), ctx=parent)
+    agent.append(UserMsg(text=CONTINUE_ASK), ctx=new)
     return note
 
 
-def compact_if_due(agent: Agent) -> bool:
+def compact_if_due(agent: Turns) -> bool:
     """Compact before a turn when the last request came near the ceiling and trimming could not
     shrink it."""
     limits = agent.settings.recipe.limits
@@ -198,7 +177,7 @@ def compact_if_due(agent: Agent) -> bool:
     return True
 
 
-def hygiene(agent: Agent, *, force: bool = False) -> list[int]:
+def hygiene(agent: Turns, *, force: bool = False) -> list[int]:
     """Fold failed attempts and stale reads, at a turn boundary once the window is past low water
     (each fold moves the prefix, so they wait until the room is worth it)."""
     state = agent.state
@@ -206,11 +185,11 @@ def hygiene(agent: Agent, *, force: bool = False) -> list[int]:
         return []
     folds = hygiene_folds(state.results, state.folded, state.ctx)
     for fold in folds:
-        agent.append(RESULT_FOLD, {"target": fold.target, "text": fold.text})
+        agent.append(ResultFold(target=fold.target, text=fold.text))
     return [f.target for f in folds]
 
 
-def switch_model(agent: Agent, name: str) -> ModelSettings:
+def switch_model(agent: Turns, name: str) -> ModelSettings:
     """Switch to model entry ``name``, checked now (configured, its credential and extra at
     hand) rather than at the next request."""
     models = agent.settings.models
@@ -222,16 +201,13 @@ def switch_model(agent: Agent, name: str) -> ModelSettings:
     if agent.check_model is not None:
         agent.check_model(models[name])
     resized = resized_recipe(agent, models[name])
-    data: dict[str, object] = {"model": name}
-    if resized is not None:
-        data["recipe"] = recipe_to_json(resized)
-    agent.append(MODEL_SWITCH, data)
+    agent.append(ModelSwitch(model=name, recipe=resized))
     if resized is not None:
         agent.settings = replace(agent.settings, recipe=resized)
     return agent.model
 
 
-def resized_recipe(agent: Agent, model: ModelSettings) -> Recipe | None:
+def resized_recipe(agent: Turns, model: ModelSettings) -> Recipe | None:
     """The session's recipe with the window sized for ``model``'s context (the limits a session
     on it would get: ``settings.limits_for``), or None when its context is the recipe's (ADR 0300).
     A context too small for any window is refused here, in one line, before the switch is
@@ -268,7 +244,7 @@ def repeated(call: ToolCall) -> Outcome:
 
 
 def outcome_for(
-    agent: Agent,
+    agent: Turns,
     ctx: str,
     call: ToolCall,
     offered: Sequence[str] | None,
@@ -287,9 +263,9 @@ def outcome_for(
     return run_call(call, tools, agent.tool_context, offered)
 
 
-def arrived_notes(agent: Agent, ctx: str) -> None:
+def arrived_notes(agent: Turns, ctx: str) -> None:
     """Lines that arrived between steps (an MCP server's list_changed): logged and shown, sent
     nowhere."""
     for text in agent.notes() if agent.notes is not None else ():
-        agent.append(NOTE, {"text": text}, ctx=ctx)
+        agent.append(Note(text=text), ctx=ctx)
         agent.display.notice(text)

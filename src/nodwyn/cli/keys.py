@@ -13,8 +13,8 @@ import sys
 
 import click
 
-from nodwyn.compose.config import load_config
-from nodwyn.compose.setup import keychain_path, keychain_where
+from nodwyn.compose.config import keychain_path, load_config
+from nodwyn.compose.setup import keychain_where
 from nodwyn.errors import ConfigError, NotFoundError
 from nodwyn.transport.credentials import Credentials, new_credential, origin_of, save_keychain
 

@@ -79,7 +79,7 @@ def _all(log: SessionLog, as_json: bool) -> int:
         )
     else:
         click.echo(f"{total} requests: {verified} verified, {refused} refused")
-        click.echo(f"{PROVES}; {SEAL_CHECK}")
+        click.echo(f"nodwyn: {PROVES}; {SEAL_CHECK}", err=True)  # what "verified" means (ADR 0336)
     return 0 if first_error is None else first_error.exit_code
 
 

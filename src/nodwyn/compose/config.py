@@ -75,6 +75,8 @@ import tomlkit
 
 from nodwyn.agent.sandbox import MODES
 from nodwyn.compose.config_keys import CONTROL_KEYS, MODEL_KEYS, PRICE_KEYS, TOOLS_KEYS, WINDOW_KEYS
+from nodwyn.dialects import API_PROFILES, api_profile
+from nodwyn.dialects.apis import DIAGNOSING_APIS
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
 from nodwyn.mcp.config import ServerConfig, servers_from
 from nodwyn.transport.credentials import origin_of
@@ -89,7 +91,6 @@ DEFAULT_TOOL_TIMEOUT = 60.0
 # Anthropic's API caches nothing unless asked (the cache ask, docs/glossary.md): an entry with
 # api = "anthropic" and no cache_control starts with the five-minute ask, written to its entry;
 # cache_control = "off" is how a person says no.
-ANTHROPIC_ASK = "ephemeral"
 NO_ASK = "off"
 MAX_CONTEXT = 1 << 31  # beyond any model; larger is a typo (and past what a canonical request holds)
 MAX_REPLY_MB = 4096  # a reply is held in memory: more than this is a typo, not a setting
@@ -161,6 +162,19 @@ def config_path(env: Mapping[str, str]) -> Path:
     if explicit:
         return Path(explicit)
     return config_dir(env) / "config.toml"
+
+
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/nodwyn`` (default ``~/.cache/nodwyn``): what can be thrown away."""
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "nodwyn"
+
+
+def keychain_path(env: Mapping[str, str]) -> Path:
+    """``$NODWYN_KEYCHAIN``, else ``keychain.json`` beside config.toml (mode 0600 required), also
+    when ``NODWYN_CONFIG`` puts config.toml elsewhere."""
+    named = env.get("NODWYN_KEYCHAIN")
+    return Path(named) if named else config_path(env).parent / "keychain.json"
 
 
 def _where(path: Path, table: str, key: str | None = None) -> str:
@@ -247,15 +261,16 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
         )
         if ask != NO_ASK:
             opt["cache_control"] = ask
-    elif api == "anthropic":
-        opt["cache_control"] = ANTHROPIC_ASK
+    elif api_profile(api).default_cache_control is not None:
+        opt["cache_control"] = api_profile(api).default_cache_control
     for key in ("keep_reasoning", "reasoning_details_only", "takes_images", "cache_diagnostics"):
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
-    if opt.get("cache_diagnostics") and api not in ("anthropic", "responses"):
+    if opt.get("cache_diagnostics") and not api_profile(api).reports_cache_diagnosis:
+        apis = " and ".join(sorted(DIAGNOSING_APIS))
         raise ConfigError(
-            f"{_where(path, where, 'cache_diagnostics')}: only the anthropic and responses APIs report "
-            f"their own cache diagnosis (this entry's api is {api}); remove the key"
+            f"{_where(path, where, 'cache_diagnostics')}: only the {apis} APIs "
+            f"report their own cache diagnosis (this entry's api is {api}); remove the key"
         )
     if "prices" in table:
         opt["prices"] = _prices(table["prices"], path, where)
@@ -278,11 +293,12 @@ def _prices(raw: object, path: Path, where: str) -> Prices:
 def _check_source(api: str, model: str, opt: Mapping[str, Any], path: Path, where: str) -> None:
     """A served model needs an address (``base_url`` or a ``server``); an in-process one runs only
     the weights nodwyn installs."""
-    if api != "local" and "base_url" not in opt and "server" not in opt:
+    in_process = api_profile(api).in_process
+    if not in_process and "base_url" not in opt and "server" not in opt:
         raise ConfigError(
             f"{_where(path, where)}: api {api!r} needs base_url; add base_url = the server's address"
         )
-    if api == "local" and model not in WEIGHTS:
+    if in_process and model not in WEIGHTS:
         raise ConfigError(
             f"{_where(path, where, 'model')}: api 'local' runs only the weights nodwyn installs, not "
             f"{model!r}; use one of {', '.join(sorted(WEIGHTS))}"
@@ -394,7 +410,7 @@ def _models(raw: object, path: Path) -> tuple[dict[str, ModelSettings], dict[str
         if not isinstance(table, Mapping):
             raise ConfigError(f"{path}: models.{name} must be a table ([models.{name}])")
         models[name] = model_from_table(name, table, path)
-        if models[name].api == "anthropic" and "cache_control" not in table:
+        if api_profile(models[name]).default_cache_control and "cache_control" not in table:
             unasked.append(name)
         if "provider" in table:
             providers[name] = _str(table["provider"], _where(path, f"models.{name}", "provider"))
@@ -567,24 +583,31 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
             table["prices"][sub] = value
         else:
             table[key] = value
-    if table.get("api") == "anthropic" and "cache_control" not in table:
-        table["cache_control"] = ANTHROPIC_ASK
+    ask = _default_ask(table.get("api"))
+    if ask is not None and "cache_control" not in table:
+        table["cache_control"] = ask
     return _write_validated(path, doc).models[name]
+
+
+def _default_ask(named: object) -> str | None:
+    """The cache ask an entry of the API ``named`` gets when it names none (its API's profile)."""
+    known = isinstance(named, str) and named in API_PROFILES
+    return api_profile(named).default_cache_control if known else None  # type: ignore[arg-type]
 
 
 def write_cache_asks(config: Config) -> list[str]:
     """Write the five-minute cache ask to each ``api = "anthropic"`` entry that has none yet (the
     ask its settings already carry), keeping the file's comments and order; what was written, as
     lines to tell the person."""
-    if not config.unasked:
-        return []
+    lines = []
     for name in config.unasked:
-        edit_model(config.path, name, {"cache_control": ANTHROPIC_ASK}, create=False)
-    return [
-        f'wrote cache_control = "{ANTHROPIC_ASK}" to [models.{name}] in {config.path}: Anthropic caches '
-        f'nothing without it; set cache_control = "{NO_ASK}" to send none'
-        for name in config.unasked
-    ]
+        ask = str(config.models[name].cache_control)
+        edit_model(config.path, name, {"cache_control": ask}, create=False)
+        lines.append(
+            f'wrote cache_control = "{ask}" to [models.{name}] in {config.path}: Anthropic caches '
+            f'nothing without it; set cache_control = "{NO_ASK}" to send none'
+        )
+    return lines
 
 
 def set_control(path: Path, name: str) -> Config:

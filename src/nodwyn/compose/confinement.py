@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from nodwyn.agent.sandbox import MODES, Mode, Sandbox, find_bwrap
-from nodwyn.compose.config import APPROVALS, Config, config_dir, config_path
+from nodwyn.compose.config import APPROVALS, Config, cache_dir, config_dir, config_path, keychain_path
 from nodwyn.errors import ConfigError
 from nodwyn.log import data_root
 
@@ -39,8 +39,6 @@ CREDENTIAL_STORES = (
 
 def hidden_paths(env: Mapping[str, str], config: Config) -> tuple[Path, ...]:
     """What a sandboxed command must not see, as written (``Sandbox`` resolves and skips the missing)."""
-    from nodwyn.compose.setup import cache_dir, keychain_path
-
     home = Path(env.get("HOME", "~")).expanduser()
     found = [config_dir(env), config_path(env), keychain_path(env), cache_dir(env)]
     with contextlib.suppress(ConfigError):  # no data dir named: nothing to hide

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from nodwyn.agent.tools import builtin_tools, catalog
 from nodwyn.compose.setup import BASE_SYSTEM
+from nodwyn.dialects import api_profile
 from nodwyn.dialects.session_key import session_key
 from nodwyn.errors import ProviderError
 from nodwyn.log.redact import NO_KNOWN, Known, redact_error
@@ -29,7 +30,7 @@ class ProbeResult:
 
 def settings_sent(settings: ModelSettings) -> list[str]:
     sent = [f"api={settings.api}", f"cache_key={settings.cache_key}"]
-    if settings.api == "openai-chat":
+    if api_profile(settings).has_family:
         sent.append(f"family={settings.family}")
     if settings.cache_control:
         sent.append(f"cache_control={settings.cache_control}")

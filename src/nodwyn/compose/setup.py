@@ -22,12 +22,21 @@ from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.protect import Protected
-from nodwyn.compose.config import Config, config_dir, config_path, load_config, write_cache_asks
+from nodwyn.compose.config import (
+    Config,
+    cache_dir,
+    config_dir,
+    config_path,
+    keychain_path,
+    load_config,
+    write_cache_asks,
+)
 from nodwyn.compose.confinement import approval_for, sandbox_for
 from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.compose.project_doc import ProjectDoc, read_project_doc
 from nodwyn.compose.servers import Servers, configured, held, start_servers
+from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Store, data_root
 from nodwyn.log.redact import Known
@@ -74,19 +83,6 @@ LOCAL_SYSTEM = (
 )
 
 
-def cache_dir(env: Mapping[str, str]) -> Path:
-    """``$XDG_CACHE_HOME/nodwyn`` (default ``~/.cache/nodwyn``): what can be thrown away."""
-    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    return Path(base) / "nodwyn"
-
-
-def keychain_path(env: Mapping[str, str]) -> Path:
-    """``$NODWYN_KEYCHAIN``, else ``keychain.json`` beside config.toml (mode 0600 required), also
-    when ``NODWYN_CONFIG`` puts config.toml elsewhere."""
-    named = env.get("NODWYN_KEYCHAIN")
-    return Path(named) if named else config_path(env).parent / "keychain.json"
-
-
 def keychain_where(env: Mapping[str, str]) -> str:
     """Where the keychain was looked for, and why there: for error messages."""
     path = keychain_path(env)
@@ -117,7 +113,7 @@ def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> N
     """Refuse, before a session is created or a model switched to, what would fail its first
     request: a local model without the local extra, a keychain that cannot be read, a credential
     neither the environment nor the keychain holds."""
-    if model.api == "local":
+    if api_profile(model).in_process:
         from nodwyn.transport.weights import weights_for
 
         weights = weights_for(model.model, model.name)  # a lookup; no file is read
@@ -198,7 +194,7 @@ class Backends:
         self._made: dict[str, Backend] = {}
 
     def __call__(self, settings: ModelSettings) -> Backend:
-        kind = "local" if settings.api == "local" else "http"
+        kind = "local" if api_profile(settings).in_process else "http"
         if kind not in self._made:
             if kind == "local":
                 from nodwyn.transport.local import LocalBackend
@@ -315,7 +311,7 @@ def recorded_prices(config: Config) -> tuple[tuple[str, Prices], ...]:
     for name, m in sorted(config.models.items()):
         if m.prices is not None:
             found.append((name, m.prices))
-        elif m.api == "local":
+        elif api_profile(m).in_process:
             found.append((name, Prices()))
     return tuple(found)
 
@@ -328,7 +324,7 @@ def make_recipe(
     version: int = DEFAULT_VERSION,
     project_doc: ProjectDoc | None = None,
 ) -> Recipe:
-    system = ext.system or (LOCAL_SYSTEM if model.api == "local" else BASE_SYSTEM)
+    system = ext.system or (LOCAL_SYSTEM if api_profile(model).in_process else BASE_SYSTEM)
     if project_doc is not None:
         system = f"{system}\n\n{project_doc.text}"
     return Recipe(
@@ -342,7 +338,7 @@ def make_recipe(
         plan_header=ext.plan_header,
         extra_flags=EXTRA_FLAGS,
         prices=recorded_prices(config),
-        weights=weights_for(model.model, model.name).digest if model.api == "local" else None,
+        weights=weights_for(model.model, model.name).digest if api_profile(model).in_process else None,
     )
 
 

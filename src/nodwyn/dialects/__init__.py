@@ -5,23 +5,23 @@
 
 from __future__ import annotations
 
-from nodwyn.dialects.anthropic import AnthropicDialect
+from nodwyn.dialects.apis import API_PROFILES, WIRE_APIS, ApiProfile, api_profile
 from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
-from nodwyn.dialects.ollama import OllamaDialect
-from nodwyn.dialects.openai_chat import ChatDialect
-from nodwyn.dialects.responses import ResponsesDialect
 from nodwyn.dialects.session_key import session_key
 from nodwyn.dialects.sse import NdjsonParser, SseParser
 from nodwyn.errors import ConfigError
 from nodwyn.values.model import ModelSettings
 
 __all__ = [
+    "API_PROFILES",
+    "ApiProfile",
     "Decoder",
     "Dialect",
     "NdjsonParser",
     "SseParser",
     "StreamEvent",
     "WireRequest",
+    "api_profile",
     "dialect_for",
     "parser_for",
     "session_key",
@@ -30,21 +30,15 @@ __all__ = [
 
 def dialect_for(settings: ModelSettings) -> Dialect:
     """The dialect of the model entry's ``api`` (never guessed from the model's name or address)."""
-    api = settings.api
-    if api == "ollama":
-        return OllamaDialect(settings)
-    if api == "openai-chat":
-        return ChatDialect(settings)
-    if api == "responses":
-        return ResponsesDialect(settings)
-    if api == "anthropic":
-        return AnthropicDialect(settings)
-    raise ConfigError(
-        f"model {settings.name!r}: api {api!r} has no wire dialect (the local model runs in process); "
-        "use ollama, openai-chat, responses or anthropic"
-    )
+    dialect = api_profile(settings).dialect
+    if dialect is None:
+        raise ConfigError(
+            f"model {settings.name!r}: api {settings.api!r} has no wire dialect (the model runs in "
+            f"process); use {', '.join(WIRE_APIS)}"
+        )
+    return dialect(settings)
 
 
 def parser_for(settings: ModelSettings) -> SseParser | NdjsonParser:
     """The stream framing of the entry's API: NDJSON for Ollama, SSE for the others."""
-    return NdjsonParser() if settings.api == "ollama" else SseParser()
+    return NdjsonParser() if api_profile(settings).ndjson else SseParser()

@@ -77,7 +77,6 @@ class AnthropicDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
@@ -85,6 +84,7 @@ class AnthropicDialect(DialectBase):
         images: Mapping[str, bytes] = NO_IMAGES,
         diagnose_against: str | None = None,
     ) -> WireRequest:
+        settings = self.settings
         check_blocks(request, settings, ("thinking", "redacted_thinking"), self.api)
         if request.max_output is None:
             raise EncodeError(

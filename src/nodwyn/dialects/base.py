@@ -9,7 +9,7 @@ Nothing here touches the network, the clock or the disk: the transport does that
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ import orjson
 
 from nodwyn.errors import DecodeError, EncodeError, OriginError, ProviderError
 from nodwyn.values.content import AssistantMessage, ImagePart, Origin, ThinkingBlock
+from nodwyn.values.fields import NULL, expect
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response, ToolSpec
 
@@ -79,7 +80,6 @@ class Dialect(Protocol):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
@@ -96,7 +96,7 @@ class Dialect(Protocol):
         self, status: int, body: bytes, headers: Mapping[str, str] | None = None
     ) -> ProviderError: ...
 
-    def models_request(self, settings: ModelSettings) -> WireRequest: ...
+    def models_request(self) -> WireRequest: ...
 
 
 # -- helpers shared by the dialects ------------------------------------------------------------
@@ -310,27 +310,30 @@ def wrong_type(provider: str, where: str, value: Any, expected: str) -> DecodeEr
     )
 
 
+def _reply_field(provider: str) -> Callable[[str], DecodeError]:
+    """The error of a reply's field the dialect cannot read, from the one field reader's message."""
+
+    def refuse(message: str) -> DecodeError:
+        return DecodeError(
+            f"{provider}: {message}; the server sent a shape this dialect cannot read "
+            "(check the model entry's api and family)",
+            provider=provider,
+        )
+
+    return refuse
+
+
 def opt_str(value: Any, where: str, provider: str) -> str | None:
     """A string field of the reply: absent or null is None, a string is itself, anything else is a
     DecodeError naming the field (a wrong type is never dropped in silence)."""
-    if value is None or isinstance(value, str):
-        return value
-    raise wrong_type(provider, where, value, "a string")
+    return expect(value, (str, NULL), where, _reply_field(provider), json_words=True)  # type: ignore[no-any-return]
 
 
 def opt_list(value: Any, where: str, provider: str) -> list[Any]:
     """An array field of the reply: absent or null is empty, anything else but an array an error."""
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return value
-    raise wrong_type(provider, where, value, "an array")
+    return expect(value, (list, NULL), where, _reply_field(provider), json_words=True) or []
 
 
 def opt_dict(value: Any, where: str, provider: str) -> dict[str, Any]:
     """An object field of the reply: absent or null is empty, anything else but an object an error."""
-    if value is None:
-        return {}
-    if isinstance(value, dict):
-        return value
-    raise wrong_type(provider, where, value, "an object")
+    return expect(value, (dict, NULL), where, _reply_field(provider), json_words=True) or {}

@@ -32,7 +32,7 @@ class DialectBase:
     def base_headers(self) -> dict[str, str]:
         return {"content-type": "application/json"}
 
-    def models_request(self, settings: ModelSettings) -> WireRequest:
+    def models_request(self) -> WireRequest:
         """The model list (``nodwyn models test``): never carries the session key."""
         headers = {k: v for k, v in self.base_headers().items() if k != "content-type"}
         return WireRequest(method="GET", path=self.models_path, headers=headers, body=None)

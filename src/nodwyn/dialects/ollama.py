@@ -99,7 +99,6 @@ class OllamaDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
@@ -107,6 +106,7 @@ class OllamaDialect(DialectBase):
         images: Mapping[str, bytes] = NO_IMAGES,
         diagnose_against: str | None = None,  # no cache diagnosis on this API (ADR 0312)
     ) -> WireRequest:
+        settings = self.settings
         # Ollama has no session knob (one server, one cache): the key is not sent.
         check_blocks(request, settings, (), self.api)
         if settings.cache_control is not None:

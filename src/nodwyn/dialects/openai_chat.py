@@ -105,7 +105,6 @@ class ChatDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
@@ -113,6 +112,7 @@ class ChatDialect(DialectBase):
         images: Mapping[str, bytes] = NO_IMAGES,
         diagnose_against: str | None = None,  # no cache diagnosis on this API (ADR 0312)
     ) -> WireRequest:
+        settings = self.settings
         profile = profile_for(settings)
         check_blocks(request, settings, ("reasoning_details",), self.api)
         messages: list[dict[str, Any]] = []

@@ -108,7 +108,6 @@ class ResponsesDialect(DialectBase):
     def encode(
         self,
         request: Request,
-        settings: ModelSettings,
         *,
         session_key: str | None,
         plan_usage: bool = False,
@@ -116,6 +115,7 @@ class ResponsesDialect(DialectBase):
         images: Mapping[str, bytes] = NO_IMAGES,
         diagnose_against: str | None = None,
     ) -> WireRequest:
+        settings = self.settings
         check_blocks(request, settings, ("reasoning",), self.api)
         body: dict[str, Any] = {"model": settings.model}
         if request.system:

@@ -100,7 +100,7 @@ class _Exchange:
         self.url, self.body, self.headers, self.timeout, self.cap = url, body, headers, timeout, cap
         self.status = 0
         self.text = ""
-        self.error: httpx.HTTPError | None = None
+        self.error: httpx.HTTPError | OSError | ValueError | None = None
         self._sock: socket.socket | None = None
 
     def run(self) -> None:
@@ -119,7 +119,7 @@ class _Exchange:
                         break  # the rest is never read
                 self.status = reply.status_code
                 self.text = kept.decode("utf-8", "replace")
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError, ValueError) as exc:  # a reply that is not HTTP, a cut socket
             self.error = exc
 
     def cut(self) -> None:

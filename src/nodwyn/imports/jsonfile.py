@@ -16,6 +16,7 @@ from typing import Any, Final
 import orjson
 
 from nodwyn.errors import ImportFormatError
+from nodwyn.values import fields
 
 MAX_SOURCE_BYTES: Final = 1 << 30  # one source file, read whole
 MAX_DEPTH: Final = 128  # nesting of one JSON value (a tool call's input is a few levels deep)
@@ -109,15 +110,9 @@ def read_json(path: Path) -> Any:
 
 
 def field(obj: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
-    """``obj[key]``, checked to be of ``typ``; a ImportFormatError naming ``where.key`` otherwise."""
-    if not isinstance(obj, dict):
-        raise ImportFormatError(f"{where}: expected an object, found {type(obj).__name__}")
-    if key not in obj:
-        raise ImportFormatError(f"{where}: missing field {key!r}")
-    value = obj[key]
-    if not isinstance(value, typ):
-        raise ImportFormatError(f"{where}.{key}: expected {typ}, found {type(value).__name__}")
-    return value
+    """``obj[key]``, checked to be of ``typ`` by the one field reader (``values.fields``); an
+    ``ImportFormatError`` naming ``where.key`` otherwise."""
+    return fields.field(obj, key, typ, where, error=ImportFormatError)
 
 
 def text_of(content: Any, where: str) -> str:

@@ -32,7 +32,7 @@ from nodwyn.imports.jsonfile import read_source
 from nodwyn.imports.run import Run, Sent, Stand
 from nodwyn.log import SessionLog, Store
 from nodwyn.record.recorder import start_session
-from nodwyn.values.codec import message_from_json, message_to_json, response_to_json
+from nodwyn.values.codec import message_from_json, message_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
     IMPORT_VIEW,
@@ -151,10 +151,9 @@ def _write_events(log: SessionLog, run: Run, model: str) -> None:
                 if isinstance(item, Stand):
                     seq = views.get(item)
                     if seq is None:
-                        data: dict[str, Any] = {"message": message_to_json(item.message), "why": item.why}
-                        if item.of:
-                            data["of"] = [seqs[j] for j in item.of if j < len(seqs)]
-                        seq = views[item] = log.append(IMPORT_VIEW, data).seq
+                        of = tuple(seqs[j] for j in item.of if j < len(seqs)) if item.of else None
+                        view = ImportView(message=message_to_json(item.message), why=item.why, of=of)
+                        seq = views[item] = log.append(view).seq
                     items.append(seq)
                 else:
                     seq = seqs[item]
@@ -163,13 +162,12 @@ def _write_events(log: SessionLog, run: Run, model: str) -> None:
                         items[-1] = (last[0], seq)
                     else:
                         items.append((seq, seq))
-            seen: dict[str, Any] = {
-                "model": sent.model or model,
-                "messages": [v if isinstance(v, int) else list(v) for v in _encoded(items)],
-            }
-            if sent.why:
-                seen["why"] = list(sent.why)
-            req = log.append(LLM_SEEN, seen).seq
+            seen = LlmSeen(
+                model=sent.model or model,
+                messages=tuple(_encoded(items)),
+                why=tuple(sent.why) if sent.why else None,
+            )
+            req = log.append(seen).seq
             response = Response(
                 text=m.text,
                 thinking=m.thinking,
@@ -177,13 +175,13 @@ def _write_events(log: SessionLog, run: Run, model: str) -> None:
                 usage=sent.usage if sent.usage is not None else Usage(),
                 model=sent.model or None,
             )
-            seqs.append(log.append(LLM_RESP, {"req": req, "response": response_to_json(response)}).seq)
+            seqs.append(log.append(LlmResp(req=req, response=response)).seq)
             k += 1
         elif isinstance(m, UserMessage):
-            seqs.append(log.append(USER_MSG, {"text": _text(m)}).seq)
+            seqs.append(log.append(UserMsg(text=_text(m))).seq)
         elif isinstance(m, ToolMessage):
-            data = {"call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
-            seqs.append(log.append(TOOL_RESULT, data).seq)
+            result = ToolResult(call_id=m.call_id, name=m.name, text=m.text, error=m.error)
+            seqs.append(log.append(result).seq)
         else:  # pragma: no cover - Message is these three
             raise TypeError(type(m).__name__)
 

@@ -28,7 +28,7 @@ from nodwyn.log.lock import SessionLock
 from nodwyn.log.paths import storage_error
 from nodwyn.log.redact import NO_KNOWN, Known, redact
 from nodwyn.log.seal import Sealer, SealKey
-from nodwyn.values.events import LOG_REPAIRED, MAIN_CTX, Event
+from nodwyn.values.events import MAIN_CTX, Event, LogRepaired, Payload, encode
 
 LOG_NAME: Final = "log.jsonl"
 REDACTION_KEY: Final = "_redaction"
@@ -307,14 +307,20 @@ class SessionLog:
         if size > self._end:
             os.ftruncate(self._fd, self._end)
             os.fsync(self._fd)
-            self.repaired = self.append(
-                LOG_REPAIRED, {"truncated_bytes": size - self._end, "offset": self._end}
-            )
+            self.repaired = self.append(LogRepaired(truncated_bytes=size - self._end, offset=self._end))
 
     # -- writing -----------------------------------------------------------------------------
 
-    def append(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
-        """Redact ``data``, write it as the next event, make it durable; return the event as stored."""
+    def append(self, payload: Payload, ctx: str = MAIN_CTX) -> Event:
+        """Write ``payload`` as the next event of its kind (read back through the codec first, so
+        what a reader would refuse is refused here, before anything is written), redacted and
+        durable; return the event as stored."""
+        return self.append_raw(payload.KIND, encode(payload), ctx)
+
+    def append_raw(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
+        """Redact ``data``, write it as the next event, make it durable; return the event as stored.
+        Only the envelope is checked: the log's own tests, and a test forging a damaged event, use
+        it; everything else appends a typed payload (``append``)."""
         self._check_append(kind, data, ctx)
         clean, report = redact(data, self.known)
         if report.changed or report.unknown_entropy:

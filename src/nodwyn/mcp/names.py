@@ -2,7 +2,7 @@
 
 The rules met are the strictest of the APIs we speak: letters, digits, ``_`` and ``-`` only, a
 letter first, at most 64 characters. A tool name outside them (a dot, a space, too long) keeps its
-readable part and gains eight hex digits of the SHA-256 of the server's own name, so the same tool
+readable part and gains eight hex digits of the SHA-256 of its name as the server gives it, so the same tool
 always gets the same name and two tools that differ only in a refused character do not collide.
 """
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from nodwyn.errors import TooLargeError
 from nodwyn.log import SessionLog, Store
-from nodwyn.values import codec
 from nodwyn.values.content import Origin
-from nodwyn.values.events import LLM_REQ, MAIN_CTX, SESSION_RESUME, SESSION_START, Event, ReqStart
+from nodwyn.values.events import MAIN_CTX, Event, Payload, ReqStart, SessionResume, SessionStart
 from nodwyn.values.recipe import Recipe, policy_for
 from nodwyn.window import Build, TurnOptions, Window
 from nodwyn.window.room import need
@@ -25,7 +24,7 @@ from nodwyn.window.room import need
 class EventLog(Protocol):
     """What a recorder writes to: ``nodwyn.log.SessionLog``, or an in-memory log in tests."""
 
-    def append(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event: ...
+    def append(self, payload: Payload, ctx: str = MAIN_CTX) -> Event: ...
 
 
 class Recorder:
@@ -44,8 +43,10 @@ class Recorder:
         for event in events:
             self.window.feed(event)
 
-    def append(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
-        event = self.log.append(kind, data, ctx)
+    def append(self, payload: Payload, ctx: str = MAIN_CTX) -> Event:
+        """``payload`` written as the next event of its kind (refused before anything is written
+        if it does not read back), then fed to the window."""
+        event = self.log.append(payload, ctx)
         self.window.feed(event)
         return event
 
@@ -85,7 +86,7 @@ class Recorder:
             start=ReqStart(seq=start.seq, keep=start.keep),
             cache_ask=cache_ask,
         )
-        return build, self.append(LLM_REQ, record.to_data(), ctx)
+        return build, self.append(record, ctx)
 
 
 def refuse_oversized(build: Build, model: str, context: int) -> None:
@@ -113,12 +114,10 @@ def start_session(
     """A new session, locked for writing, whose first event records ``recipe`` (and ``extra``'s
     fields, e.g. an imported session's source)."""
     policy_for(recipe.version)  # refuses an unknown version before anything is written
-    data: dict[str, object] = {**(extra or {}), "recipe": codec.recipe_to_json(recipe), "model": model}
-    if workspace is not None:
-        data["workspace"] = workspace
+    start = SessionStart(recipe=recipe, model=model, workspace=workspace, extra=dict(extra or {}))
     log = store.create()
     try:
-        log.append(SESSION_START, data)
+        log.append(start)
     except BaseException:
         log.close()
         store.discard(log.id)  # a start that recorded nothing leaves no empty session behind
@@ -142,12 +141,11 @@ def resume_session(
     with nothing appended, so a resume that keeps failing does not add a ``session.resume`` a try.
     """
     policy_for(recipe.version)
-    data: dict[str, object] = {**(extra or {}), "recipe": codec.recipe_to_json(recipe), "model": model}
     log = store.open(session_id, write=True)
     try:
         if check is not None:
             check(log)
-        log.append(SESSION_RESUME, data)
+        log.append(SessionResume(recipe=recipe, model=model, extra=dict(extra or {})))
     except BaseException:
         log.close()
         raise

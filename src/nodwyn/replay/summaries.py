@@ -240,7 +240,7 @@ def add_summary(log: SessionLog, first: int, last: int, text: str) -> Event:
     events = list(log.read(first))
     span = check_span(events, first, last, log.id)
     add = SummaryAdd(first=first, last=last, text=text, source_digest=source_digest(span))
-    return log.append(SUMMARY_ADD, add.to_data(), ctx=span[0].ctx)
+    return log.append(add, ctx=span[0].ctx)
 
 
 def revoke_summary(log: SessionLog, summary_seq: int) -> Event:
@@ -249,7 +249,7 @@ def revoke_summary(log: SessionLog, summary_seq: int) -> Event:
         raise ConfigError(f"session {log.id}: open the log for writing to revoke a summary")
     events = list(log.read(summary_seq))
     target = check_revoke(events, summary_seq, log.id)
-    return log.append(SUMMARY_REVOKE, SummaryRevoke(summary=summary_seq).to_data(), ctx=target.ctx)
+    return log.append(SummaryRevoke(summary=summary_seq), ctx=target.ctx)
 
 
 def summaries(log: SessionLog) -> list[SummaryInfo]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from nodwyn.values.events import MAIN_CTX, Event
+from nodwyn.values.events import MAIN_CTX, Event, Payload, encode
 
 T = "2026-11-29T00:00:00Z"  # one fixed time: a pure test must not read the clock
 
@@ -21,7 +21,12 @@ class MemoryLog:
     def last_seq(self) -> int:
         return len(self.events)
 
-    def append(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
+    def append(self, payload: Payload, ctx: str = MAIN_CTX) -> Event:
+        """``payload`` as the next event, checked as ``SessionLog.append`` checks it."""
+        return self.append_raw(payload.KIND, encode(payload), ctx)
+
+    def append_raw(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
+        """An event as given (a test forging a damaged one)."""
         event = Event(seq=len(self.events) + 1, t=T, kind=kind, ctx=ctx, data=dict(data))
         self.events.append(event)
         return event

@@ -18,21 +18,24 @@ from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
 from nodwyn.values.events import (
-    CTX_CLOSE,
-    CTX_OPEN,
-    CTX_WIDEN,
-    GATE_PLAN,
-    LLM_RESP,
     MAIN_CTX,
-    MODEL_SWITCH,
-    RESULT_FOLD,
-    SESSION_RESUME,
-    SESSION_START,
-    SUMMARY_ADD,
-    SUMMARY_REVOKE,
-    TOOL_RESULT,
-    USER_MSG,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
     Event,
+    GatePlan,
+    ImageRef,
+    LineRange,
+    LlmResp,
+    ModelSwitch,
+    Payload,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
+    ToolResult,
+    UserMsg,
 )
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import DEFAULT_VERSION, Recipe, WindowLimits
@@ -148,7 +151,7 @@ class SessionBuilder:
     def start(self, recipe: Recipe) -> Event:
         """The session's first event: ``session.start`` with ``recipe``."""
         if self.store is None:  # in memory, or a log the caller opened (empty, for writing)
-            return self.add(SESSION_START, {"recipe": codec.recipe_to_json(recipe), "model": self.model})
+            return self.add(SessionStart(recipe=recipe, model=self.model))
         self._log = start_session(self.store, recipe, self.model, self.workspace)
         self.id = self._log.id
         self.recorder = Recorder(self._log, self._window)
@@ -161,7 +164,7 @@ class SessionBuilder:
         if model is not None:
             self.model = model
         if self.store is None:
-            return self.add(SESSION_RESUME, {"recipe": codec.recipe_to_json(recipe), "model": self.model})
+            return self.add(SessionResume(recipe=recipe, model=self.model))
         self.close()
         self._log = resume_session(self.store, self.id, recipe, self.model)
         self.recorder = Recorder(self._log)
@@ -205,15 +208,26 @@ class SessionBuilder:
 
     # -- events --------------------------------------------------------------------------------
 
-    def add(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
-        """Any event, appended and fed to the window."""
-        return self._recorder().append(kind, data, ctx)
+    def add(self, payload: Payload, ctx: str = MAIN_CTX) -> Event:
+        """Any event, appended (checked as every append is) and fed to the window."""
+        return self._recorder().append(payload, ctx)
 
-    def user(self, text: str, ctx: str = MAIN_CTX, images: list[dict[str, Any]] | None = None) -> Event:
-        data: dict[str, Any] = {"text": text}
-        if images:
-            data["images"] = images
-        return self.add(USER_MSG, data, ctx)
+    def add_raw(self, kind: str, data: dict[str, Any], ctx: str = MAIN_CTX) -> Event:
+        """An event written as given, its payload unchecked (a test forging a damaged or a later
+        release's event), then fed to the window, which may refuse it."""
+        event = self.log.append_raw(kind, data, ctx)
+        self.window.feed(event)
+        return event
+
+    def user(
+        self, text: str, ctx: str = MAIN_CTX, images: Sequence[ImageRef | Mapping[str, Any]] | None = None
+    ) -> Event:
+        """A person's message; ``images``: ``ImageRef``s or their payload objects."""
+        refs = tuple(
+            ref if isinstance(ref, ImageRef) else ImageRef.from_data(dict(ref), f"images[{i}]")
+            for i, ref in enumerate(images or ())
+        )
+        return self.add(UserMsg(text=text, images=refs or None), ctx)
 
     def request(
         self,
@@ -262,7 +276,7 @@ class SessionBuilder:
         ``agent.settings.cache_ask(settings)``; None records none)."""
         req = self.request(ctx, settings.origin, turn, model=settings.name, cache_ask=cache_ask)
         response = backend.send(self.builds[req.seq].request, settings, session_key=session_key)
-        self.add(LLM_RESP, {"req": req.seq, "response": codec.response_to_json(response)}, ctx)
+        self.add(LlmResp(req=req.seq, response=response), ctx)
         return req, response
 
     def reply(
@@ -296,8 +310,7 @@ class SessionBuilder:
             finish="tool_calls" if made else "stop",
             model=model,
         )
-        data = {"req": req.seq, "response": codec.response_to_json(response)}
-        event = self.add(LLM_RESP, data, ctx or req.ctx)
+        event = self.add(LlmResp(req=req.seq, response=response), ctx or req.ctx)
         return event, made
 
     def result(
@@ -309,10 +322,8 @@ class SessionBuilder:
         rng: Mapping[str, int] | None = None,
     ) -> Event:
         """A tool call's result; ``rng``: ``{"start", "end", "total"}`` of a ranged read."""
-        data: dict[str, Any] = {"call_id": call.id, "name": call.name, "text": text, "error": error}
-        if rng is not None:
-            data["range"] = dict(rng)
-        return self.add(TOOL_RESULT, data, ctx)
+        lines = None if rng is None else LineRange(start=rng["start"], end=rng["end"], total=rng["total"])
+        return self.add(ToolResult(call_id=call.id, name=call.name, text=text, error=error, range=lines), ctx)
 
     def turn(
         self,
@@ -336,26 +347,24 @@ class SessionBuilder:
     def switch(self, model: str, ctx: str = MAIN_CTX) -> Event:
         """``model.switch``; later requests record ``model`` as their entry."""
         self.model = model
-        return self.add(MODEL_SWITCH, {"model": model}, ctx)
+        return self.add(ModelSwitch(model=model), ctx)
 
     def plan(self, text: str, ctx: str = MAIN_CTX) -> Event:
-        return self.add(GATE_PLAN, {"text": text}, ctx)
+        return self.add(GatePlan(text=text), ctx)
 
     def fold(self, target: int, text: str, ctx: str = MAIN_CTX) -> Event:
-        return self.add(RESULT_FOLD, {"target": target, "text": text}, ctx)
+        return self.add(ResultFold(target=target, text=text), ctx)
 
     def open_ctx(self, cid: str, kind: str, ctx: str = MAIN_CTX, **fields: Any) -> Event:
-        """``ctx.open`` of a narrowing (``kind="narrow"``) or a sub-agent (``kind="sub"``)."""
-        return self.add(CTX_OPEN, {"id": cid, "kind": kind, **fields}, ctx)
+        """``ctx.open`` of a narrowing (``kind="narrow"``) or a sub-agent (``kind="sub"``);
+        ``fields``: the payload's other fields as the log holds them (``offered_tools=[...]``)."""
+        return self.add(CtxOpen.from_data({"id": cid, "kind": kind, **fields}, "open_ctx"), ctx)
 
     def close_ctx(self, cid: str, ctx: str, result: str | None = None) -> Event:
-        data: dict[str, Any] = {"id": cid}
-        if result is not None:
-            data["result"] = result
-        return self.add(CTX_CLOSE, data, ctx)
+        return self.add(CtxClose(id=cid, result=result), ctx)
 
     def widen_ctx(self, cid: str, ctx: str) -> Event:
-        return self.add(CTX_WIDEN, {"id": cid}, ctx)
+        return self.add(CtxWiden(id=cid), ctx)
 
     def summary(
         self, first: int, last: int, text: str, ctx: str = MAIN_CTX, digest: str | None = None
@@ -363,12 +372,10 @@ class SessionBuilder:
         """``summary.add`` of seqs ``first``..``last``, with the digest of those events unless given."""
         if digest is None:
             digest = source_digest(e for e in self.events if first <= e.seq <= last)
-        return self.add(
-            SUMMARY_ADD, {"first": first, "last": last, "text": text, "source_digest": digest}, ctx
-        )
+        return self.add(SummaryAdd(first=first, last=last, text=text, source_digest=digest), ctx)
 
     def revoke(self, summary: int, ctx: str = MAIN_CTX) -> Event:
-        return self.add(SUMMARY_REVOKE, {"summary": summary}, ctx)
+        return self.add(SummaryRevoke(summary=summary), ctx)
 
     def feed(self, events: Iterable[Event]) -> None:
         """Events already in the log into the window (rarely needed: the builder feeds its own)."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, NotFoundError, OriginError
 from nodwyn.values.model import ModelSettings
 
@@ -91,7 +92,7 @@ class Credential:
             )
 
     def auth_headers(self, api: str) -> dict[str, str]:
-        header = self.header or ("x-api-key" if api == "anthropic" else "authorization")
+        header = self.header or api_profile(api).auth_header
         if header == "x-api-key":
             return {"x-api-key": self.value}
         return {"authorization": f"Bearer {self.value}"}

@@ -121,7 +121,6 @@ class HttpBackend:
         asked = diagnose_against if settings.cache_diagnostics else None
         wire = dialect.encode(
             request,
-            settings,
             session_key=session_key,
             plan_usage=credential is not None and credential.plan_usage,
             stream=True,
@@ -161,7 +160,7 @@ class HttpBackend:
         """The server's model ids (never with the session key)."""
         dialect = dialect_for(settings)
         credential = self._credential(settings)
-        wire = dialect.models_request(settings)
+        wire = dialect.models_request()
         url = self._url(settings, wire.path)
         headers = self._headers(wire, credential, settings, url)
         attempt = 0

@@ -23,6 +23,7 @@ from nodwyn.values.content import (
     UserMessage,
     UserPart,
 )
+from nodwyn.values.fields import field
 from nodwyn.values.model import Prices
 from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag
 from nodwyn.values.request import CacheReport, Request, Response, Timings, ToolSpec, Usage
@@ -30,21 +31,6 @@ from nodwyn.values.request import CacheReport, Request, Response, Timings, ToolS
 Json = dict[str, Any]
 
 _BLOCK_TYPES = ("thinking", "redacted_thinking", "reasoning", "reasoning_details")
-
-
-def _get(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = ...) -> Any:
-    if not isinstance(obj, dict):
-        raise CorruptLogError(f"{where}: expected an object, got {type(obj).__name__}")
-    if key not in obj:
-        if default is ...:
-            raise CorruptLogError(f"{where}: missing field {key!r}")
-        return default
-    value = obj[key]
-    if typ is int and isinstance(value, bool):
-        raise CorruptLogError(f"{where}.{key}: expected int, got bool")
-    if not isinstance(value, typ):
-        raise CorruptLogError(f"{where}.{key}: expected {typ}, got {type(value).__name__}")
-    return value
 
 
 # -- parts -------------------------------------------------------------------------------------
@@ -56,10 +42,10 @@ def origin_to_json(o: Origin) -> Json:
 
 def origin_from_json(d: Any, where: str = "origin") -> Origin:
     return Origin(
-        model=_get(d, "model", str, where),
-        server=_get(d, "server", (str, type(None)), where, None),
-        url=_get(d, "url", (str, type(None)), where, None),
-        credential=_get(d, "credential", (str, type(None)), where, None),
+        model=field(d, "model", str, where),
+        server=field(d, "server", (str, type(None)), where, None),
+        url=field(d, "url", (str, type(None)), where, None),
+        credential=field(d, "credential", (str, type(None)), where, None),
     )
 
 
@@ -74,15 +60,15 @@ def block_to_json(b: ThinkingBlock) -> Json:
 
 
 def block_from_json(d: Any, where: str = "block") -> ThinkingBlock:
-    typ = _get(d, "type", str, where)
+    typ = field(d, "type", str, where)
     if typ not in _BLOCK_TYPES:
         raise CorruptLogError(f"{where}.type: unknown block type {typ!r}")
     return ThinkingBlock(
         type=cast(BlockType, typ),
-        origin=origin_from_json(_get(d, "origin", dict, where), f"{where}.origin"),
-        data=_get(d, "data", str, where),
-        text=_get(d, "text", str, where, ""),
-        position=_get(d, "position", int, where, 0),
+        origin=origin_from_json(field(d, "origin", dict, where), f"{where}.origin"),
+        data=field(d, "data", str, where),
+        text=field(d, "text", str, where, ""),
+        position=field(d, "position", int, where, 0),
     )
 
 
@@ -92,9 +78,9 @@ def call_to_json(c: ToolCall) -> Json:
 
 def call_from_json(d: Any, where: str = "call") -> ToolCall:
     return ToolCall(
-        id=_get(d, "id", str, where),
-        name=_get(d, "name", str, where),
-        arguments=_get(d, "arguments", str, where),
+        id=field(d, "id", str, where),
+        name=field(d, "name", str, where),
+        arguments=field(d, "arguments", str, where),
     )
 
 
@@ -111,15 +97,15 @@ def part_to_json(p: UserPart) -> Json:
 
 
 def part_from_json(d: Any, where: str = "part") -> UserPart:
-    typ = _get(d, "type", str, where)
+    typ = field(d, "type", str, where)
     if typ == "text":
-        return TextPart(text=_get(d, "text", str, where))
+        return TextPart(text=field(d, "text", str, where))
     if typ == "image":
         return ImagePart(
-            digest=_get(d, "digest", str, where),
-            media_type=_get(d, "media_type", str, where),
-            width=_get(d, "width", int, where),
-            height=_get(d, "height", int, where),
+            digest=field(d, "digest", str, where),
+            media_type=field(d, "media_type", str, where),
+            width=field(d, "width", int, where),
+            height=field(d, "height", int, where),
         )
     raise CorruptLogError(f"{where}.type: unknown part type {typ!r}")
 
@@ -147,33 +133,33 @@ def message_to_json(m: Message) -> Json:
 
 
 def message_from_json(d: Any, where: str = "message") -> Message:
-    role = _get(d, "role", str, where)
+    role = field(d, "role", str, where)
     if role == "user":
-        parts = _get(d, "content", list, where)
+        parts = field(d, "content", list, where)
         return UserMessage(
             parts=tuple(part_from_json(p, f"{where}.content[{i}]") for i, p in enumerate(parts))
         )
     if role == "assistant":
         return AssistantMessage(
-            text=_get(d, "text", str, where, ""),
-            thinking=_get(d, "thinking", str, where, ""),
+            text=field(d, "text", str, where, ""),
+            thinking=field(d, "thinking", str, where, ""),
             calls=tuple(
                 call_from_json(c, f"{where}.calls[{i}]")
-                for i, c in enumerate(_get(d, "calls", list, where, []))
+                for i, c in enumerate(field(d, "calls", list, where, []))
             ),
             blocks=tuple(
                 block_from_json(b, f"{where}.blocks[{i}]")
-                for i, b in enumerate(_get(d, "blocks", list, where, []))
+                for i, b in enumerate(field(d, "blocks", list, where, []))
             ),
-            phase=_get(d, "phase", str, where, None),
-            raw=_get(d, "raw", (str, type(None)), where, None),
+            phase=field(d, "phase", str, where, None),
+            raw=field(d, "raw", (str, type(None)), where, None),
         )
     if role == "tool":
         return ToolMessage(
-            call_id=_get(d, "call_id", str, where),
-            name=_get(d, "name", str, where),
-            text=_get(d, "text", str, where),
-            error=_get(d, "error", bool, where, False),
+            call_id=field(d, "call_id", str, where),
+            name=field(d, "name", str, where),
+            text=field(d, "text", str, where),
+            error=field(d, "error", bool, where, False),
         )
     raise CorruptLogError(f"{where}.role: unknown role {role!r}")
 
@@ -187,9 +173,9 @@ def tool_to_json(t: ToolSpec) -> Json:
 
 def tool_from_json(d: Any, where: str = "tool") -> ToolSpec:
     return ToolSpec(
-        name=_get(d, "name", str, where),
-        description=_get(d, "description", str, where),
-        parameters=_get(d, "parameters", dict, where),
+        name=field(d, "name", str, where),
+        description=field(d, "description", str, where),
+        parameters=field(d, "parameters", dict, where),
     )
 
 
@@ -205,15 +191,15 @@ def request_to_json(r: Request) -> Json:
 
 def request_from_json(d: Any, where: str = "request") -> Request:
     return Request(
-        system=_get(d, "system", str, where),
+        system=field(d, "system", str, where),
         tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(_get(d, "tools", list, where))
+            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(field(d, "tools", list, where))
         ),
         messages=tuple(
             message_from_json(m, f"{where}.messages[{i}]")
-            for i, m in enumerate(_get(d, "messages", list, where))
+            for i, m in enumerate(field(d, "messages", list, where))
         ),
-        max_output=_get(d, "max_output", (int, type(None)), where, None),
+        max_output=field(d, "max_output", (int, type(None)), where, None),
     )
 
 
@@ -231,7 +217,7 @@ def usage_to_json(u: Usage) -> Json:
 
 
 def usage_from_json(d: Any, where: str = "usage") -> Usage:
-    return Usage(**{f: _get(d, f, (int, type(None)), where, None) for f in _USAGE_FIELDS})
+    return Usage(**{f: field(d, f, (int, type(None)), where, None) for f in _USAGE_FIELDS})
 
 
 def response_to_json(r: Response) -> Json:
@@ -263,38 +249,38 @@ def cache_report_from_json(d: Any, where: str) -> CacheReport | None:
         return None
     opt_s, opt_i = (str, type(None)), (int, type(None))
     return CacheReport(
-        against=_get(d, "against", opt_s, where, None),
-        reason=_get(d, "reason", opt_s, where, None),
-        missed_tokens=_get(d, "missed_tokens", opt_i, where, None),
+        against=field(d, "against", opt_s, where, None),
+        reason=field(d, "reason", opt_s, where, None),
+        missed_tokens=field(d, "missed_tokens", opt_i, where, None),
     )
 
 
 def response_from_json(d: Any, where: str = "response") -> Response:
-    timings = _get(d, "timings", dict, where, {})
+    timings = field(d, "timings", dict, where, {})
     num = (int, float, type(None))
     return Response(
-        text=_get(d, "text", str, where, ""),
-        thinking=_get(d, "thinking", str, where, ""),
+        text=field(d, "text", str, where, ""),
+        thinking=field(d, "thinking", str, where, ""),
         calls=tuple(
-            call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(_get(d, "calls", list, where, []))
+            call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(field(d, "calls", list, where, []))
         ),
         blocks=tuple(
             block_from_json(b, f"{where}.blocks[{i}]")
-            for i, b in enumerate(_get(d, "blocks", list, where, []))
+            for i, b in enumerate(field(d, "blocks", list, where, []))
         ),
-        usage=usage_from_json(_get(d, "usage", dict, where, {}), f"{where}.usage"),
-        finish=_get(d, "finish", (str, type(None)), where, None),
-        model=_get(d, "model", (str, type(None)), where, None),
+        usage=usage_from_json(field(d, "usage", dict, where, {}), f"{where}.usage"),
+        finish=field(d, "finish", (str, type(None)), where, None),
+        model=field(d, "model", (str, type(None)), where, None),
         timings=Timings(
-            prefill_ms=_get(timings, "prefill_ms", num, f"{where}.timings", None),
-            total_ms=_get(timings, "total_ms", num, f"{where}.timings", None),
+            prefill_ms=field(timings, "prefill_ms", num, f"{where}.timings", None),
+            total_ms=field(timings, "total_ms", num, f"{where}.timings", None),
         ),
-        notes=tuple(_get(d, "notes", list, where, [])),
-        phase=_get(d, "phase", str, where, None),
-        raw=_get(d, "raw", (str, type(None)), where, None),
-        id=_get(d, "id", (str, type(None)), where, None),
+        notes=tuple(field(d, "notes", list, where, [])),
+        phase=field(d, "phase", str, where, None),
+        raw=field(d, "raw", (str, type(None)), where, None),
+        id=field(d, "id", (str, type(None)), where, None),
         cache_report=cache_report_from_json(
-            _get(d, "cache_report", (dict, type(None)), where, None), f"{where}.cache_report"
+            field(d, "cache_report", (dict, type(None)), where, None), f"{where}.cache_report"
         ),
     )
 
@@ -318,10 +304,10 @@ def prices_from_json(d: Any, where: str) -> Prices:
         if key not in ("input", "output", "cached_input", "cache_write"):
             raise CorruptLogError(f"{where}: unknown price {key!r}")
     return Prices(
-        input=float(_get(d, "input", num, where)),
-        output=float(_get(d, "output", num, where)),
-        cached_input=_float_or_none(_get(d, "cached_input", opt, where, None)),
-        cache_write=_float_or_none(_get(d, "cache_write", opt, where, None)),
+        input=float(field(d, "input", num, where)),
+        output=float(field(d, "output", num, where)),
+        cached_input=_float_or_none(field(d, "cached_input", opt, where, None)),
+        cache_write=_float_or_none(field(d, "cache_write", opt, where, None)),
     )
 
 
@@ -358,31 +344,31 @@ def recipe_to_json(r: Recipe) -> Json:
 def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
     from nodwyn.values.recipe import parse_version, policy_for
 
-    version = parse_version(_get(d, "version", str, where))
+    version = parse_version(field(d, "version", str, where))
     policy_for(version)  # refuses unknown versions
-    lim = _get(d, "limits", dict, where)
+    lim = field(d, "limits", dict, where)
     lw = f"{where}.limits"
     opt = (str, type(None))
     return Recipe(
         version=version,
-        system=_get(d, "system", str, where),
+        system=field(d, "system", str, where),
         tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(_get(d, "tools", list, where))
+            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(field(d, "tools", list, where))
         ),
         limits=WindowLimits(
-            high_water=_get(lim, "high_water", int, lw),
-            low_water=_get(lim, "low_water", int, lw),
-            max_result_tokens=_get(lim, "max_result_tokens", int, lw),
-            output_reserve=_get(lim, "output_reserve", int, lw),
-            ceiling=_get(lim, "ceiling", int, lw),
+            high_water=field(lim, "high_water", int, lw),
+            low_water=field(lim, "low_water", int, lw),
+            max_result_tokens=field(lim, "max_result_tokens", int, lw),
+            output_reserve=field(lim, "output_reserve", int, lw),
+            ceiling=field(lim, "ceiling", int, lw),
         ),
-        context_size=_get(d, "context_size", int, where),
-        keep_alive=_get(d, "keep_alive", opt, where, None),
-        task_header=_get(d, "task_header", opt, where, None),
-        plan_header=_get(d, "plan_header", opt, where, None),
-        extra_flags=_flags(_get(d, "flags", list, where, []), f"{where}.flags"),
-        prices=recipe_prices(_get(d, "prices", (dict, type(None)), where, None), f"{where}.prices"),
-        weights=_get(d, "weights", opt, where, None),
+        context_size=field(d, "context_size", int, where),
+        keep_alive=field(d, "keep_alive", opt, where, None),
+        task_header=field(d, "task_header", opt, where, None),
+        plan_header=field(d, "plan_header", opt, where, None),
+        extra_flags=_flags(field(d, "flags", list, where, []), f"{where}.flags"),
+        prices=recipe_prices(field(d, "prices", (dict, type(None)), where, None), f"{where}.prices"),
+        weights=field(d, "weights", opt, where, None),
     )
 
 

@@ -10,6 +10,9 @@ kind's payload. Each kind has one frozen class below (``USER_MSG`` -> ``UserMsg`
 codec: ``decode(event)`` / ``Cls.from_data(data, where)`` checks every field and raises
 ``CorruptLogError`` naming it; ``to_data()`` gives the payload back, identical to what was read
 (fields this release does not know are kept in ``extra``, so nothing read and written back changes).
+An event is written as its payload value (``log.append(UserMsg(text=...), ctx)``): ``encode``
+gives the data the log holds, read back through the same codec first, so what the reader would
+refuse is refused before anything is written (ADR 0340).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast
 
-from nodwyn.errors import CorruptLogError, NodwynError
+from nodwyn.errors import CanonicalError, CorruptLogError, NodwynError
 from nodwyn.values.codec import (
     origin_from_json,
     origin_to_json,
@@ -28,33 +31,11 @@ from nodwyn.values.codec import (
     response_to_json,
 )
 from nodwyn.values.content import Origin
+from nodwyn.values.fields import NULL, Fields
 from nodwyn.values.recipe import Recipe
 from nodwyn.values.request import Response
 
 MAIN_CTX: Final = "main"
-
-KINDS: Final = frozenset(
-    {
-        "session.start",
-        "session.resume",
-        "user.msg",
-        "llm.req",
-        "llm.resp",
-        "tool.result",
-        "gate.plan",
-        "result.fold",
-        "summary.add",
-        "summary.revoke",
-        "ctx.open",
-        "ctx.close",
-        "ctx.widen",
-        "model.switch",
-        "log.repaired",
-        "note",
-        "llm.seen",
-        "import.view",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,70 +77,7 @@ class FileRange(TypedDict):
     total: int
 
 
-# -- reading fields: the one place payload fields are checked ------------------------------------
-
-_Type = type | tuple[type, ...]
-
-
-def _name(typ: _Type) -> str:
-    if isinstance(typ, tuple):
-        return " or ".join("null" if t is type(None) else t.__name__ for t in typ)
-    return typ.__name__
-
-
-class _Reader:
-    """The fields of one JSON object, checked as they are taken; what is left over is ``extra``."""
-
-    __slots__ = ("d", "taken", "where")
-
-    def __init__(self, d: Any, where: str) -> None:
-        if not isinstance(d, dict):
-            raise CorruptLogError(f"{where}: expected an object, got {type(d).__name__}")
-        self.d: dict[str, Any] = d
-        self.where = where
-        self.taken: set[str] = set()
-
-    def has(self, key: str) -> bool:
-        return key in self.d
-
-    def get(self, key: str, typ: _Type, default: Any = ...) -> Any:
-        self.taken.add(key)
-        if key not in self.d:
-            if default is ...:
-                raise CorruptLogError(f"{self.where}: missing field {key!r}")
-            return default
-        value = self.d[key]
-        ints = typ is int or (isinstance(typ, tuple) and int in typ)
-        if isinstance(value, bool) and ints and not (typ is bool or (isinstance(typ, tuple) and bool in typ)):
-            raise CorruptLogError(f"{self.where}.{key}: expected an integer, got a boolean")
-        if not isinstance(value, typ):
-            raise CorruptLogError(f"{self.where}.{key}: expected {_name(typ)}, got {type(value).__name__}")
-        return value
-
-    def ints(self, key: str, default: Any = ...) -> tuple[int, ...] | None:
-        items = self.get(key, list, default)
-        if items is None or items is default:
-            return cast("tuple[int, ...] | None", items)
-        for i, v in enumerate(items):
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise CorruptLogError(f"{self.where}.{key}[{i}]: expected an integer, got {type(v).__name__}")
-        return tuple(items)
-
-    def strs(self, key: str) -> tuple[str, ...] | None:
-        items = self.get(key, list, None)
-        if items is None:
-            return None
-        for i, v in enumerate(items):
-            if not isinstance(v, str):
-                raise CorruptLogError(f"{self.where}.{key}[{i}]: expected a string, got {type(v).__name__}")
-        return tuple(items)
-
-    def objects(self, key: str) -> list[Any] | None:
-        items = self.get(key, list, None)
-        return None if items is None else list(items)
-
-    def extra(self) -> dict[str, Any]:
-        return {k: v for k, v in self.d.items() if k not in self.taken}
+# -- reading fields: values.fields, the one field reader ----------------------------------------
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
@@ -183,11 +101,11 @@ class Payload:
     @classmethod
     def from_data(cls, data: Any, where: str = "") -> Self:
         """The payload read from ``data``; ``CorruptLogError`` naming the field if it is malformed."""
-        r = _Reader(data, where or cls.KIND)
+        r = Fields(data, where or cls.KIND)
         return cls._read(r)
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         raise NotImplementedError
 
     def _fields(self) -> dict[str, Any]:
@@ -213,7 +131,7 @@ class _RecipePayload(Payload):
     approval: str | None = None  # ask | auto-edit | full-auto
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         raw = r.get("recipe", dict, None)
         return cls(
             recipe=None if raw is None else recipe_from_json(raw, f"{r.where}.recipe"),
@@ -227,9 +145,10 @@ class _RecipePayload(Payload):
         )
 
     def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"model": self.model}
+        out: dict[str, Any] = {}
         if self.recipe is not None:
             out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
+        out["model"] = self.model
         _put(out, "workspace", self.workspace)
         _put(out, "sandbox", self.sandbox)
         _put(out, "network", self.network)
@@ -250,7 +169,7 @@ class SessionResume(_RecipePayload):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageRef:
     """An attached image: its attachment digest, and the host the person confirmed sending it to
-    (``host_recorded`` False: written before hosts were recorded)."""
+    (None: written before hosts were recorded, or recorded as null when ``host_null``)."""
 
     digest: str
     media_type: str
@@ -258,20 +177,21 @@ class ImageRef:
     height: int
     name: str | None = None
     host: str | None = None
-    host_recorded: bool = False
+    host_null: bool = False
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     @classmethod
     def from_data(cls, data: Any, where: str) -> ImageRef:
-        r = _Reader(data, where)
+        r = Fields(data, where)
+        host = r.get("host", (str, NULL), None)
         ref = cls(
             digest=r.get("digest", str),
             media_type=r.get("media_type", str),
             width=r.get("width", int),
             height=r.get("height", int),
             name=r.get("name", str, None),
-            host=r.get("host", (str, type(None)), None),
-            host_recorded=r.has("host"),
+            host=host,
+            host_null=host is None and r.has("host"),
             extra=r.extra(),
         )
         if ref.width <= 0 or ref.height <= 0:
@@ -292,7 +212,7 @@ class ImageRef:
             "height": self.height,
         }
         _put(out, "name", self.name)
-        if self.host_recorded:
+        if self.host is not None or self.host_null:
             out["host"] = self.host
         return out
 
@@ -304,9 +224,9 @@ class UserMsg(Payload):
     images: tuple[ImageRef, ...] | None = None
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         text = r.get("text", str)
-        raw = r.objects("images")
+        raw = r.get("images", list, None)
         images = (
             None
             if raw is None
@@ -364,7 +284,7 @@ class LlmReq(Payload):
     origin_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         w = r.where
         model = r.get("model", str)
         origin_json = r.get("origin", dict)
@@ -372,20 +292,20 @@ class LlmReq(Payload):
         digest = r.get("digest", str, None)
         if digest is not None and not _DIGEST.fullmatch(digest):
             raise CorruptLogError(f"{w}.digest: {digest[:80]!r} is not 'sha256:' and 64 lowercase hex digits")
-        elided = r.ints("elided")
-        withheld = r.objects("withheld_images")
+        elided = r.items("elided", int, ...)
+        withheld = r.get("withheld_images", list, None)
         held = None
         if withheld is not None:
             items = []
             for i, raw in enumerate(withheld):
-                wr = _Reader(raw, f"{w}.withheld_images[{i}]")
+                wr = Fields(raw, f"{w}.withheld_images[{i}]")
                 items.append(WithheldImage(digest=wr.get("digest", str), reason=wr.get("reason", str)))
             held = tuple(items)
         raw_start = r.get("start", dict, None)
         start = None
         if raw_start is not None:
-            sr = _Reader(raw_start, f"{w}.start")
-            start = ReqStart(seq=sr.get("seq", int), keep=sr.ints("keep") or ())
+            sr = Fields(raw_start, f"{w}.start")
+            start = ReqStart(seq=sr.get("seq", int), keep=sr.items("keep", int, ...) or ())
         return cls(
             model=model,
             origin=origin,
@@ -399,11 +319,11 @@ class LlmReq(Payload):
             target=r.get("target", int, None),
             head=r.get("head", int, None),
             no_tools=r.get("no_tools", bool, None),
-            offered_tools=r.strs("offered_tools"),
+            offered_tools=r.items("offered_tools", str),
             withheld_images=held,
             max_output=r.get("max_output", int, None),
             headroom=r.get("headroom", bool, None),
-            moved=r.strs("moved"),
+            moved=r.items("moved", str),
             start=start,
             cache_ask=r.get("cache_ask", str, None),
             extra=r.extra(),
@@ -438,7 +358,7 @@ class LlmResp(Payload):
     response_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         req = r.get("req", int)
         raw = r.get("response", dict)
         return cls(
@@ -462,8 +382,8 @@ class LineRange:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult(Payload):
-    """A tool's outcome. ``range``: the file lines an fs-read shows (``range_recorded`` with
-    ``range`` None: recorded as null)."""
+    """A tool's outcome. ``range``: the file lines an fs-read shows (``range_null``: recorded as
+    null)."""
 
     KIND: ClassVar[str] = TOOL_RESULT
     call_id: str
@@ -471,21 +391,21 @@ class ToolResult(Payload):
     text: str
     error: bool
     range: LineRange | None = None
-    range_recorded: bool = False
+    range_null: bool = False
     sandbox: str | None = None  # shell: the sandbox mode it ran under (None: before sandboxes)
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         call_id, name, text, error = (
             r.get("call_id", str),
             r.get("name", str),
             r.get("text", str),
             r.get("error", bool),
         )
-        raw = r.get("range", (dict, type(None)), None)
+        raw = r.get("range", (dict, NULL), None)
         rng = None
         if raw is not None:
-            rr = _Reader(raw, f"{r.where}.range")
+            rr = Fields(raw, f"{r.where}.range")
             rng = LineRange(start=rr.get("start", int), end=rr.get("end", int), total=rr.get("total", int))
         return cls(
             call_id=call_id,
@@ -493,7 +413,7 @@ class ToolResult(Payload):
             text=text,
             error=error,
             range=rng,
-            range_recorded=r.has("range"),
+            range_null=rng is None and r.has("range"),
             sandbox=r.get("sandbox", str, None),
             extra=r.extra(),
         )
@@ -507,7 +427,7 @@ class ToolResult(Payload):
         }
         if self.range is not None:
             out["range"] = {"start": self.range.start, "end": self.range.end, "total": self.range.total}
-        elif self.range_recorded:
+        elif self.range_null:
             out["range"] = None
         _put(out, "sandbox", self.sandbox)
         return out
@@ -518,7 +438,7 @@ class _TextPayload(Payload):
     text: str
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(text=r.get("text", str), extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
@@ -544,7 +464,7 @@ class ResultFold(Payload):
     text: str
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(target=r.get("target", int), text=r.get("text", str), extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
@@ -560,7 +480,7 @@ class SummaryAdd(Payload):
     source_digest: str
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(
             first=r.get("first", int),
             last=r.get("last", int),
@@ -584,7 +504,7 @@ class SummaryRevoke(Payload):
     summary: int  # seq of the summary.add
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(summary=r.get("summary", int), extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
@@ -602,7 +522,7 @@ class CtxOpen(Payload):
     lasting: bool | None = None  # a narrowing that is never widened or closed (compaction)
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         cid = r.get("id", str)
         kind = r.get("kind", str)
         if kind not in ("narrow", "sub"):
@@ -611,7 +531,7 @@ class CtxOpen(Payload):
             id=cid,
             kind=cast(Literal["narrow", "sub"], kind),
             system=r.get("system", str, None),
-            offered_tools=r.strs("offered_tools"),
+            offered_tools=r.items("offered_tools", str),
             parent_call=r.get("parent_call", str, None),
             lasting=r.get("lasting", bool, None),
             extra=r.extra(),
@@ -634,7 +554,7 @@ class CtxClose(Payload):
     result: str | None = None
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(id=r.get("id", str), result=r.get("result", str, None), extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
@@ -652,7 +572,7 @@ class CtxWiden(Payload):
     id: str
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(id=r.get("id", str), extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
@@ -671,7 +591,7 @@ class ModelSwitch(Payload):
     recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         raw = r.get("recipe", dict, None)
         return cls(
             model=r.get("model", str),
@@ -694,7 +614,7 @@ class LogRepaired(Payload):
     offset: int
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(
             truncated_bytes=r.get("truncated_bytes", int), offset=r.get("offset", int), extra=r.extra()
         )
@@ -722,7 +642,7 @@ class LlmSeen(Payload):
     why: tuple[str, ...] | None = None
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         model = r.get("model", str)
         items: list[SeenItem] = []
         for i, v in enumerate(r.get("messages", list)):
@@ -739,7 +659,7 @@ class LlmSeen(Payload):
                 raise CorruptLogError(
                     f"{r.where}.messages[{i}]: expected a seq or a [first, last] range of seqs"
                 )
-        return cls(model=model, messages=tuple(items), why=r.strs("why"), extra=r.extra())
+        return cls(model=model, messages=tuple(items), why=r.items("why", str), extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -763,9 +683,9 @@ class ImportView(Payload):
     of: tuple[int, ...] | None = None
 
     @classmethod
-    def _read(cls, r: _Reader) -> Self:
+    def _read(cls, r: Fields) -> Self:
         return cls(
-            message=r.get("message", dict), why=r.get("why", str), of=r.ints("of", None), extra=r.extra()
+            message=r.get("message", dict), why=r.get("why", str), of=r.items("of", int), extra=r.extra()
         )
 
     def _fields(self) -> dict[str, Any]:
@@ -799,15 +719,61 @@ PAYLOADS: Final[dict[str, type[Payload]]] = {
     )
 }
 
+# Every payload class, for dispatch that must handle each kind: an ``isinstance`` chain over
+# ``decode``'s result ends in ``assert_never``, so a new kind is a type error, not skipped in silence.
+AnyPayload = (
+    SessionStart
+    | SessionResume
+    | UserMsg
+    | LlmReq
+    | LlmResp
+    | ToolResult
+    | GatePlan
+    | ResultFold
+    | SummaryAdd
+    | SummaryRevoke
+    | CtxOpen
+    | CtxClose
+    | CtxWiden
+    | ModelSwitch
+    | LogRepaired
+    | Note
+    | LlmSeen
+    | ImportView
+)
+
+KINDS: Final = frozenset(PAYLOADS)  # every kind this release reads: one class per kind, named once
+
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-def decode(event: Event) -> Payload:
+def decode(event: Event) -> AnyPayload:
     """The event's typed payload; ``CorruptLogError`` naming the kind, seq and field if malformed."""
     cls = PAYLOADS.get(event.kind)
     if cls is None:
         raise CorruptLogError(f"seq {event.seq}: unknown event kind {event.kind!r}")
-    return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
+    return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")  # type: ignore[return-value]
+
+
+def encode(payload: Payload) -> dict[str, Any]:
+    """The data the log holds for ``payload``, read back through the codec first: a payload the
+    codec refuses, or one whose data reads back as other data (a field the codec drops), raises
+    ``CanonicalError`` naming the field, before anything is written (ADR 0340)."""
+    cls = type(payload)
+    if PAYLOADS.get(cls.KIND) is not cls:
+        raise CanonicalError(f"{cls.__name__} is not an event payload of values.events; nothing was written")
+    data = payload.to_data()
+    try:
+        back = cls.from_data(data, cls.KIND).to_data()
+    except CorruptLogError as exc:
+        raise CanonicalError(f"{exc}; the payload was refused, nothing was written") from None
+    if back != data:
+        fields = sorted(k for k in data.keys() | back.keys() if data.get(k, ...) != back.get(k, ...))
+        raise CanonicalError(
+            f"{cls.KIND}: the payload does not read back as written (field {', '.join(fields)}); "
+            "nothing was written"
+        )
+    return data
 
 
 def decoded(event: Event, *kinds: str) -> Payload | None:

@@ -11,21 +11,19 @@ in memory (``_Events``); nothing is written, so this module stays pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from nodwyn.errors import WhatifError
 from nodwyn.stats.prefix import common_parts
-from nodwyn.values.codec import recipe_to_json, response_to_json
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
-    LLM_REQ,
-    LLM_RESP,
     MAIN_CTX,
-    SESSION_START,
-    TOOL_RESULT,
-    USER_MSG,
     Event,
+    LlmResp,
+    Payload,
     ReqStart,
+    SessionStart,
+    ToolResult,
+    UserMsg,
 )
 from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, policy_for
 from nodwyn.values.request import Response
@@ -51,9 +49,10 @@ class _Events:
         self.window = window
         self.seq = 0
 
-    def append(self, kind: str, data: dict[str, Any]) -> Event:
+    def append(self, payload: Payload) -> Event:
+        """``payload`` as the next event (never written: the window's ``feed`` checks it)."""
         self.seq += 1
-        event = Event(seq=self.seq, t=T, kind=kind, ctx=MAIN_CTX, data=data)
+        event = Event(seq=self.seq, t=T, kind=payload.KIND, ctx=MAIN_CTX, data=payload.to_data())
         self.window.feed(event)
         return event
 
@@ -61,7 +60,7 @@ class _Events:
         build = self.window.build(MAIN_CTX, origin=ORIGIN, turn=TurnOptions(), withheld={})
         start = self.window.start
         record = replace(build.record, model=MODEL, start=ReqStart(seq=start.seq, keep=start.keep))
-        return build, self.append(LLM_REQ, record.to_data())
+        return build, self.append(record)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,10 +119,10 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     run = p.run
     rec = _Events(Window(flags=sizing.flags, tuning=sizing.tuning or V20))
 
-    def feed(kind: str, data: dict[str, Any]) -> int:
-        return rec.append(kind, data).seq
+    def feed(payload: Payload) -> int:
+        return rec.append(payload).seq
 
-    feed(SESSION_START, {"recipe": recipe_to_json(sizing.recipe(p, budget)), "model": MODEL})
+    feed(SessionStart(recipe=sizing.recipe(p, budget), model=MODEL))
     index_of: dict[int, int] = {}  # seq -> index of the conversation message it logged
     elided: set[int] = set()
     out: list[Measured] = []
@@ -156,14 +155,13 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
             )
             prev = cur
             reply = Response(text=m.text, thinking=m.thinking, calls=m.calls, blocks=m.blocks, model=MODEL)
-            index_of[feed(LLM_RESP, {"req": req_event.seq, "response": response_to_json(reply)})] = i
+            index_of[feed(LlmResp(req=req_event.seq, response=reply))] = i
         elif isinstance(m, ToolMessage):
-            data = {"call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
-            index_of[feed(TOOL_RESULT, data)] = i
+            index_of[feed(ToolResult(call_id=m.call_id, name=m.name, text=m.text, error=m.error))] = i
         else:
             assert isinstance(m, UserMessage)
             text = "".join(x.text for x in m.parts if isinstance(x, TextPart))
-            index_of[feed(USER_MSG, {"text": text})] = i
+            index_of[feed(UserMsg(text=text))] = i
     return EngineResult(requests=out, estimates=estimates, trims=trims)
 
 

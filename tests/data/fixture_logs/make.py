@@ -37,6 +37,7 @@ from nodwyn.fakes import FakeServer  # noqa: E402
 from nodwyn.log import Store  # noqa: E402
 from nodwyn.replay.summaries import add_summary, revoke_summary  # noqa: E402
 from nodwyn.testing import SessionBuilder, recipe  # noqa: E402
+from nodwyn.values.events import CtxOpen, CtxWiden  # noqa: E402
 from nodwyn.values.recipe import KNOWN_VERSIONS  # noqa: E402
 
 
@@ -375,9 +376,9 @@ def contexts(run: Run) -> None:
     store = Store(run.home)
     s = SessionBuilder(store=store, recipe=recipe())
     s.turn("first", [[("fs-read", '{"path":"a.py"}', "print('a')\n")]], "a prints a")
-    s.add("ctx.open", {"id": "n1", "kind": "narrow", "lasting": False, "system": "Only the narrow task."})
+    s.add(CtxOpen(id="n1", kind="narrow", lasting=False, system="Only the narrow task."))
     s.turn("narrow task", [], "narrow done", ctx="n1")
-    s.add("ctx.widen", {"id": "n1"})
+    s.add(CtxWiden(id="n1"))
     s.turn("wide again", [], "wide done")
     s.close()
     with (run.home / "sessions" / s.id / "log.jsonl").open("ab") as f:

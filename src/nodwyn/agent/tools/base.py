@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools.procs import ProcessGroups
@@ -16,6 +16,9 @@ from nodwyn.errors import ToolError
 from nodwyn.log.redact import NO_KNOWN, Known
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
+
+if TYPE_CHECKING:
+    from nodwyn.agent.tools.view import ViewCache
 
 # Rough bytes per token the window's estimate assumes for text (bytes/3).
 BYTES_PER_TOKEN = 3
@@ -49,6 +52,7 @@ class ToolContext:
     processes: ProcessGroups | None = None  # the shell's groups still running: killed at the end
     known: Known = NO_KNOWN  # held credential values: the file tools see files with them redacted
     protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (and .nodwyn)
+    views: ViewCache | None = None  # files' redacted views made so far (None: made each time)
     sandbox: Sandbox = Sandbox()  # what the shell's commands may touch (agent.sandbox)
 
 

@@ -189,7 +189,10 @@ def _grep_file(
     newline). With ``whole`` (the pattern with ``^``/``$`` at line edges), one pass over the file
     finds where matches can be; a line with a match of its own lies within the span of one of the
     whole-file matches, so only the lines those spans touch are tried one by one."""
-    text = view.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
+    if ctx.views is not None:
+        text = ctx.views.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
+    else:
+        text = view.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
     lines = text.split("\n") if text else []
     if text.endswith("\n"):
         lines.pop()
