@@ -28,6 +28,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("nodwyn.cli.run", "chat", "Interactive turns with line editing and history (/help)."),
     "resume": ("nodwyn.cli.run", "resume", "Continue a session (latest, an id or its suffix) from its log."),
     "models": ("nodwyn.cli.models", "models", "List, add, set, test model entries; set the default."),
+    "config": (
+        "nodwyn.cli.config_cmd",
+        "config",
+        "Where config.toml is; every effective value and its source.",
+    ),
     "keys": ("nodwyn.cli.keys", "keys", "Set, list and remove credentials in the keychain file."),
     "mcp": ("nodwyn.cli.mcp", "mcp", "The MCP servers a session would start: list, test NAME."),
     "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
