@@ -58,7 +58,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "compose": frozenset({"window", "dialects", "log", "record", "transport", "agent", "mcp"}),
     "evals": frozenset({"stats", "log", "replay"}),
     "testing": frozenset({"window", "log", "record", "transport", "fakes"}),
-    "console": frozenset({"stats", "log", "replay"}),
+    "console": frozenset({"stats", "log", "replay", "evals"}),
     "export": frozenset({"stats", "replay"}),
     "cli": frozenset(
         {
