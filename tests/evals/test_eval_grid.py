@@ -14,11 +14,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
-from tests.console.served import serve
+from starlette.testclient import TestClient
 
+from nodwyn.console.app import make_app
 from nodwyn.evals.gather import verified
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -92,13 +92,11 @@ def _check_grid(env: dict[str, str], doc: dict[str, Any], fakes: dict[str, FakeS
     assert doc["differences"][0]["variant"] == "bad" and solved["value"] == -0.5 and solved["n"] == 2
     again = _eval(env, "report", doc["eval"])  # from the logs alone, the same rows
     assert again["runs"] == rows
-    served = serve(Path(env["NODWYN_HOME"]))  # the console's page of the eval, from the same logs
-    try:
-        page = httpx.get(f"{served.url}/e/{doc['eval']}")
-        api = httpx.get(f"{served.url}/api/e/{doc['eval']}").json()
-        missing = httpx.get(f"{served.url}/e/ev-000000000000")
-    finally:
-        served.stop()
+    app = make_app(Path(env["NODWYN_HOME"]))  # the console's page of the eval, from the same logs
+    with TestClient(app, base_url="http://127.0.0.1") as console:
+        page = console.get(f"/e/{doc['eval']}")
+        api = console.get(f"/api/e/{doc['eval']}").json()
+        missing = console.get("/e/ev-000000000000")
     assert page.status_code == 200 and 'id="eval-table"' in page.text
     assert api["runs"] == rows and "bad - good, paired by task (n=2): solved -0.50" in api["table"]
     assert html.escape(api["table"]) in page.text and missing.status_code == 404
