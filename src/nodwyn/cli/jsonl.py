@@ -118,6 +118,10 @@ class JsonLines:
         emit({"type": "note", "text": redacted(text)})
         click.secho(f"nodwyn: {shown(text)}", err=True, fg="yellow")
 
+    def interrupted(self) -> str:
+        self._streams.clear()
+        return ""
+
     def answer(self, result: object) -> None:
         """After a turn: the rest of the reply; the answer itself is on the ``result`` line."""
         self._flush()

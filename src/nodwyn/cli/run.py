@@ -39,7 +39,7 @@ from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.errors import NodwynError
 from nodwyn.stats.totals import percent
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import Event, LlmReq
+from nodwyn.values.events import Event, LlmReq, Note
 from nodwyn.values.recipe import DEFAULT_VERSION
 from nodwyn.values.request import Response
 
@@ -117,6 +117,16 @@ class LineDisplay:
         self._open_out = False
         self._open_err = False
         self._streams: dict[str, Stream] = {}
+        self._reply: list[str] = []  # the text of the reply streaming now, as it came
+
+    def interrupted(self) -> str:
+        """Ctrl-C mid-reply: end the open line, drop what was held back (so it is not shown at the
+        start of the next turn), and return the reply's text so far."""
+        self.status.stop()
+        self._streams.clear()
+        self._end_lines()
+        text, self._reply = "".join(self._reply), []
+        return text
 
     def _end_lines(self) -> None:
         for kind in list(self._streams):
@@ -141,6 +151,8 @@ class LineDisplay:
     def delta(self, kind: str, fragment: str) -> None:
         """A piece of the reply, shown a whole line at a time, redacted and escaped (screen.Stream)."""
         self.status.stop()
+        if kind == "text":
+            self._reply.append(fragment)
         if not (kind == "text" and self.answer_live) and not self.progress:
             return
         for other in [k for k in self._streams if k != kind]:  # keep the order text and thinking came in
@@ -148,6 +160,7 @@ class LineDisplay:
         self._emit(kind, self._streams.setdefault(kind, Stream()).feed(fragment))
 
     def request(self, event: Event) -> None:
+        self._reply = []
         if self.progress:
             self._end_lines()
             req = LlmReq.from_data(event.data)
@@ -618,9 +631,11 @@ class _Chat:
             _err(f"nodwyn: {shown(str(exc))}", fg="red")
             self.agent.settle()
         except KeyboardInterrupt:
-            self.out.display.status.stop()
+            partial = self.out.display.interrupted()
             _err("\nnodwyn: interrupted; the log keeps everything so far", fg="yellow")
             self.agent.settle()
+            if partial:
+                self.agent.append(Note(text=f"reply interrupted by the person; its text so far: {partial}"))
         return "done"
 
     def command(self, name: str, arg: str) -> _Step:
