@@ -37,28 +37,33 @@ from nodwyn.errors import ImportFormatError, WhatifError
 from nodwyn.imports import Found, conversation, find, load, write
 from nodwyn.imports import source_of as import_source
 from nodwyn.log import Store
-from nodwyn.values.recipe import DEFAULT_VERSION, Flag
+from nodwyn.values.recipe import DEFAULT_TRIM_DEPTH, DEFAULT_VERSION, TRIM_DEPTHS, Flag
 from nodwyn.whatif import POLICIES, engine, recorded
+from nodwyn.whatif.bootstrap import RESAMPLES, bootstrap
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import prepare
 from nodwyn.window.units import V20, Tuning
 
 KI = 1024
 # the peers of nodwyn.whatif, and "whole" (no window) for reference
-BASELINES = tuple(name for name in POLICIES if name != "nodwyn")
+BASELINES = tuple(name for name in POLICIES if name.split(":")[0] != "nodwyn")
 AS_SENT = "as-sent"  # what the agent sent, where its run records it (nodwyn.whatif.recorded)
-# recipe name -> (version, v20 rules switched on besides the version's own)
-RECIPES: dict[str, tuple[int, tuple[Flag, ...]]] = {
-    "v19": (19, ()),
-    "v20": (20, ()),
-    "v19+units": (19, (Flag.UNITS,)),
-    "v19+growth": (19, (Flag.GROWTH,)),
-    "v19+head": (19, (Flag.HEAD,)),
+# recipe name -> (version, v20 rules switched on besides the version's own, v21's dial position)
+RECIPES: dict[str, tuple[int, tuple[Flag, ...], str | None]] = {
+    "v19": (19, (), None),
+    "v20": (20, (), None),
+    "v21": (21, (), None),
+    **{f"v21:{d}": (21, (), d) for d in TRIM_DEPTHS if d != DEFAULT_TRIM_DEPTH},
+    "v19+units": (19, (Flag.UNITS,), None),
+    "v19+growth": (19, (Flag.GROWTH,), None),
+    "v19+head": (19, (Flag.HEAD,), None),
 }
 TARGET_BUDGET = 32 * KI
 TARGETS = {"cached_share": 0.95, "uncached_ratio": 1.3, "over_budget": 0, "visible": 0.65}
 # the bar v20 must pass at 32 Ki (ADR 0150); at every budget it must not be worse than v19 on any of MEASURES
 V20_BAR = {"uncached_ratio": 1.20, "over_budget": 0, "visible": 0.70}
+# the bar of v21's dial at its cheap end at 32 Ki (issue 28): the peers' cost, more of the conversation
+CHEAP_BAR = {"uncached_ratio": 1.09, "visible": 0.70}
 MEASURES = (  # (field, higher is better)
     ("cached_share", True),
     ("uncached_ratio", False),
@@ -156,6 +161,72 @@ def v20_verdict(results: Results, budgets: list[int]) -> list[str]:
                 missed.append(f"visible {a.visible:.3f} < {V20_BAR['visible']}")
         verdict = "meets the bar" if not missed else "misses: " + "; ".join(missed)
         lines.append(f"v20 against v19 at {b // KI} Ki: {verdict}")
+    return lines
+
+
+def v21_verdict(results: Results, budgets: list[int]) -> list[str]:
+    """The bar v21 must pass (issue 28, ADR 0390): at 32 Ki cost <= v20's, visible >= v20's, recent-16Ki
+    >= v19's, the task whole, none over; at 64 Ki cheaper and more visible than v20; at 16 Ki no worse
+    than v20 on any measure; the dial's cheap end at 32 Ki at most 1.09x, visible >= 0.70, task whole,
+    none over."""
+    lines = []
+    for b in budgets:
+        keys = [("all", n, b) for n in ("v19", "v20", "v21")]
+        if not all(results[k] for k in keys):
+            continue
+        v19, v20, v21 = (figures(results[k], b) for k in keys)
+        missed = []
+        if b == 16 * KI:
+            missed = worse(v21, v20)
+        elif b == TARGET_BUDGET:
+            if round(v21.uncached_ratio, 3) > round(v20.uncached_ratio, 3):
+                missed.append(f"cost {v21.uncached_ratio:.3f}x > v20's {v20.uncached_ratio:.3f}x")
+            if round(v21.visible, 3) < round(v20.visible, 3):
+                missed.append(f"visible {v21.visible:.3f} < v20's {v20.visible:.3f}")
+            if round(v21.recent16, 3) < round(v19.recent16, 3):
+                missed.append(f"recent-16Ki {v21.recent16:.3f} < v19's {v19.recent16:.3f}")
+        elif b == 64 * KI:
+            if v21.uncached_ratio >= v20.uncached_ratio:
+                missed.append(f"cost {v21.uncached_ratio:.3f}x not below v20's {v20.uncached_ratio:.3f}x")
+            if v21.visible <= v20.visible:
+                missed.append(f"visible {v21.visible:.3f} not above v20's {v20.visible:.3f}")
+        if v21.task_kept < 1.0:
+            missed.append(f"task whole in {v21.task_kept:.3f} of requests")
+        if v21.over_budget:
+            missed.append(f"{v21.over_budget} requests over the budget")
+        verdict = "meets the bar" if not missed else "misses: " + "; ".join(missed)
+        lines.append(f"v21 against v19 and v20 at {b // KI} Ki: {verdict}")
+    cheap = f"v21:{tuple(TRIM_DEPTHS)[-1]}"
+    if results[("all", cheap, TARGET_BUDGET)]:
+        f = figures(results[("all", cheap, TARGET_BUDGET)], TARGET_BUDGET)
+        missed = []
+        if f.uncached_ratio > CHEAP_BAR["uncached_ratio"]:
+            missed.append(f"cost {f.uncached_ratio:.3f}x > {CHEAP_BAR['uncached_ratio']}x")
+        if f.visible < CHEAP_BAR["visible"]:
+            missed.append(f"visible {f.visible:.3f} < {CHEAP_BAR['visible']}")
+        if f.task_kept < 1.0:
+            missed.append(f"task whole in {f.task_kept:.3f}")
+        if f.over_budget:
+            missed.append(f"{f.over_budget} over")
+        verdict = "meets the bar" if not missed else "misses: " + "; ".join(missed)
+        lines.append(f"{cheap} (the dial's cheap end) at 32 Ki: {verdict}")
+    return lines
+
+
+def bootstrap_lines(results: Results, budgets: list[int], name: str, base: str) -> list[str]:
+    """A bootstrap over runs of ``name``'s cost and visible share and of its difference from ``base``."""
+    lines = []
+    for b in budgets:
+        a, o = results[("all", name, b)], results[("all", base, b)]
+        if not (a and o):
+            continue
+        iv = bootstrap(a, o)
+        cost, vis = iv["cost"], iv["visible"]
+        lines.append(
+            f"{name} @ {b // KI} Ki: cost {cost.value:.3f}x [{cost.low:.3f}, {cost.high:.3f}],"
+            f" visible {vis.value:.3f} [{vis.low:.3f}, {vis.high:.3f}];"
+            f" {name} - {base}: cost {iv['d_cost']}, visible {iv['d_visible']}"
+        )
     return lines
 
 
@@ -282,7 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         tuning=tuning,
     )
     recipes = (
-        [] if args.baseline_only else [(n, base.with_rules(RECIPES[n][0], *RECIPES[n][1])) for n in names]
+        []
+        if args.baseline_only
+        else [(n, base.with_rules(RECIPES[n][0], *RECIPES[n][1], trim_depth=RECIPES[n][2])) for n in names]
     )
     policies = [n for n, _ in recipes] + ([] if args.no_baselines else [AS_SENT, *BASELINES])
     try:
@@ -354,8 +427,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"{f.hidden_by_caps:.1%} of the conversation was hidden by result caps and "
                 f"{1 - f.visible - f.hidden_by_caps:.1%} by elision"
             )
-    for line in v20_verdict(results, budgets):
+    for line in v20_verdict(results, budgets) + v21_verdict(results, budgets):
         print(line)
+    boot = bootstrap_lines(results, budgets, f"v{DEFAULT_VERSION}", "v20") if DEFAULT_VERSION != 20 else []
+    if boot:
+        print(f"\nbootstrap over runs ({RESAMPLES} resamples, paired; 95% intervals):")
+        for line in boot:
+            print("  " + line)
     if tuning is not None:
         print(f"v20 constants for this run: {tuning}")
     print(f"\nreplayed in {elapsed:.1f} s with {args.jobs} worker(s)")

@@ -265,3 +265,11 @@ V20_CHECKS = (
 def test_v20_sessions_keep_every_property(sim: Sim) -> None:
     for check in V20_CHECKS:
         check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]
+
+
+# window-v21 (ADR 0390): every v20 property, on sessions that start on v21 (its own constants).
+@PROPS
+@given(sessions(versions=(21,)))
+def test_v21_sessions_keep_every_property(sim: Sim) -> None:
+    for check in V20_CHECKS:
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]

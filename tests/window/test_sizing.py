@@ -62,3 +62,21 @@ def test_unusable_sizes_are_refused_with_a_fix(
 ) -> None:
     with pytest.raises(ConfigError):
         size_limits(context, reserve, configured)
+
+
+def test_v21_scales_a_fixed_windows_cap_with_its_budget() -> None:
+    """ADR 0390: from v21 the cap is at least high water / 14, up to 5,120 (4,681 at 64Ki), and 3,072
+    still at 16Ki and 32Ki; a set cap is kept."""
+    reply = 4096
+    for budget, cap in ((16 * 1024, 3_072), (32 * 1024, 3_072), (64 * 1024, 4_681), (256 * 1024, 5_120)):
+        fixed = ConfiguredLimits(high_water=budget, low_water=budget // 2)
+        assert size_limits(budget + reply, reply, fixed, scaled_cap=True).max_result_tokens == cap
+        assert size_limits(budget + reply, reply, fixed).max_result_tokens == 3_072
+    assert size_limits(98_304, 8_192, scaled_cap=True).max_result_tokens == 61_440 // 14
+    assert size_limits(1_048_576, 8_192, scaled_cap=True).max_result_tokens == 16_128  # a 48th is more
+    assert (
+        size_limits(
+            1_048_576, 8_192, ConfiguredLimits(max_result_tokens=2_000), scaled_cap=True
+        ).max_result_tokens
+        == 2_000
+    )

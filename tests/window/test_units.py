@@ -10,7 +10,7 @@ import pytest
 from nodwyn.errors import CorruptLogError
 from nodwyn.values.content import AssistantMessage, ToolMessage
 from nodwyn.values.recipe import Flag, WindowLimits, policy_for
-from nodwyn.window import Window, build_window
+from nodwyn.window import Window, build_window, units
 from nodwyn.window.entries import entry_of
 from nodwyn.window.units import V20, Tuning, content_bytes, growth_target
 
@@ -212,3 +212,16 @@ def test_resume_from_v19_to_v20_joins_v19s_elided_replies_into_runs() -> None:
     assert len(singles) == 1  # consecutive elided replies now show as one run
     again = build_window(sim.before(sim.built[-1].seq), origin=sim.built[-1].origin)
     assert again.digest == b.digest and again.record == b.record
+
+
+def test_v21_deepens_a_trim_with_the_square_root_of_a_scaled_cap() -> None:
+    """ADR 0390: growth times sqrt(cap / 3,072), the cap taken between 3,072 and 5,120."""
+    from math import sqrt
+
+    from nodwyn.values.recipe import V21_TUNING
+
+    assert units.cap_tuning(V21_TUNING, 3_072) == V21_TUNING
+    assert units.cap_tuning(V21_TUNING, 1_000) == V21_TUNING
+    assert units.cap_tuning(V21_TUNING, 4_681).growth == pytest.approx(0.020 * sqrt(4_681 / 3_072))
+    assert units.cap_tuning(V21_TUNING, 16_384).growth == pytest.approx(0.020 * sqrt(5_120 / 3_072))
+    assert units.cap_tuning(V21_TUNING, 4_681).head == V21_TUNING.head

@@ -68,7 +68,7 @@ def test_each_rule_applies_exactly_from_its_version(version: int) -> None:
     assert again.digest == b.digest and again.record == rec
 
 
-@pytest.mark.parametrize("version", [0, 3, 4, 5, 11, 13, 21])
+@pytest.mark.parametrize("version", [0, 3, 4, 5, 11, 13, 22])
 def test_versions_the_seed_only_mentions_are_refused(version: int) -> None:
     with pytest.raises(UnknownRecipeError):
         started(version)
@@ -90,3 +90,44 @@ def test_rules_name_every_flag_and_resolve_once() -> None:
     assert flagged.rules.kept_headers and not plain.rules.kept_headers
     assert flagged.rules is replace(flagged, system="other").rules  # resolved once per version+flags
     assert flagged.rules.tuning == V20_TUNING
+
+
+def test_v21_dial_positions_pick_their_constants_and_are_recorded() -> None:
+    """window-v21's trim-depth dial (ADR 0390): each position its own constants, None the default,
+    recorded in the recipe and read back; a position on an older version, or an unknown one, is
+    refused; v20 keeps its constants."""
+    from nodwyn.values.codec import recipe_from_json, recipe_to_json
+    from nodwyn.values.recipe import DEFAULT_TRIM_DEPTH, TRIM_DEPTHS, V21_TUNING
+
+    assert rules_for(20).tuning == V20_TUNING and rules_for(21).tuning == V21_TUNING
+    # the default position keeps v20's constants (measured: a smaller head cost more, ADR 0390)
+    assert TRIM_DEPTHS[DEFAULT_TRIM_DEPTH] == V21_TUNING == V20_TUNING
+    growths = [t.growth for t in TRIM_DEPTHS.values()]
+    heads = [t.head for t in TRIM_DEPTHS.values()]
+    assert growths == sorted(growths) and heads == sorted(heads)  # "keep more" to "pay less"
+    for depth in TRIM_DEPTHS:
+        r = replace(recipe(21), trim_depth=depth)
+        assert r.rules.tuning == TRIM_DEPTHS[depth]
+        assert recipe_to_json(r)["trim_depth"] == depth
+        assert recipe_from_json(recipe_to_json(r)) == r
+    assert "trim_depth" not in recipe_to_json(recipe(21)) and "trim_depth" not in recipe_to_json(recipe(20))
+    with pytest.raises(UnknownRecipeError, match="no trim-depth dial"):
+        _ = replace(recipe(20), trim_depth="pay-less").rules
+    with pytest.raises(UnknownRecipeError, match="not a position"):
+        recipe_from_json({**recipe_to_json(recipe(21)), "trim_depth": "cheapest"})
+
+
+def test_v21_dial_changes_what_a_trim_keeps() -> None:
+    """The dial's ends trim the same session differently, and each replays from its record."""
+    kept: dict[str, int] = {}
+    for depth in ("keep-more", "pay-less"):
+        sim = Sim()
+        sim.start(replace(recipe(21, limits=ROOM), trim_depth=depth))
+        sim.user("go")
+        for i in range(40):
+            batch(sim, [(f"c{i}", "x" * 900)])
+        builds = [sim.request() for _ in range(1)]
+        kept[depth] = len(builds[-1].request.messages)
+        again = sim.replayed(sim.built[-1].seq)
+        assert again.digest == builds[-1].digest
+    assert kept["keep-more"] > kept["pay-less"]

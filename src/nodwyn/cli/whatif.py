@@ -120,14 +120,14 @@ def whatif(sessions: tuple[str, ...], budget: str, as_json: bool, root: Path | N
     ids = ", ".join(sid for sid, _, _ in loaded)
     click.echo(shown(f"{len(loaded)} session(s) at a budget of {tokens:,} tokens: {ids}"))
     click.echo(
-        f"{'policy':<12} {'requests':>8} {'cached':>7} {'uncached':>12} {'vs min':>7} {'over':>5}"
+        f"{'policy':<16} {'requests':>8} {'cached':>7} {'uncached':>12} {'vs min':>7} {'over':>5}"
         f" {'visible':>8}  cost"
     )
     for name, f in table.items():
         extra = f" +{f.side_calls}" if f.side_calls else ""
         price = usd_text(cost[name], unpriced[name], f.runs)
         click.echo(
-            f"{name:<12} {str(f.requests) + extra:>8} {f.cached_share:>7.1%} {f.uncached_tokens:>12,}"
+            f"{name:<16} {str(f.requests) + extra:>8} {f.cached_share:>7.1%} {f.uncached_tokens:>12,}"
             f" {f.uncached_ratio:>6.2f}x {f.over_budget:>5} {f.visible:>8.1%}  {price}"
         )
     click.echo(

@@ -27,7 +27,10 @@ def default_reserve(context_size: int) -> int:
     return max(64, min(MAX_DEFAULT_RESERVE, context_size // 12))
 
 
-def session_limits(window: WindowConfig, model: ModelSettings, path: Path | None = None) -> WindowLimits:
+def session_limits(
+    window: WindowConfig, model: ModelSettings, path: Path | None = None, *, scaled_cap: bool = False
+) -> WindowLimits:
+    """``scaled_cap``: the recipe's rule of that name (window-v21, ADR 0390)."""
     ctx = model.context_size
     where = f"{path} [window]" if path else "[window]"
     if ctx < MIN_CONTEXT:  # before any advice is worked out from it (none could be positive)
@@ -59,6 +62,7 @@ def session_limits(window: WindowConfig, model: ModelSettings, path: Path | None
         ctx,
         reserve,
         ConfiguredLimits(high_water=high, low_water=low, max_result_tokens=cap),
+        scaled_cap=scaled_cap,
     )
 
 

@@ -57,6 +57,7 @@ from nodwyn.values.recipe import (
     parse_version,
     policy_for,
     resume_version,
+    rules_for,
 )
 from nodwyn.window import Window
 
@@ -331,7 +332,7 @@ def make_recipe(
         version=version,
         system=system,
         tools=catalog(tools.values()),
-        limits=session_limits(config.window, model, config.path),
+        limits=session_limits(config.window, model, config.path, scaled_cap=rules_for(version).scaled_cap),
         context_size=model.context_size,
         keep_alive=model.keep_alive,
         task_header=ext.task_header,

@@ -25,7 +25,7 @@ from nodwyn.values.content import (
 )
 from nodwyn.values.fields import field
 from nodwyn.values.model import Prices
-from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag
+from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag, rules_for
 from nodwyn.values.request import CacheReport, Request, Response, Timings, ToolSpec, Usage
 
 Json = dict[str, Any]
@@ -338,6 +338,8 @@ def recipe_to_json(r: Recipe) -> Json:
         out["prices"] = {name: prices_to_json(p) for name, p in r.prices}
     if r.weights is not None:  # only when present: recipes recorded without it read the same
         out["weights"] = r.weights
+    if r.trim_depth is not None:  # v21's dial, only when set: older recipes encode as they did
+        out["trim_depth"] = r.trim_depth
     return out
 
 
@@ -369,7 +371,16 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
         extra_flags=_flags(field(d, "flags", list, where, []), f"{where}.flags"),
         prices=recipe_prices(field(d, "prices", (dict, type(None)), where, None), f"{where}.prices"),
         weights=field(d, "weights", opt, where, None),
+        trim_depth=_trim_depth(version, field(d, "trim_depth", opt, where, None)),
     )
+
+
+def _trim_depth(version: int, name: str | None) -> str | None:
+    """A recipe's dial position, refused (as an unknown version is) where its version has no dial
+    or does not know it."""
+    if name is not None:
+        rules_for(version, (), name)
+    return name
 
 
 def _flags(raw: list[Any], where: str) -> tuple[Flag, ...]:

@@ -37,6 +37,8 @@ class Flag(StrEnum):
     UNITS = "units"  # v20: whole units elided oldest first, one marker per run of them
     GROWTH = "growth"  # v20: the trim target follows the run's growth instead of low water
     HEAD = "head"  # v20: the first units after the task are kept (a head)
+    TUNED = "tuned"  # v21: the v21 constants (a smaller head), set by the recipe's trim-depth dial
+    SCALED_CAP = "scaled_cap"  # v21: a fixed window's result cap grows with its budget (sizing)
     # Flags of their own, named by a recipe beside its version (``Recipe.extra_flags``, ADR 0113):
     KEPT_HEADERS = "kept_headers"  # a message keeps the task/plan header it was first shown under
     SUPERSEDED = "superseded"  # a newer overlapping summary hides an older one even once dropped (ADR 0300)
@@ -58,13 +60,14 @@ _INTRODUCED: dict[int, tuple[Flag, ...]] = {
     18: (Flag.BLOCKS,),
     19: (Flag.WIDE_READS,),
     20: (Flag.UNITS, Flag.GROWTH, Flag.HEAD),
+    21: (Flag.TUNED, Flag.SCALED_CAP),
 }
 
 KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
 LATEST_VERSION = max(KNOWN_VERSIONS)
-# The version a new session starts on: v20, which met the bar set for it on the workload benchmark
-# (docs/bench-workloads.md, ADR 0150); a resumed session keeps its own unless asked (ADR 0151).
-DEFAULT_VERSION = 20
+# The version a new session starts on: v21, which met the bar set for it on the workload benchmark
+# (docs/bench-workloads.md, ADRs 0150, 0390); a resumed session keeps its own unless asked (ADR 0151).
+DEFAULT_VERSION = 21
 CURRENT_VERSION = DEFAULT_VERSION  # the former name of DEFAULT_VERSION
 # The lowest version a resume records unless asked otherwise: a session recorded before v16 resumes
 # on v16 (the seed's amendment of 2026-10-04, "trimming preserves tool-call pairs"), so its next
@@ -141,6 +144,32 @@ class Tuning:
 
 V20_TUNING = Tuning(growth=0.020, floor=0.4, ceiling=0.8, head=0.30, reserve=8192)  # ADR 0150
 
+# window-v21's trim-depth dial (ADR 0390): one setting from "keep more" (a smaller kept head and
+# shallower trims: more of the recent conversation shown, more often re-sent) to "pay less" (a
+# larger kept head and deeper, rarer trims: cheaper, less of the recent conversation shown). With
+# ``scaled_cap`` a trim's depth also grows with the square root of the cap's growth (units.py).
+# A recipe records its position (``Recipe.trim_depth``; None is the default position). Each
+# position's constants are part of the recipe: changing one changes what its logs replay to.
+DEFAULT_TRIM_DEPTH = "balanced"
+TRIM_DEPTHS: dict[str, Tuning] = {
+    "keep-more": Tuning(growth=0.018, floor=0.4, ceiling=0.8, head=0.20, reserve=8192),
+    "balanced": Tuning(growth=0.020, floor=0.4, ceiling=0.8, head=0.30, reserve=8192),
+    "pay-less": Tuning(growth=0.030, floor=0.4, ceiling=0.8, head=0.60, reserve=8192),
+}
+V21_TUNING = TRIM_DEPTHS[DEFAULT_TRIM_DEPTH]
+
+
+def trim_depth_tuning(name: str | None) -> Tuning:
+    """The v21 constants of a dial position (None: the default); anything else is refused."""
+    tuning = TRIM_DEPTHS.get(DEFAULT_TRIM_DEPTH if name is None else name)
+    if tuning is None:
+        known = ", ".join(TRIM_DEPTHS)
+        raise UnknownRecipeError(
+            f"trim depth {name!r} is not a position of window-v21's dial ({known}); "
+            "upgrade nodwyn or pick one of those"
+        )
+    return tuning
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Rules:
@@ -165,6 +194,8 @@ class Rules:
     units: bool = False  # v20: whole units elided oldest first, one marker per run
     growth: bool = False  # v20: the trim target follows the run's growth
     head: bool = False  # v20: the first units after the task are kept
+    tuned: bool = False  # v21: the constants of the recipe's trim-depth dial position
+    scaled_cap: bool = False  # v21: a fixed window's result cap grows with its budget
     kept_headers: bool = False  # a message keeps the header it was first shown under
     superseded: bool = False  # a summary a newer overlapping one superseded stays hidden (ADR 0300)
     tuning: Tuning = V20_TUNING  # the constants of units, growth and head
@@ -191,6 +222,8 @@ class Rules:
             units=Flag.UNITS in on,
             growth=Flag.GROWTH in on,
             head=Flag.HEAD in on,
+            tuned=Flag.TUNED in on,
+            scaled_cap=Flag.SCALED_CAP in on,
             kept_headers=Flag.KEPT_HEADERS in on,
             superseded=Flag.SUPERSEDED in on,
             tuning=tuning,
@@ -208,9 +241,18 @@ class Rules:
 
 
 @cache
-def rules_for(version: int, extra_flags: tuple[Flag, ...] = ()) -> Rules:
-    """The rules of a known version plus a recipe's own flags; resolved once per pair."""
-    return Rules.of(version, policy_for(version).flags | frozenset(extra_flags))
+def rules_for(version: int, extra_flags: tuple[Flag, ...] = (), trim_depth: str | None = None) -> Rules:
+    """The rules of a known version plus a recipe's own flags and its dial position (v21 on);
+    resolved once per triple."""
+    flags = policy_for(version).flags | frozenset(extra_flags)
+    if Flag.TUNED not in flags:
+        if trim_depth is not None:
+            raise UnknownRecipeError(
+                f"window-v{version} has no trim-depth dial (trim_depth {trim_depth!r}); "
+                "the dial is window-v21's: drop trim_depth or record window-v21"
+            )
+        return Rules.of(version, flags)
+    return Rules.of(version, flags, trim_depth_tuning(trim_depth))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -239,8 +281,10 @@ class Recipe:
     # they were recorded. Not read by the window: no request depends on it (ADR 0180).
     prices: tuple[tuple[str, Prices], ...] | None = None
     weights: str | None = None  # an in-process model's weights ("sha256:…"); None for a server's
+    # window-v21's trim-depth dial position (``TRIM_DEPTHS``); None: the default one (ADR 0390)
+    trim_depth: str | None = None
 
     @property
     def rules(self) -> Rules:
-        """The recipe's rules (its version's flags and its own), resolved once per recipe kind."""
-        return rules_for(self.version, self.extra_flags)
+        """The recipe's rules (its version's flags, its own, its dial), resolved once per kind."""
+        return rules_for(self.version, self.extra_flags, self.trim_depth)

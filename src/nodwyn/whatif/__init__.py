@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from nodwyn.values.model import Prices
+from nodwyn.values.recipe import DEFAULT_TRIM_DEPTH, TRIM_DEPTHS
 from nodwyn.whatif import compaction, condenser, engine, masking, prune, recorded, sliding
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import Conversation, Prepared, prepare
@@ -26,6 +27,12 @@ def _nodwyn(p: Prepared, budget: int) -> list[Measured]:
     return engine.replay(p, budget).requests
 
 
+def _dial(position: str) -> Replay:
+    """nodwyn's window at one position of window-v21's trim-depth dial (ADR 0390)."""
+    sizing = engine.Sizing(version=21, trim_depth=position)
+    return lambda p, budget: engine.replay(p, budget, sizing).requests
+
+
 def _peer(requests: Requests) -> Replay:
     return lambda p, budget: measure(p, requests(p, budget))
 
@@ -33,6 +40,12 @@ def _peer(requests: Requests) -> Replay:
 # name -> (replay, one line on what it models); "whole" is no window, the minimum's policy
 POLICIES: dict[str, tuple[Replay, str]] = {
     "nodwyn": (_nodwyn, "nodwyn's window (the default recipe)"),
+    # the other positions of the default recipe's trim-depth dial, "keep more" to "pay less"
+    **{
+        f"nodwyn:{d}": (_dial(d), f"nodwyn's window, trim depth {d!r} (window-v21's dial)")
+        for d in TRIM_DEPTHS
+        if d != DEFAULT_TRIM_DEPTH
+    },
     "sliding": (_peer(sliding.requests), "drop the oldest messages to fit"),
     "swe-agent": (_peer(masking.requests), "SWE-agent: mask all but the last 5 observations"),
     "openhands": (_peer(condenser.requests), "OpenHands: summarising condenser, max_size 80, keep_first 4"),

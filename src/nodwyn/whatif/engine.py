@@ -25,13 +25,13 @@ from nodwyn.values.events import (
     ToolResult,
     UserMsg,
 )
-from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, policy_for
+from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, policy_for, rules_for
 from nodwyn.values.request import Response
 from nodwyn.whatif.measure import Measured, content_size, recent_shares, request_size, tokens
 from nodwyn.whatif.prepared import Prepared
 from nodwyn.window import Build, TurnOptions, Window
 from nodwyn.window.sizing import ConfiguredLimits, size_limits
-from nodwyn.window.units import V20, Tuning
+from nodwyn.window.units import Tuning
 
 MODEL = "workload"
 ORIGIN = Origin(model=MODEL)
@@ -76,11 +76,12 @@ class Sizing:
     # rule), and these v20 constants instead of the recipe's; the window's measuring hook
     flags: frozenset[Flag] | None = None
     tuning: Tuning | None = None
+    trim_depth: str | None = None  # v21's dial position, recorded in the recipe (None: the default)
 
-    def with_rules(self, version: int, *extra: Flag) -> Sizing:
+    def with_rules(self, version: int, *extra: Flag, trim_depth: str | None = None) -> Sizing:
         """The same sizing on ``version``, with ``extra`` rules switched on besides its own."""
         flags = policy_for(version).flags | set(extra) if extra else None
-        return replace(self, version=version, flags=flags)
+        return replace(self, version=version, flags=flags, trim_depth=trim_depth)
 
     def limits(self, budget: int, fixed: int = 0) -> WindowLimits:
         """The window's own sizing rule, for a model whose context is the budget plus the reply cap.
@@ -93,7 +94,8 @@ class Sizing:
         configured = ConfiguredLimits(
             high_water=budget, low_water=low, max_result_tokens=self.max_result_tokens
         )
-        return size_limits(budget + self.output_reserve, self.output_reserve, configured)
+        scaled = rules_for(self.version).scaled_cap  # the version's sizing rule
+        return size_limits(budget + self.output_reserve, self.output_reserve, configured, scaled_cap=scaled)
 
     def recipe(self, p: Prepared, budget: int) -> Recipe:
         first = p.replies[0] if p.replies else len(p.messages)
@@ -105,6 +107,7 @@ class Sizing:
             tools=tuple(p.run.tools),
             limits=limits,
             context_size=budget + self.output_reserve,
+            trim_depth=self.trim_depth,
         )
 
 
@@ -117,7 +120,7 @@ class EngineResult:
 
 def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     run = p.run
-    rec = _Events(Window(flags=sizing.flags, tuning=sizing.tuning or V20))
+    rec = _Events(Window(flags=sizing.flags, tuning=sizing.tuning))
 
     def feed(payload: Payload) -> int:
         return rec.append(payload).seq

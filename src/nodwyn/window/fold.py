@@ -40,7 +40,7 @@ from nodwyn.values.events import (
     WithheldImage,
     decode,
 )
-from nodwyn.values.recipe import V20_TUNING, Flag, Recipe, Rules, Tuning
+from nodwyn.values.recipe import Flag, Recipe, Rules, Tuning
 from nodwyn.values.request import Request, ToolSpec
 from nodwyn.window import encode, units
 from nodwyn.window.contexts import Context, Contexts, replies_between
@@ -116,11 +116,11 @@ class _Rendered:
 
 
 class Window:
-    def __init__(self, *, flags: frozenset[Flag] | None = None, tuning: Tuning = V20_TUNING) -> None:
+    def __init__(self, *, flags: frozenset[Flag] | None = None, tuning: Tuning | None = None) -> None:
         """``flags`` and ``tuning`` are for measuring rules apart (``bench/window_workloads.py``):
         builds then use those flags (and the recipe's own) instead of the version's, and those
-        constants. A session and replay never pass them: what a log means comes from its recipe
-        alone. The rules are resolved once per recipe event (``_rules``)."""
+        constants (None: the recipe's own). A session and replay never pass them: what a log
+        means comes from its recipe alone. The rules are resolved once per recipe event (``_rules``)."""
         self._flags = flags
         self._tuning = tuning
         self._heads: dict[str, int] = {}  # v20: each context's head boundary, from its llm.req
@@ -218,10 +218,16 @@ class Window:
             self._heads = {}
 
     def _rules_of(self, recipe: Recipe) -> Rules:
-        if self._flags is None and self._tuning == V20_TUNING:
+        if self._flags is None and self._tuning is None:
             return recipe.rules
-        flags = recipe.rules.flags if self._flags is None else self._flags | frozenset(recipe.extra_flags)
-        return Rules.of(recipe.version, flags, self._tuning)
+        own = recipe.rules
+        flags = own.flags if self._flags is None else self._flags | frozenset(recipe.extra_flags)
+        return Rules.of(recipe.version, flags, self._tuning or own.tuning)
+
+    @staticmethod
+    def _growth_tuning(rules: Rules, cap: int) -> Tuning:
+        """The constants a growth trim uses: the recipe's, deepened for a scaled cap (v21)."""
+        return units.cap_tuning(rules.tuning, cap) if rules.scaled_cap else rules.tuning
 
     def _open(self, event: Event) -> None:
         self._contexts.open(event.seq, event.ctx, payload_of(event, CtxOpen))
@@ -520,7 +526,7 @@ class Window:
             budget=limits.high_water,
             low_water=limits.low_water,
             units=rules.units,
-            growth=rules.tuning if rules.growth else None,
+            growth=self._growth_tuning(rules, limits.max_result_tokens) if rules.growth else None,
             conversation=conversation,
             requests=requests,
             keep_before=keep,

@@ -11,6 +11,8 @@ and never calls it. Rules:
 * the result cap, unless set, grows to a 48th of high water, at most 16,384 tokens (16,128 at a
   1Mi context) and never below 3,072; a window of configured size (high water set)
   keeps 3,072;
+* from window-v21 (``scaled_cap``, ADR 0390) the cap is at least a 14th of high water up to 5,120
+  tokens (4,681 at a 64Ki window; 3,072 still at 16Ki and 32Ki), for a window of configured size too;
 * the ceiling a headroom request may reach is the context less the reply cap.
 """
 
@@ -26,6 +28,8 @@ DEFAULT_LOW_WATER = 30 * 1024
 DEFAULT_RESULT_CAP = 3 * 1024
 MAX_RESULT_CAP = 16 * 1024
 RESULT_CAP_DIVISOR = 48
+SCALED_CAP_DIVISOR = 14  # v21: the cap is at least high water / 14 ...
+SCALED_CAP_MAX = 5 * 1024  # ... up to this (ADR 0390)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,9 +48,14 @@ def grown_high_water(context_size: int, output_reserve: int) -> int:
 
 
 def size_limits(
-    context_size: int, output_reserve: int, configured: ConfiguredLimits = ConfiguredLimits()
+    context_size: int,
+    output_reserve: int,
+    configured: ConfiguredLimits = ConfiguredLimits(),
+    *,
+    scaled_cap: bool = False,
 ) -> WindowLimits:
-    """The limits for a model of ``context_size`` tokens whose reply is capped at ``output_reserve``."""
+    """The limits for a model of ``context_size`` tokens whose reply is capped at ``output_reserve``;
+    ``scaled_cap``: the recipe's rule of that name (v21), a result cap that grows with the budget."""
     if context_size <= 0 or output_reserve < 0:
         raise ConfigError(
             f"context size {context_size} / output reserve {output_reserve} is not usable; "
@@ -77,6 +86,8 @@ def size_limits(
         cap = DEFAULT_RESULT_CAP
     else:
         cap = min(MAX_RESULT_CAP, max(DEFAULT_RESULT_CAP, high // RESULT_CAP_DIVISOR))
+    if scaled_cap and configured.max_result_tokens is None:
+        cap = max(cap, min(SCALED_CAP_MAX, high // SCALED_CAP_DIVISOR))
     cap = min(cap, max(1, low // 2))
     return WindowLimits(
         high_water=high,

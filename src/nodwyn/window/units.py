@@ -10,8 +10,8 @@ full, with their symbols and the measurements behind them: docs/adr/0150.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from math import isqrt
+from dataclasses import dataclass, replace
+from math import isqrt, sqrt
 
 from nodwyn.values.recipe import V20_TUNING
 from nodwyn.values.recipe import Tuning as Tuning  # re-exported: the v20 constants moved to values
@@ -36,6 +36,17 @@ def content_bytes(e: Entry) -> int:
         calls = sum(len(c.name.encode()) + len(c.arguments.encode()) for c in r.calls)
         return len(r.text.encode()) + len(r.thinking.encode()) + calls
     return len(e.text.encode())
+
+
+BASE_CAP = 3 * 1024  # the result cap the dial's constants were measured at (ADR 0390)
+WIDE_CAP = 5 * 1024  # the largest cap a trim deepens for
+
+
+def cap_tuning(t: Tuning, cap: int) -> Tuning:
+    """v21 (``scaled_cap``): the growth constant times sqrt(cap / 3,072), the cap taken between 3,072
+    and 5,120: larger results, a deeper trim, so a trim still leaves room for as many of them."""
+    wide = min(max(cap, BASE_CAP), WIDE_CAP)
+    return replace(t, growth=t.growth * sqrt(wide / BASE_CAP))
 
 
 def growth_target(t: Tuning, *, budget: int, conversation: int, requests: int, before: int) -> int:
