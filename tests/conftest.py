@@ -49,6 +49,37 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _absent() -> dict[str, str]:
+    """What the suite needs from the system and is not here: marker (or name) -> the line to say."""
+    import shutil
+
+    from console.served import CHROMIUM  # tests/ is on sys.path (rootdir-relative packages)
+
+    absent = {}
+    if not Path(CHROMIUM).exists():
+        absent["browser"] = (
+            f"chromium is not installed ({CHROMIUM}): apt-get install chromium (./scripts/test does, as root)"
+        )
+    if shutil.which("bwrap") is None:
+        absent["bwrap"] = "bwrap is not installed: apt-get install bubblewrap (./scripts/test does, as root)"
+    if shutil.which("node") is None:
+        absent["node"] = "node is not installed: apt-get install nodejs npm (./scripts/test does, as root)"
+    return absent
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"missing: {line}" for line in _absent().values()]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The browser tests skip, with one line naming what to install, where chromium is absent."""
+    reason = _absent().get("browser")
+    if reason is not None:
+        for item in items:
+            if item.get_closest_marker("browser") is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
 def _mismatches(tmp: Path) -> list[str]:
     found: list[str] = []
     for log_file in sorted(tmp.rglob("sessions/*/log.jsonl")):

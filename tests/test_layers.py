@@ -35,6 +35,7 @@ RANKS: tuple[str, ...] = (
     "agent",
     "mcp",
     "compose",
+    "evals",
     "testing",
     "console",
     "export",
@@ -55,8 +56,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "agent": frozenset({"window", "dialects", "stats", "log", "record", "transport"}),
     "mcp": frozenset({"log", "agent"}),
     "compose": frozenset({"window", "dialects", "log", "record", "transport", "agent", "mcp"}),
+    "evals": frozenset({"stats", "log", "replay"}),
     "testing": frozenset({"window", "log", "record", "transport", "fakes"}),
-    "console": frozenset({"stats", "log", "replay"}),
+    "console": frozenset({"stats", "log", "replay", "evals"}),
     "export": frozenset({"stats", "replay"}),
     "cli": frozenset(
         {
@@ -69,6 +71,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "fakes",
             "agent",
             "compose",
+            "evals",
             "console",
             "export",
         }

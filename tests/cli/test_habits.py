@@ -247,7 +247,7 @@ def test_missing_model_credential_extra_or_keychain_writes_no_session(
 # -- 9. --image on a model without images; fake serve --help -----------------------------------------
 
 
-def test_image_on_a_model_without_images_warns_before_the_request(env: dict[str, str]) -> None:
+def test_image_on_a_model_without_images_is_refused_before_anything_starts(env: dict[str, str]) -> None:
     import struct
     import zlib
 
@@ -260,13 +260,14 @@ def test_image_on_a_model_without_images_warns_before_the_request(env: dict[str,
     with FakeServer(api="openai-chat", script=[{"text": "No image here."}]) as fake:
         configure(env, fake.url)
         done = nodwyn(env, "run", "What is this?", "--image", "dot.png")
-        body = chat_bodies(fake)[0]
-    assert done.returncode == 0, done.stderr
-    lines = done.stderr.splitlines()
-    warning = next(i for i, line in enumerate(lines) if "takes no images" in line)
-    first_request = next(i for i, line in enumerate(lines) if line.startswith("[request "))
-    assert warning < first_request
-    assert "image_url" not in orjson.dumps(body).decode()
+        chatted = nodwyn(env, "chat", "--image", "dot.png", stdin="hello\n")
+        requests = list(fake.requests)
+    for refused in (done, chatted):
+        assert refused.returncode == 2, refused.stderr
+        (line,) = refused.stderr.splitlines()
+        assert line.startswith("nodwyn: model 'fake' takes no images, and 1 image(s) are attached")
+        assert "set takes_images = true in its [models.fake] entry" in line
+    assert requests == [] and sessions_of(env) == []  # no request, no session written
 
 
 def test_fake_serve_help_documents_every_script_key(env: dict[str, str]) -> None:

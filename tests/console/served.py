@@ -3,13 +3,14 @@ by the console's tests and the console benchmarks."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("NODWYN_TEST_CHROMIUM", "/usr/bin/chromium")  # Debian's; the env for a test
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -28,6 +28,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("nodwyn.cli.run", "chat", "Interactive turns with line editing and history (/help)."),
     "resume": ("nodwyn.cli.run", "resume", "Continue a session (latest, an id or its suffix) from its log."),
     "models": ("nodwyn.cli.models", "models", "List, add, set, test model entries; set the default."),
+    "config": (
+        "nodwyn.cli.config_cmd",
+        "config",
+        "Where config.toml is; every effective value and its source.",
+    ),
     "keys": ("nodwyn.cli.keys", "keys", "Set, list and remove credentials in the keychain file."),
     "mcp": ("nodwyn.cli.mcp", "mcp", "The MCP servers a session would start: list, test NAME."),
     "trust": ("nodwyn.cli.models", "trust", "Trust a workspace's .nodwyn/ extension files."),
@@ -35,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("nodwyn.cli.verify", "verify", "Check a sealed session's events against its seal."),
     "export": ("nodwyn.cli.export", "export", "A session as Markdown, JSON or OpenTelemetry spans."),
     "summary": ("nodwyn.cli.summary", "summary", "Add, revoke and list reviewed summaries of a session."),
+    "eval": ("nodwyn.cli.eval_cmd", "eval_", "Run a task × variant grid as sessions; `eval report ID`."),
     "whatif": (
         "nodwyn.cli.whatif",
         "whatif",

@@ -1,8 +1,9 @@
-"""``nodwyn models list|add|set|test`` and ``nodwyn trust DIR``."""
+"""``nodwyn models list|add|set|test|presets`` and ``nodwyn trust DIR``."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -12,6 +13,7 @@ from nodwyn.cli.complete import complete_models
 from nodwyn.cli.screen import shown
 from nodwyn.compose.config import config_path, edit_model, load_config, set_control, write_cache_asks
 from nodwyn.compose.extensions import trust as trust_dir
+from nodwyn.compose.presets import entry_for, presets
 from nodwyn.compose.probe import probe, report
 from nodwyn.compose.setup import backends
 from nodwyn.errors import ConfigError, ProviderError
@@ -64,11 +66,32 @@ def _pairs(pairs: tuple[str, ...]) -> dict[str, str]:
 @models.command("add")
 @click.argument("name")
 @click.argument("pairs", nargs=-1)
-def add(name: str, pairs: tuple[str, ...]) -> None:
-    """Add [models.NAME] from KEY=VALUE pairs (api=, model=, base_url=, context_size=, ...)."""
+@click.option(
+    "--preset", default=None, help="A provider's keys (`nodwyn models presets`); KEY=VALUE overrides."
+)
+def add(name: str, pairs: tuple[str, ...], preset: str | None) -> None:
+    """Add [models.NAME] from KEY=VALUE pairs (api=, model=, base_url=, context_size=, ...), or
+    from --preset P and model=ID (context_size= asked for on a terminal, never guessed)."""
     path = config_path(os.environ)
-    m = edit_model(path, name, _pairs(pairs), create=True)
+    values = _pairs(pairs)
+    if preset is not None:
+        if "context_size" not in values and "model" in values and sys.stdin.isatty():
+            values["context_size"] = str(
+                click.prompt(
+                    "context size in tokens (from the provider's model page)", type=click.IntRange(1)
+                )
+            )
+        values = entry_for(preset, values)
+    m = edit_model(path, name, values, create=True)
     click.echo(f"added [models.{name}] ({m.api} {m.model}) to {path}")
+
+
+@models.command("presets")
+def list_presets() -> None:
+    """The provider presets `models add --preset` takes, with the keys each writes."""
+    for name, table in sorted(presets().items()):
+        keys = " ".join(f"{k}={v}" for k, v in table.items() if k != "about")
+        click.echo(f"{name:<11} {table.get('about', '')}: {keys}")
 
 
 @models.command("set")

@@ -32,13 +32,14 @@ from nodwyn.agent.settings import STOPPED_EXIT, TurnResult
 from nodwyn.agent.strategies import compact, switch_model
 from nodwyn.agent.tools import Outcome
 from nodwyn.cli.complete import complete_models, complete_sessions
+from nodwyn.cli.jsonl import JsonLines
 from nodwyn.cli.screen import Stream, approval_lines, hold, redacted, shown
 from nodwyn.compose.config import APPROVALS
 from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.errors import NodwynError
 from nodwyn.stats.totals import percent
 from nodwyn.values.content import ToolCall
-from nodwyn.values.events import Event, LlmReq
+from nodwyn.values.events import Event, LlmReq, Note
 from nodwyn.values.recipe import DEFAULT_VERSION
 from nodwyn.values.request import Response
 
@@ -116,6 +117,16 @@ class LineDisplay:
         self._open_out = False
         self._open_err = False
         self._streams: dict[str, Stream] = {}
+        self._reply: list[str] = []  # the text of the reply streaming now, as it came
+
+    def interrupted(self) -> str:
+        """Ctrl-C mid-reply: end the open line, drop what was held back (so it is not shown at the
+        start of the next turn), and return the reply's text so far."""
+        self.status.stop()
+        self._streams.clear()
+        self._end_lines()
+        text, self._reply = "".join(self._reply), []
+        return text
 
     def _end_lines(self) -> None:
         for kind in list(self._streams):
@@ -140,6 +151,8 @@ class LineDisplay:
     def delta(self, kind: str, fragment: str) -> None:
         """A piece of the reply, shown a whole line at a time, redacted and escaped (screen.Stream)."""
         self.status.stop()
+        if kind == "text":
+            self._reply.append(fragment)
         if not (kind == "text" and self.answer_live) and not self.progress:
             return
         for other in [k for k in self._streams if k != kind]:  # keep the order text and thinking came in
@@ -147,6 +160,7 @@ class LineDisplay:
         self._emit(kind, self._streams.setdefault(kind, Stream()).feed(fragment))
 
     def request(self, event: Event) -> None:
+        self._reply = []
         if self.progress:
             self._end_lines()
             req = LlmReq.from_data(event.data)
@@ -236,10 +250,11 @@ def _end_on_signal(signum: int, frame: FrameType | None) -> None:
 class Output:
     """How a command prints: ``--quiet``, ``--json``, and whether stdout/stderr are terminals."""
 
-    def __init__(self, *, quiet: bool = False, as_json: bool = False) -> None:
+    def __init__(self, *, quiet: bool = False, as_json: bool = False, jsonl: bool = False) -> None:
         self.quiet = quiet
-        self.as_json = as_json
-        self.display = LineDisplay(
+        self.as_json = as_json or jsonl
+        self.jsonl: JsonLines | None = JsonLines() if jsonl else None
+        self.display: LineDisplay | JsonLines = self.jsonl or LineDisplay(
             answer_live=sys.stdout.isatty() and not as_json,
             progress=not quiet,
             status=sys.stderr.isatty(),
@@ -247,7 +262,7 @@ class Output:
         )
 
     def info(self, text: str) -> None:
-        if not self.quiet:
+        if not self.quiet and self.jsonl is None:
             _err(shown(text), dim=True)
 
     def turn_line(self, agent: Agent, before: int) -> None:
@@ -277,7 +292,10 @@ class Output:
                 **figures_json(figures),
                 "turn": figures_json(turn),
             }
-            click.echo(orjson.dumps(doc).decode())
+            if self.jsonl is not None:
+                self.jsonl.result(doc)
+            else:
+                click.echo(orjson.dumps(doc).decode())
         elif not self.quiet:
             since = (
                 f" (from seq {agent.first_seq}, where the resumed window starts)"
@@ -326,9 +344,20 @@ def _open(
         approval=confine.approval,
         dangerously_no_sandbox=confine.dangerously_no_sandbox,
         project_doc=not no_project_doc,
+        images=len(images),
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
+    if out.jsonl is not None:
+        out.jsonl.last_seq = lambda: agent.log.last_seq
+        out.jsonl.session(
+            session=agent.session_id,
+            model=agent.model.name,
+            recipe=f"window-v{agent.settings.recipe.version}",
+            workspace=str(agent.settings.workspace),
+            sandbox=agent.settings.sandbox.describe(),
+            approval=opened.approval,
+        )
     out.info(
         f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.settings.recipe.version}"
         f" · workspace {agent.settings.workspace} · sandbox {agent.settings.sandbox.describe()}"
@@ -344,11 +373,6 @@ def _open(
         }
         names = ", ".join(f"{n} ({c} tools)" for n, c in count.items()) or "none started"
         out.info(f"[mcp: {names}]")
-    if images and not agent.model.takes_images:  # said now, not after the request
-        out.display.notice(
-            f"model {agent.model.name!r} takes no images (its entry does not set takes_images = true): "
-            f"the {len(images)} attached image(s) are kept in the log but not sent"
-        )
     return opened
 
 
@@ -459,8 +483,14 @@ def _one_turn(opened: Opened, task: str, images: tuple[Path, ...], out: Output) 
 @click.command()
 @click.argument("task", required=False)
 @_new_options
+@click.option(
+    "--jsonl",
+    is_flag=True,
+    help="Print the run as JSON Lines while it happens (docs/jsonl.md); the last line is --json's object.",
+)
 def run(
     task: str | None,
+    jsonl: bool,
     model: str | None,
     workspace: Path | None,
     yes: bool,
@@ -483,7 +513,7 @@ def run(
         raise click.UsageError("no TASK: give one, or `-` with the task on stdin")
     for path in images:
         read_image(path)  # a bad image is refused before a session starts
-    out = Output(quiet=quiet, as_json=as_json)
+    out = Output(quiet=quiet, as_json=as_json, jsonl=jsonl)
     confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
     opened = _open(
         model,
@@ -601,9 +631,11 @@ class _Chat:
             _err(f"nodwyn: {shown(str(exc))}", fg="red")
             self.agent.settle()
         except KeyboardInterrupt:
-            self.out.display.status.stop()
+            partial = self.out.display.interrupted()
             _err("\nnodwyn: interrupted; the log keeps everything so far", fg="yellow")
             self.agent.settle()
+            if partial:
+                self.agent.append(Note(text=f"reply interrupted by the person; its text so far: {partial}"))
         return "done"
 
     def command(self, name: str, arg: str) -> _Step:

@@ -74,7 +74,9 @@ from typing import Any, get_args
 import tomlkit
 
 from nodwyn.agent.sandbox import MODES
+from nodwyn.compose.config_keys import CONTROL_KEYS, MODEL_KEYS, PRICE_KEYS, TOOLS_KEYS, WINDOW_KEYS
 from nodwyn.dialects import API_PROFILES, api_profile
+from nodwyn.dialects.apis import DIAGNOSING_APIS
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
 from nodwyn.mcp.config import ServerConfig, servers_from
 from nodwyn.transport.credentials import origin_of
@@ -213,28 +215,8 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
-_MODEL_KEYS = frozenset(
-    {
-        "provider",
-        "api",
-        "model",
-        "family",
-        "base_url",
-        "server",
-        "credential",
-        "context_size",
-        "keep_alive",
-        "cache_key",
-        "cache_control",
-        "keep_reasoning",
-        "reasoning_details_only",
-        "takes_images",
-        "reasoning_effort",
-        "prices",
-        "cache_diagnostics",
-    }
-)
-_PRICE_KEYS = ("input", "output", "cached_input", "cache_write")
+_MODEL_KEYS = MODEL_KEYS
+_PRICE_KEYS = PRICE_KEYS
 
 
 def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSettings:
@@ -284,10 +266,11 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
     for key in ("keep_reasoning", "reasoning_details_only", "takes_images", "cache_diagnostics"):
         if key in table:
             opt[key] = _bool(table[key], _where(path, where, key))
-    if opt.get("cache_diagnostics") and api not in ("anthropic", "responses"):
+    if opt.get("cache_diagnostics") and not api_profile(api).reports_cache_diagnosis:
+        apis = " and ".join(sorted(DIAGNOSING_APIS))
         raise ConfigError(
-            f"{_where(path, where, 'cache_diagnostics')}: only the anthropic and responses APIs report "
-            f"their own cache diagnosis (this entry's api is {api}); remove the key"
+            f"{_where(path, where, 'cache_diagnostics')}: only the {apis} APIs "
+            f"report their own cache diagnosis (this entry's api is {api}); remove the key"
         )
     if "prices" in table:
         opt["prices"] = _prices(table["prices"], path, where)
@@ -325,7 +308,7 @@ def _check_source(api: str, model: str, opt: Mapping[str, Any], path: Path, wher
 def _window(table: Any, path: Path) -> WindowConfig:
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}: [window] must be a table")
-    keys = ("high_water", "low_water", "max_result_tokens", "output_reserve")
+    keys = WINDOW_KEYS
     unknown = sorted(set(table) - set(keys))
     if unknown:
         raise ConfigError(
@@ -434,10 +417,20 @@ def _models(raw: object, path: Path) -> tuple[dict[str, ModelSettings], dict[str
     return models, providers, tuple(unasked)
 
 
+def _known_only(table: Mapping[str, Any], keys: tuple[str, ...], name: str, path: Path) -> None:
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise ConfigError(
+            f"{_where(path, name, unknown[0])}: unknown key{did_you_mean(unknown[0], keys)}; known keys "
+            f"are {', '.join(keys)} (docs/config.md)"
+        )
+
+
 def _control(raw: object, models: Mapping[str, ModelSettings], path: Path) -> str:
     """[control] model: the entry sessions run on unless asked for another."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: [control] must be a table")
+    _known_only(raw, CONTROL_KEYS, "control", path)
     control = _str(raw.get("model", LOCAL_MODEL), _where(path, "control", "model"))
     if control not in models:
         raise ConfigError(
@@ -468,6 +461,7 @@ def _tools(raw: object, path: Path) -> _Tools:
     environment variables the shell may see."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: [tools] must be a table")
+    _known_only(raw, TOOLS_KEYS, "tools", path)
     approve = raw.get("approve", [])
     if not isinstance(approve, list) or not all(isinstance(a, str) for a in approve):
         raise ConfigError(f"{_where(path, 'tools', 'approve')} must be a list of tool names")

@@ -372,8 +372,11 @@ def open_agent(
     approval: str | None = None,
     dangerously_no_sandbox: bool = False,
     project_doc: bool = True,
+    images: int = 0,
 ) -> Opened:
-    """``always_ask``: approvals go to ``ask`` even when stdin is not a terminal (``nodwyn tui``).
+    """``images``: how many images the first turn attaches; refused before anything starts if the
+    model takes none (issue 26, item 9). ``always_ask``: approvals go to ``ask`` even when stdin is
+    not a terminal (``nodwyn tui``).
     ``sandbox``/``approval`` (``--sandbox``, ``--approval``; ``yes`` is full-auto) over config.toml's;
     full-auto with the sandbox off is refused unless ``dangerously_no_sandbox`` (ADR 0353).
     ``recipe_version`` (``"window-v20"``) asks for a window recipe: a new session starts on
@@ -398,6 +401,11 @@ def open_agent(
         workspace = was.workspace or workspace
         model_name = model_name or was.model
     model = config.model(model_name)
+    if images and not model.takes_images:
+        raise ConfigError(
+            f"model {model.name!r} takes no images, and {images} image(s) are attached: pick a model "
+            f"that does (-m NAME), or set takes_images = true in its [models.{model.name}] entry"
+        )
     ext = load_extensions(workspace, env)
     tools = {**builtin_tools(), **ext.tools}
     if backend_for is None:  # a caller's own backends need no credential or extra of ours

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,9 @@ from nodwyn.console.source import Source
 from nodwyn.console.state import Registry, model_of, title_of
 from nodwyn.console.views import event_json, request_json
 from nodwyn.errors import NodwynError, NotFoundError
+from nodwyn.evals.results import report
+from nodwyn.evals.table import table
+from nodwyn.log import Store
 from nodwyn.log.redact import NO_KNOWN, Known, redact_held
 from nodwyn.replay.diagnose import diagnose_request
 from nodwyn.stats.views import diagnosis_json, row_json, totals_json
@@ -170,6 +173,24 @@ class _Console:
         self.source.check(sid)  # 404 for an unknown session
         return HTMLResponse(self.session_page.replace("{{SESSION}}", html.escape(sid, quote=True)))
 
+    def eval_page(self, request: Request) -> Response:
+        """An eval's table (``nodwyn eval report ID``), computed from the logs when asked."""
+        rep = report(Store(self.source.root), request.path_params["eid"])
+        body = (
+            self.error_page.replace("{{TITLE}}", html.escape(f"eval {rep.eval_id}"))
+            .replace('<p id="error-status" class="muted">HTTP {{STATUS}}</p>', "")
+            .replace(
+                '<p id="error-message">{{MESSAGE}}</p>',
+                f'<pre id="eval-table">{html.escape(table(rep))}</pre>',
+            )
+            .replace('class="error-page"', 'class="eval-page"')
+        )
+        return HTMLResponse(body)
+
+    def eval_json(self, request: Request) -> Response:
+        rep = report(Store(self.source.root), request.path_params["eid"])
+        return JSONResponse({"eval": rep.eval_id, "runs": [asdict(r) for r in rep.runs], "table": table(rep)})
+
     def sessions(self, request: Request) -> Response:
         """Every session, newest first, with its token cache rate."""
         rows = [_list_row(self.source, self.registry, sid) for sid in self.source.ids()]
@@ -289,6 +310,8 @@ class _Console:
         return [
             Route("/", self.index),
             Route("/s/{sid}", self.session),
+            Route("/e/{eid}", self.eval_page),
+            Route("/api/e/{eid}", self.eval_json),
             Route("/api/sessions", self.sessions),
             Route("/api/s/{sid}/poll", self.poll),
             Route("/api/s/{sid}/events", self.events),

@@ -41,23 +41,28 @@ class ApiProfile:
     default_cache_control: CacheControl | None = None
     # the entry's server family applies (the chat-completions API's servers differ by family)
     has_family: bool = False
+    # the provider reports its own cache diagnosis of a request (``cache_diagnostics``, ADR 0312)
+    reports_cache_diagnosis: bool = False
 
 
 API_PROFILES: Final[dict[Api, ApiProfile]] = {
     "local": ApiProfile(in_process=True),
     "ollama": ApiProfile(dialect=OllamaDialect, ndjson=True),
     "openai-chat": ApiProfile(dialect=ChatDialect, records_cache_ask=True, has_family=True),
-    "responses": ApiProfile(dialect=ResponsesDialect, records_cache_ask=True),
+    "responses": ApiProfile(dialect=ResponsesDialect, records_cache_ask=True, reports_cache_diagnosis=True),
     "anthropic": ApiProfile(
         dialect=AnthropicDialect,
         auth_header="x-api-key",
         records_cache_ask=True,
         default_cache_control="ephemeral",
+        reports_cache_diagnosis=True,
     ),
 }
 
 # The APIs served at an address, in the table's order (for messages naming what to use).
 WIRE_APIS: Final = tuple(api for api, p in API_PROFILES.items() if p.dialect is not None)
+# The APIs whose providers report their own cache diagnosis.
+DIAGNOSING_APIS: Final = tuple(api for api, p in API_PROFILES.items() if p.reports_cache_diagnosis)
 
 
 def api_profile(settings: ModelSettings | str) -> ApiProfile:
