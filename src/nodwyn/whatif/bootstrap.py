@@ -8,8 +8,7 @@ resample's figures are those of ``nodwyn.whatif.measure.figures`` on it: cost is
 
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nodwyn.whatif.measure import Measured
@@ -63,18 +62,18 @@ def _interval(value: float, samples: list[float]) -> Interval:
 def bootstrap(
     a: Sequence[tuple[Sequence[Measured], int]],
     b: Sequence[tuple[Sequence[Measured], int]],
+    draw: Callable[[int], int],
     resamples: int = RESAMPLES,
-    seed: int = SEED,
 ) -> dict[str, Interval]:
     """Intervals of ``a``'s cost and visible share and of ``a - b`` for both; ``a`` and ``b`` list
-    the same runs in the same order."""
+    the same runs in the same order. ``draw(n)`` picks an index below ``n`` (``random.Random(SEED)
+    .randrange`` from the caller: the layer is pure, so the randomness comes in)."""
     if len(a) != len(b) or not a:
         raise ValueError(f"bootstrap: {len(a)} runs against {len(b)}; both recipes need the same runs")
     ra, rb = [_run(*x) for x in a], [_run(*x) for x in b]
-    rng = random.Random(seed)
     samples: dict[str, list[float]] = {k: [] for k in ("cost", "visible", "d_cost", "d_visible")}
     for _ in range(resamples):
-        pick = [rng.randrange(len(ra)) for _ in ra]
+        pick = [draw(len(ra)) for _ in ra]
         ca, va = _figures([ra[i] for i in pick])
         cb, vb = _figures([rb[i] for i in pick])
         for key, value in (("cost", ca), ("visible", va), ("d_cost", ca - cb), ("d_visible", va - vb)):
