@@ -19,7 +19,7 @@ import random
 import re
 from pathlib import Path
 
-from nodwyn.agent.tools.base import Deadline
+from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.agent.tools.near import THRESHOLD, nearest
 
 WORD = re.compile(r"[A-Za-z_]+")

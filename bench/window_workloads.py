@@ -27,6 +27,7 @@ run (n, 2n, 4n of the same mix), in CPU seconds, as runs per second and ratios o
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from collections import defaultdict
@@ -39,7 +40,7 @@ from nodwyn.imports import source_of as import_source
 from nodwyn.log import Store
 from nodwyn.values.recipe import DEFAULT_TRIM_DEPTH, DEFAULT_VERSION, TRIM_DEPTHS, Flag
 from nodwyn.whatif import POLICIES, engine, recorded
-from nodwyn.whatif.bootstrap import RESAMPLES, bootstrap
+from nodwyn.whatif.bootstrap import RESAMPLES, SEED, bootstrap
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import prepare
 from nodwyn.window.units import V20, Tuning
@@ -220,7 +221,7 @@ def bootstrap_lines(results: Results, budgets: list[int], name: str, base: str) 
         a, o = results[("all", name, b)], results[("all", base, b)]
         if not (a and o):
             continue
-        iv = bootstrap(a, o)
+        iv = bootstrap(a, o, random.Random(SEED).randrange)
         cost, vis = iv["cost"], iv["visible"]
         lines.append(
             f"{name} @ {b // KI} Ki: cost {cost.value:.3f}x [{cost.low:.3f}, {cost.high:.3f}],"

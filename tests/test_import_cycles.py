@@ -60,13 +60,8 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-# Circles that arrived with merges after issue 22's were untangled (a type-only import, a function's
-# own import): each is to be untangled by the package's owner, then removed here. The list only
-# shrinks: a circle not listed fails, and a listed one that is gone fails too.
-KNOWN = {
-    ("nodwyn.agent.tools.base", "nodwyn.agent.tools.view"),  # ToolContext's ViewCache, view's Deadline
-    ("nodwyn.compose.servers", "nodwyn.compose.setup"),  # servers reads setup's credentials
-}
+# Circles to untangle; the list only shrinks: a circle not listed fails, a listed one gone fails too.
+KNOWN: set[tuple[str, ...]] = set()
 
 
 def test_no_module_of_src_imports_itself_round_a_circle() -> None:

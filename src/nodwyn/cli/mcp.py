@@ -10,7 +10,7 @@ import orjson
 
 from nodwyn.cli.screen import shown
 from nodwyn.compose.config import load_config
-from nodwyn.compose.servers import probe_servers
+from nodwyn.compose.probe import probe_servers
 from nodwyn.errors import ToolError
 
 _WORKSPACE = click.option(

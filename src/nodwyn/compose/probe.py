@@ -5,15 +5,21 @@ and what the provider said about each."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from nodwyn.agent.tools import builtin_tools, catalog
-from nodwyn.compose.setup import BASE_SYSTEM
+from nodwyn.compose.config import Config
+from nodwyn.compose.servers import Servers, configured, start_servers
+from nodwyn.compose.setup import BASE_SYSTEM, credentials, held_values
 from nodwyn.dialects import api_profile
 from nodwyn.dialects.session_key import session_key
-from nodwyn.errors import ProviderError
+from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.log.redact import NO_KNOWN, Known, redact_error
+from nodwyn.mcp.config import ServerConfig
 from nodwyn.transport.backend import Backend
+from nodwyn.transport.credentials import Credentials
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response
@@ -104,3 +110,28 @@ def report(settings: ModelSettings, results: list[ProbeResult]) -> list[str]:
             f"cache write {n(u.cache_write_tokens)}, cache read {n(u.cached_tokens)}{timing}"
         )
     return lines
+
+
+def probe_servers(
+    config: Config, workspace: Path, env: Mapping[str, str], only: str | None = None
+) -> tuple[dict[str, ServerConfig], Servers, list[str]]:
+    """Start the servers a session in ``workspace`` would (or only ``only``), for ``nodwyn mcp list``
+    and ``nodwyn mcp test``; the caller closes ``Servers.hub``."""
+    entries, skipped = configured(config, workspace, env)
+    if only is not None:
+        if only not in entries:
+            known = ", ".join(sorted(entries)) or "none"
+            raise ConfigError(
+                f"no MCP server {only!r} is configured (known: {known}); add [mcp.{only}] to {config.path}"
+            )
+        entries = {only: replace(entries[only], enabled=True)}
+    needs_keys = any(s.enabled and s.credential for s in entries.values())
+    started = start_servers(
+        entries,
+        env=env,
+        known=held_values(env, config),
+        keychain=credentials(env, config) if needs_keys else Credentials(),
+        tool_timeout=config.tool_timeout,
+        taken=set(),
+    )
+    return entries, started, skipped

@@ -12,7 +12,7 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from nodwyn.agent.tools import Tool
@@ -140,30 +140,3 @@ def start_servers(
     started = hub.start(startable)
     made = make_tools(hub, started, tool_timeout=tool_timeout, taken=taken)
     return Servers(hub=hub, started=tuple(started), tools=made.tools, messages=(*messages, *made.messages))
-
-
-def probe_servers(
-    config: Config, workspace: Path, env: Mapping[str, str], only: str | None = None
-) -> tuple[dict[str, ServerConfig], Servers, list[str]]:
-    """Start the servers a session in ``workspace`` would (or only ``only``), for ``nodwyn mcp list``
-    and ``nodwyn mcp test``; the caller closes ``Servers.hub``."""
-    from nodwyn.compose.setup import credentials, held_values
-
-    entries, skipped = configured(config, workspace, env)
-    if only is not None:
-        if only not in entries:
-            known = ", ".join(sorted(entries)) or "none"
-            raise ConfigError(
-                f"no MCP server {only!r} is configured (known: {known}); add [mcp.{only}] to {config.path}"
-            )
-        entries = {only: replace(entries[only], enabled=True)}
-    needs_keys = any(s.enabled and s.credential for s in entries.values())
-    started = start_servers(
-        entries,
-        env=env,
-        known=held_values(env, config),
-        keychain=credentials(env, config) if needs_keys else Credentials(),
-        tool_timeout=config.tool_timeout,
-        taken=set(),
-    )
-    return entries, started, skipped

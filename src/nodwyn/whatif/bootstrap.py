@@ -3,38 +3,18 @@
 Runs are resampled with replacement (paired: both recipes' figures from the same resample), and each
 resample's figures are those of ``nodwyn.whatif.measure.figures`` on it: cost is Σ uncached bytes /
 Σ append-only minimum, visible the mean over requests of the share shown. Used by
-``bench/window_workloads.py``; pure, seeded (its own splitmix64 draws: no clock, no global random
-state), so a rerun prints the same intervals.
+``bench/window_workloads.py``; pure, seeded, so a rerun prints the same intervals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nodwyn.whatif.measure import Measured
 
 RESAMPLES = 1000
 SEED = 21
-
-
-_MASK = (1 << 64) - 1
-
-
-class _Draws:
-    """splitmix64: a seeded stream of 64-bit draws (deterministic on every platform)."""
-
-    __slots__ = ("state",)
-
-    def __init__(self, seed: int) -> None:
-        self.state = seed & _MASK
-
-    def below(self, n: int) -> int:
-        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return (z ^ (z >> 31)) % n
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,18 +62,18 @@ def _interval(value: float, samples: list[float]) -> Interval:
 def bootstrap(
     a: Sequence[tuple[Sequence[Measured], int]],
     b: Sequence[tuple[Sequence[Measured], int]],
+    draw: Callable[[int], int],
     resamples: int = RESAMPLES,
-    seed: int = SEED,
 ) -> dict[str, Interval]:
     """Intervals of ``a``'s cost and visible share and of ``a - b`` for both; ``a`` and ``b`` list
-    the same runs in the same order."""
+    the same runs in the same order. ``draw(n)`` picks an index below ``n`` (``random.Random(SEED)
+    .randrange`` from the caller: the layer is pure, so the randomness comes in)."""
     if len(a) != len(b) or not a:
         raise ValueError(f"bootstrap: {len(a)} runs against {len(b)}; both recipes need the same runs")
     ra, rb = [_run(*x) for x in a], [_run(*x) for x in b]
-    rng = _Draws(seed)
     samples: dict[str, list[float]] = {k: [] for k in ("cost", "visible", "d_cost", "d_visible")}
     for _ in range(resamples):
-        pick = [rng.below(len(ra)) for _ in ra]
+        pick = [draw(len(ra)) for _ in ra]
         ca, va = _figures([ra[i] for i in pick])
         cb, vb = _figures([rb[i] for i in pick])
         for key, value in (("cost", ca), ("visible", va), ("d_cost", ca - cb), ("d_visible", va - vb)):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.agent.tools.protect import NOTHING, Protected
-from nodwyn.errors import ToolError
 from nodwyn.log.redact import NO_KNOWN, Known
 from nodwyn.values.events import FileRange
 from nodwyn.values.request import ToolSpec
@@ -54,25 +52,6 @@ class ToolContext:
     protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (and .nodwyn)
     views: ViewCache | None = None  # files' redacted views made so far (None: made each time)
     sandbox: Sandbox = Sandbox()  # what the shell's commands may touch (agent.sandbox)
-
-
-class Deadline:
-    """A tool's time limit, checked as it works: a tool that would run on stops with one line."""
-
-    def __init__(self, tool: str, seconds: float) -> None:
-        self.tool = tool
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        return self.end - time.monotonic()
-
-    def check(self) -> None:
-        if time.monotonic() > self.end:
-            raise ToolError(
-                f"{self.tool}: stopped after {self.seconds:g} s (the tool deadline); narrow the path "
-                "or pattern, or raise [tools] tool_timeout in config.toml"
-            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,7 @@ import re
 from typing import Final
 
 from nodwyn.agent.tools import view
-from nodwyn.agent.tools.base import Deadline
+from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.errors import ToolError
 from nodwyn.log.redact import Known
 

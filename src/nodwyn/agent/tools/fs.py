@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from nodwyn.agent.tools import view
-from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Deadline, Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.agent.tools.edit import apply_edit
 from nodwyn.agent.tools.near import not_found
 from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from nodwyn.agent.tools.base import Deadline
+from nodwyn.agent.tools.deadline import Deadline
 
 # Measured by bench/edit_near.py (ADR 0296): 0.7 keeps about 9 in 10 one-word near misses and shows
 # something for about 1 in 20 unrelated texts (difflib's and Aider's 0.6 shows 1 in 10).

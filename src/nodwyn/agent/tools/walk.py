@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nodwyn.agent.tools.base import Deadline
+from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.agent.tools.protect import Protected
 
 MAX_DEPTH = 64  # directory levels below the one searched
