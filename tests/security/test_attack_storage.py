@@ -82,7 +82,8 @@ def _whole(home: Path) -> list[int]:
             assert log.torn_bytes == 0
             seqs = [e.seq for e in log.read()]
             assert seqs == list(range(1, len(seqs) + 1))
-            assert all(v.error is None for v in verify_all(log))
+            bad = [(v.seq, str(v.error)) for v in verify_all(log) if v.error is not None]
+            assert not bad, bad
             counts.append(len(seqs))
     return counts
 
