@@ -8,7 +8,7 @@ are the tests' calc server (Python, the SDK's server API). A call is ``run_call`
 ``mcp__calc__echo`` (arguments checked, JSON-RPC over stdio, the result mapped) against ``fs-read``
 of a small file (the built-in's whole path). Medians; ratios against the baseline of the same run.
 
-    .venv/bin/python bench/mcp.py --out docs/bench-mcp.md
+    .venv/bin/python bench/mcp_servers.py --out docs/bench-mcp.md
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# This file is named mcp.py, as the SDK's package is: run as a script, its folder is sys.path[0]
-# and would shadow the SDK, so it goes.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 CALC = ROOT / "tests" / "mcp_tools" / "calc_server.py"
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
@@ -124,7 +121,7 @@ def main() -> None:
         *[f"| {a} | {b} | {c} |" for a, b, c in rows],
         "",
         f"{args.runs} session starts of each kind, {args.calls} calls of each tool, one run "
-        f"(`bench/mcp.py`); Python {sys.version.split()[0]}, {os.cpu_count()} cores.",
+        f"(`bench/mcp_servers.py`); Python {sys.version.split()[0]}, {os.cpu_count()} cores.",
     ]
     table = "\n".join(lines)
     print(table)
