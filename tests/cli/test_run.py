@@ -243,9 +243,9 @@ def test_resume_keeps_the_sessions_recipe_unless_recipe_asks(env: dict[str, str]
         assert kept.returncode == 0 and "· window-v20 ·" in kept.stderr, kept.stderr
         back = nodwyn(env, "resume", sid, "and on v19", "--recipe", "window-v19")
         assert back.returncode == 0 and "· window-v19 ·" in back.stderr, back.stderr
-        bad = nodwyn(env, "resume", sid, "x", "--recipe", "window-v21")
+        bad = nodwyn(env, "resume", sid, "x", "--recipe", "window-v99")
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
-    assert "recipe 'window-v21' is not one this nodwyn runs" in bad.stderr
+    assert "recipe 'window-v99' is not one this nodwyn runs" in bad.stderr
     with Store(Path(env["NODWYN_HOME"])).open(sid) as log:
         versions = [
             e.data["recipe"]["version"] for e in log.read(1) if e.kind in ("session.start", "session.resume")
