@@ -14,15 +14,18 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nodwyn.agent.tools import Tool
 from nodwyn.compose.config import Config
 from nodwyn.compose.extensions import trusted_dirs
 from nodwyn.errors import ConfigError
 from nodwyn.log.redact import Known
-from nodwyn.mcp import Hub, Started, make_tools
 from nodwyn.mcp.config import ServerConfig, servers_from
 from nodwyn.transport.credentials import Credentials
+
+if TYPE_CHECKING:  # the SDK is imported only when a server starts (it costs 1.5 s at start-up)
+    from nodwyn.mcp import Hub, Started
 
 WORKSPACE_FILE = "mcp.toml"
 
@@ -105,7 +108,7 @@ def http_headers(server: ServerConfig, env: Mapping[str, str], keychain: Credent
         )
     cred = found.get(server.credential)
     cred.check(server.url)  # a keychain entry bound elsewhere is refused before anything is sent
-    headers.update(cred.auth_headers("http"))
+    headers.update(cred.auth_headers(None))
     return headers
 
 
@@ -136,6 +139,8 @@ def start_servers(
             startable.append(s)
         except ConfigError as exc:
             messages.append(f"mcp server {s.name} not started: {exc}")
+    from nodwyn.mcp import Hub, make_tools
+
     hub = Hub(env=env, known=known)
     started = hub.start(startable)
     made = make_tools(hub, started, tool_timeout=tool_timeout, taken=taken)

@@ -91,8 +91,10 @@ class Credential:
                 "bind it to that origin in the keychain or use another credential"
             )
 
-    def auth_headers(self, api: str) -> dict[str, str]:
-        header = self.header or api_profile(api).auth_header
+    def auth_headers(self, api: str | None) -> dict[str, str]:
+        """The credential's headers for a model ``api``, or for a server that is no model API
+        (``None``, an MCP server): the credential's own header, else a bearer token."""
+        header = self.header or (None if api is None else api_profile(api).auth_header)
         if header == "x-api-key":
             return {"x-api-key": self.value}
         return {"authorization": f"Bearer {self.value}"}
