@@ -108,7 +108,7 @@ def http_headers(server: ServerConfig, env: Mapping[str, str], keychain: Credent
         )
     cred = found.get(server.credential)
     cred.check(server.url)  # a keychain entry bound elsewhere is refused before anything is sent
-    headers.update(cred.auth_headers(None))
+    headers.update(cred.auth_headers())
     return headers
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, NotFoundError, OriginError
 from nodwyn.values.model import ModelSettings
 
@@ -91,10 +90,10 @@ class Credential:
                 "bind it to that origin in the keychain or use another credential"
             )
 
-    def auth_headers(self, api: str | None) -> dict[str, str]:
-        """The credential's headers for a model ``api``, or for a server that is no model API
-        (``None``, an MCP server): the credential's own header, else a bearer token."""
-        header = self.header or (None if api is None else api_profile(api).auth_header)
+    def auth_headers(self, usual: str = "authorization") -> dict[str, str]:
+        """The credential's headers: its own header if it names one, else ``usual`` (a model API's
+        profile's ``auth_header``; an MCP server takes the default, a bearer token)."""
+        header = self.header or usual
         if header == "x-api-key":
             return {"x-api-key": self.value}
         return {"authorization": f"Bearer {self.value}"}

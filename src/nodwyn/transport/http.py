@@ -37,6 +37,7 @@ import httpx
 import orjson
 
 from nodwyn.dialects import dialect_for, parser_for
+from nodwyn.dialects.apis import api_profile
 from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
 from nodwyn.dialects.common import model_ids
 from nodwyn.errors import ConfigError, DecodeError, OriginError, ProviderError, ProviderUnavailable
@@ -226,7 +227,7 @@ class HttpBackend:
                 )
         if credential is not None:
             credential.check(url)  # refused before anything is sent
-            headers.update(credential.auth_headers(settings.api))
+            headers.update(credential.auth_headers(api_profile(settings).auth_header))
         return headers
 
     def _timeout(self, deadline: float) -> httpx.Timeout:
