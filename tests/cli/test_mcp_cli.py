@@ -45,7 +45,7 @@ def test_mcp_list_shows_each_server_its_status_and_tools(env: dict[str, str]) ->
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("calc             stdio  ok       ")
-    assert lines[1].startswith("    calc 1.0 · 9 tools · ")
+    assert lines[1].startswith("    calc 1.0 · 10 tools · ")
     assert "    mcp__calc__add" in lines
     gone = next(i for i, line in enumerate(lines) if line.startswith("gone "))
     assert lines[gone].startswith("gone             stdio  error    /nonexistent/server")
@@ -66,7 +66,7 @@ def test_mcp_test_name_exits_non_zero_with_the_reason(env: dict[str, str]) -> No
     _config(env)
     ok = nodwyn(env, "mcp", "test", "calc")
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.startswith("calc: ok · calc 1.0 · 9 tools · ")
+    assert ok.stdout.startswith("calc: ok · calc 1.0 · 10 tools · ")
     bad = nodwyn(env, "mcp", "test", "off")  # a disabled entry is started when asked by name
     assert bad.returncode == 11
     assert bad.stderr.strip().endswith(
@@ -89,7 +89,7 @@ def test_the_banner_says_what_instructions_and_servers_the_session_loaded(env: d
         systems = [r.body["messages"][0]["content"] for r in fake.requests]
     assert done.returncode == 0, done.stderr
     assert "[instructions: AGENTS.md, 2.2 KB]" in done.stderr.splitlines()
-    assert "[mcp: calc (9 tools)]" in done.stderr.splitlines()
+    assert "[mcp: calc (10 tools)]" in done.stderr.splitlines()
     assert any(line.startswith("nodwyn: mcp server gone: cannot run") for line in done.stderr.splitlines())
     assert "Always answer in French." in systems[0] and "French" not in systems[1]
     assert "[instructions:" not in plain.stderr
