@@ -245,4 +245,6 @@ def test_a_stdio_server_runs_in_the_sessions_sandbox_unless_its_entry_says_off(
     assert inside == "wrote" and (workspace / "in.txt").read_text() == "in"
     assert git == "refused: Read-only file system" and not (workspace / ".git" / "x").exists()
     assert not outside.exists()  # outside the workspace the write went nowhere (the sandbox's own /tmp)
-    assert unconfined == "wrote" and (tmp_path / "free.txt").read_text() == "free"  # sandbox = "off": as the person
+    assert (
+        unconfined == "wrote" and (tmp_path / "free.txt").read_text() == "free"
+    )  # sandbox = "off": as the person

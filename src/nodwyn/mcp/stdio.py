@@ -136,21 +136,24 @@ async def stdio_transport(
                 await anyio.sleep(0.02)
         return process.returncode is not None
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reader)
-        tg.start_soon(writer)
-        try:
-            yield read_recv, write_send
-        finally:
-            with anyio.CancelScope(shield=True):
-                await write_send.aclose()
-                await anyio.sleep(0)  # the writer sees the stream closed before its pipe is
-                _close(stdin)
-                for sig in (None, signal.SIGTERM, signal.SIGKILL):
-                    if sig is not None:
-                        _killpg(process.pid, sig)
-                    if await exited(GRACE):
-                        break
-                _killpg(process.pid, signal.SIGKILL)  # what the server left behind in its group
-            tg.cancel_scope.cancel()
-    _close(stdout)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(writer)
+            try:
+                yield read_recv, write_send
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await write_send.aclose()
+                    await anyio.sleep(0)  # the writer sees the stream closed before its pipe is
+                    _close(stdin)
+                    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+                        if sig is not None:
+                            _killpg(process.pid, sig)
+                        if await exited(GRACE):
+                            break
+                    _killpg(process.pid, signal.SIGKILL)  # what the server left behind in its group
+                tg.cancel_scope.cancel()
+    finally:
+        _close(stdin)
+        _close(stdout)
