@@ -1,0 +1,58 @@
+"""Files a task names, shown with it: the task's text followed by each named file as fs-read reads it.
+
+A small model that has not read a file writes it blind (a whole-file write that drops the code it
+was asked to change) or answers from a guess (issue 25's realistic set). People name the files
+they mean ("add a --shout option to greet.py"), and peers put such files in front of the model
+(aider's files in the chat, Claude Code's @-mentions). ``with_named_files`` does that for the
+first message of a turn, when the session's settings ask for it (in-process models, ADR 0442):
+each word of the task that is the path of a file in the workspace (at most ``MAX_FILES``) is read
+with the ordinary fs-read tool (so the workspace confinement, nodwyn's protected files, redaction
+and the read cap apply), and its text appended under a header. The result is the user message the
+log records, so replay rebuilds exactly what the model was shown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from nodwyn.agent.tools import Tool, ToolContext, run_call
+from nodwyn.values.content import ToolCall
+
+MAX_FILES = 4
+MAX_CHARS = 6000  # a file longer than this is not shown (the model can read it)
+_PATHLIKE = re.compile(r"[\w./-]*\w\.\w+")
+HEAD = "The files named above, as they are now:"
+
+
+def named_paths(text: str, ctx: ToolContext) -> list[str]:
+    """Words of ``text`` that name a regular file in the workspace, in order, without repeats."""
+    found: list[str] = []
+    root = ctx.workspace
+    for m in _PATHLIKE.finditer(text):
+        word = m.group().strip("./") if m.group().startswith("./") else m.group().rstrip(".")
+        if word in found or word.startswith("/") or ".." in word.split("/"):
+            continue
+        if (root / word).is_file():
+            found.append(word)
+        if len(found) == MAX_FILES:
+            break
+    return found
+
+
+def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext) -> str:
+    """``text`` followed by the files it names, each as fs-read shows it (none: ``text`` as is)."""
+    if "fs-read" not in tools:
+        return text
+    shown: list[str] = []
+    for path in named_paths(text, ctx):
+        call = ToolCall(id="named", name="fs-read", arguments=json.dumps({"path": path}))
+        out = run_call(call, tools, ctx)
+        if out.error or len(out.text) > MAX_CHARS:
+            continue
+        body = out.text if out.text.endswith("\n") else out.text + "\n"
+        shown.append(f"--- {path}\n{body}")
+    if not shown:
+        return text
+    return f"{text}\n\n{HEAD}\n\n" + "\n".join(shown)
