@@ -13,7 +13,7 @@ task had to prefill. Every session is replayed from its log (each request digest
 ``--realistic`` runs the realistic set instead (issue 25, item 6): the multi-step tasks of
 ``bench/tasks/realistic/tasks.toml``, each a fixture workspace graded by running code in it, as a
 ``nodwyn eval`` grid (issue 27): this writes SPEC.toml from those tasks and ``--variants``, runs
-``nodwyn eval SPEC.toml --workers 1`` in a data folder of its own (``--home``), and prints the
+``nodwyn eval SPEC.toml --workers N`` in a data folder of its own (``--home``), and prints the
 eval's table and, from the same sessions' logs, each task's prefill time:
 
     .venv/bin/python bench/local_agent_eval.py --realistic --runs 3 --variants v19=window-v19,v20=window-v20
@@ -345,11 +345,18 @@ def totals(rows: list[Row]) -> str:
 
 
 REALISTIC = Path(__file__).parent / "tasks" / "realistic"
+# `local` with its edits in the call's JSON (as before ADR 0440), for item 3's measurement
+JSON_ENTRY = """[models.local-json]
+api = "local"
+model = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+context_size = 8192
+edits = "json"
+"""
 
 
-def realistic_spec(runs: int, variants: list[tuple[str, str | None]], model: str, timeout: int) -> str:
+def realistic_spec(runs: int, variants: list[tuple[str, str | None, str]], timeout: int) -> str:
     """SPEC.toml for the realistic set: its [[task]] tables (workspaces made absolute) and a
-    [[variant]] per ``NAME=RECIPE`` (no recipe: the default)."""
+    [[variant]] per ``(NAME, RECIPE, MODEL)`` (no recipe: the default)."""
     import tomllib
 
     tasks = tomllib.loads((REALISTIC / "tasks.toml").read_text())["task"]
@@ -364,7 +371,7 @@ def realistic_spec(runs: int, variants: list[tuple[str, str | None]], model: str
             f"timeout = {timeout}",
             "",
         ]
-    for name, recipe in variants:
+    for name, recipe, model in variants:
         out += ["[[variant]]", f"name = {json.dumps(name)}", f"model = {json.dumps(model)}"]
         out += [f"recipe = {json.dumps(recipe)}"] if recipe else []
         out.append("")
@@ -418,20 +425,22 @@ def realistic_table(doc: dict[str, Any], data: Path) -> str:
 
 
 def run_realistic(args: argparse.Namespace) -> None:
-    variants: list[tuple[str, str | None]] = []
-    for item in args.variants.split(","):
-        name, _, recipe = item.partition("=")
-        variants.append((name, recipe or None))
     model = args.models.split(",")[0]
+    variants: list[tuple[str, str | None, str]] = []
+    for item in args.variants.split(","):
+        item, _, entry = item.partition("@")
+        name, _, recipe = item.partition("=")
+        variants.append((name, recipe or None, entry or model))
     home = args.home.resolve()
     home.mkdir(parents=True, exist_ok=True)
     spec = home / "spec.toml"
-    spec.write_text(realistic_spec(args.runs, variants, model, args.timeout))
+    spec.write_text(realistic_spec(args.runs, variants, args.timeout))
     config = home / "config.toml"
-    config.write_text(f'[control]\nmodel = "{model}"\n')
+    config.write_text(f'[control]\nmodel = "{model}"\n\n{JSON_ENTRY}')
     env = {**os.environ, "NODWYN_HOME": str(home / "data"), "NODWYN_CONFIG": str(config)}
     nodwyn = str(Path(sys.executable).parent / "nodwyn")
-    cmd = [nodwyn, "eval", str(spec), "--workers", "1", "--json", *(["--resume"] if args.resume else [])]
+    workers = ["--workers", str(args.workers)]
+    cmd = [nodwyn, "eval", str(spec), *workers, "--json", *(["--resume"] if args.resume else [])]
     print(" ".join(cmd), flush=True)
     got = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=False)
     doc = json.loads(got.stdout)
@@ -453,9 +462,14 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print each raw reply and tool result")
     parser.add_argument("--realistic", action="store_true", help="the realistic set, through nodwyn eval")
     parser.add_argument("--runs", type=int, default=3, help="--realistic: runs per task and variant")
-    parser.add_argument("--variants", default="default", help="--realistic: NAME[=window-vN],...")
+    parser.add_argument(
+        "--variants",
+        default="default",
+        help="--realistic: NAME[=window-vN][@MODEL],... (local-json: edits in JSON)",
+    )
     parser.add_argument("--timeout", type=int, default=400, help="--realistic: seconds per session")
     parser.add_argument("--resume", action="store_true", help="--realistic: skip runs already recorded")
+    parser.add_argument("--workers", type=int, default=1, help="--realistic: sessions at once")
     parser.add_argument(
         "--home", type=Path, default=Path("/tmp/nodwyn-realistic"), help="--realistic: data folder"
     )

@@ -9,16 +9,16 @@ import dataclasses
 from pathlib import Path
 
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.named import HEAD, MAX_CHARS, with_named_files
+from nodwyn.agent.named import HEAD, LISTED, MAX_CHARS, with_named_files
 from nodwyn.agent.settings import AgentSettings
-from nodwyn.agent.tools import SUB_AGENT, ToolContext, builtin_tools, catalog
+from nodwyn.agent.tools import SUB_AGENT, ToolContext, builtin_tools, catalog, run_call
 from nodwyn.compose.config import BUILTINS
 from nodwyn.compose.setup import edits_of, offered_builtins
 from nodwyn.log import Store
 from nodwyn.record import start_session
 from nodwyn.replay.exact import verify_all
 from nodwyn.testing import ScriptedBackend, Step, recipe
-from nodwyn.values.content import TextPart, ToolMessage, UserMessage
+from nodwyn.values.content import TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Request
 
 
@@ -59,7 +59,10 @@ def test_an_edit_without_its_block_is_a_tool_error_and_the_turn_goes_on(tmp_path
     script = [
         Step(
             reply={"calls": [{"name": "fs-write", "arguments": {"path": "greet.py"}}]},
-            expect=lambda r: "--- greet.py\nprint('hi')\n" in _user(r),
+            expect=lambda r: (
+                (f"Make greet.py shout.\n\n{LISTED}\ngreet.py  (12 bytes)\n\n{HEAD}" in _user(r))
+                and "--- greet.py\nprint('hi')\n" in _user(r)
+            ),
         ),
         Step(
             reply={
@@ -103,3 +106,11 @@ def test_the_prompt_format_decides_the_edit_tools_and_in_process_models_get_no_s
     assert SUB_AGENT not in offered and SUB_AGENT in builtin_tools()
     assert offered["fs-write"].spec.parameters["properties"]["content"]["x-block"] == "fence"
     assert "x-block" not in str(offered_builtins(tiny)["fs-edit"].spec.parameters)
+
+
+def test_shell_output_shows_workspace_paths_relative_to_it(tmp_path: Path) -> None:
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    call = ToolCall(id="c", name="shell", arguments='{"command": "echo \\"$PWD/test_a.py\\"; pwd"}')
+    out = run_call(call, builtin_tools(), _ctx(ws))
+    assert out.text == f"test_a.py\n{ws}\n[exit 0]", out.text

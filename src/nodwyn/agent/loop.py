@@ -126,7 +126,8 @@ class Agent:
         """The person's message (refused unrecorded if it cannot fit: ADR 0300), then model requests
         and tool calls until a reply without calls."""
         if self.settings.named_files:
-            text = with_named_files(text, self.settings.tools, self.tool_context)
+            first = self.last_build is None  # this process's first turn: the folder is listed too
+            text = with_named_files(text, self.settings.tools, self.tool_context, listing=first)
         check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)

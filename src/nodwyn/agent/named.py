@@ -4,7 +4,8 @@ A small model that has not read a file writes it blind (a whole-file write that 
 was asked to change) or answers from a guess (issue 25's realistic set). People name the files
 they mean ("add a --shout option to greet.py"), and peers put such files in front of the model
 (aider's files in the chat, Claude Code's @-mentions). ``with_named_files`` does that for the
-first message of a turn, when the session's settings ask for it (in-process models, ADR 0442):
+first message of a turn, when the session's settings ask for it (in-process models, ADR 0442),
+after, on the first turn a process makes, the workspace's top folder as fs-list lists it:
 each word of the task that is the path of a file in the workspace (at most ``MAX_FILES``) is read
 with the ordinary fs-read tool (so the workspace confinement, nodwyn's protected files, redaction
 and the read cap apply), and its text appended under a header. The result is the user message the
@@ -24,6 +25,7 @@ MAX_FILES = 4
 MAX_CHARS = 6000  # a file longer than this is not shown (the model can read it)
 _PATHLIKE = re.compile(r"[\w./-]*\w\.\w+")
 HEAD = "The files named above, as they are now:"
+LISTED = "The project's top folder:"
 
 
 def named_paths(text: str, ctx: ToolContext) -> list[str]:
@@ -41,10 +43,16 @@ def named_paths(text: str, ctx: ToolContext) -> list[str]:
     return found
 
 
-def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext) -> str:
-    """``text`` followed by the files it names, each as fs-read shows it (none: ``text`` as is)."""
+def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext, *, listing: bool = False) -> str:
+    """``text`` followed by the files it names, each as fs-read shows it (none: ``text`` as is);
+    ``listing`` (a session's first turn): first the workspace's top folder as fs-list shows it."""
+    head = ""
+    if listing and "fs-list" in tools:
+        out = run_call(ToolCall(id="named", name="fs-list", arguments='{"path": ""}'), tools, ctx)
+        if not out.error:
+            head = f"\n\n{LISTED}\n{out.text}"
     if "fs-read" not in tools:
-        return text
+        return text + head
     shown: list[str] = []
     for path in named_paths(text, ctx):
         call = ToolCall(id="named", name="fs-read", arguments=json.dumps({"path": path}))
@@ -54,5 +62,5 @@ def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext) -> 
         body = out.text if out.text.endswith("\n") else out.text + "\n"
         shown.append(f"--- {path}\n{body}")
     if not shown:
-        return text
-    return f"{text}\n\n{HEAD}\n\n" + "\n".join(shown)
+        return text + head
+    return f"{text}{head}\n\n{HEAD}\n\n" + "\n".join(shown)
