@@ -13,8 +13,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp.types import TextContent
 
 from nodwyn.compose.setup import open_agent
 from nodwyn.errors import ToolError
@@ -72,7 +74,8 @@ def test_a_server_that_will_not_start_or_hangs_is_one_line_and_the_others_start(
     assert time.monotonic() - t0 < 60
     with pytest.raises(ToolError, match="mcp server hung is not running"):
         hub.call("hung", "add", {"a": 1, "b": 1}, timeout=5)
-    assert hub.call("calc", "echo", {"text": "on"}, timeout=20).content[0].text == "on"  # type: ignore[union-attr]
+    echoed = hub.call("calc", "echo", {"text": "on"}, timeout=20).content[0]
+    assert isinstance(echoed, TextContent) and echoed.text == "on"
 
 
 def test_a_server_killed_mid_call_gives_a_tool_error_well_within_the_calls_timeout(
@@ -187,7 +190,7 @@ def test_in_a_session_a_broken_server_is_a_notice_its_stderr_is_redacted_and_ser
     notices: list[str] = []
 
     class Shown:
-        def __getattr__(self, name: str) -> object:
+        def __getattr__(self, name: str) -> Any:  # the display protocol's methods, all quiet but notice
             return notices.append if name == "notice" else (lambda *a: None)
 
     steps = [call("mcp__calc__add", a=1, b=2), {"text": "3"}]
@@ -195,7 +198,7 @@ def test_in_a_session_a_broken_server_is_a_notice_its_stderr_is_redacted_and_ser
         broken = '[mcp.broken]\ncommand = "/nonexistent/server"\n'
         config(tmp_path, model.url, calc("calc", "--pidfile", str(pidfile), approve="auto"), broken)
         env = isolated_env(tmp_path)
-        opened = open_agent(env=env, workspace=workspace, backend_for=lambda _: model, display=Shown())  # type: ignore[arg-type]
+        opened = open_agent(env=env, workspace=workspace, backend_for=lambda _: model, display=Shown())
         pid = int(pidfile.read_text())
         try:
             assert opened.agent.user_turn("add").text == "3"

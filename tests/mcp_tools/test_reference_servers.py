@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,13 +52,13 @@ def test_server_everything_content_progress_and_list_changed_in_a_session(
     notices: list[str] = []
 
     class Shown:
-        def __getattr__(self, name: str) -> object:
+        def __getattr__(self, name: str) -> Any:  # the display protocol's methods, all quiet but notice
             return notices.append if name == "notice" else (lambda *a: None)
 
     with ScriptedBackend(steps) as model:
         config(tmp_path, model.url, _entry("everything", EVERYTHING, "stdio"))
         env = isolated_env(tmp_path)
-        opened = open_agent(env=env, workspace=workspace, backend_for=lambda _: model, display=Shown())  # type: ignore[arg-type]
+        opened = open_agent(env=env, workspace=workspace, backend_for=lambda _: model, display=Shown())
         try:
             assert opened.agent.user_turn("try everything").text == "done"
             sid = opened.agent.session_id
