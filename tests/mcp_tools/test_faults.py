@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp.types import TextContent
 
 from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.errors import ToolError
@@ -106,7 +107,8 @@ def _will_not_start_or_hangs(hub: Hub) -> None:
     assert time.monotonic() - t0 < 60
     with pytest.raises(ToolError, match="mcp server hung is not running"):
         hub.call("hung", "add", {"a": 1, "b": 1}, timeout=5)
-    assert hub.call("calc", "echo", {"text": "on"}, timeout=20).content[0].text == "on"  # type: ignore[union-attr]
+    echoed = hub.call("calc", "echo", {"text": "on"}, timeout=20).content[0]
+    assert isinstance(echoed, TextContent) and echoed.text == "on"
 
 
 def test_a_server_killed_mid_call_gives_a_tool_error_well_within_the_calls_timeout(

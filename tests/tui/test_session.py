@@ -24,8 +24,8 @@ from nodwyn.tui.screens import ApprovalScreen, ModelScreen, PickerScreen
 from .conftest import opened, until
 
 
-def _app(env: dict[str, str], **kw: object) -> NodwynApp:
-    return NodwynApp(env=env, workspace=Path(env["WS"]), **kw)  # type: ignore[arg-type]
+def _app(env: dict[str, str], **kw: Any) -> NodwynApp:
+    return NodwynApp(env=env, workspace=Path(env["WS"]), **kw)
 
 
 def _screen_text(app: NodwynApp) -> str:

@@ -73,7 +73,9 @@ def test_images_are_trimmed_with_their_line_oldest_attachment_first_the_text_sta
     assert trimmed and trimmed[0].build.record.elided[0] == first.seq
     req = trimmed[0].build
     assert req.request.messages[1] == UserMessage(parts=(TextPart(text=f"[elided seq={first.seq}]"),))
-    assert "first" in req.request.messages[0].parts[0].text  # type: ignore[union-attr]
+    first_message = req.request.messages[0]
+    assert isinstance(first_message, UserMessage) and isinstance(first_message.parts[0], TextPart)
+    assert "first" in first_message.parts[0].text
     assert second.seq in b.seqs
 
 
