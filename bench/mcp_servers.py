@@ -7,7 +7,8 @@ then ``close`` (servers ended); the baseline is the same without ``[mcp.*]`` ent
 are the tests' calc server (Python, the SDK's server API), in the session's sandbox (bwrap,
 ``workspace-write``, the default), and once more with ``sandbox = "off"`` to show bwrap's share.
 A call is ``run_call`` of ``mcp__calc__echo`` (arguments checked, JSON-RPC over stdio, the result
-mapped) against ``fs-read`` of a small file (the built-in's whole path). Medians; ratios against the baseline of the same run.
+mapped) against ``fs-read`` of a small file (the built-in's whole path). Medians; ratios against
+the baseline of the same run.
 
     .venv/bin/python bench/mcp_servers.py --out docs/bench-mcp.md
 """
