@@ -53,7 +53,7 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
 
     [mcp.calc]                       # an MCP server whose tools join the catalog (nodwyn.mcp.config)
-    command = "python"               # stdio: command, args, env, pass_env, cwd
+    command = "python"               # stdio: command, args, env, pass_env, cwd, sandbox, network
     args = ["calc_server.py"]
     approve = "ask"                  # ask | auto | ["tool", ...] (those run without asking)
     [mcp.search]
