@@ -438,6 +438,8 @@ def open_agent(
         keychain=_keychain(env, config, entries),
         tool_timeout=config.tool_timeout,
         taken=set(tools),
+        sandbox=box,
+        workspace=workspace,
     )
     try:
         tools = _catalog_of(config, {**tools, **servers.tools})

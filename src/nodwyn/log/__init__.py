@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from nodwyn.errors import CorruptLogError, LockedError, NotFoundError
+from nodwyn.log.holdback import Holdback
 from nodwyn.log.paths import data_root
 from nodwyn.log.redact import RedactionReport, redact
 from nodwyn.log.session_log import SessionInfo, SessionLog
@@ -14,6 +15,7 @@ from nodwyn.log.store import Store
 
 __all__ = [
     "CorruptLogError",
+    "Holdback",
     "LockedError",
     "NotFoundError",
     "RedactionReport",
