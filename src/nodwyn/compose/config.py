@@ -74,6 +74,7 @@ from typing import Any, get_args
 import tomlkit
 
 from nodwyn.agent.sandbox import MODES
+from nodwyn.agent.tools import EDITS
 from nodwyn.compose.config_keys import CONTROL_KEYS, MODEL_KEYS, PRICE_KEYS, TOOLS_KEYS, WINDOW_KEYS
 from nodwyn.dialects import API_PROFILES, api_profile
 from nodwyn.dialects.apis import DIAGNOSING_APIS
@@ -278,9 +279,6 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
         opt["prices"] = _prices(table["prices"], path, where)
     _check_source(api, model, opt, path, where)
     return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
-
-
-EDITS = ("json", "blocks")
 
 
 def _prices(raw: object, path: Path, where: str) -> Prices:
