@@ -139,4 +139,5 @@ def result_payload(call: ToolCall, outcome: Outcome) -> ToolResult:
         error=outcome.error,
         range=rng,
         sandbox=outcome.sandbox,
+        images=outcome.images or None,
     )

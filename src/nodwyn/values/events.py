@@ -393,9 +393,16 @@ class ToolResult(Payload):
     range: LineRange | None = None
     range_null: bool = False
     sandbox: str | None = None  # shell: the sandbox mode it ran under (None: before sandboxes)
+    images: tuple[ImageRef, ...] | None = None  # the images it returned (an MCP tool's), by digest
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
+        raw_images = r.get("images", list, None)
+        images = (
+            None
+            if raw_images is None
+            else tuple(ImageRef.from_data(ref, f"{r.where}.images[{i}]") for i, ref in enumerate(raw_images))
+        )
         call_id, name, text, error = (
             r.get("call_id", str),
             r.get("name", str),
@@ -415,6 +422,7 @@ class ToolResult(Payload):
             range=rng,
             range_null=rng is None and r.has("range"),
             sandbox=r.get("sandbox", str, None),
+            images=images,
             extra=r.extra(),
         )
 
@@ -430,6 +438,8 @@ class ToolResult(Payload):
         elif self.range_null:
             out["range"] = None
         _put(out, "sandbox", self.sandbox)
+        if self.images is not None:
+            out["images"] = [ref.to_data() for ref in self.images]
         return out
 
 

@@ -68,7 +68,7 @@ def payload_of(event: Event, cls: type[P]) -> P:
     return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
 
 
-def _images(msg: UserMsg) -> tuple[Image, ...]:
+def _images(msg: UserMsg | ToolResult) -> tuple[Image, ...]:
     return tuple(
         Image(digest=r.digest, media_type=r.media_type, width=r.width, height=r.height, name=r.shown_name)
         for r in msg.images or ()
@@ -96,6 +96,7 @@ def entry_of(event: Event) -> Entry | None:
                 error=p.error,
                 range_start=None if p.range is None else p.range.start,
                 has_range=p.range is not None,
+                images=_images(p),
             )
         case GatePlan():
             return Entry(seq=event.seq, ctx=event.ctx, kind="plan", text=p.text)
