@@ -285,8 +285,15 @@ async def _at_once(env: dict[str, str]) -> None:
                 screen = app.screen
                 assert isinstance(screen, PickerScreen), keys  # no other key needed
                 assert screen.query_one(Input).value == "", keys
-                await until(pilot, lambda s=screen: s.picks is not None, what="the sessions")
-                await until(pilot, lambda s=screen: s.query_one(OptionList).option_count == 1, what="listed")
+
+                def picked(s: PickerScreen = screen) -> bool:
+                    return s.picks is not None
+
+                def listed(s: PickerScreen = screen) -> bool:
+                    return s.query_one(OptionList).option_count == 1
+
+                await until(pilot, picked, what="the sessions")
+                await until(pilot, listed, what="listed")
                 await pilot.press("escape")
                 await until(pilot, lambda: not isinstance(app.screen, PickerScreen), what="closed")
             await pilot.press("ctrl+o")
