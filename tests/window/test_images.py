@@ -89,7 +89,10 @@ def test_before_v12_images_are_not_in_the_window() -> None:
 # -- a tool result's images (an MCP tool's, on its tool.result) -----------------------------------
 
 SHOT: dict[str, Any] = {
-    "digest": "sha256:" + "ef" * 32, "media_type": "image/png", "width": 512, "height": 512
+    "digest": "sha256:" + "ef" * 32,
+    "media_type": "image/png",
+    "width": 512,
+    "height": 512,
 }
 
 
