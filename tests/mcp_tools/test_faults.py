@@ -19,7 +19,7 @@ import pytest
 
 from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.errors import ToolError
-from nodwyn.mcp import Hub, ServerConfig, make_tools
+from nodwyn.mcp import Hub, ServerConfig, Started, make_tools
 from nodwyn.mcp.config import server_from_table
 from nodwyn.mcp.launch import UNCONFINED
 from nodwyn.mcp.results import MAX_RESULT_BYTES, outcome_of
@@ -50,6 +50,9 @@ def hub(workspace: Path) -> Iterator[Hub]:
         h.close()
 
 
+STARTED: list[Started] = []  # what the shared hub's start gave, in its order
+
+
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """One hub for the tests that leave its servers as they found them, started once (CI time),
@@ -58,7 +61,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     ws = tmp_path_factory.mktemp("shared-ws")
     h = Hub(env=os.environ, sandbox=CONFINED, workspace=ws)
     raw = [sys.executable, str(RAW)]
-    h.started = h.start(  # type: ignore[attr-defined]
+    STARTED[:] = h.start(
         [
             entry("calc"),
             entry("clash", "--clash"),
@@ -195,7 +198,7 @@ def test_a_100_mb_result_is_capped(shared: Hub) -> None:
 
 
 def test_a_schema_that_is_not_json_schema_and_a_clashing_name_leave_those_tools_out(shared: Hub) -> None:
-    started = shared.started[1:]  # type: ignore[attr-defined]
+    started = STARTED[1:]
     assert started[2].error == (
         "mcp server scalar: its ListToolsResult is not what MCP says at tools.1.inputSchema.type: "
         "Input should be 'object'"
