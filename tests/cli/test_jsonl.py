@@ -36,7 +36,7 @@ def test_the_schema_is_itself_valid_and_versioned() -> None:
 
 def test_a_real_run_as_json_lines_matches_the_schema_and_the_log(env: dict[str, str]) -> None:
     Path(env["WS"], "big.txt").write_text("".join(f"line {n}\n" for n in range(1000)))
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "thinking": "Read it first.",
             "text": "Looking.\n",
