@@ -33,7 +33,7 @@ class PerEventStore(Store):
 
     def staging(self, clock: Callable[[], datetime] | None = None) -> Store:
         staged = super().staging(clock)
-        return Store(staged.root, fsync=True, known=staged.known)
+        return Store(staged.root, fsync=True, clock=clock, known=staged.known)
 
 
 MODES: dict[str, Callable[[Path], Store]] = {

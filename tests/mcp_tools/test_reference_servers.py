@@ -5,12 +5,10 @@ Skipped, with the reason, where node, the packages or bwrap are missing."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.log import Store, data_root
 from nodwyn.replay.exact import verify_all
 from nodwyn.values.canonical import canonical_bytes
@@ -22,16 +20,10 @@ BIN = Path(__file__).with_name("node_modules") / ".bin"
 EVERYTHING, FILESYSTEM = BIN / "mcp-server-everything", BIN / "mcp-server-filesystem"
 
 pytestmark = [
-    pytest.mark.skipif(
-        shutil.which("node") is None, reason="node is not installed (the servers are npm packages)"
-    ),
+    pytest.mark.needs("node", "bwrap"),  # skipped naming what to install (tests/conftest.py)
     pytest.mark.skipif(
         not EVERYTHING.exists() or not FILESYSTEM.exists(),
         reason="the npm servers are not installed: run `npm ci --prefix tests/mcp_tools` (scripts/test does)",
-    ),
-    pytest.mark.skipif(
-        unavailable(Sandbox(program=shutil.which("bwrap"))) is not None,
-        reason="bwrap cannot run here: apt-get install bubblewrap (and allow user namespaces)",
     ),
 ]
 
