@@ -53,7 +53,7 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
 
     [mcp.calc]                       # an MCP server whose tools join the catalog (nodwyn.mcp.config)
-    command = "python"               # stdio: command, args, env, pass_env, cwd
+    command = "python"               # stdio: command, args, env, pass_env, cwd, sandbox, network
     args = ["calc_server.py"]
     approve = "ask"                  # ask | auto | ["tool", ...] (those run without asking)
     [mcp.search]
@@ -74,6 +74,7 @@ from typing import Any, get_args
 import tomlkit
 
 from nodwyn.agent.sandbox import MODES
+from nodwyn.agent.tools import EDITS
 from nodwyn.compose.config_keys import CONTROL_KEYS, MODEL_KEYS, PRICE_KEYS, TOOLS_KEYS, WINDOW_KEYS
 from nodwyn.dialects import API_PROFILES, api_profile
 from nodwyn.dialects.apis import DIAGNOSING_APIS
@@ -253,6 +254,8 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
             raise ConfigError(f"{_where(path, where, 'base_url')}: {exc}") from None
     if "family" in table:
         opt["family"] = _choice(table["family"], get_args(Family), _where(path, where, "family"))
+    if "edits" in table:
+        opt["edits"] = _choice(table["edits"], EDITS, _where(path, where, "edits"))
     if "cache_key" in table:
         opt["cache_key"] = _choice(table["cache_key"], get_args(CacheKey), _where(path, where, "cache_key"))
     if "cache_control" in table:
