@@ -19,14 +19,14 @@ import openai
 import orjson
 import pytest
 from anthropic.types import Message, RawMessageStreamEvent
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionFunctionToolParam
 from openai.types.responses import Response as OpenAIResponse
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from nodwyn.fakes import FakeServer
 
-WEATHER = {
+WEATHER: ChatCompletionFunctionToolParam = {  # the tool as OpenAI's SDK types it
     "type": "function",
     "function": {
         "name": "weather",
@@ -72,7 +72,7 @@ def test_openai_chat_sdk_streams_every_family(family: str) -> None:
         with client.chat.completions.stream(
             model="fake-model",
             messages=[{"role": "user", "content": "Weather in Lyon?"}],
-            tools=[WEATHER],  # type: ignore[list-item]
+            tools=[WEATHER],
             stream_options={"include_usage": True},
         ) as stream:
             chunks = [e.chunk for e in stream if e.type == "chunk"]
@@ -105,7 +105,7 @@ def test_openai_chat_sdk_reads_a_whole_reply_of_every_family(family: str) -> Non
         completion = client.chat.completions.create(
             model="fake-model",
             messages=[{"role": "user", "content": "Weather in Lyon?"}],
-            tools=[WEATHER],  # type: ignore[list-item]
+            tools=[WEATHER],
         )
         raw = _again(fake)
     assert completion.choices[0].message.tool_calls is not None
@@ -145,7 +145,7 @@ def test_openai_responses_sdk_reads_the_fake(stream: bool) -> None:
         "blocks": [{"type": "reasoning", "thinking": "Need the weather.", "position": 0}],
         "calls": [CALL],
     }
-    tool = {"type": "function", **WEATHER["function"], "strict": False}  # type: ignore[dict-item]
+    tool = {"type": "function", **WEATHER["function"], "strict": False}
     with FakeServer(api="responses", script=[item, item]) as fake:
         client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
         ask: dict[str, Any] = {
@@ -200,7 +200,7 @@ def test_anthropic_sdk_reads_the_fake(stream: bool) -> None:
                     "description": "The weather.",
                     "input_schema": WEATHER["function"]["parameters"],
                 }
-            ],  # type: ignore[index]
+            ],
             "thinking": {"type": "enabled", "budget_tokens": 1024},
         }
         if stream:
@@ -281,8 +281,8 @@ def test_ollama_sdk_reads_the_fake(stream: bool) -> None:
         else:
             last = client.chat(**ask, stream=False)
             text, thinking, calls = (
-                last.message.content,
-                last.message.thinking,
+                last.message.content or "",
+                last.message.thinking or "",
                 list(last.message.tool_calls or []),
             )
         raw = _again(fake)

@@ -175,13 +175,13 @@ def test_c_hysteresis(sim: Sim) -> None:
         else:
             assert rec.high_water == line
             # v20 trims to a target of its own (recorded); older versions to low water
-            target = rec.target if version >= 20 else limits.low_water
             assert (rec.target is not None) is (version >= 20)
+            target = rec.target if rec.target is not None else limits.low_water
             assert rec.estimate <= target or rec.below_low_blocked is True
             if version >= 20:
                 assert int(V20.floor * limits.high_water) <= target <= int(V20.ceiling * limits.high_water)
         if rec.below_low_blocked:
-            assert rec.estimate > (rec.target if version >= 20 else limits.low_water)
+            assert rec.estimate > (rec.target if rec.target is not None else limits.low_water)
         if b.predicted is not None:  # the trim's running accounting is exact
             assert b.predicted == rec.estimate, (b.predicted, rec)
         assert rec.trim == bool(rec.elided)
@@ -264,7 +264,7 @@ V20_CHECKS = (
 @given(sessions(versions=(20,)))
 def test_v20_sessions_keep_every_property(sim: Sim) -> None:
     for check in V20_CHECKS:
-        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis
 
 
 # window-v21 (ADR 0390): every v20 property, on sessions that start on v21 (its own constants).
@@ -272,7 +272,7 @@ def test_v20_sessions_keep_every_property(sim: Sim) -> None:
 @given(sessions(versions=(21,)))
 def test_v21_sessions_keep_every_property(sim: Sim) -> None:
     for check in V20_CHECKS:
-        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis
 
 
 # window-v22 (ADR 0460): every v20 property, on sessions that start on v22 (the default: capped growth,
@@ -281,4 +281,4 @@ def test_v21_sessions_keep_every_property(sim: Sim) -> None:
 @given(sessions(versions=(22,)))
 def test_v22_sessions_keep_every_property(sim: Sim) -> None:
     for check in V20_CHECKS:
-        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis

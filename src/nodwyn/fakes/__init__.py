@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nodwyn.fakes.server import FakeServer
+    from nodwyn.fakes.server import FakeApi, FakeServer
 
-__all__ = ["FakeServer"]
+__all__ = ["FakeApi", "FakeServer"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +18,8 @@ def __getattr__(name: str) -> Any:
         from nodwyn.fakes.server import FakeServer
 
         return FakeServer
+    if name == "FakeApi":
+        from nodwyn.fakes.server import FakeApi
+
+        return FakeApi
     raise AttributeError(name)

@@ -7,13 +7,15 @@
 from __future__ import annotations
 
 from nodwyn.errors import CorruptLogError, LockedError, NotFoundError
+from nodwyn.log.holdback import Holdback
 from nodwyn.log.paths import data_root
 from nodwyn.log.redact import RedactionReport, redact
-from nodwyn.log.session_log import SessionInfo, SessionLog
+from nodwyn.log.session_log import SessionInfo, SessionLog, utc_now
 from nodwyn.log.store import Store
 
 __all__ = [
     "CorruptLogError",
+    "Holdback",
     "LockedError",
     "NotFoundError",
     "RedactionReport",
@@ -22,4 +24,5 @@ __all__ = [
     "Store",
     "data_root",
     "redact",
+    "utc_now",
 ]

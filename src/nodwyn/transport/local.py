@@ -33,7 +33,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodwyn.dialects.local import Piece, PromptFormat, format_for, parse_calls, reply_end, shared_prefix
+from nodwyn.dialects.local import (
+    Block,
+    Piece,
+    PromptFormat,
+    blocks_of,
+    format_for,
+    parse_calls,
+    reply_end,
+    shared_prefix,
+)
+from nodwyn.dialects.local.calls import FABRICATED
 from nodwyn.dialects.local.grammar import call_grammar
 from nodwyn.errors import ConfigError, ContextLengthError
 from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest, shared
@@ -236,6 +246,33 @@ class _Written:
     constrained: bool  # the call was decoded under the tools' grammar
 
 
+def never(sequence: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+    """A logits processor that never lets the tokens written end with ``sequence``: its last token
+    is taken out of the choice whenever the ones before it were just written (ADR 0443)."""
+    head, last = list(sequence[:-1]), sequence[-1]
+
+    def processor(input_ids: Any, scores: Any) -> Any:
+        if not head or [int(t) for t in input_ids[-len(head) :]] == head:
+            scores[last] = -math.inf
+        return scores
+
+    return processor
+
+
+def _banned(llm: Any, call_open: str) -> tuple[int, ...]:
+    """What a reply may not write: a tool response's opening tag (the runner writes results; a
+    model that starts one ends its reply empty), up to its first token that parts from the call's
+    opening tag, so the model's next choice there can still open a call. () if it is one token."""
+    wrong = llm.tokenize(FABRICATED.encode(), add_bos=False, special=True)
+    same = len(os.path.commonprefix([FABRICATED, call_open]))
+    end = 0
+    for n, token in enumerate(wrong):
+        end += len(llm.detokenize([token]))
+        if end > same:
+            return tuple(wrong[: n + 1]) if n else ()
+    return ()
+
+
 def _grammar(text: str) -> Any:
     from llama_cpp.llama_grammar import LlamaGrammar
 
@@ -249,19 +286,23 @@ def generate(
     stops: set[int],
     max_out: int,
     names: set[str],
-    call_open: str,
-    grammar: str | None,
+    blocks: dict[str, Block],
+    grammars: tuple[tuple[str, str], ...],
     deltas: TextDeltas,
+    banned: tuple[int, ...] = (),
     on_token: Callable[[], None],
 ) -> _Written:
-    """Greedy decoding of a reply. Once the reply ends with ``call_open`` the rest is decoded
-    under ``grammar`` (lazily: prose is free), from the same KV cache; it stops at a stop token,
+    """Greedy decoding of a reply. Once the reply ends with the opening of one of ``grammars``
+    (``(opening, GBNF)``) the rest is decoded under its grammar (lazily: prose is free), from the
+    same KV cache; it stops at a stop token,
     after the first complete call, where the model starts writing a tool response, or at
-    ``max_out`` tokens."""
+    ``max_out`` tokens. A call of a tool in ``blocks`` ends after the edit block that follows it."""
     sampling: dict[str, Any] = {"temp": 0.0, "top_k": 1, "repeat_penalty": 1.0, "reset": True}
+    if banned:
+        sampling["logits_processor"] = [never(banned)]
     gen = llm.generate(tokens, **sampling)
     out: list[int] = []
-    opening = call_open.encode()
+    openings = [(opening.encode(), grammar) for opening, grammar in grammars]
     constrained = False
     try:
         while True:
@@ -275,19 +316,35 @@ def generate(
             out.append(token)
             reply = llm.detokenize(out)
             deltas.feed(reply)
-            if grammar is not None and not constrained and reply.endswith(opening):
+            opened = None if constrained else next((g for o, g in openings if reply.endswith(o)), None)
+            if opened is not None:
                 gen.close()  # the same tokens, and from here only what the grammar allows
-                gen = llm.generate(tokens + out, grammar=_grammar(grammar), **sampling)
+                gen = llm.generate(tokens + out, grammar=_grammar(opened), **sampling)
                 constrained = True
             piece = llm.detokenize([token])
-            if any(c in piece for c in (b"}", b"`", b">")):
-                cut = reply_end(reply.decode("utf-8", errors="replace"), names)
+            if (blocks and constrained) or any(c in piece for c in (b"}", b"`", b">")):
+                cut = reply_end(reply.decode("utf-8", errors="replace"), names, blocks)
                 if cut is not None:
                     return _Written(out=out, finish="stop", cut=cut, constrained=constrained)
             if len(out) >= max_out:
                 return _Written(out=out, finish="length", cut=None, constrained=constrained)
     finally:
         gen.close()
+
+
+# A call written as fenced JSON, as Qwen2.5-Coder-1.5B mostly writes them (ADR 0441).
+FENCED_CALL = "```json\n"
+FENCE = "```"
+
+
+def _grammars(request: Request, fmt: PromptFormat, blocks: dict[str, Block]) -> tuple[tuple[str, str], ...]:
+    """The openings a call's grammar starts after: the format's tag, and a ``json`` fence."""
+    if not request.tools:
+        return ()
+    return (
+        (fmt.call_open, call_grammar(request.tools, fmt.call_close, blocks)),
+        (FENCED_CALL, call_grammar(request.tools, FENCE, blocks)),
+    )
 
 
 class LocalBackend:
@@ -457,6 +514,7 @@ class LocalBackend:
                 f"({warmth.reused:,} reused, the shared prefix is {warmth.prefix:,}): {warmth.why}"
             )
         names = {t.name for t in request.tools}
+        blocks = blocks_of(request.tools) if fmt.edits != "json" else {}
         first: list[float] = []
 
         def on_token() -> None:
@@ -469,8 +527,9 @@ class LocalBackend:
             stops=_stop_tokens(llm, fmt),
             max_out=request.max_output or 256,
             names=names,
-            call_open=fmt.call_open,
-            grammar=call_grammar(request.tools, fmt.call_close) if request.tools else None,
+            blocks=blocks,
+            grammars=_grammars(request, fmt, blocks),
+            banned=_banned(llm, fmt.call_open),
             deltas=TextDeltas(on_delta),
             on_token=on_token,
         )
@@ -481,7 +540,7 @@ class LocalBackend:
         text = llm.detokenize(written.out).decode("utf-8", errors="replace")
         if written.cut is not None:
             text = text[: written.cut]
-        prose, calls = parse_calls(text, f"local-{uuid.uuid4().hex[:8]}", names)
+        prose, calls = parse_calls(text, f"local-{uuid.uuid4().hex[:8]}", names, blocks)
         finish = "length" if written.finish == "length" else "tool_calls" if calls else written.finish
         return Response(
             text=prose,

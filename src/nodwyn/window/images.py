@@ -6,6 +6,11 @@ cannot send (the caller passes ``withheld``: digest -> reason) is replaced by a 
 the request records the reasons (``withheld_images``). The estimate counts an image by the tile
 rule (``estimate.image_tokens``), not by its bytes. Trimming elides a message's images together,
 with their lines, oldest attachment first, and the marker names the ``user.msg`` seq.
+
+A tool result's images (an MCP tool's, on its ``tool.result``) go in its tool message
+(``result_images``): the parts sent, and for each withheld one a line in the result's text. The
+result is capped, folded (a folded result shows no images) and trimmed (its marker shows none) as
+any other; the estimate counts its images by the tile rule.
 """
 
 from __future__ import annotations
@@ -70,3 +75,24 @@ def image_message(images: tuple[Image, ...], withheld: Mapping[str, str]) -> Ren
     return RenderedImages(
         message=UserMessage(parts=tuple(parts)), parts=tuple(sent), tokens=tokens, withheld=tuple(held)
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultImages:
+    parts: tuple[ImagePart, ...]  # the image parts sent in the tool message
+    lines: tuple[str, ...]  # a line for each withheld image, added to the result's text
+    tokens: int
+    withheld: tuple[tuple[str, str], ...]
+
+
+def result_images(images: tuple[Image, ...], withheld: Mapping[str, str]) -> ResultImages:
+    """A tool result's images as ``image_message`` sends them, without its framing lines (the
+    tool message frames them); a withheld one is a line for the result's text."""
+    r = image_message(images, withheld)
+    named = {image.digest: image for image in images}
+    lines = tuple(
+        f"[image {named[d].name} ({named[d].media_type}, {named[d].width}x{named[d].height}) "
+        f"was not sent: {reason}]"
+        for d, reason in r.withheld
+    )
+    return ResultImages(parts=r.parts, lines=lines, tokens=r.tokens, withheld=r.withheld)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.agent.tools.base import Approver, Outcome, Recaller, Tool, ToolContext, escaped, fail
-from nodwyn.agent.tools.fs import FS_TOOLS
+from nodwyn.agent.tools.fs import BLOCK_EDIT_TOOLS, FS_TOOLS
 from nodwyn.agent.tools.meta import META_TOOLS, SUB_AGENT
 from nodwyn.agent.tools.shell import SHELL
 from nodwyn.errors import ConfigError, ToolError
@@ -19,6 +19,7 @@ from nodwyn.values.content import ToolCall
 from nodwyn.values.request import ToolSpec
 
 __all__ = [
+    "EDITS",
     "SUB_AGENT",
     "Approver",
     "Outcome",
@@ -31,8 +32,17 @@ __all__ = [
 ]
 
 
-def builtin_tools() -> dict[str, Tool]:
-    return {t.spec.name: t for t in (*FS_TOOLS, SHELL, *META_TOOLS)}
+EDITS = ("json", "search", "blocks")
+
+
+def builtin_tools(edits: str = "json") -> dict[str, Tool]:
+    """The built-in tools. ``edits`` (a local prompt format's choice, ADR 0440): ``"json"``, every
+    text argument in the call's JSON; ``"search"``, fs-edit's old and new as a SEARCH/REPLACE block
+    after the call; ``"blocks"``, that and fs-write's content as a fenced block after the call."""
+    tools = {t.spec.name: t for t in (*FS_TOOLS, SHELL, *META_TOOLS)}
+    blocked = {"search": ("fs-edit",), "blocks": ("fs-edit", "fs-write")}.get(edits, ())
+    tools.update({t.spec.name: t for t in BLOCK_EDIT_TOOLS if t.spec.name in blocked})
+    return tools
 
 
 def catalog(tools: Iterable[Tool]) -> tuple[ToolSpec, ...]:
