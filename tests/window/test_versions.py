@@ -68,7 +68,7 @@ def test_each_rule_applies_exactly_from_its_version(version: int) -> None:
     assert again.digest == b.digest and again.record == rec
 
 
-@pytest.mark.parametrize("version", [0, 3, 4, 5, 11, 13, 22])
+@pytest.mark.parametrize("version", [0, 3, 4, 5, 11, 13, 23])
 def test_versions_the_seed_only_mentions_are_refused(version: int) -> None:
     with pytest.raises(UnknownRecipeError):
         started(version)
