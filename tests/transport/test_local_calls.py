@@ -18,7 +18,7 @@ from nodwyn.compose.config import BUILTIN_LOCAL_TINY
 from nodwyn.dialects.local.grammar import call_grammar
 from nodwyn.transport import local
 from nodwyn.transport.local import LocalBackend
-from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Request
 
 TOOLS = catalog(builtin_tools().values())
@@ -43,7 +43,7 @@ def test_llama_cpp_reads_the_grammar_of_the_whole_catalog() -> None:
 
 def few_shot() -> Request:
     """Three reads answered, then a fourth asked: a base model goes on the same way, opening a call."""
-    messages: list[object] = []
+    messages: list[Message] = []
     for n, name in enumerate(["a.txt", "b.txt", "c.txt"]):
         messages += [
             user(f"Read {name}."),
@@ -54,7 +54,7 @@ def few_shot() -> Request:
             AssistantMessage(text=f"{name} says: contents of {name}."),
         ]
     messages.append(user("Read notes.md."))
-    return Request(system="You read files with tools.", tools=TOOLS, messages=tuple(messages), max_output=64)  # type: ignore[arg-type]
+    return Request(system="You read files with tools.", tools=TOOLS, messages=tuple(messages), max_output=64)
 
 
 def test_a_call_the_model_opens_is_decoded_under_the_grammar_and_parses() -> None:

@@ -10,7 +10,7 @@ from nodwyn.errors import CorruptLogError, LockedError, NotFoundError
 from nodwyn.log.holdback import Holdback
 from nodwyn.log.paths import data_root
 from nodwyn.log.redact import RedactionReport, redact
-from nodwyn.log.session_log import SessionInfo, SessionLog
+from nodwyn.log.session_log import SessionInfo, SessionLog, utc_now
 from nodwyn.log.store import Store
 
 __all__ = [
@@ -24,4 +24,5 @@ __all__ = [
     "Store",
     "data_root",
     "redact",
+    "utc_now",
 ]
