@@ -5,8 +5,10 @@
 
 For each run (mini-swe-agent v1/v2, SWE-agent, OpenHands; read by nodwyn.imports, replayed by
 nodwyn.whatif), request k is built from the conversation before the model's k-th reply, by nodwyn's
-window under each recipe asked for (``v19``, ``v20``, and ``v19+units``, ``v19+growth``,
-``v19+head``: v19 with one rule of v20 switched on) and by each peer policy of ``nodwyn.whatif``
+window under each recipe asked for (by default ``v19``, ``v20``, ``v21``, the default ``v22`` and
+its dial's other positions ``v22:keep-more``, ``v22:pay-less``; on request ``v21:<position>`` and
+``v19+units``, ``v19+growth``, ``v19+head``: v19 with one rule of v20 switched on) and by each peer
+policy of ``nodwyn.whatif``
 (ADR 0290): ``sliding`` (drop the oldest), ``swe-agent`` (mask all but the last 5 observations),
 ``openhands`` (summarising condenser), ``opencode`` (prune old outputs, compact on overflow),
 ``claude-code`` (compact at 95% of the window); ``whole`` sends every request whole (no window: the

@@ -182,7 +182,7 @@ def trim_depth_tuning(name: str | None) -> Tuning:
     if tuning is None:
         known = ", ".join(TRIM_DEPTHS)
         raise UnknownRecipeError(
-            f"trim depth {name!r} is not a position of window-v21's dial ({known}); "
+            f"trim depth {name!r} is not a position of the trim-depth dial ({known}); "
             "upgrade nodwyn or pick one of those"
         )
     return tuning
