@@ -25,11 +25,26 @@ def test_one_run_prints_both_policies_at_each_budget(
         assert row in out
     for peer in ("swe-agent", "openhands", "opencode", "claude-code"):  # every peer policy of nodwyn.whatif
         assert f"{peer} @ 16 Ki" in out and f"{peer} @ 32 Ki" in out
-    for recipe in ("v20", "v19+units", "v19+growth", "v19+head"):  # v20 and each of its rules alone
+    # the earlier defaults, the default (v22) and its dial's other positions
+    for recipe in ("v20", "v21", "v22", "v22:keep-more", "v22:pay-less"):
         assert f"{recipe} @ 16 Ki" in out and f"{recipe} @ 32 Ki" in out
     assert "r8Ki" in out and "r16Ki" in out and "task" in out
     assert "targets at 32 Ki" in out and "trim points" in out
     assert "v20 against v19 at 32 Ki: " in out
+    assert "v22 against v19 and v20 at 16 Ki: " in out and "v22 against v19 and v20 at 32 Ki: " in out
+    assert "v22:pay-less (the dial's cheap end) at 32 Ki: " in out
+    assert "v22 @ 32 Ki: cost " in out and "v22 - v20: cost " in out  # the bootstrap
+
+
+def test_each_rule_of_v20_alone_is_a_recipe_to_ask_for(
+    workloads: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [str(smallest_run(workloads)), "--budgets", "32", "--jobs", "1", "--no-baselines"]
+    code = window_workloads.main([*args, "--recipes", "v19,v19+units,v19+growth,v19+head"])
+    out = capsys.readouterr().out
+    assert code == 0
+    for recipe in ("v19+units", "v19+growth", "v19+head"):
+        assert f"{recipe} @ 32 Ki" in out
 
 
 def test_the_baseline_alone_needs_no_engine(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,7 +83,7 @@ def test_low_water_above_the_fixed_prefix() -> None:
     assert plain.low_water == 16 * 1024
     assert above.low_water == 12_000 + (32 * 1024 - 12_000) // 2
     assert above.high_water == plain.high_water == above.ceiling == 32 * 1024
-    assert above.max_result_tokens == plain.max_result_tokens == 3072
+    assert above.max_result_tokens == plain.max_result_tokens == 4096  # the default (v22) cap at 32 Ki, ADR 0460
 
 
 def test_tuning_and_recipes_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

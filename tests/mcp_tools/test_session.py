@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.cli.stats import aggregate, describe
 from nodwyn.log import Store, data_root
 from nodwyn.replay.exact import verify_all
@@ -25,10 +24,7 @@ from nodwyn.values.events import NOTE, SESSION_RESUME, SessionResume, decode
 
 from .helpers import CALC, calc, call, session
 
-NO_BWRAP = unavailable(Sandbox(program=shutil.which("bwrap")))
-needs_bwrap = pytest.mark.skipif(
-    NO_BWRAP is not None, reason=f"bwrap cannot run here ({NO_BWRAP}); apt-get install bubblewrap"
-)
+needs_bwrap = pytest.mark.needs("bwrap")  # skipped naming what to install (tests/conftest.py)
 
 
 def _replays(env: dict[str, str], sid: str) -> int:

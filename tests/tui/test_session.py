@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +262,10 @@ def test_the_pickers_open_at_once_with_an_empty_search(env: dict[str, str]) -> N
     asyncio.run(_at_once(env))
 
 
+def _listed(picker: PickerScreen, count: int) -> Callable[[], bool]:
+    return lambda: picker.picks is not None and picker.query_one(OptionList).option_count == count
+
+
 async def _at_once(env: dict[str, str]) -> None:
     with FakeServer(api="openai-chat", script=[{"text": "Looked."}]) as fake:
         configure(env, fake.url)
@@ -285,8 +290,7 @@ async def _at_once(env: dict[str, str]) -> None:
                 screen = app.screen
                 assert isinstance(screen, PickerScreen), keys  # no other key needed
                 assert screen.query_one(Input).value == "", keys
-                await until(pilot, lambda s=screen: s.picks is not None, what="the sessions")
-                await until(pilot, lambda s=screen: s.query_one(OptionList).option_count == 1, what="listed")
+                await until(pilot, _listed(screen, 1), what="the sessions listed")
                 await pilot.press("escape")
                 await until(pilot, lambda: not isinstance(app.screen, PickerScreen), what="closed")
             await pilot.press("ctrl+o")

@@ -522,7 +522,7 @@ def _read(path: Path) -> str | None:
 # -- writing back ------------------------------------------------------------------------------
 
 
-def _toml_value(raw: str) -> Any:
+def toml_value(raw: str) -> Any:
     """A value typed on the command line: true/false, an integer, a number, or a string."""
     if raw in ("true", "false"):
         return raw == "true"
@@ -578,7 +578,7 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
         models[name] = tomlkit.table()
     table = models[name]
     for key, raw in values.items():
-        value = _toml_value(raw) if key not in ("model", "base_url", "credential", "server") else raw
+        value = toml_value(raw) if key not in ("model", "base_url", "credential", "server") else raw
         if key.startswith("prices."):
             sub = key.split(".", 1)[1]
             if "prices" not in table:

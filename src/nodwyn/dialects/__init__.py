@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from nodwyn.dialects.apis import API_PROFILES, WIRE_APIS, ApiProfile, api_profile
 from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
+from nodwyn.dialects.common import CONTEXT_FIELDS, model_context
 from nodwyn.dialects.session_key import session_key
 from nodwyn.dialects.sse import NdjsonParser, SseParser
 from nodwyn.errors import ConfigError
@@ -14,6 +15,7 @@ from nodwyn.values.model import ModelSettings
 
 __all__ = [
     "API_PROFILES",
+    "CONTEXT_FIELDS",
     "ApiProfile",
     "Decoder",
     "Dialect",
@@ -23,6 +25,7 @@ __all__ = [
     "WireRequest",
     "api_profile",
     "dialect_for",
+    "model_context",
     "parser_for",
     "session_key",
 ]

@@ -1,4 +1,5 @@
 """Turn a CSV of hours worked into an invoice total."""
+
 import csv
 import sys
 
