@@ -83,7 +83,7 @@ def test_low_water_above_the_fixed_prefix() -> None:
     assert plain.low_water == 16 * 1024
     assert above.low_water == 12_000 + (32 * 1024 - 12_000) // 2
     assert above.high_water == plain.high_water == above.ceiling == 32 * 1024
-    assert above.max_result_tokens == plain.max_result_tokens == 4096  # the default (v22) cap at 32 Ki, ADR 0460
+    assert above.max_result_tokens == plain.max_result_tokens == 4096  # the default (v22) cap, ADR 0460
 
 
 def test_tuning_and_recipes_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
