@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodwyn.compose.project_doc import MAX_BYTES, read_project_doc
+from nodwyn.compose.project_doc import MAX_BYTES, cap_for, read_project_doc
 from nodwyn.compose.setup import BASE_SYSTEM, open_agent
 from nodwyn.log import Store, data_root
 from nodwyn.replay.exact import replay_request, verify_all
@@ -16,10 +16,10 @@ from nodwyn.testing import ScriptedBackend, isolated_env
 from nodwyn.values.events import LLM_REQ, SESSION_RESUME, SessionResume, decode
 
 
-def _config(tmp_path: Path, url: str, extra: str = "") -> dict[str, str]:
+def _config(tmp_path: Path, url: str, extra: str = "", context_size: int = 32000) -> dict[str, str]:
     (tmp_path / "config.toml").write_text(
         f'[control]\nmodel = "m"\n{extra}\n[models.m]\napi = "openai-chat"\nmodel = "fake-model"\n'
-        f'base_url = "{url}"\ncontext_size = 32000\n'
+        f'base_url = "{url}"\ncontext_size = {context_size}\n'
     )
     return isolated_env(tmp_path)
 
@@ -97,7 +97,28 @@ def test_a_large_file_is_cut_with_a_note(tmp_path: Path) -> None:
     assert doc.text.endswith(
         f"[the project instructions are cut here: {MAX_BYTES} of their {MAX_BYTES * 2 + 36} bytes are kept]"
     )
-    assert doc.banner() == "instructions: AGENTS.md, 64.0 KB, cut to 32 KB"
+    assert doc.banner() == "instructions: AGENTS.md, 64.0 KB, cut to 32.0 KB"
+
+
+def test_a_small_context_gets_an_eighth_of_it_as_instructions(tmp_path: Path) -> None:
+    """An 18 KB AGENTS.md on an 8,192-token model (the local default) took two thirds of its context
+    and left the task no room: the cap is an eighth of the context, 3,072 bytes there."""
+    assert cap_for(8192) == 3072 and cap_for(32000) == 12000 and cap_for(1_000_000) == MAX_BYTES
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("Keep it short. " * 1200)  # 18,000 bytes
+    with ScriptedBackend([{"text": "ok"}]) as model:
+        env = _config(tmp_path, model.url, context_size=8192)
+        opened = open_agent(env=env, workspace=ws, backend_for=lambda _: model)
+        try:
+            assert opened.project_doc is not None
+            assert opened.project_doc.banner() == "instructions: AGENTS.md, 17.6 KB, cut to 3.0 KB"
+            opened.agent.user_turn("hello")
+        finally:
+            opened.close()
+        (system,) = (_system(r.body) for r in model.wire)
+    assert system.endswith("[the project instructions are cut here: 3072 of their 18035 bytes are kept]")
+    assert len(system.encode()) < len(BASE_SYSTEM.encode()) + 3072 + 100
 
 
 def test_no_project_doc_and_the_control_setting_turn_it_off(tmp_path: Path) -> None:

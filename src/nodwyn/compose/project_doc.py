@@ -6,7 +6,9 @@ workspace's last, as Codex reads them; a folder without ``AGENTS.md`` gives its 
 instead. The text becomes part of the recipe's fixed system prompt, so every request of the session
 carries the same bytes and replay reads them from the log; a resume reads the files again and, if
 they changed, records the new prompt (one prefix move, at the turn boundary the resume is).
-The whole is capped at ``MAX_BYTES``; a cut says so in the prompt and in a note.
+The whole is capped at ``MAX_BYTES``, and at an eighth of the model's context (``cap_for``: 3 KB on
+an 8,192-token local model, where an 18 KB file left no room for the task; ADR 0366); a cut says so
+in the prompt and in a note.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ from pathlib import Path
 
 NAMES = ("AGENTS.md", "CLAUDE.md")
 MAX_BYTES = 32 * 1024
+BYTES_PER_TOKEN = 3  # the window's own estimate of a token
+
+
+def cap_for(context_size: int) -> int:
+    """The most bytes of instructions a model of ``context_size`` tokens is given: an eighth of its
+    context, and never more than ``MAX_BYTES``."""
+    return min(MAX_BYTES, context_size * BYTES_PER_TOKEN // 8)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,11 +34,12 @@ class ProjectDoc:
     files: tuple[str, ...]  # relative to the workspace: AGENTS.md, ../AGENTS.md
     size: int  # bytes of the files, before any cut
     cut: bool = False
+    cap: int = MAX_BYTES  # the bytes kept when cut
 
     def banner(self) -> str:
         """``instructions: AGENTS.md, 2.1 KB`` (names relative to the workspace's folder)."""
         names = ", ".join(self.files)
-        cut = f", cut to {MAX_BYTES // 1024} KB" if self.cut else ""
+        cut = f", cut to {self.cap / 1024:.1f} KB" if self.cut else ""
         return f"instructions: {names}, {self.size / 1024:.1f} KB{cut}"
 
 
@@ -52,8 +62,9 @@ def _folders(workspace: Path) -> list[Path]:
     return list(reversed(chain)) if root != workspace else [workspace]
 
 
-def read_project_doc(workspace: Path) -> ProjectDoc | None:
-    """The instructions of ``workspace`` (resolved), or None when there are none."""
+def read_project_doc(workspace: Path, cap: int = MAX_BYTES) -> ProjectDoc | None:
+    """The instructions of ``workspace`` (resolved), at most ``cap`` bytes of them, or None when
+    there are none."""
     parts: list[tuple[Path, str]] = []
     for folder in _folders(workspace):
         for name in NAMES:
@@ -73,9 +84,9 @@ def read_project_doc(workspace: Path) -> ProjectDoc | None:
         blocks.append(f"# Project instructions ({shown})\n\n{text.strip()}")
     body = "\n\n".join(blocks)
     raw = body.encode("utf-8")
-    cut = len(raw) > MAX_BYTES
+    cut = len(raw) > cap
     if cut:
-        body = raw[:MAX_BYTES].decode("utf-8", "ignore")
-        body += f"\n\n[the project instructions are cut here: {MAX_BYTES} of their {len(raw)} bytes are kept]"
+        body = raw[:cap].decode("utf-8", "ignore")
+        body += f"\n\n[the project instructions are cut here: {cap} of their {len(raw)} bytes are kept]"
     files = tuple(os.path.relpath(p, workspace) for p, _ in parts)
-    return ProjectDoc(text=body, files=files, size=size, cut=cut)
+    return ProjectDoc(text=body, files=files, size=size, cut=cut, cap=cap)

@@ -34,7 +34,7 @@ from nodwyn.compose.config import (
 from nodwyn.compose.confinement import approval_for, sandbox_for
 from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
-from nodwyn.compose.project_doc import ProjectDoc, read_project_doc
+from nodwyn.compose.project_doc import ProjectDoc, cap_for, read_project_doc
 from nodwyn.compose.servers import Servers, configured, held, start_servers
 from nodwyn.dialects import api_profile
 from nodwyn.dialects.local import format_for
@@ -449,7 +449,8 @@ def open_agent(
     )
     try:
         tools = _catalog_of(config, {**tools, **servers.tools})
-        doc = read_project_doc(workspace) if project_doc and config.project_doc else None
+        wanted = project_doc and config.project_doc
+        doc = read_project_doc(workspace, cap_for(model.context_size)) if wanted else None
         kept = None if was is None or was.version is None else resume_version(was.version)
         version = asked or kept or DEFAULT_VERSION
         recipe = make_recipe(config, model, ext, tools, version, doc)
