@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.agent import strategies
-from nodwyn.compose.probe import probe
+from nodwyn.compose.probe import probe_model
 from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -130,7 +130,7 @@ def test_models_test_gives_back_only_its_own_reasoning(tmp_path: Path) -> None:
             keep_reasoning=True,
         )
         with HttpBackend(creds) as backend:
-            results = probe(backend, settings)
+            results = probe_model(backend, settings)
         bodies = [r.body for r in fake.requests]
     assert [r.ok for r in results] == [True, True], results
     assert results[0].response is not None

@@ -1,0 +1,80 @@
+"""The agent: the turn loop (``loop.Agent``), its settings, tools, strategies and sandbox. See README.md."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nodwyn import lazy
+
+if TYPE_CHECKING:
+    from nodwyn.agent.attach import read_image
+    from nodwyn.agent.figures import Overview, cache_figures, cost_text, describe, figures_json, overview
+    from nodwyn.agent.fits import check_task
+    from nodwyn.agent.loop import Agent
+    from nodwyn.agent.ports import Display
+    from nodwyn.agent.sandbox import MODES, Mode, Sandbox, find_bwrap, unavailable
+    from nodwyn.agent.settings import STOPPED_EXIT, AgentSettings, TurnResult
+    from nodwyn.agent.state import rebuild
+    from nodwyn.agent.strategies import compact, switch_model
+    from nodwyn.agent.tools import Approver, Outcome, builtin_tools, catalog
+    from nodwyn.agent.tools.base import Tool, ToolContext, declined, fail
+    from nodwyn.agent.tools.env import scrub_env
+    from nodwyn.agent.tools.procs import ProcessGroups, group_alive, kill_group
+    from nodwyn.agent.tools.protect import Protected
+
+__all__ = [
+    "MODES",
+    "STOPPED_EXIT",
+    "Agent",
+    "AgentSettings",
+    "Approver",
+    "Display",
+    "Mode",
+    "Outcome",
+    "Overview",
+    "ProcessGroups",
+    "Protected",
+    "Sandbox",
+    "Tool",
+    "ToolContext",
+    "TurnResult",
+    "builtin_tools",
+    "cache_figures",
+    "catalog",
+    "check_task",
+    "compact",
+    "cost_text",
+    "declined",
+    "describe",
+    "fail",
+    "figures_json",
+    "find_bwrap",
+    "group_alive",
+    "kill_group",
+    "overview",
+    "read_image",
+    "rebuild",
+    "scrub_env",
+    "switch_model",
+    "unavailable",
+]
+
+__getattr__ = lazy(
+    __name__,
+    {
+        "attach": "read_image",
+        "figures": "Overview cache_figures cost_text describe figures_json overview",
+        "fits": "check_task",
+        "loop": "Agent",
+        "ports": "Display",
+        "sandbox": "MODES Mode Sandbox find_bwrap unavailable",
+        "settings": "STOPPED_EXIT AgentSettings TurnResult",
+        "state": "rebuild",
+        "strategies": "compact switch_model",
+        "tools": "Approver Outcome builtin_tools catalog",
+        "tools.base": "Tool ToolContext declined fail",
+        "tools.env": "scrub_env",
+        "tools.procs": "ProcessGroups group_alive kill_group",
+        "tools.protect": "Protected",
+    },
+)

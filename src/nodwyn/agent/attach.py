@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
-from nodwyn.log.attachments import Attachments
+from nodwyn.log import Attachments
 from nodwyn.values.events import ImageRef
 from nodwyn.values.model import ModelSettings
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from nodwyn.errors import TooLargeError
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import Recipe
-from nodwyn.window.room import need, task_estimate
+from nodwyn.window import need, task_estimate
 
 ADVICE = (
     'save the input to a file and name its path in the task (`nodwyn run "summarise notes.txt"`) '

@@ -21,12 +21,11 @@ from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
 from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import Approver, Outcome
-from nodwyn.dialects.session_key import session_key
+from nodwyn.dialects import session_key
 from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
-from nodwyn.log import SessionLog
-from nodwyn.log.redact import redact_error
+from nodwyn.log import SessionLog, redact_error
 from nodwyn.record import Recorder
-from nodwyn.transport.backend import Backend
+from nodwyn.transport import Backend
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import Event, GatePlan, LlmResp, Note, Payload, UserMsg
 from nodwyn.values.model import ModelSettings

@@ -11,11 +11,19 @@ import orjson
 
 from nodwyn.cli.complete import complete_models
 from nodwyn.cli.screen import shown
-from nodwyn.compose.config import config_path, edit_model, load_config, set_control, write_cache_asks
-from nodwyn.compose.extensions import trust as trust_dir
-from nodwyn.compose.presets import entry_for, presets
-from nodwyn.compose.probe import probe, report
-from nodwyn.compose.setup import backends
+from nodwyn.compose import (
+    all_presets,
+    backends,
+    config_path,
+    edit_model,
+    entry_for,
+    load_config,
+    probe_model,
+    report,
+    set_control,
+    write_cache_asks,
+)
+from nodwyn.compose import trust as trust_dir
 from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.values.codec import prices_to_json
 
@@ -89,7 +97,7 @@ def add(name: str, pairs: tuple[str, ...], preset: str | None) -> None:
 @models.command("presets")
 def list_presets() -> None:
     """The provider presets `models add --preset` takes, with the keys each writes."""
-    for name, table in sorted(presets().items()):
+    for name, table in sorted(all_presets().items()):
         keys = " ".join(f"{k}={v}" for k, v in table.items() if k != "about")
         click.echo(f"{name:<11} {table.get('about', '')}: {keys}")
 
@@ -126,7 +134,7 @@ def test(name: str) -> None:
     for line in write_cache_asks(config):
         click.echo(f"nodwyn: {line}", err=True)
     settings = config.model(name)
-    results = probe(backends(os.environ, config, _notice)(settings), settings)
+    results = probe_model(backends(os.environ, config, _notice)(settings), settings)
     for line in report(settings, results):
         click.echo(shown(line))
     refused = next((r for r in results if not r.ok), None)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Final
 
-from nodwyn.log.redact import NO_KNOWN, Known, redact, redact_text
+from nodwyn.log import NO_KNOWN, Known, redact, redact_text
 from nodwyn.values.events import Event
 from nodwyn.values.terminal import escape_controls, escape_json_controls
 
@@ -34,8 +34,7 @@ def hold(known: Known) -> None:
 def hold_configured() -> None:
     """Hold the credentials config.toml and the keychain name, for a command that opens no session
     (``log``, ``replay``): an old log may hold a value the redaction of its time did not know."""
-    from nodwyn.compose.config import load_config
-    from nodwyn.compose.setup import held_values
+    from nodwyn.compose import held_values, load_config
     from nodwyn.errors import NodwynError
 
     with contextlib.suppress(NodwynError):  # no config: only the shapes

@@ -73,15 +73,12 @@ from typing import Any, get_args
 
 import tomlkit
 
-from nodwyn.agent.sandbox import MODES
+from nodwyn.agent import MODES
 from nodwyn.compose.config_keys import CONTROL_KEYS, MODEL_KEYS, PRICE_KEYS, TOOLS_KEYS, WINDOW_KEYS
-from nodwyn.dialects import API_PROFILES, api_profile
-from nodwyn.dialects.apis import DIAGNOSING_APIS
+from nodwyn.dialects import API_PROFILES, DIAGNOSING_APIS, api_profile
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
-from nodwyn.mcp.config import ServerConfig, servers_from
-from nodwyn.transport.credentials import origin_of
-from nodwyn.transport.limits import MIB, NETWORK_KEYS, NetworkLimits
-from nodwyn.transport.weights import WEIGHTS
+from nodwyn.mcp import ServerConfig, servers_from
+from nodwyn.transport import MIB, NETWORK_KEYS, WEIGHTS, NetworkLimits, origin_of
 from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettings, Prices
 
 LOCAL_MODEL = "local"

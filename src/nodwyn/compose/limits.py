@@ -15,7 +15,7 @@ from nodwyn.compose.config import WindowConfig
 from nodwyn.errors import ConfigError
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import WindowLimits
-from nodwyn.window.sizing import ConfiguredLimits, size_limits
+from nodwyn.window import ConfiguredLimits, size_limits
 
 MAX_DEFAULT_RESERVE = 8 * 1024
 MIN_CONTEXT = 2048  # the window needs room for a prompt of 1024 tokens and a reply besides

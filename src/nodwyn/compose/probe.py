@@ -9,17 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nodwyn.agent.tools import builtin_tools, catalog
+from nodwyn.agent import builtin_tools, catalog
 from nodwyn.compose.config import Config
 from nodwyn.compose.servers import Servers, configured, start_servers
 from nodwyn.compose.setup import BASE_SYSTEM, credentials, held_values
-from nodwyn.dialects import api_profile
-from nodwyn.dialects.session_key import session_key
+from nodwyn.dialects import api_profile, session_key
 from nodwyn.errors import ConfigError, ProviderError
-from nodwyn.log.redact import NO_KNOWN, Known, redact_error
-from nodwyn.mcp.config import ServerConfig
-from nodwyn.transport.backend import Backend
-from nodwyn.transport.credentials import Credentials
+from nodwyn.log import NO_KNOWN, Known, redact_error
+from nodwyn.mcp import ServerConfig
+from nodwyn.transport import Backend, Credentials
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response
@@ -49,7 +47,7 @@ def settings_sent(settings: ModelSettings) -> list[str]:
     return sent
 
 
-def probe(backend: Backend, settings: ModelSettings, max_output: int = 32) -> list[ProbeResult]:
+def probe_model(backend: Backend, settings: ModelSettings, max_output: int = 32) -> list[ProbeResult]:
     key = session_key(f"nodwyn models test {settings.name}")  # a session of its own, named as any other
     tools = catalog(builtin_tools().values())
     first = Request(

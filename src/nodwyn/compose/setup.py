@@ -13,15 +13,21 @@ from functools import partial
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.agent.fits import check_task
-from nodwyn.agent.loop import Agent
-from nodwyn.agent.ports import Display
-from nodwyn.agent.sandbox import Sandbox, unavailable
-from nodwyn.agent.settings import AgentSettings
-from nodwyn.agent.state import rebuild
-from nodwyn.agent.tools import Approver, Tool, builtin_tools, catalog
-from nodwyn.agent.tools.env import scrub_env
-from nodwyn.agent.tools.protect import Protected
+from nodwyn.agent import (
+    Agent,
+    AgentSettings,
+    Approver,
+    Display,
+    Protected,
+    Sandbox,
+    Tool,
+    builtin_tools,
+    catalog,
+    check_task,
+    rebuild,
+    scrub_env,
+    unavailable,
+)
 from nodwyn.compose.config import (
     Config,
     cache_dir,
@@ -38,15 +44,10 @@ from nodwyn.compose.project_doc import ProjectDoc, read_project_doc
 from nodwyn.compose.servers import Servers, configured, held, start_servers
 from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
-from nodwyn.log import Store, data_root
-from nodwyn.log.redact import Known
-from nodwyn.log.seal import SealKey
-from nodwyn.mcp.config import ServerConfig
-from nodwyn.mcp.names import server_of
+from nodwyn.log import Known, SealKey, Store, data_root
+from nodwyn.mcp import ServerConfig, server_of
 from nodwyn.record import last_model, resume_point, resume_session, start_session
-from nodwyn.transport.backend import Backend
-from nodwyn.transport.credentials import Credentials, seal_secret
-from nodwyn.transport.weights import weights_for
+from nodwyn.transport import Backend, Credentials, seal_secret, weights_for
 from nodwyn.values.events import SESSION_RESUME, SESSION_START, SessionResume, SessionStart, decode
 from nodwyn.values.model import ModelSettings, Prices
 from nodwyn.values.recipe import (
@@ -115,7 +116,7 @@ def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> N
     request: a local model without the local extra, a keychain that cannot be read, a credential
     neither the environment nor the keychain holds."""
     if api_profile(model).in_process:
-        from nodwyn.transport.weights import weights_for
+        from nodwyn.transport import weights_for
 
         weights = weights_for(model.model, model.name)  # a lookup; no file is read
         for package in [p.package for p in weights.parts] or [weights.package]:
@@ -198,14 +199,14 @@ class Backends:
         kind = "local" if api_profile(settings).in_process else "http"
         if kind not in self._made:
             if kind == "local":
-                from nodwyn.transport.local import LocalBackend
+                from nodwyn.transport import LocalBackend
 
                 cache = cache_dir(self._env)
                 self._made[kind] = LocalBackend(
                     state_dir=cache / "local-kv", cache_dir=cache, on_notice=self._notice
                 )
             else:
-                from nodwyn.transport.http import HttpBackend
+                from nodwyn.transport import HttpBackend
 
                 self._made[kind] = HttpBackend(
                     credentials(self._env, self._config),

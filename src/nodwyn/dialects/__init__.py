@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from nodwyn import lazy
 from nodwyn.dialects.apis import API_PROFILES, WIRE_APIS, ApiProfile, api_profile
 from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
 from nodwyn.dialects.session_key import session_key
@@ -12,19 +15,44 @@ from nodwyn.dialects.sse import NdjsonParser, SseParser
 from nodwyn.errors import ConfigError
 from nodwyn.values.model import ModelSettings
 
+if TYPE_CHECKING:
+    from nodwyn.dialects.apis import DIAGNOSING_APIS
+    from nodwyn.dialects.common import model_ids
+    from nodwyn.dialects.local import Piece, PromptFormat, format_for, parse_calls, reply_end, shared_prefix
+    from nodwyn.dialects.local.grammar import call_grammar
+
+__getattr__ = lazy(
+    __name__,
+    {
+        "apis": "DIAGNOSING_APIS",
+        "common": "model_ids",
+        "local": "Piece PromptFormat format_for parse_calls reply_end shared_prefix",
+        "local.grammar": "call_grammar",
+    },
+)
+
 __all__ = [
     "API_PROFILES",
+    "DIAGNOSING_APIS",
     "ApiProfile",
     "Decoder",
     "Dialect",
     "NdjsonParser",
+    "Piece",
+    "PromptFormat",
     "SseParser",
     "StreamEvent",
     "WireRequest",
     "api_profile",
+    "call_grammar",
     "dialect_for",
+    "format_for",
+    "model_ids",
+    "parse_calls",
     "parser_for",
+    "reply_end",
     "session_key",
+    "shared_prefix",
 ]
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from nodwyn.replay.transcript import in_words
-from nodwyn.stats.totals import Totals, percent
+from nodwyn.replay import in_words
+from nodwyn.stats import Totals, percent
 from nodwyn.values.events import (
     CTX_OPEN,
     MAIN_CTX,
@@ -126,7 +126,7 @@ def _reply(
         yield ""
 
 
-def markdown(events: Iterable[Event], session: str, totals: Totals | None = None) -> Iterator[str]:
+def session_markdown(events: Iterable[Event], session: str, totals: Totals | None = None) -> Iterator[str]:
     """The transcript's lines. An event whose payload does not decode (a damaged log) is named
     in one line, not guessed at."""
     yield f"# nodwyn session {session}"

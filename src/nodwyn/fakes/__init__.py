@@ -5,17 +5,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nodwyn import lazy
 
 if TYPE_CHECKING:
-    from nodwyn.fakes.server import FakeServer
+    from nodwyn.fakes.base import ReceivedRequest
+    from nodwyn.fakes.script import ITEM_KEYS, load_script
+    from nodwyn.fakes.server import DEFAULT_CACHE, HANDLERS, FakeApi, FakeServer
 
-__all__ = ["FakeServer"]
+__all__ = [
+    "DEFAULT_CACHE",
+    "HANDLERS",
+    "ITEM_KEYS",
+    "FakeApi",
+    "FakeServer",
+    "ReceivedRequest",
+    "load_script",
+]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "FakeServer":
-        from nodwyn.fakes.server import FakeServer
-
-        return FakeServer
-    raise AttributeError(name)
+__getattr__ = lazy(
+    __name__,
+    {
+        "base": "ReceivedRequest",
+        "script": "ITEM_KEYS load_script",
+        "server": "DEFAULT_CACHE HANDLERS FakeApi FakeServer",
+    },
+)

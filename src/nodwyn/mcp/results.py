@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import mcp_types as types
 
-from nodwyn.agent.tools.base import Outcome
+from nodwyn.agent import Outcome
 
 MAX_RESULT_BYTES = 1024 * 1024
 Store = Callable[[bytes], str]  # bytes -> digest (the session's attachments)

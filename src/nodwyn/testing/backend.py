@@ -9,11 +9,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from nodwyn.fakes import FakeServer
-from nodwyn.fakes.base import ReceivedRequest
-from nodwyn.fakes.server import FakeApi
-from nodwyn.transport.credentials import Credentials
-from nodwyn.transport.http import HttpBackend
+from nodwyn.fakes import FakeApi, FakeServer, ReceivedRequest
+from nodwyn.transport import Credentials, HttpBackend
 from nodwyn.values.content import TextPart, UserMessage
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.request import Request, Response

@@ -13,7 +13,7 @@ from typing import Any
 from nodwyn.log import SessionLog, Store
 from nodwyn.record import EventLog, Recorder, resume_session, resumed_events, start_session
 from nodwyn.testing.memory import MemoryLog
-from nodwyn.transport.backend import Backend
+from nodwyn.transport import Backend
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall

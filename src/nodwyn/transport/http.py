@@ -36,10 +36,16 @@ from typing import Any
 import httpx
 import orjson
 
-from nodwyn.dialects import dialect_for, parser_for
-from nodwyn.dialects.apis import api_profile
-from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
-from nodwyn.dialects.common import model_ids
+from nodwyn.dialects import (
+    Decoder,
+    Dialect,
+    StreamEvent,
+    WireRequest,
+    api_profile,
+    dialect_for,
+    model_ids,
+    parser_for,
+)
 from nodwyn.errors import ConfigError, DecodeError, OriginError, ProviderError, ProviderUnavailable
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.limits import MIB, NetworkLimits

@@ -33,8 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodwyn.dialects.local import Piece, PromptFormat, format_for, parse_calls, reply_end, shared_prefix
-from nodwyn.dialects.local.grammar import call_grammar
+from nodwyn.dialects import (
+    Piece,
+    PromptFormat,
+    call_grammar,
+    format_for,
+    parse_calls,
+    reply_end,
+    shared_prefix,
+)
 from nodwyn.errors import ConfigError, ContextLengthError
 from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest, shared
 from nodwyn.transport.weights import gguf_path, weights_for
