@@ -20,9 +20,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
-from nodwyn.imports import find, load, source_of, write
+from nodwyn.imports import Found, find, load, source_of, write
 from nodwyn.log import Store
 
 
@@ -34,18 +35,18 @@ class PerEventStore(Store):
         return Store(staged.root, fsync=True, known=staged.known)
 
 
-MODES = {
+MODES: dict[str, Callable[[Path], Store]] = {
     "per-event": lambda root: PerEventStore(root),
     "staged": lambda root: Store(root),
     "no-fsync": lambda root: Store(root, fsync=False),
 }
 
 
-def round_robin(folder: Path) -> list:  # type: ignore[type-arg]
-    by_source = defaultdict(list)
+def round_robin(folder: Path) -> list[Found]:
+    by_source: defaultdict[str, list[Found]] = defaultdict(list)
     for f in find(folder):
         by_source[f.name.split("/", 1)[0]].append(f)
-    out = []
+    out: list[Found] = []
     queues = [list(v) for _, v in sorted(by_source.items())]
     while any(queues):
         for q in queues:
@@ -54,7 +55,7 @@ def round_robin(folder: Path) -> list:  # type: ignore[type-arg]
     return out
 
 
-def timed(runs: list, mode: str) -> tuple[float, int]:  # type: ignore[type-arg]
+def timed(runs: list[Found], mode: str) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         store = MODES[mode](Path(tmp))
         events = 0

@@ -9,6 +9,14 @@ it would for a person starting sessions one after another; ``cold`` says how man
 task had to prefill. Every session is replayed from its log (each request digest-verified).
 
     .venv/bin/python bench/local_agent_eval.py [--models local,local-tiny] [--tasks NAME,...]
+
+``--realistic`` runs the realistic set instead (issue 25, item 6): the multi-step tasks of
+``bench/tasks/realistic/tasks.toml``, each a fixture workspace graded by running code in it, as a
+``nodwyn eval`` grid (issue 27): this writes SPEC.toml from those tasks and ``--variants``, runs
+``nodwyn eval SPEC.toml --workers N`` in a data folder of its own (``--home``), and prints the
+eval's table and, from the same sessions' logs, each task's prefill time:
+
+    .venv/bin/python bench/local_agent_eval.py --realistic --runs 3 --variants v19=window-v19,v20=window-v20
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -335,6 +344,115 @@ def totals(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+REALISTIC = Path(__file__).parent / "tasks" / "realistic"
+# `local` with its edits in the call's JSON (as before ADR 0440), for item 3's measurement
+JSON_ENTRY = """[models.local-json]
+api = "local"
+model = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+context_size = 8192
+edits = "json"
+"""
+
+
+def realistic_spec(runs: int, variants: list[tuple[str, str | None, str]], timeout: int) -> str:
+    """SPEC.toml for the realistic set: its [[task]] tables (workspaces made absolute) and a
+    [[variant]] per ``(NAME, RECIPE, MODEL)`` (no recipe: the default)."""
+    import tomllib
+
+    tasks = tomllib.loads((REALISTIC / "tasks.toml").read_text())["task"]
+    out = [f"runs = {runs}", 'order = "balanced"', ""]
+    for t in tasks:
+        out += [
+            "[[task]]",
+            f"name = {json.dumps(t['name'])}",
+            f"workspace = {json.dumps(str((REALISTIC / t['workspace']).resolve()))}",
+            f"prompt = {json.dumps(t['prompt'])}",
+            f"check = {json.dumps(t['check'])}",
+            f"timeout = {timeout}",
+            "",
+        ]
+    for name, recipe, model in variants:
+        out += ["[[variant]]", f"name = {json.dumps(name)}", f"model = {json.dumps(model)}"]
+        out += [f"recipe = {json.dumps(recipe)}"] if recipe else []
+        out.append("")
+    return "\n".join(out)
+
+
+def log_figures(home: Path, session: str) -> tuple[int, int, float]:
+    """A session's prompt tokens, prefilled (uncached) tokens and prefill seconds, from its log."""
+    prompt = prefilled = 0
+    ms = 0.0
+    for line in (home / "sessions" / session / "log.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        if e.get("kind") == "llm.resp":
+            r = e["data"]["response"]
+            prompt += r["usage"]["prompt_tokens"]
+            prefilled += r["usage"]["prompt_tokens"] - r["usage"]["cached_tokens"]
+            ms += (r.get("timings") or {}).get("prefill_ms") or 0.0
+    return prompt, prefilled, ms / 1000
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def realistic_table(doc: dict[str, Any], data: Path) -> str:
+    """Per variant and task (then per variant): solved k / n and each run's verdict, and the means
+    of wall time, requests, prompt and prefilled tokens and prefill time over its runs."""
+    rows = doc["runs"]
+    lines = [
+        "| variant | task | solved | runs | wall s | requests | prompt tok | prefilled tok | prefill s |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    keys = list(dict.fromkeys((r["variant"], r["task"]) for r in rows))
+    keys += [(v, None) for v in dict.fromkeys(v for v, _ in keys)]
+    for variant, task in keys:
+        mine = sorted(
+            (r for r in rows if r["variant"] == variant and task in (None, r["task"])),
+            key=lambda r: (r["task"], r["run"]),
+        )
+        logs = [log_figures(data, r["session"]) for r in mine if r.get("session")]
+        verdicts = " ".join("Y" if r["solved"] else "n" for r in mine) if task else ""
+        lines.append(
+            f"| {variant} | {task or '(all)'} | {sum(r['solved'] for r in mine)} / {len(mine)} | "
+            f"{verdicts} | "
+            f"{_mean([r['wall_s'] for r in mine if r.get('wall_s') is not None]):.1f} | "
+            f"{_mean([r['requests'] for r in mine if r.get('requests') is not None]):.1f} | "
+            f"{_mean([p for p, _, _ in logs]):,.0f} | {_mean([c for _, c, _ in logs]):,.0f} | "
+            f"{_mean([t for _, _, t in logs]):.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def run_realistic(args: argparse.Namespace) -> None:
+    model = args.models.split(",")[0]
+    variants: list[tuple[str, str | None, str]] = []
+    for item in args.variants.split(","):
+        item, _, entry = item.partition("@")
+        name, _, recipe = item.partition("=")
+        variants.append((name, recipe or None, entry or model))
+    home = args.home.resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    spec = home / "spec.toml"
+    spec.write_text(realistic_spec(args.runs, variants, args.timeout))
+    config = home / "config.toml"
+    config.write_text(f'[control]\nmodel = "{model}"\n\n{JSON_ENTRY}')
+    env = {**os.environ, "NODWYN_HOME": str(home / "data"), "NODWYN_CONFIG": str(config)}
+    nodwyn = str(Path(sys.executable).parent / "nodwyn")
+    workers = ["--workers", str(args.workers)]
+    cmd = [nodwyn, "eval", str(spec), *workers, "--json", *(["--resume"] if args.resume else [])]
+    print(" ".join(cmd), flush=True)
+    got = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=False)
+    doc = json.loads(got.stdout)
+    (home / "eval.json").write_text(json.dumps(doc, indent=1))
+    print(
+        subprocess.run(
+            [nodwyn, "eval", "report", doc["eval"]], env=env, capture_output=True, text=True
+        ).stdout
+    )
+    print(realistic_table(doc, home / "data"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="local,local-tiny", help="built-in local models, comma-separated")
@@ -342,7 +460,23 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=6, help="model requests per task at most")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--show", action="store_true", help="print each raw reply and tool result")
+    parser.add_argument("--realistic", action="store_true", help="the realistic set, through nodwyn eval")
+    parser.add_argument("--runs", type=int, default=3, help="--realistic: runs per task and variant")
+    parser.add_argument(
+        "--variants",
+        default="default",
+        help="--realistic: NAME[=window-vN][@MODEL],... (local-json: edits in JSON)",
+    )
+    parser.add_argument("--timeout", type=int, default=400, help="--realistic: seconds per session")
+    parser.add_argument("--resume", action="store_true", help="--realistic: skip runs already recorded")
+    parser.add_argument("--workers", type=int, default=1, help="--realistic: sessions at once")
+    parser.add_argument(
+        "--home", type=Path, default=Path("/tmp/nodwyn-realistic"), help="--realistic: data folder"
+    )
     args = parser.parse_args()
+    if args.realistic:
+        run_realistic(args)
+        return
     wanted = [t for t in args.tasks.split(",") if t]
     tasks = [t for t in TASKS if not wanted or t.name in wanted]
     rows: list[Row] = []

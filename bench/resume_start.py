@@ -18,19 +18,25 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
-import replay_tail
-from nodwyn.agent.state import LoopState
-from nodwyn.compose.setup import open_agent
-from nodwyn.fakes import FakeServer
-from nodwyn.log import Store
-from nodwyn.log.session_log import LOG_NAME
-from nodwyn.window import Window
-from replay_tail import MB
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the repository is not
+    sys.path.insert(0, str(ROOT))
+
+from bench.replay_tail import MB  # noqa: E402
+
+from bench import replay_tail  # noqa: E402
+from nodwyn.agent.state import LoopState  # noqa: E402
+from nodwyn.compose.setup import open_agent  # noqa: E402
+from nodwyn.fakes import FakeServer  # noqa: E402
+from nodwyn.log import Store  # noqa: E402
+from nodwyn.log.session_log import LOG_NAME  # noqa: E402
+from nodwyn.window import Window  # noqa: E402
 
 
 def build(root: Path, workspace: Path, target: int, seed: int) -> tuple[Store, str, int]:

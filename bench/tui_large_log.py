@@ -25,11 +25,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import console_large_log
-from nodwyn.fakes import FakeServer
-from nodwyn.log import SessionLog, Store
-from nodwyn.testing import isolated_env
-from nodwyn.tui.app import TAIL, NodwynApp
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the repository is not
+    sys.path.insert(0, str(ROOT))
+
+from bench import console_large_log  # noqa: E402
+from nodwyn.fakes import FakeServer  # noqa: E402
+from nodwyn.log import SessionLog, Store  # noqa: E402
+from nodwyn.testing import isolated_env  # noqa: E402
+from nodwyn.tui.app import TAIL, NodwynApp  # noqa: E402
 
 CONFIG = """[control]
 model = "glm"

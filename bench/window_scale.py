@@ -121,7 +121,7 @@ def main() -> None:
     widths = (10, 7, 9, 7, 6, 12, 11)
     print(" ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True)))
     for size, events, median, worst, rerender, scratch in rows:
-        cells = (f"{size:,}", f"{events:,}", f"{median * 1000:.2f}", f"{worst * 1000:.2f}")
+        cells: tuple[str, ...] = (f"{size:,}", f"{events:,}", f"{median * 1000:.2f}", f"{worst * 1000:.2f}")
         cells += (f"{median / base:.2f}", f"{rerender * 1000:.1f}", f"{scratch * 1000:.1f}")
         print(" ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)))
 

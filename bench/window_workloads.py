@@ -129,7 +129,7 @@ def parse_tuning(text: str) -> Tuning:
         values[key] = float(value)
     merged = {k: values.get(k, getattr(V20, k)) for k in Tuning.__dataclass_fields__}
     merged["reserve"] = int(merged["reserve"])
-    return Tuning(**merged)  # type: ignore[arg-type]
+    return Tuning(**merged)
 
 
 def worse(v20: Figures, v19: Figures) -> list[str]:

@@ -53,7 +53,7 @@ def _absent() -> dict[str, str]:
     """What the suite needs from the system and is not here: marker (or name) -> the line to say."""
     import shutil
 
-    from console.served import CHROMIUM  # tests/ is on sys.path (rootdir-relative packages)
+    from tests.console.served import CHROMIUM
 
     absent = {}
     if not Path(CHROMIUM).exists():

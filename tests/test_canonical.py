@@ -25,7 +25,7 @@ from nodwyn.values.content import (
 from nodwyn.values.request import Request, ToolSpec
 
 # Any unicode except lone surrogates (which JSON text cannot carry); control characters included.
-text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
 ints = st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
 json_values = st.recursive(
     st.none() | st.booleans() | ints | text,

@@ -300,8 +300,9 @@ def face_problems(module: str, text: str, *, is_package: bool = False) -> list[s
     own = layer_of(module)
     out = []
     for node in ast.walk(ast.parse(text)):
+        found: list[tuple[str, list[str]]]
         if isinstance(node, ast.Import):
-            found = [(a.name, None) for a in node.names]
+            found = [(a.name, []) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found = [(node.module, [a.name for a in node.names])]
         else:

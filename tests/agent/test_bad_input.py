@@ -64,7 +64,7 @@ def test_bad_tool_calls_each_get_one_clear_result_and_the_session_goes_on(
     (workspace / "blob.bin").write_bytes(bytes(range(256)) * 10)
     with (workspace / "huge.log").open("w") as f:
         f.write(("y" * 99 + "\n") * (50 * 1024 * 1024 // 100))
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "calls": [
                 call("fs-read", "b1", path=str(outside)),
@@ -123,7 +123,7 @@ def test_an_empty_reply_ends_the_turn_with_a_message(tmp_path: Path, workspace: 
 
 
 def test_a_provider_failure_stops_cleanly_and_the_session_resumes(tmp_path: Path, workspace: Path) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [call("fs-list", "a1")]},
         {"error": {"status": 400, "message": "bad things", "param": "messages"}},
         {"text": "Resumed fine."},
@@ -149,7 +149,10 @@ def test_a_provider_failure_stops_cleanly_and_the_session_resumes(tmp_path: Path
 
 
 def test_writes_are_declined_without_a_person_or_approval(tmp_path: Path, workspace: Path) -> None:
-    script = [{"calls": [call("fs-write", "w1", path="x.txt", content="x")]}, {"text": "ok"}]
+    script: list[dict[str, Any]] = [
+        {"calls": [call("fs-write", "w1", path="x.txt", content="x")]},
+        {"text": "ok"},
+    ]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = env_for(tmp_path, fake.url)
         agent = open_agent(env=env, workspace=workspace).agent  # no --yes, no terminal
@@ -174,7 +177,7 @@ def test_malformed_config_stops_before_anything_is_written(tmp_path: Path, works
 
 
 def test_a_failure_inside_a_sub_agent_is_settled_on_resume(tmp_path: Path, workspace: Path) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [call("sub-agent", "p1", task="Read calc.py.", tools=["fs-read"])]},
         {"error": {"status": 400, "message": "sub request refused"}},
         {"text": "Carrying on."},
@@ -227,7 +230,7 @@ def test_a_window_that_trimming_cannot_shrink_is_compacted_at_the_next_turn(
 
 
 def test_bad_sub_agent_calls_answer_the_model_and_open_no_context(tmp_path: Path, workspace: Path) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "calls": [
                 call("sub-agent", "s1", tools=["fs-read"]),

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from nodwyn.cli import cli
 from nodwyn.compose.config import edit_model, load_config
 from nodwyn.compose.setup import open_agent
-from nodwyn.fakes import FakeServer
+from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.log import Store
 
 
@@ -81,7 +81,7 @@ def test_a_hand_written_anthropic_entry_gets_the_ask_and_it_is_written_when_a_se
         def __getattr__(self, name: str) -> Any:
             return notices.append if name == "notice" else (lambda *a, **k: None)
 
-    open_agent(env=env, workspace=workspace, display=Notices()).close()  # type: ignore[arg-type]
+    open_agent(env=env, workspace=workspace, display=Notices()).close()
     assert entries(path)["claude"]["cache_control"] == "ephemeral"
     assert entries(path)["plain"]["cache_control"] == "off"
     assert path.read_text().startswith('[control]\nmodel = "claude"  # the model\n')
@@ -105,7 +105,7 @@ def _reads(n: int) -> list[dict[str, Any]]:
     ],
 )
 def test_nodwyn_cache_names_a_missing_cache_ask_instead_of_a_server_miss(
-    tmp_path: Path, workspace: Path, api: str, entry: str
+    tmp_path: Path, workspace: Path, api: FakeApi, entry: str
 ) -> None:
     for i in range(4):
         (workspace / f"m{i}.py").write_text(f"# module {i}\n" + "def f():\n    return 1\n" * 400)

@@ -64,7 +64,7 @@ def test_a_session_with_every_tool_and_strategy(
 ) -> None:
     image = tmp_path / "shot.png"
     image.write_bytes(make_png())
-    chat_script = [
+    chat_script: list[dict[str, Any]] = [
         {
             "text": "Planning.",
             "calls": [call("plan-write", "c1", plan="1. look\n2. fix"), call("fs-list", "c2")],

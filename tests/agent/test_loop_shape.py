@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_the_settings_value_is_frozen_and_keyword_only(tmp_path: Path) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.max_steps = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
-        AgentSettings(recipe(), {}, {}, "m", tmp_path)  # type: ignore[misc]
+        AgentSettings(recipe(), {}, {}, "m", tmp_path)  # type: ignore[call-arg]  # keyword-only, on purpose
 
 
 def test_an_agent_made_by_hand_runs_a_planned_turn_with_a_tool_and_replays(tmp_path: Path) -> None:
@@ -59,7 +60,7 @@ def test_an_agent_made_by_hand_runs_a_planned_turn_with_a_tool_and_replays(tmp_p
     tools = builtin_tools()
     rec = recipe(tools=catalog(tools.values()))
     store = Store(tmp_path / "home", fsync=False)
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "1. read a.py\n2. answer"},
         {"calls": [{"name": "fs-read", "arguments": {"path": "a.py"}}]},
         {"text": "It prints 1."},

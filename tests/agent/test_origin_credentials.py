@@ -63,7 +63,7 @@ def test_the_origin_names_address_and_credential_also_under_a_server_label() -> 
 def test_plan_and_key_under_one_server_label_never_get_each_others_reasoning(
     tmp_path: Path, workspace: Path
 ) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {**REASONS, "calls": [{"name": "fs-read", "id": "c1", "arguments": {"path": "calc.py"}}]},
         {"text": "add subtracts."},
         {"text": "from the key."},

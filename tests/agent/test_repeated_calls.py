@@ -14,7 +14,7 @@ def call(name: str, cid: str, **arguments: Any) -> dict[str, Any]:
 
 
 def test_an_identical_repeated_look_is_not_run_again(tmp_path: Path, workspace: Path) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [call("fs-read", "r1", path="calc.py")]},
         {"calls": [call("fs-read", "r2", path="calc.py")]},  # the loop
         {"calls": [call("fs-read", "r3", path="README.txt")]},  # other arguments: runs

@@ -108,6 +108,12 @@ def test_a_recipe_without_the_flag_builds_every_message_under_the_current_header
             rec.append(SessionResume(recipe=new, model="m"))
             rec.append(UserMsg(text="two"))
             build, req = rec.request("main", origin)
-            texts = [m.parts[0].text for m in build.request.messages if isinstance(m, UserMessage)]
+            texts = [
+                p.text
+                for m in build.request.messages
+                if isinstance(m, UserMessage)
+                for p in m.parts[:1]
+                if isinstance(p, TextPart)
+            ]
             assert texts == [first, "# Errand\n\ntwo"]
             assert replay_request(log, req.seq).digest == req.data["digest"]

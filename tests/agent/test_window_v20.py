@@ -88,7 +88,7 @@ def test_a_v20_session_sends_run_markers_and_recall_brings_a_unit_back(
     assert trims and all("target" in e.data for e in trims)
     # the last request on the wire shows one marker naming the run of units it replaces
     wire = [m.get("content") for m in bodies[-1]["messages"] if m["role"] == "assistant"]
-    runs = [RUN.fullmatch(t) for t in wire if isinstance(t, str) and RUN.fullmatch(t)]
+    runs = [m for t in wire if isinstance(t, str) and (m := RUN.fullmatch(t))]
     assert len(runs) == 1
     first, last = int(runs[0].group(1)), int(runs[0].group(2))
     by_seq = {e.seq: e for e in log}
@@ -98,7 +98,7 @@ def test_a_v20_session_sends_run_markers_and_recall_brings_a_unit_back(
     result = next(e for e in log if e.kind == "tool.result" and e.seq > reply)
 
     # resumed without --recipe: the session keeps v20; the model recalls a seq inside the run
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [{"name": "recall", "id": "r1", "arguments": {"seq": inside}}]},
         {"text": "recalled"},
     ]

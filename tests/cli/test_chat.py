@@ -103,7 +103,7 @@ def shell(command: str, cid: str) -> dict[str, Any]:
 
 
 def test_chat_on_a_terminal(env: dict[str, str]) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [shell("touch sh.started; sleep 300.613", "s1")]},
         {"text": "after the interrupt"},
         {"text": "hello back"},

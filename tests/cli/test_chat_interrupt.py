@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 
-from .test_chat import Terminal, chat_bodies, configure
+from .test_chat import Terminal
+from .test_habits import chat_bodies, configure
 
 
 def test_ctrl_c_mid_reply_logs_it_and_shows_no_stale_fragment(env: dict[str, str]) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "Partial answer", "stall": {"when": "drip", "interval": 0.2}},  # never ends
         {"text": "Second reply."},
     ]

@@ -59,7 +59,7 @@ def sessions_of(env: dict[str, str]) -> list[str]:
 def test_run_redirected_leaves_only_the_answer_and_json_carries_session_and_cost(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "Let me look.", "calls": [call("fs-read", "r1", path="calc.py")]},
         {"text": "It subtracts."},
         {"text": "Still subtracts."},
@@ -307,7 +307,7 @@ def test_a_sessions_cost_keeps_the_prices_it_ran_with(env: dict[str, str]) -> No
 
 def test_a_retry_is_a_line_on_stderr_and_the_answer_stays_alone(env: dict[str, str]) -> None:
     busy = {"error": {"status": 503, "message": "overloaded", "retry_after": 0}}
-    script = [busy, {"text": "Fine now."}, busy, {"text": "Fine again."}]
+    script: list[dict[str, Any]] = [busy, {"text": "Fine now."}, busy, {"text": "Fine again."}]
     with FakeServer(api="openai-chat", script=script) as fake:
         configure(env, fake.url)
         done = nodwyn(env, "run", "x")

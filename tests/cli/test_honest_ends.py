@@ -28,7 +28,7 @@ def test_a_malformed_call_and_an_unknown_tool_go_back_to_the_model_and_the_turn_
     env: dict[str, str],
 ) -> None:
     broken = '{"path": "calc.py", "content": "def add(a, b):\n    """sum"""'  # never closed
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [{"name": "fs-write", "id": "w1", "arguments": broken}]},
         {"calls": [call("fs-teleport", "t1", to="mars")]},
         {"text": "I could not write it."},
@@ -92,7 +92,7 @@ def test_a_reply_cut_at_the_output_cap_is_marked_and_exits_19(env: dict[str, str
 
 
 def test_a_call_cut_at_the_output_cap_is_not_run_and_the_model_is_told(env: dict[str, str]) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "calls": [{"name": "fs-write", "id": "w1", "arguments": '{"path": "new.py", "content": "x = 1'}],
             "finish": "length",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.fakes import FakeServer
+from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.log import Store
 
 from .test_run import FIGURES, nodwyn
@@ -19,7 +19,7 @@ from .test_run import FIGURES, nodwyn
 ASK = {"anthropic": ("/messages", "diagnostics"), "responses": ("/responses", "prompt_cache_options")}
 
 
-def configure(env: dict[str, str], api: str, url: str, *, diagnostics: bool = True) -> None:
+def configure(env: dict[str, str], api: FakeApi, url: str, *, diagnostics: bool = True) -> None:
     entry = f'api = "{api}"\nmodel = "fake-model"\nbase_url = "{url}"\ncontext_size = 32000\n'
     entry += f"cache_diagnostics = {'true' if diagnostics else 'false'}\n"
     Path(env["NODWYN_CONFIG"]).write_text(
@@ -29,7 +29,7 @@ def configure(env: dict[str, str], api: str, url: str, *, diagnostics: bool = Tr
 
 @pytest.mark.parametrize("api", sorted(ASK))
 def test_nodwyn_cache_shows_the_providers_reason_and_flags_a_disagreement(
-    env: dict[str, str], api: str
+    env: dict[str, str], api: FakeApi
 ) -> None:
     script = [
         {"text": "Hi."},

@@ -47,7 +47,7 @@ context_size = 32000
 
 
 def test_run_streams_tools_and_ends_with_the_session_and_its_cache_figures(env: dict[str, str]) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "Looking.", "calls": [call("fs-read", "r1", path="calc.py")]},
         {"calls": [call("fs-edit", "r2", path="calc.py", old="a - b", new="a + b")]},
         {"text": "Fixed: add now adds."},

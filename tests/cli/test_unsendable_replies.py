@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nodwyn.fakes import FakeServer
+from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.log import Store
 
 from .test_run import nodwyn
@@ -29,7 +29,7 @@ PATHS = {
 }
 
 
-def configure(env: dict[str, str], api: str, url: str) -> None:
+def configure(env: dict[str, str], api: FakeApi, url: str) -> None:
     Path(env["NODWYN_CONFIG"]).write_text(
         f'[control]\nmodel = "m"\n\n[models.m]\n{ENTRY[api]}model = "fake-model"\n'
         f'base_url = "{url}"\ncontext_size = 32000\n'
@@ -42,7 +42,7 @@ def _session(out: str) -> str:
     return m.group(1)
 
 
-def _assistants(api: str, body: dict[str, Any]) -> list[Any]:
+def _assistants(api: FakeApi, body: dict[str, Any]) -> list[Any]:
     """The assistant turns of a request body as sent."""
     if api == "responses":
         return [it for it in body["input"] if it.get("role") == "assistant" or it.get("type") != "message"]
@@ -51,7 +51,7 @@ def _assistants(api: str, body: dict[str, Any]) -> list[Any]:
 
 @pytest.mark.parametrize("api", sorted(ENTRY))
 def test_an_empty_reply_and_a_stale_thinking_only_reply_leave_the_session_sendable(
-    env: dict[str, str], api: str, tmp_path: Path
+    env: dict[str, str], api: FakeApi, tmp_path: Path
 ) -> None:
     thought: dict[str, Any] = {"thinking": "Pondering the question at length."}
     if api in ("anthropic", "responses"):

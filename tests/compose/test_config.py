@@ -70,7 +70,7 @@ prices = { input = 0.5, output = 2, cached_input = 0.05 }
         "header",
         True,
     )
-    assert m.prices.cached_input == 0.05
+    assert m.prices is not None and m.prices.cached_input == 0.05
     assert config.providers["router"] == "openrouter"
     assert config.approve == {"shell"} and config.shell_timeout == 5.0
     assert config.window.high_water == 6000
@@ -168,7 +168,7 @@ def test_models_add_and_set_keep_comments_and_order(tmp_path: Path) -> None:
     assert text.startswith(original)
     assert "# keep it small" in text and "# the default" in text
     m = load_config(env_for(path)).model("fake")
-    assert m.context_size == 32000 and m.keep_reasoning and m.prices.input == 0.5
+    assert m.context_size == 32000 and m.keep_reasoning and m.prices is not None and m.prices.input == 0.5
 
 
 def test_models_set_refuses_bad_values_and_keeps_the_file(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from nodwyn.console.server import check_host
 from nodwyn.errors import ConfigError
 from nodwyn.log import Store
 
-from .conftest import Served, Writer
+from .conftest import Writer
+from .served import Served
 
 # The Writer records placeholder digests: these tests are about the page, not about replay.
 

@@ -9,7 +9,8 @@ from playwright.sync_api import expect
 
 from nodwyn.log import Store
 
-from .conftest import Served, Writer
+from .conftest import Writer
+from .served import Served
 
 pytestmark = pytest.mark.browser
 

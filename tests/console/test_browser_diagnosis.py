@@ -3,12 +3,14 @@ replicas keep caches of their own, with a fold, diagnosed in the page by exact r
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+from tests.stats.drive import Driver, reading_script, settings
+from tests.stats.test_diagnosis_fakes import ROOMY
+from tests.stats.test_idle_miss import PAUSE, ShiftedClock, two_requests
 
 from nodwyn.cli.stats import describe
 from nodwyn.fakes import FakeServer
@@ -16,15 +18,7 @@ from nodwyn.log import Store
 from nodwyn.replay.diagnose import diagnose_session
 from nodwyn.stats.totals import Aggregator
 
-from .conftest import Served
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.stats.drive import Driver, reading_script, settings  # noqa: E402
-from tests.stats.test_diagnosis_fakes import ROOMY  # noqa: E402
-from tests.stats.test_idle_miss import PAUSE, ShiftedClock, two_requests  # noqa: E402
+from .served import Served
 
 pytestmark = pytest.mark.browser
 

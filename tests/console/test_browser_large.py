@@ -7,22 +7,15 @@ loads older events on demand.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.console_large_log import write_session
 from playwright.sync_api import expect
 
 from nodwyn.log import Store
 
-from .conftest import Served
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.console_large_log import write_session  # noqa: E402
+from .served import Served
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

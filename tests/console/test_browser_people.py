@@ -5,7 +5,6 @@ list, and bookkeeping in words."""
 from __future__ import annotations
 
 import re
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -13,22 +12,17 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+from tests.stats.drive import Driver, reading_script, settings
+from tests.stats.test_diagnosis_fakes import ROOMY
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.values.events import CtxClose, CtxOpen, ModelSwitch, ResultFold, UserMsg
 from nodwyn.values.model import Prices
 
-from .conftest import Served, Writer
-from .served import serve
+from .conftest import Writer
+from .served import Served, serve
 from .test_browser import _open
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.stats.drive import Driver, reading_script, settings  # noqa: E402
-from tests.stats.test_diagnosis_fakes import ROOMY  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

@@ -19,7 +19,7 @@ from nodwyn.replay.diagnose import diagnose_session
 from nodwyn.stats.totals import Aggregator
 from nodwyn.testing import isolated_env
 
-from .conftest import Served
+from .served import Served
 
 pytestmark = pytest.mark.browser
 NODWYN = str(Path(sys.executable).parent / "nodwyn")

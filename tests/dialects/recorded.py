@@ -301,7 +301,8 @@ def _details_oracle(accumulated: list[Any], chunks: list[Any]) -> list[Any]:
         if not isinstance(entry, dict):
             out.append(entry)
             continue
-        first = firsts.get(entry.get("index"), {}) if isinstance(entry.get("index"), int) else {}
+        index = entry.get("index")
+        first = firsts.get(index, {}) if isinstance(index, int) else {}
         out.append(
             {
                 k: (v if k in {"text", "summary", "signature", "data", "index"} else first.get(k, v))
@@ -417,7 +418,7 @@ def assistant_turn(api: str, body: dict[str, Any], calls: list[str] | None = Non
     if api == "openai-chat":
         said = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant"]
         for m in said if calls else []:
-            if any(c.get("id") == calls[0] for c in m.get("tool_calls") or []):
+            if calls and any(c.get("id") == calls[0] for c in m.get("tool_calls") or []):
                 return [m]
         return [said[-1]] if said else None
     if api == "anthropic":

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.dialects.local import format_for, parse_calls, reply_end, text_of
+from nodwyn.dialects.local import PromptFormat, format_for, parse_calls, reply_end, text_of
 from nodwyn.dialects.local.base import Piece
 from nodwyn.dialects.local.chatml import CHATML, tool_json
 from nodwyn.dialects.local.gemma import GEMMA
@@ -147,13 +147,13 @@ def _shown(parameters: object) -> object:
 
 
 @pytest.mark.parametrize("fmt", [CHATML, GEMMA], ids=lambda f: f.name)
-def test_appending_messages_extends_the_pieces(fmt: object) -> None:
+def test_appending_messages_extends_the_pieces(fmt: PromptFormat) -> None:
     """Each request of the session (sent where the model answers next) renders to pieces that extend
     its predecessor's: tokenized piece by piece, its prompt extends the previous prompt's tokens."""
     msgs = conversation()
     sent = [n for n in range(1, len(msgs) + 1) if n == len(msgs) or isinstance(msgs[n], AssistantMessage)]
     assert sent == [1, 3, 6, 8]
-    renders = [format_for(fmt.name).render(request(msgs[:n])) for n in sent]  # type: ignore[attr-defined]
+    renders = [format_for(fmt.name).render(request(msgs[:n])) for n in sent]
     for a, b in zip(renders, renders[1:], strict=False):
         assert b[: len(a)] == a and len(b) > len(a)
 
@@ -314,7 +314,9 @@ def test_an_element_named_after_an_offered_tool_is_a_call() -> None:
 
 
 @pytest.mark.parametrize("fmt", [CHATML, GEMMA], ids=lambda f: f.name)
-def test_a_reply_with_calls_goes_back_in_the_formats_own_form_and_an_answer_as_written(fmt: object) -> None:
+def test_a_reply_with_calls_goes_back_in_the_formats_own_form_and_an_answer_as_written(
+    fmt: PromptFormat,
+) -> None:
     """The log keeps the raw text; a call the model wrote as fenced JSON goes back as the template
     writes calls (shown its own fenced JSON, the 1.5B model called again instead of answering), and
     a reply without calls goes back byte for byte."""
@@ -335,6 +337,6 @@ def test_a_reply_with_calls_goes_back_in_the_formats_own_form_and_an_answer_as_w
                 ]
             )
         )
-    )  # type: ignore[attr-defined]
+    )
     assert "```" not in got and '{"name": "fs-read", "arguments": {"path": "calc.py"}}' in got
     assert "It subtracts.\n\n" in got

@@ -11,13 +11,13 @@ import pytest
 
 from nodwyn.dialects import dialect_for
 from nodwyn.dialects.base import StreamEvent
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import Api, ModelSettings
 
 PIECE = "x" * 1024
 MB = 16
 
 
-def _settings(api: str) -> ModelSettings:
+def _settings(api: Api) -> ModelSettings:
     return ModelSettings(name="x", api=api, model="m", context_size=8192, base_url="http://h")
 
 
@@ -73,7 +73,7 @@ def _anthropic_stream(field: str) -> tuple[list[StreamEvent], StreamEvent, list[
         ("anthropic", "thinking"),
     ],
 )
-def test_a_long_reply_in_small_deltas_decodes_in_linear_time(api: str, field: str) -> None:
+def test_a_long_reply_in_small_deltas_decodes_in_linear_time(api: Api, field: str) -> None:
     settings = _settings(api)
     decoder = dialect_for(settings).decoder(settings.origin)
     head, each, tail = (_openai_chat if api == "openai-chat" else _anthropic_stream)(field)

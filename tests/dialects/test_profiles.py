@@ -57,6 +57,7 @@ def test_the_request_follows_the_profile(family: Family) -> None:
         system="s", messages=(UserMessage(parts=(TextPart(text="hi"),)),), tools=(), max_output=100
     )
     wire = dialect_for(_settings(family)).encode(request, session_key="k")
+    assert wire.body is not None
     assert wire.body[profile.max_output_field] == 100
     assert ("stream_options" in wire.body) is profile.stream_usage_option
     assert {h for h, v in wire.headers.items() if v == "k"} == set(profile.session_headers)

@@ -35,7 +35,7 @@ ENTRIES: list[ModelSettings] = [
     entry(api="responses", keep_reasoning=True, reasoning_effort="high"),
     entry(api="anthropic", cache_control="1h"),
 ]
-BLOCK_TYPES = {
+BLOCK_TYPES: dict[str, tuple[str, ...]] = {
     "ollama": (),
     "openai-chat": ("reasoning_details",),
     "responses": ("reasoning",),
@@ -43,7 +43,7 @@ BLOCK_TYPES = {
 }
 WIRE_LIST = {"ollama": "messages", "openai-chat": "messages", "responses": "input", "anthropic": "messages"}
 
-text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12)
 
 
 def _block(kind: str, origin: Origin, n: int, pos: int) -> ThinkingBlock:
@@ -73,7 +73,7 @@ def conversations(draw: st.DrawFn, s: ModelSettings) -> list[Message]:
             )
             kinds = BLOCK_TYPES[s.api]
             blocks: tuple[ThinkingBlock, ...] = ()
-            if kinds and draw(st.booleans()):
+            if len(kinds) > 0 and draw(st.booleans()):
                 if s.api == "openai-chat":
                     blocks = (_block("reasoning_details", s.origin, n, 0),)
                 else:

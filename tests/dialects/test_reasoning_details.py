@@ -6,6 +6,8 @@ byte, on its own message as ``reasoning_details`` and sends no reasoning text be
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
@@ -100,7 +102,7 @@ def _conversation() -> tuple[list[Message], list[Response]]:
     return msgs, replies
 
 
-def _wire(msgs: list[Message], s: ModelSettings = ROUTER) -> tuple[dict[str, object], bytes]:
+def _wire(msgs: list[Message], s: ModelSettings = ROUTER) -> tuple[dict[str, Any], bytes]:
     w = dialect_for(s).encode(
         Request(system="S", tools=(FS_READ,), messages=tuple(msgs), max_output=100), session_key=KEY
     )
@@ -179,7 +181,7 @@ def test_a_request_without_details_is_unchanged_to_the_byte() -> None:
     one = list(plain)
     one[1] = full[1]
     body_one, _ = _wire(one)
-    pairs = zip(body_one["messages"], body["messages"], strict=True)  # type: ignore[call-overload]
+    pairs = zip(body_one["messages"], body["messages"], strict=True)
     assert [i for i, (a, b) in enumerate(pairs) if a != b] == [2]  # system is wire message 0
 
 
@@ -196,13 +198,13 @@ def test_a_model_switch_and_back() -> None:
         for m in msgs
     ]
     other_body, _ = _wire(stripped, OTHER)
-    for m in other_body["messages"]:  # type: ignore[union-attr]
+    for m in other_body["messages"]:
         assert "reasoning_details" not in m
         if m["role"] == "assistant":
             assert m["reasoning"].startswith("step ")
     # back on the first model, the details are where they were, on each reply's own message
     body_back, _ = _wire(msgs)
-    sent = [m for m in body_back["messages"] if m["role"] == "assistant"]  # type: ignore[union-attr]
+    sent = [m for m in body_back["messages"] if m["role"] == "assistant"]
     kept = [m for m in msgs if isinstance(m, AssistantMessage)]
     assert [orjson.dumps(m["reasoning_details"]) for m in sent] == [m.blocks[0].data.encode() for m in kept]
 
@@ -214,7 +216,7 @@ def test_empty_array_is_kept_and_sent_back() -> None:
     r = _decode(raw)
     assert [b.data for b in r.blocks] == ["[]"]
     body, wire = _wire([user("q"), _as_message(r)])
-    assert body["messages"][2] == {"role": "assistant", "content": "ok", "reasoning_details": []}  # type: ignore[index]
+    assert body["messages"][2] == {"role": "assistant", "content": "ok", "reasoning_details": []}
     assert b'"reasoning_details":[]' in wire
 
 

@@ -162,7 +162,7 @@ def test_a_recorded_follow_up_is_what_nodwyn_would_send(
 # Ollama's native /api/chat has no recorded cassette: its documented tool-calling follow-up (the
 # request after a tool call, as Ollama's docs/api.md and docs/capabilities/tool-calling show it, read
 # in ollama/ollama@fb3076099; wire-formats.md §1) stands in for the client.
-OLLAMA_DOCS_FOLLOW_UP = {
+OLLAMA_DOCS_FOLLOW_UP: dict[str, Any] = {
     "model": "qwen3",
     "messages": [
         {"role": "user", "content": "What is the weather today in Paris?"},

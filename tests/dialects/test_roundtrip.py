@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
@@ -26,7 +28,7 @@ def _decode_golden(name: str) -> tuple[ModelSettings, Response, bytes]:
     return s, dec.finish(), raw
 
 
-def _send_back(s: ModelSettings, r: Response) -> dict[str, object]:
+def _send_back(s: ModelSettings, r: Response) -> dict[str, Any]:
     msgs: list[Message] = [
         user("q"),
         AssistantMessage(text=r.text, thinking=r.thinking, calls=r.calls, blocks=r.blocks),
@@ -42,7 +44,7 @@ def _send_back(s: ModelSettings, r: Response) -> dict[str, object]:
 def test_anthropic_blocks_go_back_as_they_came_in_their_place() -> None:
     s, r, _ = _decode_golden("anthropic/thinking_tool_use.sse")
     body = _send_back(s, r)
-    assert body["messages"][1]["content"] == [  # type: ignore[index]
+    assert body["messages"][1]["content"] == [
         {"type": "thinking", "thinking": "Need to read a.py first.", "signature": "EqQBCkYIBxgCKkA1"},
         {"type": "text", "text": "Reading both."},
         {"type": "tool_use", "id": "toolu_01", "name": "fs_read", "input": {"path": "a.py"}},
@@ -78,14 +80,14 @@ def test_responses_without_keep_reasoning_keeps_no_block() -> None:
     r = dec.finish()
     assert r.blocks == () and r.thinking == "Look first."
     body = _send_back(s, r)
-    assert [i["type"] for i in body["input"]] == ["message", "function_call", "function_call_output"]  # type: ignore[index, union-attr]
+    assert [i["type"] for i in body["input"]] == ["message", "function_call", "function_call_output"]
     assert "include" not in body and "reasoning" not in body
 
 
 def test_ollama_object_arguments_keep_their_key_order() -> None:
     s, r, _ = _decode_golden("ollama/thinking_tool_call.ndjson")
     body = _send_back(s, r)
-    call = body["messages"][1]["tool_calls"][0]["function"]  # type: ignore[index]
+    call = body["messages"][1]["tool_calls"][0]["function"]
     assert orjson.dumps(call["arguments"]) == b'{"path":"a.txt","lines":{"from":1,"to":20}}'
 
 

@@ -55,7 +55,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], 
     ws.mkdir()
     (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n" + "# padding line\n" * 400)
     env = isolated_env(tmp, PATH=os.environ.get("PATH", ""), WS=str(ws))
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "Reading.", "calls": [call("fs-read", "toolu_1", path="calc.py")]},
         {"thinking": "missing file next", "calls": [call("fs-read", "toolu_2", path="nope.py")]},
         {"text": TRICKY},
@@ -130,7 +130,8 @@ def parse_otlp_json(text: str) -> ExportTraceServiceRequest:
                     if key in span:
                         assert len(span[key]) in (16, 32) and int(span[key], 16) >= 0  # hex, not base64
                         span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
-    return Parse(json.dumps(doc), ExportTraceServiceRequest())
+    parsed: ExportTraceServiceRequest = Parse(json.dumps(doc), ExportTraceServiceRequest())
+    return parsed
 
 
 def _attrs(span: Any) -> dict[str, Any]:
@@ -157,19 +158,19 @@ def _check_spans(req: ExportTraceServiceRequest, sid: str, events: list[Event]) 
     reqs = [e for e in events if e.kind == "llm.req"]
     replies = {e.data["req"]: e for e in events if e.kind == "llm.resp"}
     assert len(chats) == len(reqs) == 3
-    for span, req in zip(chats, reqs, strict=True):
+    for span, sent in zip(chats, reqs, strict=True):
         a = _attrs(span)
-        usage = replies[req.seq].data["response"]["usage"]
+        usage = replies[sent.seq].data["response"]["usage"]
         assert span.name == "chat fake-model" and span.kind == 3  # SPAN_KIND_CLIENT
         assert span.parent_span_id == root.span_id
         assert a["gen_ai.request.model"] == "fake-model"
-        assert a["gen_ai.conversation.id"] == sid and a["nodwyn.seq"] == req.seq
+        assert a["gen_ai.conversation.id"] == sid and a["nodwyn.seq"] == sent.seq
         assert a["gen_ai.usage.input_tokens"] == usage["prompt_tokens"]
         assert a["gen_ai.usage.output_tokens"] == usage["output_tokens"]
         assert a["gen_ai.usage.cache_read.input_tokens"] == usage["cached_tokens"]
         assert a["gen_ai.usage.cache_creation.input_tokens"] == usage["cache_write_tokens"]
-        assert a["gen_ai.response.finish_reasons"] == [replies[req.seq].data["response"]["finish"]]
-        assert a["nodwyn.request.digest"] == req.data["digest"]
+        assert a["gen_ai.response.finish_reasons"] == [replies[sent.seq].data["response"]["finish"]]
+        assert a["nodwyn.request.digest"] == sent.data["digest"]
         assert span.end_time_unix_nano >= span.start_time_unix_nano > 1_700_000_000 * 10**9
     # the fake's cache served later requests from what earlier ones wrote: reads and writes are real
     assert sum(_attrs(s)["gen_ai.usage.cache_read.input_tokens"] for s in chats) > 0

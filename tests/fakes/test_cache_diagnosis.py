@@ -66,7 +66,8 @@ def test_responses_fake_diagnoses_from_its_cache_as_the_sdk_reads_it(stream: boo
             if stream:
                 with client.responses.stream(**kw, extra_body=extra) as s:
                     return s.get_final_response()
-            return client.responses.create(**kw, extra_body=extra)
+            created: OpenAIResponse = client.responses.create(**kw, extra_body=extra)
+            return created
 
         hi = [{"role": "user", "content": "hi"}]
         first = ask(LONG, hi, None)

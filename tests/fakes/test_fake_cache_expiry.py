@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from fakes.fake_wire import SYSTEM, post, sse_json
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.cache import MIN_CACHED, Blocks, Breakpoints, Expiry, Prompt, Replicas, SingleSlot, units_of
+
+from .fake_wire import SYSTEM, post, sse_json
 
 
 class Clock:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakes.fake_wire import SYSTEM, ndjson, post
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.cache import BLOCK, MIN_CACHED, Blocks, Breakpoints, Prompt, Replicas, SingleSlot, units_of
+
+from .fake_wire import SYSTEM, ndjson, post
 
 texts = st.text(alphabet="abcdefgh ", min_size=0, max_size=600)
 conversations = st.lists(texts, min_size=1, max_size=8)

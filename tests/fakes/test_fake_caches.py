@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fakes.fake_wire import SYSTEM, ndjson, post, sse_events, sse_json
 from nodwyn.fakes import FakeServer
 from nodwyn.fakes.cache import BLOCK, MIN_CACHED
+
+from .fake_wire import SYSTEM, ndjson, post, sse_events, sse_json
 
 
 def _chat_turns(fake: FakeServer, turns: int, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
@@ -84,8 +85,8 @@ def _replica_share(with_key: bool) -> float:
     headers = {"x-session-id": "a" * 64} if with_key else None
     with FakeServer(api="openai-chat", family="openrouter", cache="replicas", seed=3, script=script) as fake:
         usages = _chat_turns(fake, turns, headers)
-    prompt = sum(u["prompt_tokens"] for u in usages)
-    cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
+    prompt: int = sum(u["prompt_tokens"] for u in usages)
+    cached: int = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
     return cached / prompt
 
 

@@ -12,12 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from fakes.fake_wire import post, sse_events, sse_json
 from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.errors import ConfigError
-from nodwyn.fakes import FakeServer
+from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.fakes.script import load_script
 from nodwyn.values.model import ModelSettings
+
+from .fake_wire import post, sse_events, sse_json
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "fs-read", "arguments": "{}"}}
 
@@ -85,7 +86,7 @@ def test_cerebras_rejects_reasoning_content_unwrapped() -> None:
 
 
 def test_deepseek_requires_reasoning_content_on_tool_call_turns_in_thinking_mode() -> None:
-    turn = [
+    turn: list[dict[str, Any]] = [
         {"role": "user", "content": "a"},
         {"role": "assistant", "content": "", "tool_calls": [CALL]},
         {"role": "tool", "tool_call_id": "call_1", "content": "r"},
@@ -113,7 +114,7 @@ def test_deepseek_requires_reasoning_content_on_tool_call_turns_in_thinking_mode
 
 
 def test_openrouter_details_stream_as_fragments_and_only_its_own_come_back() -> None:
-    details = [
+    details: list[dict[str, Any]] = [
         {
             "type": "reasoning.text",
             "text": "I should read the file first",
@@ -144,7 +145,7 @@ def test_openrouter_details_stream_as_fragments_and_only_its_own_come_back() -> 
                 merged.append(dict(f))
         assert len(frags) == 3 and len(merged) == 2
         assert merged[0]["text"] == details[0]["text"] and merged[0]["signature"]
-        history = [
+        history: list[dict[str, Any]] = [
             {"role": "user", "content": "a"},
             {"role": "assistant", "content": "ok", "reasoning_details": merged},
             {"role": "user", "content": "b"},
@@ -159,7 +160,7 @@ def test_openrouter_details_stream_as_fragments_and_only_its_own_come_back() -> 
 
 
 def test_responses_refuses_a_call_id_without_its_reasoning_item() -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"thinking": "plan", "calls": [{"name": "fs-read", "arguments": {"path": "a"}}]},
         {"text": "x"},
         {"text": "y"},
@@ -256,7 +257,7 @@ def test_ollama_refuses_string_arguments() -> None:
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai-chat", "responses", "anthropic"])
-def test_script_exhaustion_and_scripted_errors_in_each_shape(api: str) -> None:
+def test_script_exhaustion_and_scripted_errors_in_each_shape(api: FakeApi) -> None:
     script = [{"error": {"status": 429, "message": "slow down", "retry_after": 3}}]
     path = CHAT_PATH[api]
     body: dict[str, Any] = {
@@ -363,7 +364,7 @@ def test_responses_reasoning_by_id_needs_a_stored_response_or_its_encrypted_cont
         ("ollama", "compatible"),
     ],
 )
-def test_a_reply_not_streamed_is_the_same_reply(api: str, family: str) -> None:
+def test_a_reply_not_streamed_is_the_same_reply(api: FakeApi, family: str) -> None:
     """Asked with stream false, each fake answers one JSON object that reads as the streamed reply."""
     details = [{"type": "reasoning.text", "text": "first I read", "signature": None, "format": "x"}]
     item = {

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from nodwyn.compose.setup import open_agent
-from nodwyn.fakes import FakeServer
+from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
 from nodwyn.testing import isolated_env
@@ -49,7 +49,9 @@ READ = {"name": "fs-read", "arguments": {"path": "a.txt"}}
 
 
 @pytest.mark.parametrize("api", ["openai-chat", "ollama"])
-def test_calls_without_ids_get_ids_unique_in_the_session(tmp_path: Path, workspace: Path, api: str) -> None:
+def test_calls_without_ids_get_ids_unique_in_the_session(
+    tmp_path: Path, workspace: Path, api: FakeApi
+) -> None:
     script: list[dict[str, Any]] = [
         {"calls": [READ, READ], "quirks": ["no_call_ids"]},
         {"text": "Read twice."},
@@ -73,7 +75,7 @@ def test_calls_without_ids_get_ids_unique_in_the_session(tmp_path: Path, workspa
 
 
 def test_phase_goes_back_and_a_done_marker_ends_the_stream(tmp_path: Path, workspace: Path) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "text": "Reading the file first.",
             "phase": "commentary",
@@ -105,7 +107,7 @@ def test_a_late_signature_goes_back_to_a_claude_route(tmp_path: Path, workspace:
             "format": "anthropic-claude-v1",
         }
     ]
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [READ], "reasoning_details": details, "quirks": ["empty_signature"]},
         {"text": "alpha", "reasoning_details": details, "quirks": ["empty_signature"]},
     ]
@@ -124,7 +126,7 @@ def test_a_late_signature_goes_back_to_a_claude_route(tmp_path: Path, workspace:
 
 
 def test_list_valued_content_reads_as_text_and_thinking(tmp_path: Path, workspace: Path) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"thinking": "Read it.", "calls": [READ], "quirks": ["list_content"]},
         {"thinking": "It says alpha.", "text": "alpha", "quirks": ["list_content"]},
     ]

@@ -26,7 +26,7 @@ from pydantic import TypeAdapter
 
 from nodwyn.fakes import FakeServer
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "weather",
@@ -145,7 +145,7 @@ def test_openai_responses_sdk_reads_the_fake(stream: bool) -> None:
         "blocks": [{"type": "reasoning", "thinking": "Need the weather.", "position": 0}],
         "calls": [CALL],
     }
-    tool = {"type": "function", **WEATHER["function"], "strict": False}  # type: ignore[dict-item]
+    tool = {"type": "function", **WEATHER["function"], "strict": False}
     with FakeServer(api="responses", script=[item, item]) as fake:
         client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
         ask: dict[str, Any] = {
@@ -200,7 +200,7 @@ def test_anthropic_sdk_reads_the_fake(stream: bool) -> None:
                     "description": "The weather.",
                     "input_schema": WEATHER["function"]["parameters"],
                 }
-            ],  # type: ignore[index]
+            ],
             "thinking": {"type": "enabled", "budget_tokens": 1024},
         }
         if stream:
@@ -281,8 +281,8 @@ def test_ollama_sdk_reads_the_fake(stream: bool) -> None:
         else:
             last = client.chat(**ask, stream=False)
             text, thinking, calls = (
-                last.message.content,
-                last.message.thinking,
+                last.message.content or "",
+                last.message.thinking or "",
                 list(last.message.tool_calls or []),
             )
         raw = _again(fake)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -59,17 +60,17 @@ def imported(root: Path, path: Path) -> str:
     return res.output.strip().rsplit(" ", 1)[-1]
 
 
-def stats(root: Path, sid: str) -> dict[str, object]:
+def stats(root: Path, sid: str) -> dict[str, Any]:
     res = nodwyn(root, "stats", sid, "--json")
     assert res.exit_code == 0, res.output
-    out: dict[str, object] = orjson.loads(res.output)
+    out: dict[str, Any] = orjson.loads(res.output)
     return out
 
 
-def diagnoses(root: Path, sid: str) -> list[dict[str, object]]:
+def diagnoses(root: Path, sid: str) -> list[dict[str, Any]]:
     res = nodwyn(root, "cache", sid, "--json")
     assert res.exit_code == 0, res.output
-    out: list[dict[str, object]] = orjson.loads(res.output)["requests"]
+    out: list[dict[str, Any]] = orjson.loads(res.output)["requests"]
     return out
 
 
@@ -96,18 +97,18 @@ def test_the_token_cache_rate_is_what_deepseek_reported(root: Path) -> None:
     doc = orjson.loads(V2.read_bytes())
     usages = [m["extra"]["response"]["usage"] for m in doc["messages"] if m["role"] == "assistant"]
     s = stats(root, sid)
-    totals = s["totals"]["all"]  # type: ignore[index]
+    totals = s["totals"]["all"]
     assert totals["rate_prompt"] == sum(u["prompt_tokens"] for u in usages)
     assert totals["rate_cached"] == sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
     assert 0 < totals["rate"] < 1
-    assert all(r["observed"] for r in s["requests"])  # type: ignore[union-attr]
+    assert all(r["observed"] for r in s["requests"])
     # priced at the config entry serving that model, recorded in the session's recipe
     assert totals["cost_unknown"] == 0 and totals["cost_usd"] > 0
 
 
 def test_a_run_that_reports_no_usage_has_an_unknown_rate_never_0(root: Path) -> None:
     sid = imported(root, SWEAGENT)
-    totals = stats(root, sid)["totals"]["all"]  # type: ignore[index]
+    totals = stats(root, sid)["totals"]["all"]
     assert totals["rate"] is None and totals["rate_replies"] == 0
     assert totals["cost_unknown"] == totals["replies"]  # no model, no price: unknown, never $0
     res = nodwyn(root, "stats", sid)
@@ -121,13 +122,13 @@ def test_openhands_condensations_are_moved_by_the_agent(root: Path) -> None:
     assert moved, [d["kind"] for d in found]
     for d in moved:
         assert d["observed"] is True
-        assert [c["kind"] for c in d["causes"]] == ["condensation"]  # type: ignore[union-attr,index]
+        assert [c["kind"] for c in d["causes"]] == ["condensation"]
         assert str(d["detail"]).startswith("moved by the agent: condensation at seq ")
         assert str(d["first_difference"]).startswith("message ")
     # the others extended their predecessor, or the provider read less than it held
     assert {d["kind"] for d in found} - {"moved"} <= {"first", "appended", "server miss"}
     # the reply after a condensation read only about the system prompt and tools from the cache
-    assert all(int(d["cached_tokens"]) < int(d["prompt_tokens"]) // 2 for d in moved)  # type: ignore[call-overload]
+    assert all(int(d["cached_tokens"]) < int(d["prompt_tokens"]) // 2 for d in moved)
 
 
 def test_gemini_implicit_cache_misses_are_server_misses(root: Path) -> None:

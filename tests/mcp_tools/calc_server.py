@@ -99,6 +99,16 @@ async def change(ctx: Context) -> str:
     return "announced"
 
 
+@server.tool(description="Write text to a file and say whether it could (the sandbox tests).")
+def write(path: str, text: str) -> str:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as exc:
+        return f"refused: {exc.strerror}"
+    return "wrote"
+
+
 @server.tool(description="Exit the server process in the middle of the call.")
 async def die() -> str:
     await asyncio.sleep(0.2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -16,17 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.compose.setup import open_agent
+from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.errors import ToolError
-from nodwyn.log import Store, data_root
 from nodwyn.mcp import Hub, ServerConfig, make_tools
 from nodwyn.mcp.config import server_from_table
+from nodwyn.mcp.launch import UNCONFINED
 from nodwyn.mcp.results import MAX_RESULT_BYTES, outcome_of
 from nodwyn.mcp.stdio import MAX_MESSAGE
-from nodwyn.testing import ScriptedBackend, isolated_env
-from nodwyn.values.events import TOOL_RESULT
 
-from .helpers import CALC, calc, call, config
+from .helpers import CALC, calc, call, session
 
 RAW = Path(__file__).with_name("raw_server.py")
 
@@ -37,9 +36,36 @@ def entry(name: str, *flags: str, **keys: object) -> ServerConfig:
     )
 
 
+BOX = Sandbox(program=shutil.which("bwrap"))
+CONFINED = BOX if unavailable(BOX) is None else UNCONFINED  # where bwrap cannot run, the tests still do
+
+
 @pytest.fixture
-def hub() -> Iterator[Hub]:
-    h = Hub(env=os.environ)
+def hub(workspace: Path) -> Iterator[Hub]:
+    """A hub of its own, unconfined: these tests kill, read and mark the server's real process."""
+    h = Hub(env=os.environ, sandbox=UNCONFINED, workspace=workspace)
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    """One hub for the tests that leave its servers as they found them, started once (CI time),
+    its stdio servers in the sandbox a session gives them by default: the calc server, the calc
+    server with two tools whose names sanitise to one, and two servers whose schemas are bad."""
+    ws = tmp_path_factory.mktemp("shared-ws")
+    h = Hub(env=os.environ, sandbox=CONFINED, workspace=ws)
+    raw = [sys.executable, str(RAW)]
+    h.started = h.start(  # type: ignore[attr-defined]
+        [
+            entry("calc"),
+            entry("clash", "--clash"),
+            server_from_table("raw", {"command": raw[0], "args": [raw[1], "schema"]}, Path("t")),
+            server_from_table("scalar", {"command": raw[0], "args": [raw[1], "scalar"]}, Path("t")),
+        ]
+    )
     try:
         yield h
     finally:
@@ -55,7 +81,15 @@ def _alive(pid: int) -> bool:
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_a_server_that_will_not_start_or_hangs_is_one_line_and_the_others_start(hub: Hub) -> None:
+def test_a_server_that_will_not_start_or_hangs_is_one_line_and_the_others_start(workspace: Path) -> None:
+    hub = Hub(env=os.environ, sandbox=CONFINED, workspace=workspace)  # the same lines in the sandbox
+    try:
+        _will_not_start_or_hangs(hub)
+    finally:
+        hub.close()
+
+
+def _will_not_start_or_hangs(hub: Hub) -> None:
     missing = server_from_table("gone", {"command": "/nonexistent/mcp-server"}, Path("cfg.toml"))
     hung = entry("hung", "--hang-start", start_timeout=2)
     t0 = time.monotonic()
@@ -113,8 +147,8 @@ def test_what_is_not_json_rpc_on_stdout_fails_the_call_at_once_and_is_noted(hub:
     assert note.startswith("mcp server raw wrote what is not JSON-RPC to stdout")
 
 
-def test_a_call_that_outlives_its_timeout_is_an_error_after_it(hub: Hub) -> None:
-    hub.start([entry("calc")])
+def test_a_call_that_outlives_its_timeout_is_an_error_after_it(shared: Hub) -> None:
+    hub = shared
     t0 = time.monotonic()
     with pytest.raises(
         ToolError, match=r"^mcp server calc: slow: no answer after 1 s \(the call's timeout\)$"
@@ -123,8 +157,8 @@ def test_a_call_that_outlives_its_timeout_is_an_error_after_it(hub: Hub) -> None
     assert 1 <= time.monotonic() - t0 < 6
 
 
-def test_progress_lines_reach_the_caller_thread(hub: Hub) -> None:
-    hub.start([entry("calc")])
+def test_progress_lines_reach_the_caller_thread(shared: Hub) -> None:
+    hub = shared
     lines: list[str] = []
     hub.call("calc", "slow", {"seconds": 0.5}, timeout=20, on_progress=lines.append)
     assert lines == [f"calc: slow {i}/10 step {i}" for i in range(1, 11)]
@@ -141,17 +175,17 @@ def test_ctrl_c_cancels_the_request_on_the_server(hub: Hub, tmp_path: Path) -> N
     assert (tmp_path / "cancelled").read_text() == "cancelled"  # notifications/cancelled arrived
 
 
-def test_a_100_mb_result_is_capped(hub: Hub) -> None:
+def test_a_100_mb_result_is_capped(shared: Hub) -> None:
     """A message past the transport's cap fails its call with a line (and the server goes on); a
     result under it is cut to ``MAX_RESULT_BYTES`` before the log."""
-    hub.start([entry("calc")])
+    hub = shared
     t0 = time.monotonic()
     with pytest.raises(
         ToolError, match=f"^mcp server calc: big: answered with a message of more than {MAX_MESSAGE}"
     ):
         hub.call("calc", "big", {"mb": 100}, timeout=120)
     assert time.monotonic() - t0 < 60
-    (note,) = hub.notes()
+    (note,) = [n for n in hub.notes() if n.startswith("mcp server calc ")]
     assert note == f"mcp server calc sent a message of more than {MAX_MESSAGE} bytes; it was left out"
     outcome = outcome_of(hub.call("calc", "big", {"mb": 3}, timeout=60), None)
     assert outcome.text.endswith(
@@ -160,23 +194,21 @@ def test_a_100_mb_result_is_capped(hub: Hub) -> None:
     assert len(outcome.text.encode()) < MAX_RESULT_BYTES + 100
 
 
-def test_a_schema_that_is_not_json_schema_and_a_clashing_name_leave_those_tools_out(hub: Hub) -> None:
-    raw = server_from_table("raw", {"command": sys.executable, "args": [str(RAW), "schema"]}, Path("t"))
-    scalar = server_from_table("scalar", {"command": sys.executable, "args": [str(RAW), "scalar"]}, Path("t"))
-    started = hub.start([raw, scalar, entry("calc", "--clash")])
-    assert started[1].error == (
+def test_a_schema_that_is_not_json_schema_and_a_clashing_name_leave_those_tools_out(shared: Hub) -> None:
+    started = shared.started[1:]  # type: ignore[attr-defined]
+    assert started[2].error == (
         "mcp server scalar: its ListToolsResult is not what MCP says at tools.1.inputSchema.type: "
         "Input should be 'object'"
     )
-    made = make_tools(hub, started, tool_timeout=10, taken={"mcp__calc__echo"})
-    assert "mcp__raw__poke" in made.tools and "mcp__calc__add" in made.tools
-    assert not {"mcp__raw__broken", "mcp__calc__echo"} & set(made.tools)
+    made = make_tools(shared, started, tool_timeout=10, taken={"mcp__clash__echo"})
+    assert "mcp__raw__poke" in made.tools and "mcp__clash__add" in made.tools
+    assert not {"mcp__raw__broken", "mcp__clash__echo"} & set(made.tools)
     said = "\n".join(made.messages)
     assert (
         "mcp server raw: tool 'broken': inputSchema is not valid JSON Schema at properties/a/type: " in said
     )
-    assert "mcp server calc: tool 'echo' left out: its name mcp__calc__echo clashes with" in said
-    dotted = [n for n in made.tools if n.startswith("mcp__calc__a_b")]
+    assert "mcp server clash: tool 'echo' left out: its name mcp__clash__echo clashes with" in said
+    dotted = [n for n in made.tools if n.startswith("mcp__clash__a_b")]
     assert len(dotted) == 2 and len(set(dotted)) == 2  # "a.b" and "a b": two names, neither lost
 
 
@@ -184,29 +216,17 @@ def test_in_a_session_a_broken_server_is_a_notice_its_stderr_is_redacted_and_ser
     tmp_path: Path, workspace: Path
 ) -> None:
     pidfile = tmp_path / "pid"
-    notices: list[str] = []
-
-    class Shown:
-        def __getattr__(self, name: str) -> object:
-            return notices.append if name == "notice" else (lambda *a: None)
-
     steps = [call("mcp__calc__add", a=1, b=2), {"text": "3"}]
-    with ScriptedBackend(steps) as model:
-        broken = '[mcp.broken]\ncommand = "/nonexistent/server"\n'
-        config(tmp_path, model.url, calc("calc", "--pidfile", str(pidfile), approve="auto"), broken)
-        env = isolated_env(tmp_path)
-        opened = open_agent(env=env, workspace=workspace, backend_for=lambda _: model, display=Shown())  # type: ignore[arg-type]
+    broken = '[mcp.broken]\ncommand = "/nonexistent/server"\n'
+    entry = calc("calc", "--pidfile", str(pidfile), approve="auto", sandbox="off")  # its real pid
+    with session(tmp_path, workspace, steps, entry, broken) as run, run.open() as opened:
         pid = int(pidfile.read_text())
-        try:
-            assert opened.agent.user_turn("add").text == "3"
-            folder = opened.agent.log.path
-        finally:
-            opened.close()
+        assert opened.agent.user_turn("add").text == "3"
+        folder = opened.agent.log.path
+    notices = run.shown.notices
     assert any(n.startswith("mcp server broken: cannot run '/nonexistent/server'") for n in notices)
     assert any(n.endswith("the session goes on without its tools") for n in notices)
     stderr = (folder / "mcp-calc.stderr").read_text()
     assert "adding 1 2" in stderr and "sk-ant-api03-" + "x" * 40 not in stderr
     assert not _alive(pid)
-    with Store(data_root(env)).open(opened.agent.session_id) as log:
-        results = [e.data for e in log.read() if e.kind == TOOL_RESULT]
-    assert results[0]["text"] == "3"
+    assert run.results()[0]["text"] == "3"

@@ -1,6 +1,7 @@
 """The MCP reference servers from npm (``tests/mcp_tools/package.json``, installed by scripts/test):
 ``server-everything`` (it announces list_changed, reports progress and answers every content type)
-and ``server-filesystem``. Skipped, with the reason, where node or the packages are missing."""
+and ``server-filesystem``, each in the session's sandbox (bwrap) as a session runs them by default.
+Skipped, with the reason, where node, the packages or bwrap are missing."""
 
 from __future__ import annotations
 
@@ -9,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from nodwyn.compose.setup import open_agent
+from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.log import Store, data_root
 from nodwyn.replay.exact import verify_all
-from nodwyn.testing import ScriptedBackend, isolated_env
 from nodwyn.values.canonical import canonical_bytes
-from nodwyn.values.events import NOTE, TOOL_RESULT
+from nodwyn.values.events import NOTE
 
-from .helpers import call, config
+from .helpers import call, session
 
 BIN = Path(__file__).with_name("node_modules") / ".bin"
 EVERYTHING, FILESYSTEM = BIN / "mcp-server-everything", BIN / "mcp-server-filesystem"
@@ -28,6 +28,10 @@ pytestmark = [
     pytest.mark.skipif(
         not EVERYTHING.exists() or not FILESYSTEM.exists(),
         reason="the npm servers are not installed: run `npm ci --prefix tests/mcp_tools` (scripts/test does)",
+    ),
+    pytest.mark.skipif(
+        unavailable(Sandbox(program=shutil.which("bwrap"))) is not None,
+        reason="bwrap cannot run here: apt-get install bubblewrap (and allow user namespaces)",
     ),
 ]
 
@@ -48,27 +52,16 @@ def test_server_everything_content_progress_and_list_changed_in_a_session(
         call("mcp__everything__get-sum", a=2, b=40),
         {"text": "done"},
     ]
-    notices: list[str] = []
-
-    class Shown:
-        def __getattr__(self, name: str) -> object:
-            return notices.append if name == "notice" else (lambda *a: None)
-
-    with ScriptedBackend(steps) as model:
-        config(tmp_path, model.url, _entry("everything", EVERYTHING, "stdio"))
-        env = isolated_env(tmp_path)
-        opened = open_agent(env=env, workspace=workspace, backend_for=lambda _: model, display=Shown())  # type: ignore[arg-type]
-        try:
+    with session(tmp_path, workspace, steps, _entry("everything", EVERYTHING, "stdio")) as run:
+        with run.open() as opened:
             assert opened.agent.user_turn("try everything").text == "done"
-            sid = opened.agent.session_id
             attachments = opened.agent.log.attachments
-            with Store(data_root(env)).open(sid) as log:
-                events = list(log.read())
-            image, links, structured, slow, total = (e.data for e in events if e.kind == TOOL_RESULT)
+            events = run.events()
+            image, links, structured, slow, total = run.results()
             digest = image["text"].split("attachment sha256:")[1].split("]")[0]
             assert attachments.get(digest)[:4] == b"\x89PNG"
-        finally:
-            opened.close()
+        model = run.model
+        notices, env, sid = run.shown.notices, run.env, run.sid
         tools = {canonical_bytes(r.body["tools"]) for r in model.wire}
         names = [t["function"]["name"] for t in model.wire[0].body["tools"]]
     assert len(tools) == 1  # the list_changed it sent did not move a byte
@@ -93,17 +86,13 @@ def test_server_filesystem_reads_in_the_workspace_and_its_write_asks(tmp_path: P
         call("mcp__fs__write_file", path=str(workspace / "new.txt"), content="x"),
         {"text": "read it"},
     ]
-    with ScriptedBackend(steps) as model:
-        config(tmp_path, model.url, _entry("fs", FILESYSTEM, str(workspace), approve='["read_text_file"]'))
-        env = isolated_env(tmp_path)
-        opened = open_agent(env=env, workspace=workspace, backend_for=lambda _: model)  # no one to ask
-        try:
-            assert opened.agent.user_turn("read notes").text == "read it"
-            sid = opened.agent.session_id
-        finally:
-            opened.close()
-    with Store(data_root(env)).open(sid) as log:
-        read, write = (e.data for e in log.read() if e.kind == TOOL_RESULT)
+    entry = _entry("fs", FILESYSTEM, str(workspace), approve='["read_text_file"]')
+    with session(tmp_path, workspace, steps, entry) as run, run.open() as opened:  # no one to ask
+        hub = opened.servers.hub if opened.servers is not None else None
+        pid = None if hub is None else hub.connections["fs"].pid
+        assert pid is not None and Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"/usr/bin/bwrap")
+        assert opened.agent.user_turn("read notes").text == "read it"
+    read, write = run.results()
     assert read["text"] == "hello\n" and not read["error"]
     assert write["error"] and write["text"].startswith("declined: mcp__fs__write_file was not approved")
     assert not (workspace / "new.txt").exists()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nodwyn.errors import CanonicalError
-from nodwyn.log import Store
+from nodwyn.log import SessionLog, Store
 from nodwyn.record import Recorder, resumed_events, start_session
 from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values.events import (
@@ -26,13 +26,13 @@ from nodwyn.values.events import (
 )
 
 
-def _opened(tmp_path: Path) -> tuple[Store, Recorder, bytes]:
+def _opened(tmp_path: Path) -> tuple[Store, SessionLog, Recorder, bytes]:
     store = Store(tmp_path)
     log = start_session(store, recipe(), "test-model")
     rec = Recorder(log)
     rec.feed(log.read())
     rec.append(UserMsg(text="hello"))
-    return store, rec, (store.sessions / log.id / "log.jsonl").read_bytes()
+    return store, log, rec, (store.sessions / log.id / "log.jsonl").read_bytes()
 
 
 def _bad(**fields: Any) -> Any:
@@ -67,15 +67,15 @@ IMAGE = "sha256:" + "ab" * 32
 def test_a_payload_the_reader_would_refuse_is_refused_before_anything_is_written(
     tmp_path: Path, payload: Payload, named: str
 ) -> None:
-    store, rec, before = _opened(tmp_path)
-    seq = rec.log.last_seq
+    store, log, rec, before = _opened(tmp_path)
+    seq = log.last_seq
     with pytest.raises(CanonicalError, match="nothing was written") as refused:
         rec.append(payload)
     assert named in str(refused.value)
-    assert (store.sessions / rec.log.id / "log.jsonl").read_bytes() == before  # not a byte more
-    assert rec.log.last_seq == seq
+    assert (store.sessions / log.id / "log.jsonl").read_bytes() == before  # not a byte more
+    assert log.last_seq == seq
     rec.append(Note(text="the session goes on"))  # neither the log nor the window was touched
-    _, events = resumed_events(rec.log)
+    _, events = resumed_events(log)
     assert [e.kind for e in events][-2:] == ["user.msg", "note"]
 
 

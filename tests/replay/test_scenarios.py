@@ -9,6 +9,7 @@ is named for, so a replay that passes is a replay of that behaviour.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -16,7 +17,7 @@ from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
 from nodwyn.replay.summaries import add_summary, revoke_summary
 from nodwyn.testing import ORIGIN, TOOLS, SessionBuilder, recipe
-from nodwyn.values.content import AssistantMessage, ThinkingBlock, ToolMessage
+from nodwyn.values.content import AssistantMessage, Message, ThinkingBlock, ToolMessage
 from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ResultFold, WithheldImage
 from nodwyn.values.request import ToolSpec
 from nodwyn.window import TurnOptions
@@ -116,7 +117,7 @@ def test_summaries_added_and_revoked(session: Make, store: Store) -> None:
 
 
 def test_v15_to_v16_resume_drops_results_of_elided_calls(session: Make, store: Store) -> None:
-    small = {
+    small: dict[str, Any] = {
         "high_water": 700,
         "low_water": 300,
         "ceiling": 1_000,
@@ -129,7 +130,7 @@ def test_v15_to_v16_resume_drops_results_of_elided_calls(session: Make, store: S
     last15 = max(s.sent)
     req15 = s.builds[last15].request
 
-    def orphans(msgs: tuple) -> set[str]:  # type: ignore[type-arg]
+    def orphans(msgs: tuple[Message, ...]) -> set[str]:
         called = {c.id for m in msgs if isinstance(m, AssistantMessage) for c in m.calls}
         return {m.call_id for m in msgs if isinstance(m, ToolMessage)} - called
 
@@ -172,14 +173,14 @@ def test_blocks(session: Make) -> None:
 
 def test_images_withheld(session: Make) -> None:
     s = session()
-    img = {
+    img: dict[str, Any] = {
         "digest": "sha256:" + "ab" * 32,
         "media_type": "image/png",
         "width": 1024,
         "height": 768,
         "name": "shot.png",
     }
-    img2 = {
+    img2: dict[str, Any] = {
         "digest": "sha256:" + "cd" * 32,
         "media_type": "image/jpeg",
         "width": 300,

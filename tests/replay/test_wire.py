@@ -4,6 +4,8 @@ the server received, byte for byte."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from nodwyn.dialects import dialect_for
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -16,7 +18,7 @@ from nodwyn.values.model import ModelSettings
 
 
 def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "text": "",
             "thinking": "look first",

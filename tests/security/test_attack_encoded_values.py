@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -127,7 +128,7 @@ def test_encoded_values_do_not_reach_the_provider(
     value in base64; the next request carried it. Now no request, log or output holds any form."""
     secret = FORMS["base64 k8s secret"](VALUE)
     docker = FORMS["base64 docker auth"](VALUE)
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "text": "",
             "calls": [

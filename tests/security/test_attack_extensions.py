@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,7 +164,7 @@ def test_a_mutating_extension_tool_in_a_session_without_approval_is_declined(tmp
     env = user_extensions(tmp_path)
     ws = tmp_path / "ws"
     ws.mkdir()
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [{"name": "deploy", "id": "d1", "arguments": {"target": "prod"}}]},
         {"text": "ok"},
     ]

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -47,7 +48,7 @@ def _nodwyn(env: dict[str, str], *args: str, cwd: Path | None = None) -> subproc
 
 def _made(tmp: Path, person: Person) -> None:
     """A real run with a tool call and two requests, in a store whose keychain holds a seal secret."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "", "calls": [{"name": "fs-read", "id": "c1", "arguments": {"path": "notes.txt"}}]},
         {"text": "All settings look fine."},
     ]

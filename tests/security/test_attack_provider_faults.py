@@ -27,7 +27,7 @@ from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.transport.limits import MIB, NetworkLimits
 from nodwyn.values.content import TextPart, UserMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import Api, ModelSettings
 from nodwyn.values.request import Request, Response
 
 pytestmark = pytest.mark.attack("provider faults")
@@ -49,7 +49,7 @@ def _request() -> Request:
     )
 
 
-def settings_for(url: str, api: str, **extra: Any) -> ModelSettings:
+def settings_for(url: str, api: Api, **extra: Any) -> ModelSettings:
     return ModelSettings(
         name="fake",
         api=api,

@@ -85,7 +85,7 @@ context_size = 32000
 def env_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
     """One session whose model runs `env`: (tool output, log bytes, what went back on the wire)."""
     tmp = tmp_path_factory.mktemp("envscrub")
-    script = [{"calls": [shell_call("env; echo end-of-env")]}, {"text": "done"}]
+    script: list[dict[str, Any]] = [{"calls": [shell_call("env; echo end-of-env")]}, {"text": "done"}]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person_env(tmp, fake.url)
         done = subprocess.run(
@@ -208,7 +208,7 @@ def _session_with_a_backgrounded_child(
 ) -> list[int]:
     """Run `nodwyn run` whose model runs ``command`` (which writes started once it runs), send
     ``sig`` then (or let it finish), and return the processes holding ``marker`` still running."""
-    script = [{"calls": [shell_call(command)]}, {"text": "done"}]
+    script: list[dict[str, Any]] = [{"calls": [shell_call(command)]}, {"text": "done"}]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person_env(tmp_path, fake.url, f'sandbox = "{box.mode}"')
         ws = tmp_path / "ws"
@@ -256,7 +256,7 @@ def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -
     """Ctrl-C in `chat` while a command runs: the command's group is gone at once (not only at the
     end of the session), and the chat takes the next message."""
     command = "sleep 300.501 >/dev/null 2>&1 & touch started; sleep 300.502"
-    script = [{"calls": [shell_call(command)]}, {"text": "next answer"}]
+    script: list[dict[str, Any]] = [{"calls": [shell_call(command)]}, {"text": "next answer"}]
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person_env(tmp_path, fake.url)
         ws = tmp_path / "ws"

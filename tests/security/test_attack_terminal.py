@@ -121,7 +121,7 @@ def test_the_log_keeps_the_bytes_as_they_came(session: dict[str, Any]) -> None:
 
 def test_the_approval_prompt_shows_the_whole_command_escaped(tmp_path: Path, person: Person) -> None:
     """Through a real terminal (a pty): the prompt holds all 300+ characters, spelled out."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [{"name": "shell", "id": "c1", "arguments": {"command": LONG_COMMAND}}]},
         {"text": "declined"},
     ]

@@ -60,7 +60,7 @@ class Session:
     def call(self, model: str = "m1", ctx: str = "main", **usage: int | None) -> int:
         """One request and its reply; returns the request's seq."""
         seq = self.req(model, ctx)
-        self.resp(seq, ctx, **usage)
+        self.resp(seq, ctx, "ok", t=None, **usage)
         return seq
 
 

@@ -52,7 +52,8 @@ def test_a_trim_is_moved_by_us_and_appends_are_hits(store: Store, version: int) 
     for seq in trims:
         assert [c.kind for c in out[seq].causes][:1] == ["trim"] and out[seq].causes[0].seq == seq
         assert f"trim at seq {seq}" in describe(out[seq])
-        assert out[seq].first_difference is not None and out[seq].first_difference.startswith("message")
+        first_difference = out[seq].first_difference
+        assert first_difference is not None and first_difference.startswith("message")
     if version >= 20:  # v20 trimmed to its own target, in whole units, and said so
         recorded = {e.seq: e.data for e in d.log.read() if e.kind == "llm.req"}
         assert all("target" in recorded[seq] for seq in trims)
@@ -62,8 +63,9 @@ def test_a_trim_is_moved_by_us_and_appends_are_hits(store: Store, version: int) 
     assert appended and all(out[seq].kind == "appended" for seq in appended)
     # the fake's cache read what the diagnosis expected, within a cache block
     for seq in appended:
-        assert out[seq].cached_tokens is not None and out[seq].expected is not None
-        assert out[seq].expected - out[seq].cached_tokens < 128 + 3
+        cached, expected = out[seq].cached_tokens, out[seq].expected
+        assert cached is not None and expected is not None
+        assert expected - cached < 128 + 3
 
 
 def test_a_fold_is_moved_by_us_at_the_folds_seq(store: Store) -> None:
@@ -80,7 +82,8 @@ def test_a_fold_is_moved_by_us_at_the_folds_seq(store: Store) -> None:
     assert [out[s].kind for s in (a, b, c, e, f)] == ["first", "appended", "appended", "moved", "appended"]
     assert [(x.kind, x.seq) for x in out[e].causes] == [("fold", fold)]
     assert out[e].first_difference == "message 2"  # the user's task, the first reply, then the folded result
-    assert out[e].cached_tokens is not None and out[e].cached_tokens < out[e].prompt_tokens
+    cached, prompt = out[e].cached_tokens, out[e].prompt_tokens
+    assert cached is not None and prompt is not None and cached < prompt
 
 
 def test_a_model_switch_is_moved_by_us(store: Store) -> None:
@@ -117,8 +120,9 @@ def test_replica_misses_are_the_servers_and_partial_hits_name_the_request_served
     for prev, seq in zip(reqs, reqs[1:], strict=False):
         if out[seq].kind == "server miss":
             assert replica[seq] != replica[prev]  # a different replica, without our predecessor
-            shortfall = out[seq].shortfall
-            assert shortfall is not None and shortfall == out[seq].expected - (out[seq].cached_tokens or 0)
+            shortfall, expected = out[seq].shortfall, out[seq].expected
+            assert shortfall is not None and expected is not None
+            assert shortfall == expected - (out[seq].cached_tokens or 0)
         elif replica[seq] == replica[prev]:
             assert out[seq].kind == "appended"
     partial = [s for s in misses if out[s].matched is not None]

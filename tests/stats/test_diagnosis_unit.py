@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from nodwyn.cli.stats import describe, duration
 from nodwyn.log.session_log import format_time
-from nodwyn.stats.diagnosis import IDLE_WORTH_SAYING, diagnose_all
+from nodwyn.stats.diagnosis import IDLE_WORTH_SAYING, Diagnosis, diagnose_all
 from nodwyn.stats.prefix import chunks, common_prefix, tokens_for
 from nodwyn.stats.times import epoch_seconds, seconds_between
 from nodwyn.stats.totals import Aggregator
@@ -115,7 +114,7 @@ def test_a_miss_after_a_resume_says_the_cache_may_have_expired() -> None:
 
 def _idle_session(
     ask: str | None, req_t: str, resp_t: str | None = "2026-11-29T16:00:10.250000Z"
-) -> dict[int, Any]:
+) -> dict[str, Diagnosis]:
     """Two requests whose second is a server miss: the first answered at ``resp_t`` (no reply
     logged when None), the second sent at ``req_t``; both recorded with the cache ask ``ask``."""
     s = Session()

@@ -9,7 +9,7 @@ from nodwyn.stats.prefix import Encoder, chunks, common_bytes, common_parts, com
 from nodwyn.values.content import TextPart, UserMessage
 from nodwyn.values.request import Request, ToolSpec
 
-text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=30)
 TOOL = ToolSpec(name="read", description="read a file", parameters={"type": "object"})
 
 

@@ -13,7 +13,7 @@ from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import Event, Payload, ToolResult
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import Api, ModelSettings
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Request, Response, ToolSpec
 from nodwyn.window import Build
@@ -48,7 +48,7 @@ def script(turns: int) -> list[dict[str, Any]]:
     return out
 
 
-def settings_for(url: str, api: str, **extra: Any) -> ModelSettings:
+def settings_for(url: str, api: Api, **extra: Any) -> ModelSettings:
     fields: dict[str, Any] = {"credential": "KEY", **extra}
     return ModelSettings(
         name="fake", api=api, model="fake-model", context_size=200_000, base_url=url, **fields

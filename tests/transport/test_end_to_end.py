@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from nodwyn.dialects import session_key
-from nodwyn.fakes import FakeServer
+from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.fakes.cache import BLOCK, MIN_CACHED
 from nodwyn.log import Store
 from nodwyn.values.content import ImagePart, TextPart, UserMessage
 from nodwyn.values.request import Request
-from transport.convo import SECRET, Run, backend_for, converse, script, settings_for, share
+
+from .convo import SECRET, Run, backend_for, converse, script, settings_for, share
 
 TURNS = 6
 
@@ -31,7 +32,7 @@ TURNS = 6
         ("responses", "compatible"),
     ],
 )
-def test_blocks_cache_reads_each_predecessor_in_whole_blocks(api: str, family: str) -> None:
+def test_blocks_cache_reads_each_predecessor_in_whole_blocks(api: FakeApi, family: str) -> None:
     with FakeServer(api=api, family=family, script=script(TURNS), api_key=SECRET) as fake:
         with backend_for(fake.url) as backend:
             replies = converse(backend, settings_for(fake.url, api, family=family), TURNS)
@@ -154,7 +155,7 @@ def test_plan_credential_sends_codex_session_headers_and_an_api_key_does_not() -
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai-chat", "anthropic"])
-def test_model_list_never_carries_the_session_key(api: str) -> None:
+def test_model_list_never_carries_the_session_key(api: FakeApi) -> None:
     with FakeServer(api=api, models=("a", "b")) as fake:
         with backend_for(fake.url) as backend:
             assert backend.list_models(settings_for(fake.url, api)) == ["a", "b"]
@@ -163,7 +164,7 @@ def test_model_list_never_carries_the_session_key(api: str) -> None:
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai-chat", "responses", "anthropic"])
-def test_on_delta_shows_the_reply_as_it_streams(api: str) -> None:
+def test_on_delta_shows_the_reply_as_it_streams(api: FakeApi) -> None:
     seen: list[tuple[str, str]] = []
     with FakeServer(api=api, script=script(2)) as fake, backend_for(fake.url) as backend:
         settings = settings_for(fake.url, api, credential=None if api == "ollama" else "KEY")
@@ -176,7 +177,7 @@ def test_on_delta_shows_the_reply_as_it_streams(api: str) -> None:
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai-chat", "responses", "anthropic"])
-def test_an_image_goes_as_the_bytes_the_sender_read(api: str) -> None:
+def test_an_image_goes_as_the_bytes_the_sender_read(api: FakeApi) -> None:
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
     digest = hashlib.sha256(png).hexdigest()
     message = UserMessage(
@@ -262,7 +263,7 @@ def test_the_session_key_goes_on_the_wire_and_never_into_the_log(tmp_path: Path)
 )
 @pytest.mark.parametrize("mode", ["session", "header"])
 def test_session_key_goes_as_both_headers_unless_the_server_names_its_own(
-    api: str, family: str, names: tuple[str, ...], mode: str
+    api: FakeApi, family: str, names: tuple[str, ...], mode: str
 ) -> None:
     """Whenever the key is sent, it goes as both
     X-Session-Id and X-Session-Affinity, except to a server with a session header of its own."""

@@ -7,16 +7,18 @@ from __future__ import annotations
 import dataclasses
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
 from nodwyn.errors import DecodeError, OriginError, ProviderError, ProviderUnavailable
-from nodwyn.fakes import FakeServer
+from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import ASKED_AGAIN, HttpBackend, join_url
 from nodwyn.values.content import AssistantMessage, ToolMessage
 from nodwyn.values.request import Request
-from transport.convo import SECRET, SYSTEM, TOOLS, backend_for, converse, script, settings_for, user
+
+from .convo import SECRET, SYSTEM, TOOLS, backend_for, converse, script, settings_for, user
 
 
 def _request(text: str = "hello") -> Request:
@@ -43,7 +45,7 @@ def test_a_credential_bound_to_one_fake_is_refused_for_another_before_sending() 
 
 
 @pytest.mark.parametrize("api", ["anthropic", "responses", "openai-chat"])
-def test_a_reasoning_block_never_reaches_another_origin(api: str) -> None:
+def test_a_reasoning_block_never_reaches_another_origin(api: FakeApi) -> None:
     extra = {"keep_reasoning": True} if api == "responses" else {}
     family = "openrouter" if api == "openai-chat" else None
     details = [{"type": "reasoning.encrypted", "format": "openai-responses-v1"}]
@@ -98,7 +100,7 @@ def test_a_reasoning_block_never_reaches_another_origin(api: str) -> None:
 
 
 def test_retries_honour_retry_after_then_back_off() -> None:
-    items = [
+    items: list[dict[str, Any]] = [
         {"error": {"status": 429, "message": "Rate limit reached", "retry_after": 2.5}},
         {"error": {"status": 503, "message": "upstream unavailable"}},
         {"text": "finally"},
@@ -155,7 +157,7 @@ def test_errors_without_retry_after_back_off_exponentially() -> None:
 
 
 def test_a_responses_stream_without_its_terminal_event_is_asked_again_once() -> None:
-    items = [{"text": "partial answer", "cut": True}, {"text": "whole answer"}]
+    items: list[dict[str, Any]] = [{"text": "partial answer", "cut": True}, {"text": "whole answer"}]
     with FakeServer(api="responses", script=items) as fake:
         with backend_for(fake.url) as backend:
             reply = backend.send(_request(), settings_for(fake.url, "responses"), session_key="k" * 64)
@@ -173,7 +175,7 @@ def test_asked_again_only_once() -> None:
 
 
 @pytest.mark.parametrize("api", ["openai-chat", "responses", "anthropic", "ollama"])
-def test_a_server_that_ignores_stream_true_is_read_as_one_json_reply(api: str) -> None:
+def test_a_server_that_ignores_stream_true_is_read_as_one_json_reply(api: FakeApi) -> None:
     """A server or proxy that answers a streamed request with one JSON object (application/json)
     gives the same reply as its stream would, shown at once through on_delta."""
     item = {
@@ -192,7 +194,8 @@ def test_a_server_that_ignores_stream_true_is_read_as_one_json_reply(api: str) -
         asked = [r.body for r in fake.requests]
     assert all(body.get("stream") is not False for body in asked)  # a stream was asked both times
     assert (whole.text, whole.thinking, whole.calls) == (streamed.text, streamed.thinking, streamed.calls)
-    assert whole.usage.prompt_tokens == streamed.usage.prompt_tokens > 0
+    assert whole.usage.prompt_tokens == streamed.usage.prompt_tokens
+    assert streamed.usage.prompt_tokens is not None and streamed.usage.prompt_tokens > 0
     assert shown == [("thinking", "Look first."), ("text", "Reading it.")]
 
 
@@ -233,7 +236,10 @@ def test_a_wrong_family_is_refused_with_status_message_and_field() -> None:
 
 
 def test_deepseek_without_reasoning_content_on_a_tool_turn_names_the_field() -> None:
-    items = [{"calls": [{"name": "fs-read", "arguments": {"path": "a"}}]}, {"text": "done"}]
+    items: list[dict[str, Any]] = [
+        {"calls": [{"name": "fs-read", "arguments": {"path": "a"}}]},
+        {"text": "done"},
+    ]
     with FakeServer(api="openai-chat", family="deepseek", script=items) as fake:
         settings = settings_for(fake.url, "openai-chat", family="vllm")  # misconfigured
         with backend_for(fake.url) as backend, pytest.raises(ProviderError) as err:
@@ -242,7 +248,7 @@ def test_deepseek_without_reasoning_content_on_a_tool_turn_names_the_field() -> 
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai-chat", "responses", "anthropic"])
-def test_script_exhaustion_surfaces_as_one_clear_line(api: str) -> None:
+def test_script_exhaustion_surfaces_as_one_clear_line(api: FakeApi) -> None:
     fake = FakeServer(api=api, script=[])
     with fake, backend_for(fake.url) as backend, pytest.raises(ProviderError) as err:
         backend.send(_request(), settings_for(fake.url, api, credential=None), session_key=None)
@@ -267,11 +273,15 @@ def test_join_url_does_not_double_v1() -> None:
     ],
 )
 def test_a_mid_stream_overload_is_retried_only_before_anything_was_shown(
-    api: str, family: str | None
+    api: FakeApi, family: str | None
 ) -> None:
     """(Ollama's mid-stream error is a bare string with no type, so the dialect does not retry it.)"""
     overload = {"status": 529, "message": "Overloaded", "type": "overloaded_error", "mid_stream": True}
-    items = [{"error": overload}, {"text": "fine"}, {"text": "half a reply", "error": overload}]
+    items: list[dict[str, Any]] = [
+        {"error": overload},
+        {"text": "fine"},
+        {"text": "half a reply", "error": overload},
+    ]
     delays: list[float] = []
     shown: list[str] = []
     fields = {"family": family} if family else {}

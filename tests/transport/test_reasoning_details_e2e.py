@@ -26,7 +26,8 @@ from nodwyn.values.events import ModelSwitch, ResultFold, UserMsg
 from nodwyn.values.model import ModelSettings
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import Build
-from transport.convo import Run
+
+from .convo import Run
 
 TIGHT = WindowLimits(high_water=900, low_water=500, max_result_tokens=2000, output_reserve=50, ceiling=1200)
 SIGNED = [

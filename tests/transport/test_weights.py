@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,9 @@ def _packages(root: Path, tag: str, chunks: list[bytes]) -> tuple[Part, ...]:
 
 
 @pytest.fixture
-def weights(tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Weights:
+def weights(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Weights]:
     tag = request.node.name.split("[")[0].removeprefix("test_")[:20]
     site = tmp_path / "site"
     parts = _packages(site, tag, CHUNKS)

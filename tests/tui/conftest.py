@@ -5,20 +5,12 @@ teardown every request of every session the test recorded must replay to its dig
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 # The CLI tests' person's environment (its teardown checks every request replays), config writer
-# and call helper, shared rather than written again.
-from tests.cli.conftest import env  # noqa: E402, F401
-from tests.cli.test_habits import chat_bodies, configure  # noqa: E402, F401
-from tests.cli.test_run import call  # noqa: E402, F401
+# and call helper, shared rather than written again (the tests import the helpers from there).
+from tests.cli.conftest import env as env
 
 
 async def until(pilot: Any, done: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:

@@ -5,20 +5,14 @@ refuses in one line."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli.test_chat import Terminal  # (the pty the chat tests drive)
+from tests.cli.test_habits import chat_bodies, configure
+from tests.cli.test_run import NODWYN
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
-
-from .conftest import chat_bodies, configure
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.cli.test_chat import Terminal  # noqa: E402  (the pty the chat tests drive)
-from tests.cli.test_run import NODWYN  # noqa: E402
 
 
 def test_nodwyn_alone_on_a_terminal_opens_the_tui(env: dict[str, str]) -> None:

@@ -7,7 +7,10 @@ import asyncio
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
+from tests.cli.test_habits import chat_bodies, configure
+from tests.cli.test_run import call
 from textual.widgets import OptionList, Static
 
 from nodwyn.cli.screen import shown
@@ -18,7 +21,7 @@ from nodwyn.tui.composer import Composer
 from nodwyn.tui.conversation import _clip_lines
 from nodwyn.tui.screens import ApprovalScreen, ModelScreen, PickerScreen
 
-from .conftest import call, chat_bodies, configure, opened, until
+from .conftest import opened, until
 
 
 def _app(env: dict[str, str], **kw: object) -> NodwynApp:
@@ -65,7 +68,7 @@ def test_tool_session_with_approvals_once_session_and_decline(env: dict[str, str
 
 async def _approvals(env: dict[str, str]) -> None:
     ws = Path(env["WS"])
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "Writing a note.", "calls": [call("shell", "s1", command="echo hi > note.txt")]},
         {"calls": [call("fs-edit", "e1", path="calc.py", old="return a - b", new="return a + b")]},
         {"calls": [call("fs-edit", "e2", path="calc.py", old="def add", new="def plus")]},
@@ -85,7 +88,11 @@ async def _approvals(env: dict[str, str]) -> None:
                 modal = app.screen
                 asked.append(str(modal.query_one("#detail", Static).render()))
                 await pilot.press(key)
-                await until(pilot, lambda modal=modal: app.screen is not modal, what="the modal closed")
+
+                def closed(modal: object = modal) -> bool:
+                    return app.screen is not modal
+
+                await until(pilot, closed, what="the modal closed")
             await until(pilot, lambda: not app.busy, what="the turn's end")
             shown_text = _screen_text(app)
             sid = app.agent.session_id
@@ -122,7 +129,7 @@ def test_escape_cancels_a_running_tool_and_its_process_ends(env: dict[str, str])
 
 async def _cancel(env: dict[str, str]) -> None:
     ws = Path(env["WS"])
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [call("shell", "s1", command="touch pid; exec sleep 60.731")]},
         {"text": "Stopped; what next?"},
     ]
@@ -215,9 +222,11 @@ async def _resume(env: dict[str, str]) -> None:
                 await opened(pilot)
                 app.query_one(Composer).text = task
                 await pilot.press("enter")
-                await until(
-                    pilot, lambda app=app: not app.busy and app.panel.agg.totals().all.replies == 1, what=task
-                )
+
+                def answered(app: NodwynApp = app) -> bool:
+                    return not app.busy and app.panel.agg.totals().all.replies == 1
+
+                await until(pilot, answered, what=task)
         first, second = Store(Path(env["NODWYN_HOME"])).ids()[-2:]
         app = _app(env)
         async with app.run_test(size=(100, 30)) as pilot:
@@ -289,7 +298,7 @@ def test_ctrl_c_cancels_a_streaming_request_and_the_panel_agrees_with_stats(env:
 async def _cancel_request(env: dict[str, str]) -> None:
     from nodwyn.stats.totals import Aggregator
 
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "First answer."},
         {"text": "This goes on\nand on", "stall": {"when": "drip", "interval": 0.05}},
         {"text": "Back again."},
@@ -302,7 +311,11 @@ async def _cancel_request(env: dict[str, str]) -> None:
             for text, wait in (("one", "First answer."), ("two", "This goes on")):
                 app.query_one(Composer).text = text
                 await pilot.press("enter")
-                await until(pilot, lambda wait=wait: wait in _screen_text(app), what=wait)
+
+                def shows(wait: str = wait) -> bool:
+                    return wait in _screen_text(app)
+
+                await until(pilot, shows, what=wait)
             assert app.busy
             await pilot.press("ctrl+c")
             assert app.is_running
@@ -334,7 +347,10 @@ def test_a_result_the_window_cut_is_shown_as_sent(env: dict[str, str]) -> None:
 
 
 async def _cut(env: dict[str, str]) -> None:
-    script = [{"calls": [call("shell", "s1", command="seq 1 40000")]}, {"text": "Counted."}]
+    script: list[dict[str, Any]] = [
+        {"calls": [call("shell", "s1", command="seq 1 40000")]},
+        {"text": "Counted."},
+    ]
     with FakeServer(api="openai-chat", script=script) as fake:
         configure(env, fake.url)
         app = _app(env, yes=True)

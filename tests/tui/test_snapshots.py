@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli.test_habits import configure
+from tests.cli.test_run import call
 
 from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
@@ -20,7 +22,7 @@ from nodwyn.tui.app import NodwynApp
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.screens import ApprovalScreen, PickerScreen
 
-from .conftest import call, configure, opened, until
+from .conftest import opened, until
 
 SHOWN = "20260101T090000Z-0000c0de"
 OTHER = "20251231T180000Z-0000beef"
@@ -44,7 +46,7 @@ def _record(env: dict[str, str], url: str, task: str, script: list[dict[str, Any
 def recorded(env: dict[str, str]) -> Iterator[tuple[dict[str, str], FakeServer]]:
     """Two sessions with fixed ids, and a fake that answers the next turn with a shell call."""
     plan = "1. read calc.py\n2. fix add\n3. run the tests"
-    shown = [
+    shown: list[dict[str, Any]] = [
         {
             "thinking": "The user wants add checked; read it first.",
             "calls": [call("plan-write", "p1", plan=plan)],

@@ -23,7 +23,7 @@ TOOL = ToolSpec(
     description="run a command",
     parameters={"type": "object", "properties": {"command": {"type": "string"}}},
 )
-text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=30)
 
 
 def conversation(sizes: list[int], *, task: str = "fix the bug") -> Run:

@@ -12,7 +12,7 @@ from .sessions import ORIGIN_A, batch, started
 
 
 def _texts(messages: tuple[object, ...]) -> list[str]:
-    out = []
+    out: list[str] = []
     for m in messages:
         if isinstance(m, UserMessage):
             out.extend(p.text for p in m.parts if isinstance(p, TextPart))

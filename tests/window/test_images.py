@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import part_to_json
 from nodwyn.values.content import ImagePart, TextPart, UserMessage
@@ -12,7 +14,7 @@ from nodwyn.window.estimate import image_tokens, scaled_size
 
 from .sessions import ORIGIN_A, batch, started
 
-IMG = {
+IMG: dict[str, Any] = {
     "digest": "sha256:" + "ab" * 32,
     "media_type": "image/png",
     "width": 1024,

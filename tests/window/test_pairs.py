@@ -148,7 +148,7 @@ def test_a_v15_to_v16_resume_omits_results_of_batches_elided_before() -> None:
     sim.resume(recipe(16, limits=LIM))
     b = sim.request()
     assert set(seqs) <= set(b.record.elided) and b.record.trim is True
-    assert "recipe" in b.record.moved
+    assert "recipe" in (b.record.moved or ())
     assert all(s not in b.seqs for s in seqs)
     assert _pairs_ok(b.request.messages)
     for built in sim.built:  # old and new requests replay to their recorded digests

@@ -175,13 +175,13 @@ def test_c_hysteresis(sim: Sim) -> None:
         else:
             assert rec.high_water == line
             # v20 trims to a target of its own (recorded); older versions to low water
-            target = rec.target if version >= 20 else limits.low_water
             assert (rec.target is not None) is (version >= 20)
+            target = rec.target if rec.target is not None else limits.low_water
             assert rec.estimate <= target or rec.below_low_blocked is True
             if version >= 20:
                 assert int(V20.floor * limits.high_water) <= target <= int(V20.ceiling * limits.high_water)
         if rec.below_low_blocked:
-            assert rec.estimate > (rec.target if version >= 20 else limits.low_water)
+            assert rec.estimate > (rec.target if rec.target is not None else limits.low_water)
         if b.predicted is not None:  # the trim's running accounting is exact
             assert b.predicted == rec.estimate, (b.predicted, rec)
         assert rec.trim == bool(rec.elided)

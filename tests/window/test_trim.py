@@ -61,7 +61,8 @@ def test_trim_elides_oldest_results_first_down_to_low_water_and_never_the_person
     assert rec.estimate <= lim.low_water and rec.high_water == lim.high_water
     assert built.measure > lim.high_water
     assert rec.below_low_blocked is None
-    assert built.build.request.messages[0] == UserMessage(parts=built.build.request.messages[0].parts)
+    first = built.build.request.messages[0]
+    assert isinstance(first, UserMessage) and first == UserMessage(parts=first.parts)
     assert "task" in message_to_json(built.build.request.messages[0])["content"][0]["text"]
 
 

@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING
 from nodwyn import lazy
 
 if TYPE_CHECKING:
-    from nodwyn.agent.attach import read_image
+    from nodwyn.agent.attach import image_size, read_image
     from nodwyn.agent.figures import Overview, cache_figures, cost_text, describe, figures_json, overview
     from nodwyn.agent.fits import check_task
     from nodwyn.agent.loop import Agent
     from nodwyn.agent.ports import Display
-    from nodwyn.agent.sandbox import MODES, Mode, Sandbox, find_bwrap, unavailable
+    from nodwyn.agent.sandbox import MODES, Mode, Sandbox, SandboxError, find_bwrap, spawn, unavailable
     from nodwyn.agent.settings import STOPPED_EXIT, AgentSettings, TurnResult
     from nodwyn.agent.state import rebuild
     from nodwyn.agent.strategies import compact, switch_model
-    from nodwyn.agent.tools import Approver, Outcome, builtin_tools, catalog
+    from nodwyn.agent.tools import SUB_AGENT, Approver, Outcome, builtin_tools, catalog
     from nodwyn.agent.tools.base import Tool, ToolContext, declined, fail
     from nodwyn.agent.tools.env import scrub_env
     from nodwyn.agent.tools.procs import ProcessGroups, group_alive, kill_group
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MODES",
     "STOPPED_EXIT",
+    "SUB_AGENT",
     "Agent",
     "AgentSettings",
     "Approver",
@@ -35,6 +36,7 @@ __all__ = [
     "ProcessGroups",
     "Protected",
     "Sandbox",
+    "SandboxError",
     "Tool",
     "ToolContext",
     "TurnResult",
@@ -50,11 +52,13 @@ __all__ = [
     "figures_json",
     "find_bwrap",
     "group_alive",
+    "image_size",
     "kill_group",
     "overview",
     "read_image",
     "rebuild",
     "scrub_env",
+    "spawn",
     "switch_model",
     "unavailable",
 ]
@@ -62,16 +66,16 @@ __all__ = [
 __getattr__ = lazy(
     __name__,
     {
-        "attach": "read_image",
+        "attach": "image_size read_image",
         "figures": "Overview cache_figures cost_text describe figures_json overview",
         "fits": "check_task",
         "loop": "Agent",
         "ports": "Display",
-        "sandbox": "MODES Mode Sandbox find_bwrap unavailable",
+        "sandbox": "MODES Mode Sandbox SandboxError find_bwrap spawn unavailable",
         "settings": "STOPPED_EXIT AgentSettings TurnResult",
         "state": "rebuild",
         "strategies": "compact switch_model",
-        "tools": "Approver Outcome builtin_tools catalog",
+        "tools": "SUB_AGENT Approver Outcome builtin_tools catalog",
         "tools.base": "Tool ToolContext declined fail",
         "tools.env": "scrub_env",
         "tools.procs": "ProcessGroups group_alive kill_group",

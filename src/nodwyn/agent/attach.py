@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from nodwyn.agent.tools import Outcome
 from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
 from nodwyn.log import Attachments
@@ -109,3 +111,17 @@ def withheld(
         except (CorruptLogError, OSError):
             reasons[digest] = "the stored image no longer matches its digest"
     return reasons, images
+
+
+def tool_images(outcome: Outcome, settings: ModelSettings) -> Outcome:
+    """A tool's outcome as logged: the images it returned confirmed for the model's host, as an
+    ``--image`` is; where the model takes no images (its entry's ``takes_images``), none is kept on
+    the result and its text says so."""
+    if not outcome.images:
+        return outcome
+    if not settings.takes_images:
+        n = len(outcome.images)
+        line = f"[{n} image{'s' if n > 1 else ''} not sent: model {settings.name} takes no images]"
+        return replace(outcome, text=f"{outcome.text}\n{line}", images=())
+    host = model_host(settings)
+    return replace(outcome, images=tuple(replace(ref, host=host) for ref in outcome.images))

@@ -5,6 +5,7 @@ the log, and the ``tool.result`` a call's outcome is logged as. The calls themse
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import assert_never
 
 from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import Approver, Outcome, ToolContext
@@ -16,11 +17,23 @@ from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     LLM_RESP,
     TOOL_RESULT,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
     GatePlan,
+    ImportView,
     LineRange,
     LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
+    ModelSwitch,
     Note,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -63,17 +76,34 @@ def recall_text(log: SessionLog, seq: int) -> str:
         raise ToolError(f"recall: there is no seq {seq} (the log has 1-{log.last_seq})")
     event = next(iter(log.read(seq, seq)))
     p = decode(event)
-    if isinstance(p, ToolResult | UserMsg | GatePlan | Note):
-        return p.text
-    if isinstance(p, LlmResp):
-        return _unit(log, event.seq, event.ctx, p)
-    if isinstance(p, LlmReq):
-        reply = next((e for e in log.read(seq + 1) if e.kind == LLM_RESP and e.ctx == event.ctx), None)
-        answer = None if reply is None else LlmResp.from_data(reply.data)
-        if reply is not None and answer is not None and answer.req == seq:
-            return _unit(log, reply.seq, reply.ctx, answer)
-        raise ToolError(f"recall: seq {seq} is a request that got no reply; nothing to bring back")
-    raise ToolError(f"recall: seq {seq} is a {event.kind} event, which has no text to bring back")
+    match p:
+        case ToolResult() | UserMsg() | GatePlan() | Note():
+            return p.text
+        case LlmResp():
+            return _unit(log, event.seq, event.ctx, p)
+        case LlmReq():
+            reply = next((e for e in log.read(seq + 1) if e.kind == LLM_RESP and e.ctx == event.ctx), None)
+            answer = None if reply is None else LlmResp.from_data(reply.data)
+            if reply is not None and answer is not None and answer.req == seq:
+                return _unit(log, reply.seq, reply.ctx, answer)
+            raise ToolError(f"recall: seq {seq} is a request that got no reply; nothing to bring back")
+        case (
+            SessionStart()
+            | SessionResume()
+            | ResultFold()
+            | SummaryAdd()
+            | SummaryRevoke()
+            | CtxOpen()
+            | CtxClose()
+            | CtxWiden()
+            | ModelSwitch()
+            | LogRepaired()
+            | LlmSeen()
+            | ImportView()
+        ):
+            raise ToolError(f"recall: seq {seq} is a {event.kind} event, which has no text to bring back")
+        case _:
+            assert_never(p)
 
 
 def _unit(log: SessionLog, seq: int, ctx: str, reply: LlmResp) -> str:
@@ -108,4 +138,5 @@ def result_payload(call: ToolCall, outcome: Outcome) -> ToolResult:
         error=outcome.error,
         range=rng,
         sandbox=outcome.sandbox,
+        images=outcome.images or None,
     )

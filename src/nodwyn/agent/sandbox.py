@@ -21,7 +21,7 @@ Modes (ADR 0351):
 
 ``spawn`` never runs a command unconfined in a sandboxed mode: where bwrap is missing or cannot make
 namespaces, or the workspace cannot be bound, it raises ``SandboxError`` with one line saying how to
-fix it. The shell tool and, later, stdio extension points (MCP servers) start processes through it.
+fix it. The shell tool and stdio MCP servers (``mcp.launch``) start processes through it.
 """
 
 from __future__ import annotations
@@ -133,8 +133,11 @@ def _checked_workspace(workspace: Path) -> Path:
     return workspace.resolve()
 
 
-def bwrap_argv(sandbox: Sandbox, workspace: Path, argv: Sequence[str], seccomp_fd: int | None) -> list[str]:
-    """The bwrap command line that runs ``argv`` in ``workspace`` under ``sandbox``."""
+def bwrap_argv(
+    sandbox: Sandbox, workspace: Path, argv: Sequence[str], seccomp_fd: int | None, cwd: Path | None = None
+) -> list[str]:
+    """The bwrap command line that runs ``argv`` in ``workspace`` under ``sandbox`` (in ``cwd``,
+    the workspace unless given)."""
     assert sandbox.program is not None
     ws = _checked_workspace(workspace)
     out = [sandbox.program, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
@@ -157,7 +160,7 @@ def bwrap_argv(sandbox: Sandbox, workspace: Path, argv: Sequence[str], seccomp_f
         out += _hide(path, ws)
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
-    out += ["--chdir", str(ws), "--", *argv]
+    out += ["--chdir", str(ws if cwd is None else cwd), "--", *argv]
     return out
 
 
@@ -226,13 +229,15 @@ def spawn(
     *,
     workspace: Path,
     env: Mapping[str, str],
+    cwd: Path | None = None,
     **popen: Any,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in ``workspace`` under ``sandbox`` (the one way nodwyn starts a tool's process).
+    """Start ``argv`` in ``workspace`` under ``sandbox`` (the one way nodwyn starts a tool's process:
+    the shell's commands and stdio MCP servers), in ``cwd`` (default: the workspace).
     ``popen``: stdin/stdout/stderr/start_new_session as for ``subprocess.Popen``. Raises
     ``SandboxError`` (one line with the fix) rather than run a sandboxed mode's command unconfined."""
     if not sandbox.confined:
-        return subprocess.Popen(list(argv), cwd=workspace, env=dict(env), **popen)
+        return subprocess.Popen(list(argv), cwd=workspace if cwd is None else cwd, env=dict(env), **popen)
     why = unavailable(sandbox)
     if why is not None:
         raise SandboxError(why)
@@ -247,7 +252,7 @@ def spawn(
                 read_fd, write_fd = os.pipe()
                 with os.fdopen(write_fd, "wb") as w:  # a few hundred bytes: within the pipe's buffer
                     w.write(program)
-            args = bwrap_argv(sandbox, ws, argv, read_fd)
+            args = bwrap_argv(sandbox, ws, argv, read_fd, cwd)
             fds = () if read_fd is None else (read_fd,)
             proc = subprocess.Popen(args, env=dict(env), pass_fds=fds, **popen)
         finally:

@@ -33,6 +33,7 @@ class AgentSettings:
     protected: Protected = NOTHING  # nodwyn's own files, which no file tool touches (.nodwyn always)
     sandbox: Sandbox = Sandbox()  # what shell commands may touch (agent.sandbox, ADR 0350)
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
+    named_files: bool = False  # a turn's message shows the files it names (agent.named, ADR 0442)
     # the window a switch to a model of another context gets (ADR 0300); None: it keeps its size
     limits_for: Callable[[ModelSettings], WindowLimits] | None = None
 

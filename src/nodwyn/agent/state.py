@@ -89,6 +89,8 @@ class LoopState:
         elif isinstance(p, ToolResult):
             call = self.pending.get(event.ctx, {}).pop(p.call_id, None)
             self.results.append(result_record(event.seq, event.ctx, p, call))
+            for ref in p.images or ():
+                self.images[ref.digest] = ref
         elif isinstance(p, ResultFold):
             self.folded.add(p.target)
         elif isinstance(p, UserMsg):

@@ -4,9 +4,9 @@
 output, a command, an error a provider sent, a log's contents): credentials are redacted (the
 values nodwyn holds, which ``hold`` sets when a session opens, and every shape the log redacts),
 then control characters are spelled out (``values.terminal``). ``Stream`` does the same for a reply
-as it streams: it lets out whole lines only, so a secret split across fragments, or a header and
-its token, is seen whole before it is shown; a private key block is held until its END line; a
-line longer than 16 KiB is redacted whole before part of it is let out.
+as it streams: ``log.Holdback`` lets text out as it comes, holding back only what could still
+become a secret (the trailing run of non-blank characters, an open quoted value after a secret's
+name, a private key block until its END line), redacted with the context already shown (ADR 0430).
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Final
 
-from nodwyn.log import NO_KNOWN, Known, redact, redact_text
+from nodwyn.log import NO_KNOWN, Holdback, Known, redact, redact_text
 from nodwyn.values.events import Event
 from nodwyn.values.terminal import escape_controls, escape_json_controls
 
 _HELD: list[Known] = [NO_KNOWN]
-_PEM_HOLD: Final = 64 << 10  # an unterminated key block is held back up to this many characters
-_LINE_HOLD: Final = 16 << 10  # a line without its end is let out past this many characters
 
 
 def hold(known: Known) -> None:
@@ -68,40 +66,23 @@ def shown(text: str, *, newlines: bool = True) -> str:
 
 
 class Stream:
-    """A streamed reply, let out line by line through ``shown``."""
+    """A streamed reply, let out as it comes through ``log.Holdback`` (only what could still
+    become a secret is held back), control characters spelled out."""
 
     def __init__(self) -> None:
-        self._pending = ""
+        self._held = Holdback(_HELD[0])
 
     def feed(self, fragment: str) -> str:
-        """What may be shown now (whole lines), keeping the rest for later."""
-        self._pending += fragment
-        cut = self._pending.rfind("\n") + 1
-        if cut == 0 and len(self._pending) > _LINE_HOLD:
-            # a very long line: redacted whole before it is cut, so the cut cannot split a
-            # credential into halves neither of which matches; then let out all but a key's length
-            self._pending = redacted(self._pending)
-            cut = len(self._pending) - 4096
-            space = self._pending.rfind(" ", 0, cut)
-            cut = space + 1 if space > 0 else cut
-        if cut == 0:
-            return ""
-        ready = self._pending[:cut]
-        start = ready.rfind("-----BEGIN ")
-        unended = start >= 0 and "PRIVATE KEY" in ready[start:] and "-----END " not in ready[start + 11 :]
-        if unended and len(self._pending) < _PEM_HOLD:
-            return ""  # hold the block until its end is here
-        self._pending = self._pending[cut:]
-        return shown(ready)
+        """What may be shown now, keeping the rest for later."""
+        return escape_controls(self._held.feed(fragment))
 
     def flush(self) -> str:
         """The rest, at the end of the reply."""
-        rest, self._pending = self._pending, ""
-        return shown(rest) if rest else ""
+        return escape_controls(self._held.flush())
 
     @property
     def open(self) -> bool:
-        return bool(self._pending)
+        return self._held.pending
 
 
 # -- a command to approve, shown so that nothing in it hides (issue 21, item 4; ADR 0354) --------

@@ -250,6 +250,8 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
             raise ConfigError(f"{_where(path, where, 'base_url')}: {exc}") from None
     if "family" in table:
         opt["family"] = _choice(table["family"], get_args(Family), _where(path, where, "family"))
+    if "edits" in table:
+        opt["edits"] = _choice(table["edits"], EDITS, _where(path, where, "edits"))
     if "cache_key" in table:
         opt["cache_key"] = _choice(table["cache_key"], get_args(CacheKey), _where(path, where, "cache_key"))
     if "cache_control" in table:
@@ -273,6 +275,9 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
         opt["prices"] = _prices(table["prices"], path, where)
     _check_source(api, model, opt, path, where)
     return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
+
+
+EDITS = ("json", "blocks")
 
 
 def _prices(raw: object, path: Path, where: str) -> Prices:

@@ -39,6 +39,7 @@ MODEL_KEYS: Final = frozenset(
         "keep_reasoning",
         "reasoning_details_only",
         "takes_images",
+        "edits",
         "reasoning_effort",
         "prices",
         "cache_diagnostics",

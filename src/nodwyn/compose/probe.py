@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nodwyn.agent import builtin_tools, catalog
 from nodwyn.compose.config import Config
+from nodwyn.compose.confinement import sandbox_for
 from nodwyn.compose.servers import Servers, configured, start_servers
 from nodwyn.compose.setup import BASE_SYSTEM, credentials, held_values
 from nodwyn.dialects import api_profile, session_key
@@ -131,5 +132,7 @@ def probe_servers(
         keychain=credentials(env, config) if needs_keys else Credentials(),
         tool_timeout=config.tool_timeout,
         taken=set(),
+        sandbox=sandbox_for(env, config),
+        workspace=workspace,
     )
     return entries, started, skipped

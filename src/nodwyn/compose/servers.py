@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodwyn.agent import Tool
+from nodwyn.agent import Sandbox, Tool
 from nodwyn.compose.config import Config
 from nodwyn.compose.extensions import trusted_dirs
 from nodwyn.errors import ConfigError
@@ -125,7 +125,11 @@ def start_servers(
     keychain: Credentials,
     tool_timeout: float,
     taken: set[str],
+    sandbox: Sandbox,
+    workspace: Path,
 ) -> Servers:
+    """Start the enabled ``servers`` at once (stdio ones in ``sandbox`` over ``workspace``, unless
+    an entry says otherwise) and make their catalog tools."""
     enabled = [s for _, s in sorted(servers.items()) if s.enabled]
     if not enabled:
         return Servers(hub=None, started=(), tools={}, messages=())
@@ -141,7 +145,7 @@ def start_servers(
             messages.append(f"mcp server {s.name} not started: {exc}")
     from nodwyn.mcp import Hub, make_tools
 
-    hub = Hub(env=env, known=known)
+    hub = Hub(env=env, known=known, sandbox=sandbox, workspace=workspace)
     started = hub.start(startable)
     made = make_tools(hub, started, tool_timeout=tool_timeout, taken=taken)
     return Servers(hub=hub, started=tuple(started), tools=made.tools, messages=(*messages, *made.messages))

@@ -14,6 +14,7 @@ from itertools import chain
 from pathlib import Path
 
 from nodwyn.agent import (
+    SUB_AGENT,
     Agent,
     AgentSettings,
     Approver,
@@ -42,7 +43,7 @@ from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.compose.project_doc import ProjectDoc, read_project_doc
 from nodwyn.compose.servers import Servers, configured, held, start_servers
-from nodwyn.dialects import api_profile
+from nodwyn.dialects import api_profile, format_for
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
 from nodwyn.log import Known, SealKey, Store, data_root
 from nodwyn.mcp import ServerConfig, server_of
@@ -83,6 +84,25 @@ LOCAL_SYSTEM = (
     "you to. As soon as the results answer the question, reply to the user in plain text, briefly, "
     "with no tool call."
 )
+
+
+def edits_of(model: ModelSettings) -> str:
+    """How the model writes an edit's text: in the call's JSON, or, for an in-process model whose
+    prompt format says so, as a block after the call (ADR 0440; the format decides, not the name)."""
+    if not api_profile(model).in_process:
+        return "json"
+    return model.edits or format_for(weights_for(model.model, model.name).prompt).edits
+
+
+def offered_builtins(model: ModelSettings) -> dict[str, Tool]:
+    """The built-in tools a session on ``model`` offers: all of them, their edits as the model
+    writes them (``edits_of``); an in-process model is not offered sub-agent (ADR 0442): its
+    context starts with a system prompt of its own, so its first request prefills cold, and the
+    small models call it for work they then lose."""
+    tools = builtin_tools(edits_of(model))
+    if api_profile(model).in_process:
+        tools.pop(SUB_AGENT, None)
+    return tools
 
 
 def keychain_where(env: Mapping[str, str]) -> str:
@@ -408,7 +428,7 @@ def open_agent(
             f"that does (-m NAME), or set takes_images = true in its [models.{model.name}] entry"
         )
     ext = load_extensions(workspace, env)
-    tools = {**builtin_tools(), **ext.tools}
+    tools = {**offered_builtins(model), **ext.tools}
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
     entries, skipped = configured(config, workspace, env)
@@ -419,6 +439,8 @@ def open_agent(
         keychain=_keychain(env, config, entries),
         tool_timeout=config.tool_timeout,
         taken=set(tools),
+        sandbox=box,
+        workspace=workspace,
     )
     try:
         tools = _catalog_of(config, {**tools, **servers.tools})
@@ -440,6 +462,7 @@ def open_agent(
             protected=protected(env),
             limits_for=partial(session_limits, config.window, path=config.path),
             sandbox=box,
+            named_files=api_profile(model).in_process,
         )
         recorded = {"sandbox": box.mode, "network": box.network, "approval": approval}  # not in a digest
         if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed

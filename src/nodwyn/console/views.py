@@ -3,21 +3,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 from nodwyn.replay import in_words, label
 from nodwyn.values.codec import usage_to_json
 from nodwyn.values.content import AssistantMessage, ImagePart, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
     CtxClose,
+    CtxOpen,
+    CtxWiden,
     Event,
     GatePlan,
+    ImportView,
     LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
+    ModelSwitch,
     Note,
     ResultFold,
     SessionResume,
     SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -47,39 +55,50 @@ def event_json(e: Event) -> dict[str, Any]:
     A payload that does not decode (a damaged log) shows its fields as they are."""
     data = _d(e.data)
     out: dict[str, Any] = {"seq": e.seq, "t": e.t, "kind": e.kind, "label": label(e.kind), "ctx": e.ctx}
-    sentence = in_words(e)
     p = decoded(e)
-    if isinstance(p, UserMsg):
-        out.update(clip(p.text))
-        out["images"] = len(p.images or ())
-    elif isinstance(p, LlmResp):
-        resp = p.response
-        out["req"] = p.req
-        out.update(clip(resp.text))
-        out["thinking"] = clip(resp.thinking)
-        out["calls"] = [{"name": c.name, **clip(c.arguments, 600)} for c in resp.calls]
-        out["blocks"] = len(resp.blocks)
-        recorded = isinstance(_d(data.get("response")).get("usage"), dict)
-        out["usage"] = usage_to_json(resp.usage) if recorded else None
-    elif isinstance(p, LlmReq):
-        out.update(model=p.model, trim=p.trim, estimate=p.estimate, elided=len(p.elided))
-    elif isinstance(p, ToolResult):
-        out.update(name=p.name, error=p.error, **clip(p.text))
-        if p.sandbox is not None:
-            out["sandbox"] = p.sandbox
-    elif isinstance(p, GatePlan | Note):
-        out.update(clip(p.text))
-    elif isinstance(p, SessionStart | SessionResume):
-        version = "" if p.recipe is None else f"window-v{p.recipe.version}"
-        out["text"] = f"model {p.model}, recipe {version}" + confinement(p)
-    elif p is not None and sentence is not None:  # bookkeeping: one sentence, then what it carries
-        out["sentence"] = sentence
-        carried = p.text if isinstance(p, ResultFold) else p.result if isinstance(p, CtxClose) else None
-        out.update(clip(carried) if carried is not None else {"text": None})
-        if isinstance(p, ResultFold):
-            out["target"] = p.target
-    else:  # a kind this console does not know, or a damaged payload: its fields, as they are
-        out["text"] = ", ".join(f"{k}: {_s(v)[:80]}" for k, v in data.items())
+    match p:
+        case UserMsg():
+            out.update(clip(p.text))
+            out["images"] = len(p.images or ())
+        case LlmResp():
+            resp = p.response
+            out["req"] = p.req
+            out.update(clip(resp.text))
+            out["thinking"] = clip(resp.thinking)
+            out["calls"] = [{"name": c.name, **clip(c.arguments, 600)} for c in resp.calls]
+            out["blocks"] = len(resp.blocks)
+            recorded = isinstance(_d(data.get("response")).get("usage"), dict)
+            out["usage"] = usage_to_json(resp.usage) if recorded else None
+        case LlmReq():
+            out.update(model=p.model, trim=p.trim, estimate=p.estimate, elided=len(p.elided))
+        case ToolResult():
+            out.update(name=p.name, error=p.error, **clip(p.text))
+            if p.sandbox is not None:
+                out["sandbox"] = p.sandbox
+        case GatePlan() | Note():
+            out.update(clip(p.text))
+        case SessionStart() | SessionResume():
+            version = "" if p.recipe is None else f"window-v{p.recipe.version}"
+            out["text"] = f"model {p.model}, recipe {version}" + confinement(p)
+        case (
+            CtxOpen()
+            | CtxClose()
+            | CtxWiden()
+            | ResultFold()
+            | SummaryAdd()
+            | SummaryRevoke()
+            | ModelSwitch()
+            | LogRepaired()
+        ):  # bookkeeping: one sentence, then what it carries
+            out["sentence"] = in_words(e)
+            carried = p.text if isinstance(p, ResultFold) else p.result if isinstance(p, CtxClose) else None
+            out.update(clip(carried) if carried is not None else {"text": None})
+            if isinstance(p, ResultFold):
+                out["target"] = p.target
+        case LlmSeen() | ImportView() | None:  # an imported session's, or a damaged payload: its fields
+            out["text"] = ", ".join(f"{k}: {_s(v)[:80]}" for k, v in data.items())
+        case _:
+            assert_never(p)
     return out
 
 

@@ -18,7 +18,16 @@ from nodwyn.values.model import ModelSettings
 if TYPE_CHECKING:
     from nodwyn.dialects.apis import DIAGNOSING_APIS
     from nodwyn.dialects.common import model_ids
-    from nodwyn.dialects.local import Piece, PromptFormat, format_for, parse_calls, reply_end, shared_prefix
+    from nodwyn.dialects.local import (
+        Block,
+        Piece,
+        PromptFormat,
+        blocks_of,
+        format_for,
+        parse_calls,
+        reply_end,
+        shared_prefix,
+    )
     from nodwyn.dialects.local.grammar import call_grammar
 
 __getattr__ = lazy(
@@ -26,7 +35,7 @@ __getattr__ = lazy(
     {
         "apis": "DIAGNOSING_APIS",
         "common": "model_ids",
-        "local": "Piece PromptFormat format_for parse_calls reply_end shared_prefix",
+        "local": "Block Piece PromptFormat blocks_of format_for parse_calls reply_end shared_prefix",
         "local.grammar": "call_grammar",
     },
 )
@@ -35,6 +44,7 @@ __all__ = [
     "API_PROFILES",
     "DIAGNOSING_APIS",
     "ApiProfile",
+    "Block",
     "Decoder",
     "Dialect",
     "NdjsonParser",
@@ -44,6 +54,7 @@ __all__ = [
     "StreamEvent",
     "WireRequest",
     "api_profile",
+    "blocks_of",
     "call_grammar",
     "dialect_for",
     "format_for",

@@ -62,9 +62,21 @@ BINDING_BETA = "thinking-binding-controls-2026-08-01"
 DIAGNOSIS_BETA = "cache-diagnosis-2026-04-07"
 
 
-def _tool_result(m: ToolMessage) -> dict[str, Any]:
-    # is_error goes as it is, false included, as Anthropic's own clients send it
-    return {"type": "tool_result", "tool_use_id": m.call_id, "content": m.text, "is_error": m.error}
+def _image(p: ImagePart, images: Mapping[str, bytes], settings: ModelSettings, where: str) -> dict[str, Any]:
+    data = image_base64(images, p, settings, where)
+    return {"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": data}}
+
+
+def _tool_result(
+    m: ToolMessage, settings: ModelSettings, images: Mapping[str, bytes], where: str
+) -> dict[str, Any]:
+    # is_error goes as it is, false included, as Anthropic's own clients send it; a result's
+    # images go in its content, after its text (a tool_result takes text and image blocks)
+    content: str | list[dict[str, Any]] = m.text
+    if m.images:
+        content = [{"type": "text", "text": m.text}] if m.text else []
+        content += [_image(p, images, settings, f"{where}.images[{j}]") for j, p in enumerate(m.images)]
+    return {"type": "tool_result", "tool_use_id": m.call_id, "content": content, "is_error": m.error}
 
 
 class AnthropicDialect(DialectBase):
@@ -133,7 +145,7 @@ class AnthropicDialect(DialectBase):
                 if results is None:
                     results = []
                     messages.append({"role": "user", "content": results})
-                results.append(_tool_result(m))
+                results.append(_tool_result(m, settings, images, where))
                 continue
             results = None
             if isinstance(m, UserMessage):
@@ -154,17 +166,7 @@ class AnthropicDialect(DialectBase):
                 if p.text:
                     content.append({"type": "text", "text": p.text})
             elif isinstance(p, ImagePart):
-                data = image_base64(images, p, settings, f"{where}.parts[{j}]")
-                content.append(
-                    {
-                        "type": "image",
-                        "source": {
-                            "type": "base64",
-                            "media_type": p.media_type,
-                            "data": data,
-                        },
-                    }
-                )
+                content.append(_image(p, images, settings, f"{where}.parts[{j}]"))
         if not content:
             raise EncodeError(
                 f"{where}: an empty user message cannot be sent to Anthropic (it refuses empty text)"

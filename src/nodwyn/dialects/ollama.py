@@ -30,6 +30,7 @@ from nodwyn.dialects.base import (
     opt_list,
     opt_str,
     stream_incomplete,
+    tool_images_after,
     wrong_type,
 )
 from nodwyn.dialects.common import DialectBase
@@ -117,7 +118,10 @@ class OllamaDialect(DialectBase):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages += [_message(m, f"messages[{i}]", settings, images) for i, m in enumerate(request.messages)]
+        messages += [
+            _message(m, f"messages[{i}]", settings, images)
+            for i, m in enumerate(tool_images_after(request.messages))
+        ]
         body: dict[str, Any] = {"model": settings.model, "messages": messages}
         if request.tools:
             body["tools"] = function_tools(request.tools)

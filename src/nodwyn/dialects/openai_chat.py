@@ -35,6 +35,7 @@ from nodwyn.dialects.base import (
     opt_str,
     stream_incomplete,
     sub,
+    tool_images_after,
     wrong_type,
 )
 from nodwyn.dialects.common import DialectBase
@@ -118,7 +119,7 @@ class ChatDialect(DialectBase):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        for i, m in enumerate(request.messages):
+        for i, m in enumerate(tool_images_after(request.messages)):
             where = f"messages[{i}]"
             if isinstance(m, UserMessage):
                 messages.append({"role": "user", "content": self._user_content(m, settings, images, where)})

@@ -41,6 +41,7 @@ from nodwyn.dialects.base import (
     opt_str,
     stream_incomplete,
     sub,
+    tool_images_after,
     wrong_type,
 )
 from nodwyn.dialects.common import DialectBase
@@ -121,7 +122,9 @@ class ResponsesDialect(DialectBase):
         if request.system:
             body["instructions"] = request.system
         body["input"] = [
-            it for i, m in enumerate(request.messages) for it in self._items(m, i, settings, images)
+            it
+            for i, m in enumerate(tool_images_after(request.messages))
+            for it in self._items(m, i, settings, images)
         ]
         if request.tools:
             body["tools"] = [_tool(t) for t in request.tools]

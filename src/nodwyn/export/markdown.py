@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from typing import assert_never
 
 from nodwyn.replay import in_words
 from nodwyn.stats import Totals, percent
@@ -19,15 +20,24 @@ from nodwyn.values.events import (
     CTX_OPEN,
     MAIN_CTX,
     TOOL_RESULT,
+    AnyPayload,
     CtxClose,
     CtxOpen,
+    CtxWiden,
     Event,
     GatePlan,
+    ImportView,
+    LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
+    ModelSwitch,
     Note,
     ResultFold,
     SessionResume,
     SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -167,12 +177,27 @@ class _Transcript:
                 yield from _reply(p.response, where, self.results, self.shown_results)
             case ToolResult() if ev.seq not in self.shown_results:
                 yield from _tool_result(p)
+            case ToolResult():
+                pass  # shown beside its call
             case GatePlan():
                 yield from (f"**Plan**{where}", "", p.text, "")
             case Note():
                 yield from (f"*Note: {p.text}*", "")
-            case _:
+            case (
+                CtxOpen()
+                | CtxClose()
+                | CtxWiden()
+                | ResultFold()
+                | SummaryAdd()
+                | SummaryRevoke()
+                | ModelSwitch()
+                | LogRepaired()
+            ):
                 yield from _in_words(ev, p)
+            case LlmReq() | LlmSeen() | ImportView():
+                pass  # a request, or an imported session's bookkeeping: no text of the conversation
+            case _:
+                assert_never(p)
 
     def start(self, model: str, when: str) -> Iterator[str]:
         """The heading's model line (and the figures) at the first start, a line at each resume."""
@@ -208,7 +233,7 @@ def _tool_result(p: ToolResult) -> Iterator[str]:
     yield ""
 
 
-def _in_words(ev: Event, p: object) -> Iterator[str]:
+def _in_words(ev: Event, p: AnyPayload) -> Iterator[str]:
     """Any other event the transcript words, with what a closed sub-agent or a fold carried."""
     sentence = in_words(ev)
     if sentence is None:

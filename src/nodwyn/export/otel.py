@@ -20,7 +20,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 from urllib.parse import urlsplit
 
 from nodwyn.values.content import Origin
@@ -28,12 +28,23 @@ from nodwyn.values.events import (
     MAIN_CTX,
     CtxClose,
     CtxOpen,
+    CtxWiden,
     Event,
+    GatePlan,
+    ImportView,
     LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
+    ModelSwitch,
+    Note,
+    ResultFold,
     SessionResume,
     SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
+    UserMsg,
     decoded,
 )
 from nodwyn.values.request import Response, Usage
@@ -150,23 +161,43 @@ class _Tracer:
     def event(self, ev: Event) -> None:
         self.first_t = self.first_t or ev.t
         self.last_t = ev.t
-        match decoded(ev):
-            case SessionStart() | SessionResume() as p if not self.first_model:
+        p = decoded(ev)
+        match p:
+            case SessionStart() | SessionResume() if not self.first_model:
                 self.first_model = p.model
-            case CtxOpen() as p:
+            case CtxOpen():
                 self.ctx_span[p.id] = _id("nodwyn-span", self.session, str(ev.seq), size=8)
                 self.ctx_open[p.id] = (ev, p)
-            case CtxClose() as p:
+            case CtxClose():
                 opened = self.ctx_open.pop(p.id, None)
                 if opened is not None:
                     self.context(p.id, opened, ev)
-            case LlmReq() as p:
+            case LlmReq():
                 self.requests[ev.seq] = (ev, p)
-            case LlmResp() as p:
+            case LlmResp():
                 self.reply(ev, p)
-            case ToolResult() as p:
+            case ToolResult():
                 asker = self.asked.pop(p.call_id, None)
                 self.out.append(_tool_span(self.trace, self.parent(ev.ctx), ev, p, asker, self.session))
+            case (
+                SessionStart()
+                | SessionResume()
+                | UserMsg()
+                | GatePlan()
+                | Note()
+                | ResultFold()
+                | SummaryAdd()
+                | SummaryRevoke()
+                | CtxWiden()
+                | ModelSwitch()
+                | LogRepaired()
+                | LlmSeen()
+                | ImportView()
+                | None
+            ):
+                pass  # no span of their own (the spans are the agent, its contexts, requests, tools)
+            case _:
+                assert_never(p)
 
     def context(self, cid: str, opened: tuple[Event, CtxOpen], closed: Event | None) -> None:
         parent = self.parent(opened[0].ctx)

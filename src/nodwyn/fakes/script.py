@@ -24,8 +24,10 @@ A ``stall`` makes the server misbehave in time, until the client goes away or th
 ``accept`` reads the request and answers nothing; ``headers`` sends the 200 headers and then
 nothing; ``keepalive`` sends the headers and then an SSE comment every ``interval`` seconds;
 ``drip`` (openai-chat) sends the reply and then one more text delta every ``interval`` seconds,
-never its end. A ``flood`` (openai-chat) streams a reply whose text is ``bytes`` long, made as it
-is sent (never held whole), in 64 KB deltas, or as one ``data:`` line when ``line`` is true.
+never its end; ``pace`` (any API) sends the reply whole, ``interval`` seconds between its chunks
+(a slow model: a client must show text before the reply ends). A ``flood`` (openai-chat) streams
+a reply whose text is ``bytes`` long, made as it is sent (never held whole), in 64 KB deltas, or as
+one ``data:`` line when ``line`` is true.
 
 An ``error`` item answers that HTTP error in the API's own shape instead of a reply. ``quirks``
 (each recorded from a real server): ``done_marker`` (Responses: ``data: [DONE]`` after the
@@ -69,7 +71,7 @@ _KEYS = {
 QUIRKS = frozenset(
     {"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations", "whole_reply"}
 )
-STALLS = ("accept", "headers", "keepalive", "drip")
+STALLS = ("accept", "headers", "keepalive", "drip", "pace")
 # What each key of a script item does, for `nodwyn fake serve --help`.
 ITEM_KEYS: dict[str, str] = {
     "text": "the reply's text",
@@ -85,7 +87,8 @@ ITEM_KEYS: dict[str, str] = {
     "quirks": "what real servers send: " + ", ".join(sorted(QUIRKS)),
     "stall": 'a provider fault in time: {"when": one of ' + ", ".join(STALLS) + ', "interval": seconds} '
     "(accept: answer nothing; headers: the 200 headers, then nothing; keepalive: SSE comments every "
-    "interval; drip: openai-chat, the reply then one more delta every interval, never its end)",
+    "interval; drip: openai-chat, the reply then one more delta every interval, never its end; "
+    "pace: the reply whole, interval seconds between its chunks)",
     "flood": 'openai-chat: a reply whose text is this large: {"bytes": N, "line": true|false} '
     "(64 KB deltas, or one data: line)",
     "finish": 'openai-chat: the finish reason sent instead of "stop"/"tool_calls", e.g. "length"',

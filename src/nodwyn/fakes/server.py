@@ -86,7 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     closing.wait(stall.interval)
                 return
-            pause = stall.interval if stall is not None and stall.when == "drip" else 0.0
+            pause = stall.interval if stall is not None and stall.when in ("drip", "pace") else 0.0
             for chunk in reply.chunks:
                 if closing.is_set():
                     return

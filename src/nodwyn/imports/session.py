@@ -24,7 +24,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from nodwyn.errors import CorruptLogError, NodwynError, NotFoundError
 from nodwyn.imports.discover import Found
@@ -35,17 +35,24 @@ from nodwyn.record import start_session
 from nodwyn.values.codec import message_from_json, message_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
-    IMPORT_VIEW,
-    LLM_RESP,
-    LLM_SEEN,
     SESSION_START,
-    TOOL_RESULT,
-    USER_MSG,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
     Event,
+    GatePlan,
     ImportView,
+    LlmReq,
     LlmResp,
     LlmSeen,
+    LogRepaired,
+    ModelSwitch,
+    Note,
+    ResultFold,
+    SessionResume,
     SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -56,8 +63,6 @@ from nodwyn.values.request import Request, Response, Usage
 
 # What an imported session's recipe sizes nothing with: nodwyn builds none of its requests.
 NO_LIMITS = WindowLimits(high_water=0, low_water=0, max_result_tokens=0, output_reserve=0, ceiling=0)
-# The events that are the conversation (an llm.seen range holds only these).
-CONVERSATION = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,27 +234,44 @@ def read(events: Iterable[Event]) -> Imported:
             assert isinstance(p, SessionStart)
             start = p
             continue
-        if ev.kind not in CONVERSATION and ev.kind not in (LLM_SEEN, IMPORT_VIEW):
-            continue
         p = decode(ev)
-        if isinstance(p, UserMsg):
-            messages[ev.seq] = UserMessage(parts=(TextPart(text=p.text),))
-            conversation.append(ev.seq)
-        elif isinstance(p, ToolResult):
-            messages[ev.seq] = ToolMessage(call_id=p.call_id, name=p.name, text=p.text, error=p.error)
-            conversation.append(ev.seq)
-        elif isinstance(p, LlmResp):
-            r = p.response
-            messages[ev.seq] = AssistantMessage(text=r.text, thinking=r.thinking, calls=r.calls)
-            conversation.append(ev.seq)
-            if p.req in seen:
-                replies[p.req] = p
-        elif isinstance(p, ImportView):
-            messages[ev.seq] = message_from_json(p.message, f"import.view at seq {ev.seq}.message")
-            views.add(ev.seq)
-        elif isinstance(p, LlmSeen):
-            seen[ev.seq] = p
-            requests[ev.seq] = _expand(p, ev.seq, conversation, messages)
+        match p:
+            case UserMsg():
+                messages[ev.seq] = UserMessage(parts=(TextPart(text=p.text),))
+                conversation.append(ev.seq)
+            case ToolResult():
+                messages[ev.seq] = ToolMessage(call_id=p.call_id, name=p.name, text=p.text, error=p.error)
+                conversation.append(ev.seq)
+            case LlmResp():
+                r = p.response
+                messages[ev.seq] = AssistantMessage(text=r.text, thinking=r.thinking, calls=r.calls)
+                conversation.append(ev.seq)
+                if p.req in seen:
+                    replies[p.req] = p
+            case ImportView():
+                messages[ev.seq] = message_from_json(p.message, f"import.view at seq {ev.seq}.message")
+                views.add(ev.seq)
+            case LlmSeen():
+                seen[ev.seq] = p
+                requests[ev.seq] = _expand(p, ev.seq, conversation, messages)
+            case (
+                SessionStart()
+                | SessionResume()
+                | LlmReq()
+                | GatePlan()
+                | Note()
+                | ResultFold()
+                | SummaryAdd()
+                | SummaryRevoke()
+                | CtxOpen()
+                | CtxClose()
+                | CtxWiden()
+                | ModelSwitch()
+                | LogRepaired()
+            ):
+                pass  # not the other agent's conversation (a resumed session's own events)
+            case _:
+                assert_never(p)
     if start is None or source is None:
         raise NotFoundError("not an imported session (no session.start)")
     return Imported(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from nodwyn.errors import CorruptLogError, LockedError, NotFoundError
 from nodwyn.log.attachments import Attachments
+from nodwyn.log.holdback import Holdback
 from nodwyn.log.jsonl import CTX_ID, encode_event, parse_line, seq_prefix
 from nodwyn.log.paths import data_root
 from nodwyn.log.redact import NO_KNOWN, Known, RedactionReport, redact, redact_error, redact_held, redact_text
@@ -21,6 +22,7 @@ __all__ = [
     "NO_KNOWN",
     "Attachments",
     "CorruptLogError",
+    "Holdback",
     "Known",
     "LockedError",
     "NotFoundError",

@@ -33,7 +33,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from nodwyn.agent import ProcessGroups, group_alive, kill_group
+from nodwyn.agent import ProcessGroups, Sandbox, SandboxError, group_alive, kill_group
 from nodwyn.errors import ToolError
 from nodwyn.log import Known
 from nodwyn.mcp.config import ServerConfig
@@ -119,14 +119,15 @@ class Connection:
         s = self.server
         if s.transport == "stdio":
             self.sink = sink = StderrSink(s.name, self._hub.known)
-            params = stdio_command(s, self._hub.env)
+            hub = self._hub
+            launch = stdio_command(s, hub.env, sandbox=hub.sandbox, workspace=hub.workspace)
 
             def spawned(pid: int) -> None:
                 self.pid = pid
                 self._hub.processes.keep(pid)  # a session of its own: its group id is its pid
                 sink.spawned()
 
-            read, write = await stack.enter_async_context(stdio_transport(params, sink.writer, spawned))
+            read, write = await stack.enter_async_context(stdio_transport(launch, sink.writer, spawned))
             return read, write
         assert s.url is not None
         client = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(30.0, read=300.0))
@@ -161,6 +162,8 @@ class Connection:
             )
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"{where}: cannot run {s.command!r} ({exc.strerror}); fix command in {s.where}"
+        if isinstance(exc, SandboxError):
+            return f'{where}: {exc}; or set sandbox = "off" in {s.where} to run it unconfined'
         if isinstance(exc, BaseExceptionGroup):
             inner = exc.exceptions[0] if exc.exceptions else exc
             return self._why(inner, seconds)
@@ -241,10 +244,16 @@ class Hub:
         self,
         *,
         env: Mapping[str, str],
+        sandbox: Sandbox,
+        workspace: Path,
         known: Known | None = None,
         processes: ProcessGroups | None = None,
     ) -> None:
+        """``sandbox``: the session's, which its stdio servers run in unless their entry says
+        otherwise; ``workspace``: the folder it binds (and servers start in, unless ``cwd``)."""
         self.env = env
+        self.sandbox = sandbox
+        self.workspace = workspace
         self.known = known
         self.processes = processes or ProcessGroups()
         self.connections: dict[str, Connection] = {}

@@ -7,6 +7,11 @@ entries are tables at the top: ``[NAME]`` or ``[mcp.NAME]``). A stdio server has
 without starting it. ``approve = "ask"`` (the default: each call asks, as a write does), ``"auto"``,
 or a list of the server's tool names that run without asking. ``timeout`` bounds one call,
 ``start_timeout`` the start (spawn, ``initialize`` and every page of ``tools/list``).
+
+A stdio server runs in the session's sandbox (``[tools] sandbox``/``--sandbox``, ADR 0420): the
+workspace readable, writable as the mode allows, the network as ``[tools] network`` says.
+``sandbox = "off" | "read-only" | "workspace-write"`` and ``network = true | false`` in the
+person's config.toml override that for one server; a workspace's ``.nodwyn/mcp.toml`` may not.
 """
 
 from __future__ import annotations
@@ -35,8 +40,11 @@ KEYS = frozenset(
         "approve",
         "timeout",
         "start_timeout",
+        "sandbox",
+        "network",
     }
 )
+SANDBOX_MODES = ("workspace-write", "read-only", "off")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +67,8 @@ class ServerConfig:
     auto_tools: frozenset[str] = frozenset()  # the server's own tool names that run without asking
     timeout: float | None = None  # None: [tools] tool_timeout
     start_timeout: float = DEFAULT_START_TIMEOUT
+    sandbox: Literal["workspace-write", "read-only", "off"] | None = None  # None: the session's mode
+    network: bool | None = None  # None: the session's sandbox network setting
 
     def asks(self, tool: str) -> bool:
         """Whether a call of the server's ``tool`` asks the person first."""
@@ -130,7 +140,22 @@ def server_from_table(
         "timeout": timeout,
         "start_timeout": start,
     }
+    for key in ("sandbox", "network"):
+        if key in table and base is not None:
+            raise ConfigError(
+                f"{where}: {key} may be set for a server in your config.toml only, not in a "
+                f"workspace's file; add it to [mcp.{name}] in config.toml"
+            )
     if has_cmd:
+        box = table.get("sandbox")
+        if box is not None and box not in SANDBOX_MODES:
+            raise ConfigError(
+                f"{where} sandbox must be one of {', '.join(repr(m) for m in SANDBOX_MODES)} "
+                '(the server\'s own sandbox mode; "off" runs it unconfined, as you)'
+            )
+        network = table.get("network")
+        if network is not None and not isinstance(network, bool):
+            raise ConfigError(f"{where} network must be true or false")
         command = table["command"]
         if not isinstance(command, str) or not command:
             raise ConfigError(f'{where} command must be the program to run, e.g. "npx"')
@@ -153,12 +178,14 @@ def server_from_table(
             env=_table(table.get("env", {}), f"{where} env"),
             pass_env=_strs(table.get("pass_env", []), f"{where} pass_env"),
             cwd=cwd,
+            sandbox=box,
+            network=network,
             **common,
         )
     url = table["url"]
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f'{where} url must be an http(s) URL, e.g. "http://127.0.0.1:8000/mcp"')
-    for key in ("args", "env", "pass_env", "cwd"):
+    for key in ("args", "env", "pass_env", "cwd", "sandbox", "network"):
         if key in table:
             raise ConfigError(
                 f"{where}: {key} is for a stdio server; a url server takes url, headers, credential"

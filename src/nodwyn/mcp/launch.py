@@ -1,20 +1,38 @@
-"""The one place a stdio server's command line and environment are made (ADR 0361).
+"""The one place a stdio server's command line, environment and sandbox are made (ADR 0361, 0420).
 
-A sandbox runner wraps a server here and nowhere else: ``stdio_command`` returns what is spawned,
-so putting ``bwrap ... --`` in front of it is a change to this function alone.
+``stdio_command`` returns what is spawned: the program (found on the server's PATH before anything
+runs, so a missing one is the same line in every mode), its arguments, environment and folder, and
+the sandbox it runs in: the session's, or the mode and network its ``[mcp.NAME]`` entry gives.
+``stdio.stdio_transport`` starts it through ``agent.sandbox.spawn``, as the shell's commands are.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-from mcp.client.stdio import StdioServerParameters
-
+from nodwyn.agent import Sandbox
 from nodwyn.mcp.config import ServerConfig
 
 # What a server gets of nodwyn's environment besides its entry's env and pass_env: enough to find
 # and run its program, nothing that could hold a credential.
 INHERITED = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+UNCONFINED = Sandbox(mode="off")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launch:
+    """A stdio server as spawned: ``argv[0]`` is the program's path."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path | None  # None: the workspace
+    sandbox: Sandbox
+    workspace: Path
 
 
 def server_env(server: ServerConfig, env: Mapping[str, str]) -> dict[str, str]:
@@ -25,13 +43,36 @@ def server_env(server: ServerConfig, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def stdio_command(server: ServerConfig, env: Mapping[str, str]) -> StdioServerParameters:
-    """What to spawn for a stdio server: its command, arguments, environment and folder."""
+def server_sandbox(server: ServerConfig, session: Sandbox) -> Sandbox:
+    """The session's sandbox with the entry's ``sandbox`` and ``network`` over it."""
+    box = session if server.sandbox is None else replace(session, mode=server.sandbox)
+    return box if server.network is None else replace(box, network=server.network)
+
+
+def _program(server: ServerConfig, env: Mapping[str, str]) -> str:
+    assert server.command is not None
+    command = server.command
+    if os.sep in command:
+        path = Path(command) if server.cwd is None or os.path.isabs(command) else server.cwd / command
+        found = str(path) if os.access(path, os.X_OK) and path.is_file() else None
+    else:
+        found = shutil.which(command, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+    return found
+
+
+def stdio_command(
+    server: ServerConfig, env: Mapping[str, str], *, sandbox: Sandbox = UNCONFINED, workspace: Path
+) -> Launch:
+    """What to spawn for a stdio server, and in what sandbox (``sandbox``: the session's)."""
     if server.command is None:
         raise ValueError(f"{server.where}: not a stdio server")
-    return StdioServerParameters(
-        command=server.command,
-        args=list(server.args),
-        env=server_env(server, env),
+    whole = server_env(server, env)
+    return Launch(
+        argv=(_program(server, whole), *server.args),
+        env=whole,
         cwd=server.cwd,
+        sandbox=server_sandbox(server, sandbox),
+        workspace=workspace,
     )

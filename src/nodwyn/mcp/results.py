@@ -2,7 +2,9 @@
 like any other.
 
 Text parts as they are; an image (or audio) part is stored as an attachment and named by its
-digest; a resource link by its URI; an embedded resource by its text or, for bytes, its digest;
+digest, and an image the window can size (PNG, JPEG, GIF, WebP) is also on the outcome as an
+``ImageRef``, so the model sees it where it takes images (``agent.attach.tool_images``); a
+resource link by its URI; an embedded resource by its text or, for bytes, its digest;
 structured content as compact JSON when no text part came with it (the spec asks servers to send
 its text too, which FastMCP does, wrapping a bare value as ``{"result": ...}``); ``isError`` makes
 the result an error. The whole text stops at ``MAX_RESULT_BYTES`` with a line saying how much was
@@ -18,13 +20,18 @@ from collections.abc import Callable
 
 import mcp_types as types
 
-from nodwyn.agent import Outcome
+from nodwyn.agent import Outcome, image_size
+from nodwyn.errors import ConfigError
+from nodwyn.values.events import ImageRef
 
 MAX_RESULT_BYTES = 1024 * 1024
 Store = Callable[[bytes], str]  # bytes -> digest (the session's attachments)
 
 
-def _blob(kind: str, mime: str | None, data: str, store: Store | None) -> str:
+def _blob(
+    kind: str, mime: str | None, data: str, store: Store | None, images: list[ImageRef] | None = None
+) -> str:
+    """The part's line; an image that is kept and can be sized is added to ``images`` too."""
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
@@ -36,14 +43,22 @@ def _blob(kind: str, mime: str | None, data: str, store: Store | None) -> str:
         digest = store(raw)
     except Exception as exc:  # a refused attachment (a held credential in it, a full disk)
         return f"[{kind} {mime}, {len(raw)} bytes; not kept: {exc}]"
-    return f"[{kind} {mime}, {len(raw)} bytes, attachment sha256:{digest}]"
+    line = f"[{kind} {mime}, {len(raw)} bytes, attachment sha256:{digest}]"
+    if images is not None:
+        try:
+            media_type, width, height = image_size(raw)
+        except ConfigError:
+            return f"{line[:-1]}; not an image the model can be shown (PNG, JPEG, GIF or WebP)]"
+        if width > 0 and height > 0:
+            images.append(ImageRef(digest=digest, media_type=media_type, width=width, height=height))
+    return line
 
 
-def _part(block: types.ContentBlock, store: Store | None) -> str:
+def _part(block: types.ContentBlock, store: Store | None, images: list[ImageRef]) -> str:
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.ImageContent):
-        return _blob("image", block.mime_type, block.data, store)
+        return _blob("image", block.mime_type, block.data, store, images)
     if isinstance(block, types.AudioContent):
         return _blob("audio", block.mime_type, block.data, store)
     if isinstance(block, types.ResourceLink):
@@ -59,7 +74,8 @@ def _part(block: types.ContentBlock, store: Store | None) -> str:
 
 
 def outcome_of(result: types.CallToolResult, store: Store | None) -> Outcome:
-    parts = [_part(b, store) for b in result.content]
+    images: list[ImageRef] = []
+    parts = [_part(b, store, images) for b in result.content]
     structured = result.structured_content
     if structured is not None:
         text = json.dumps(structured, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -70,4 +86,4 @@ def outcome_of(result: types.CallToolResult, store: Store | None) -> Outcome:
     if len(raw) > MAX_RESULT_BYTES:
         cut = raw[:MAX_RESULT_BYTES].decode("utf-8", "ignore")
         body = f"{cut}\n[the result was {len(raw)} bytes; the first {MAX_RESULT_BYTES} are kept]"
-    return Outcome(text=body, error=bool(result.is_error))
+    return Outcome(text=body, error=bool(result.is_error), images=tuple(images))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from nodwyn.errors import NodwynError
 from nodwyn.log import CTX_ID
@@ -35,6 +35,7 @@ from nodwyn.values.events import (
     SUMMARY_REVOKE,
     TOOL_RESULT,
     USER_MSG,
+    AnyPayload,
     CtxClose,
     CtxOpen,
     CtxWiden,
@@ -47,7 +48,6 @@ from nodwyn.values.events import (
     LogRepaired,
     ModelSwitch,
     Note,
-    Payload,
     ResultFold,
     SessionResume,
     SessionStart,
@@ -205,7 +205,7 @@ def _seen(p: LlmSeen) -> list[str]:
     return lines
 
 
-def _body(ev: Event, p: Payload) -> list[str]:
+def _body(ev: Event, p: AnyPayload) -> list[str]:
     """The lines of a decoded event, without its ``#SEQ [ctx]`` head."""
     match p:
         case SessionStart():
@@ -249,7 +249,8 @@ def _body(ev: Event, p: Payload) -> list[str]:
             of = f" in place of {', '.join(f'#{s}' for s in p.of)}" if p.of else ""
             message = json.dumps(p.message, ensure_ascii=False)  # as the other agent wrote it
             return [f"message the imported agent sent ({p.why}){of}:", *_block("", message)]
-    return [f"? {label(ev.kind)}: {_s(ev.data)}"]
+        case _:
+            assert_never(p)
 
 
 # What a person calls each kind of event (the console's transcript and the Markdown export).
@@ -283,8 +284,9 @@ def in_words(ev: Event) -> str | None:
     """A sentence for the bookkeeping events (contexts, folds, summaries, switches, repairs) as a
     person would say it, instead of their fields; None for the kinds shown by their own text and
     for a payload that does not decode."""
-    match decoded(ev):
-        case CtxOpen(kind="sub") as p:
+    p = decoded(ev)
+    match p:
+        case CtxOpen(kind="sub"):
             tools = f" with the tools {', '.join(p.offered_tools)}" if p.offered_tools else ""
             return f"A sub-agent started ({p.id}){tools}."
         case CtxOpen(lasting=True):
@@ -292,28 +294,43 @@ def in_words(ev: Event) -> str | None:
                 "The conversation was compacted: later requests start from the note the model wrote; "
                 "the earlier conversation stays in the log."
             )
-        case CtxOpen() as p:
+        case CtxOpen():
             hidden = "what came before is hidden until it ends"
             return f"The conversation narrowed to a side task ({p.id}); {hidden}."
-        case CtxClose() as p:
+        case CtxClose():
             follows = ": its answer follows." if p.result is not None else "."
             return f"The side conversation {p.id} ended{follows}"
-        case CtxWiden() as p:
+        case CtxWiden():
             return f"The side conversation {p.id} ended and joined the conversation it came from."
-        case ResultFold() as p:
+        case ResultFold():
             return f"The tool result at #{p.target} was replaced by a short note to save room."
-        case SummaryAdd() as p:
+        case SummaryAdd():
             return f"Events #{p.first} to #{p.last} are shown to the model as a summary."
-        case SummaryRevoke() as p:
+        case SummaryRevoke():
             return f"The summary at #{p.summary} was withdrawn; the events it stood for are shown again."
-        case ModelSwitch() as p:
+        case ModelSwitch():
             return f"Switched to the model {p.model}."
-        case LogRepaired() as p:
+        case LogRepaired():
             return (
                 f"A torn last line ({p.truncated_bytes} bytes, from a run that stopped mid-write) "
                 "was cut when the session was opened again."
             )
-    return None
+        case (
+            SessionStart()
+            | SessionResume()
+            | UserMsg()
+            | LlmReq()
+            | LlmResp()
+            | ToolResult()
+            | GatePlan()
+            | Note()
+            | LlmSeen()
+            | ImportView()
+            | None
+        ):
+            return None  # shown by their own text; None: the payload does not decode
+        case _:
+            assert_never(p)
 
 
 def render_event(ev: Event) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, assert_never
 
 from nodwyn.errors import NodwynError
 from nodwyn.stats.causes import AGENT_CAUSES, Cause, event_cause, request_causes
@@ -32,13 +32,24 @@ from nodwyn.values.events import (
     SESSION_START,
     TOOL_RESULT,
     USER_MSG,
+    AnyPayload,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
     Event,
+    GatePlan,
+    ImportView,
     LlmReq,
     LlmResp,
     LlmSeen,
-    Payload,
+    LogRepaired,
+    ModelSwitch,
+    Note,
+    ResultFold,
     SessionResume,
     SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -256,24 +267,43 @@ class Aggregator:
         self.fed += 1
         self._snapshot = None
         if event.kind in _READ:
-            p: Payload | None
+            p: AnyPayload | None
             try:
                 p = decode(event)
             except NodwynError as exc:
                 self._problems.append(str(exc))
                 p = _damaged_reply(event)
-            if isinstance(p, SessionStart | SessionResume):
-                self._recipe(event.seq, p.recipe)
-                self._sandbox = p.sandbox if p.sandbox is not None else self._sandbox
-
-            elif isinstance(p, LlmReq):
-                self._request(event, p)
-            elif isinstance(p, LlmSeen):
-                self._seen(event, p)
-            elif isinstance(p, LlmResp):
-                self._reply(event, p)
-            elif isinstance(p, UserMsg) and event.ctx == MAIN_CTX:  # a new turn
-                self._turn += 1
+            match p:
+                case SessionStart() | SessionResume():
+                    self._recipe(event.seq, p.recipe)
+                    self._sandbox = p.sandbox if p.sandbox is not None else self._sandbox
+                case LlmReq():
+                    self._request(event, p)
+                case LlmSeen():
+                    self._seen(event, p)
+                case LlmResp():
+                    self._reply(event, p)
+                case UserMsg():
+                    if event.ctx == MAIN_CTX:  # a new turn
+                        self._turn += 1
+                case (
+                    ToolResult()
+                    | GatePlan()
+                    | Note()
+                    | ResultFold()
+                    | SummaryAdd()
+                    | SummaryRevoke()
+                    | CtxOpen()
+                    | CtxClose()
+                    | CtxWiden()
+                    | ModelSwitch()
+                    | LogRepaired()
+                    | ImportView()
+                    | None
+                ):
+                    pass  # not in _READ (or a reply too damaged to count): the totals read none of them
+                case _:
+                    assert_never(p)
         if event.kind == TOOL_RESULT:  # a damaged result counts nowhere (the window reports it)
             result = decoded(event, TOOL_RESULT)
             if isinstance(result, ToolResult) and result.sandbox is not None:

@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.dialects import (
+    Block,
     Piece,
     PromptFormat,
+    blocks_of,
     call_grammar,
     format_for,
     parse_calls,
@@ -256,19 +258,20 @@ def generate(
     stops: set[int],
     max_out: int,
     names: set[str],
-    call_open: str,
-    grammar: str | None,
+    blocks: dict[str, Block],
+    grammars: tuple[tuple[str, str], ...],
     deltas: TextDeltas,
     on_token: Callable[[], None],
 ) -> _Written:
-    """Greedy decoding of a reply. Once the reply ends with ``call_open`` the rest is decoded
-    under ``grammar`` (lazily: prose is free), from the same KV cache; it stops at a stop token,
+    """Greedy decoding of a reply. Once the reply ends with the opening of one of ``grammars``
+    (``(opening, GBNF)``) the rest is decoded under its grammar (lazily: prose is free), from the
+    same KV cache; it stops at a stop token,
     after the first complete call, where the model starts writing a tool response, or at
-    ``max_out`` tokens."""
+    ``max_out`` tokens. A call of a tool in ``blocks`` ends after the edit block that follows it."""
     sampling: dict[str, Any] = {"temp": 0.0, "top_k": 1, "repeat_penalty": 1.0, "reset": True}
     gen = llm.generate(tokens, **sampling)
     out: list[int] = []
-    opening = call_open.encode()
+    openings = [(opening.encode(), grammar) for opening, grammar in grammars]
     constrained = False
     try:
         while True:
@@ -282,19 +285,35 @@ def generate(
             out.append(token)
             reply = llm.detokenize(out)
             deltas.feed(reply)
-            if grammar is not None and not constrained and reply.endswith(opening):
+            opened = None if constrained else next((g for o, g in openings if reply.endswith(o)), None)
+            if opened is not None:
                 gen.close()  # the same tokens, and from here only what the grammar allows
-                gen = llm.generate(tokens + out, grammar=_grammar(grammar), **sampling)
+                gen = llm.generate(tokens + out, grammar=_grammar(opened), **sampling)
                 constrained = True
             piece = llm.detokenize([token])
-            if any(c in piece for c in (b"}", b"`", b">")):
-                cut = reply_end(reply.decode("utf-8", errors="replace"), names)
+            if (blocks and constrained) or any(c in piece for c in (b"}", b"`", b">")):
+                cut = reply_end(reply.decode("utf-8", errors="replace"), names, blocks)
                 if cut is not None:
                     return _Written(out=out, finish="stop", cut=cut, constrained=constrained)
             if len(out) >= max_out:
                 return _Written(out=out, finish="length", cut=None, constrained=constrained)
     finally:
         gen.close()
+
+
+# A call written as fenced JSON, as Qwen2.5-Coder-1.5B mostly writes them (ADR 0441).
+FENCED_CALL = "```json\n"
+FENCE = "```"
+
+
+def _grammars(request: Request, fmt: PromptFormat, blocks: dict[str, Block]) -> tuple[tuple[str, str], ...]:
+    """The openings a call's grammar starts after: the format's tag, and a ``json`` fence."""
+    if not request.tools:
+        return ()
+    return (
+        (fmt.call_open, call_grammar(request.tools, fmt.call_close, blocks)),
+        (FENCED_CALL, call_grammar(request.tools, FENCE, blocks)),
+    )
 
 
 class LocalBackend:
@@ -464,6 +483,7 @@ class LocalBackend:
                 f"({warmth.reused:,} reused, the shared prefix is {warmth.prefix:,}): {warmth.why}"
             )
         names = {t.name for t in request.tools}
+        blocks = blocks_of(request.tools) if fmt.edits == "blocks" else {}
         first: list[float] = []
 
         def on_token() -> None:
@@ -476,8 +496,8 @@ class LocalBackend:
             stops=_stop_tokens(llm, fmt),
             max_out=request.max_output or 256,
             names=names,
-            call_open=fmt.call_open,
-            grammar=call_grammar(request.tools, fmt.call_close) if request.tools else None,
+            blocks=blocks,
+            grammars=_grammars(request, fmt, blocks),
             deltas=TextDeltas(on_delta),
             on_token=on_token,
         )
@@ -488,7 +508,7 @@ class LocalBackend:
         text = llm.detokenize(written.out).decode("utf-8", errors="replace")
         if written.cut is not None:
             text = text[: written.cut]
-        prose, calls = parse_calls(text, f"local-{uuid.uuid4().hex[:8]}", names)
+        prose, calls = parse_calls(text, f"local-{uuid.uuid4().hex[:8]}", names, blocks)
         finish = "length" if written.finish == "length" else "tool_calls" if calls else written.finish
         return Response(
             text=prose,

@@ -30,7 +30,7 @@ Answer = Literal["once", "session", "decline"]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Delta:
     kind: str  # "text" or "thinking"
-    text: str  # redacted and escaped (screen.Stream), whole lines but at a reply's end
+    text: str  # redacted and escaped (screen.Stream): as it came, less what could still become a secret
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,6 +5,8 @@ characters spelled out) and is put on the screen as plain text, never as markup.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -13,26 +15,25 @@ from textual.widgets import Collapsible, Static
 from nodwyn.cli import shown
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
-    CTX_CLOSE,
-    CTX_OPEN,
     GATE_PLAN,
-    LLM_REQ,
-    LLM_RESP,
     MAIN_CTX,
-    MODEL_SWITCH,
-    NOTE,
-    SESSION_RESUME,
-    TOOL_RESULT,
-    USER_MSG,
     CtxClose,
     CtxOpen,
+    CtxWiden,
     Event,
     GatePlan,
+    ImportView,
     LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
     ModelSwitch,
     Note,
+    ResultFold,
     SessionResume,
+    SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -268,39 +269,43 @@ class Conversation(VerticalScroll):
         return plan
 
     def _widgets(self, event: Event) -> list[Widget]:
-        p = decoded(
-            event,
-            USER_MSG,
-            LLM_RESP,
-            TOOL_RESULT,
-            LLM_REQ,
-            NOTE,
-            MODEL_SWITCH,
-            SESSION_RESUME,
-            CTX_OPEN,
-            CTX_CLOSE,
-        )
+        p = decoded(event)
         where = "" if event.ctx == MAIN_CTX else f"[{event.ctx}] "
-        if isinstance(p, UserMsg):
-            images = f"  [{len(p.images)} image(s)]" if p.images else ""
-            return [Static(Text(f"{where}› {shown(p.text)}{images}"), classes="user")]
-        if isinstance(p, LlmResp):
-            return self._reply(event, p, where)
-        if isinstance(p, ToolResult):
-            return self._result(event, p)
-        if isinstance(p, LlmReq):
-            return self._request(event, p, where)
-        if isinstance(p, Note):
-            return [Static(Text(f"{where}note: {shown(p.text)}"), classes="aside warn")]
-        if isinstance(p, ModelSwitch):
-            return [Static(Text(f"model → {shown(p.model)}"), classes="aside")]
-        if isinstance(p, SessionResume):
-            return [Static(Text(f"resumed on {shown(p.model)} (seq {event.seq})"), classes="aside")]
-        if isinstance(p, CtxOpen):
-            return [Static(Text(f"{where}opened {p.kind} context {shown(p.id)}"), classes="aside")]
-        if isinstance(p, CtxClose):
-            return [Static(Text(f"closed context {shown(p.id)}"), classes="aside")]
-        return []
+        match p:
+            case UserMsg():
+                images = f"  [{len(p.images)} image(s)]" if p.images else ""
+                return [Static(Text(f"{where}› {shown(p.text)}{images}"), classes="user")]
+            case LlmResp():
+                return self._reply(event, p, where)
+            case ToolResult():
+                return self._result(event, p)
+            case LlmReq():
+                return self._request(event, p, where)
+            case Note():
+                return [Static(Text(f"{where}note: {shown(p.text)}"), classes="aside warn")]
+            case ModelSwitch():
+                return [Static(Text(f"model → {shown(p.model)}"), classes="aside")]
+            case SessionResume():
+                return [Static(Text(f"resumed on {shown(p.model)} (seq {event.seq})"), classes="aside")]
+            case CtxOpen():
+                return [Static(Text(f"{where}opened {p.kind} context {shown(p.id)}"), classes="aside")]
+            case CtxClose():
+                return [Static(Text(f"closed context {shown(p.id)}"), classes="aside")]
+            case (
+                SessionStart()
+                | GatePlan()
+                | ResultFold()
+                | SummaryAdd()
+                | SummaryRevoke()
+                | CtxWiden()
+                | LogRepaired()
+                | LlmSeen()
+                | ImportView()
+                | None
+            ):
+                return []  # not drawn (the plan goes to its panel; a damaged payload shows nothing)
+            case _:
+                assert_never(p)
 
     def _reply(self, event: Event, p: LlmResp, where: str) -> list[Widget]:
         """A reply: its thinking (collapsed), its text and a tool item per call not shown yet.

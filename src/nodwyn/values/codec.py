@@ -110,6 +110,13 @@ def part_from_json(d: Any, where: str = "part") -> UserPart:
     raise CorruptLogError(f"{where}.type: unknown part type {typ!r}")
 
 
+def _image_part(d: Any, where: str) -> ImagePart:
+    part = part_from_json(d, where)
+    if not isinstance(part, ImagePart):
+        raise CorruptLogError(f"{where}.type: a tool message's images are image parts")
+    return part
+
+
 # -- messages ----------------------------------------------------------------------------------
 
 
@@ -129,7 +136,10 @@ def message_to_json(m: Message) -> Json:
         if m.raw is not None:  # only when present: digests of requests without it are unchanged
             out["raw"] = m.raw
         return out
-    return {"role": "tool", "call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
+    out = {"role": "tool", "call_id": m.call_id, "name": m.name, "text": m.text, "error": m.error}
+    if m.images:  # only when present: digests of requests without images are unchanged
+        out["images"] = [part_to_json(p) for p in m.images]
+    return out
 
 
 def message_from_json(d: Any, where: str = "message") -> Message:
@@ -160,6 +170,10 @@ def message_from_json(d: Any, where: str = "message") -> Message:
             name=field(d, "name", str, where),
             text=field(d, "text", str, where),
             error=field(d, "error", bool, where, False),
+            images=tuple(
+                _image_part(p, f"{where}.images[{i}]")
+                for i, p in enumerate(field(d, "images", list, where, []))
+            ),
         )
     raise CorruptLogError(f"{where}.role: unknown role {role!r}")
 

@@ -109,10 +109,15 @@ class AssistantMessage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolMessage:
+    """A tool's result. ``images``: the images it returned (an MCP tool's), named by digest; a
+    dialect whose API takes no images in a tool result sends them in a user message after the
+    results (``dialects.base.tool_images_after``)."""
+
     call_id: str
     name: str
     text: str
     error: bool = False
+    images: tuple[ImagePart, ...] = ()
     role: Literal["tool"] = "tool"
 
 

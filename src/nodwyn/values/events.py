@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast
+from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast, get_args
 
 from nodwyn.errors import CanonicalError, CorruptLogError, NodwynError
 from nodwyn.values.codec import (
@@ -393,9 +393,16 @@ class ToolResult(Payload):
     range: LineRange | None = None
     range_null: bool = False
     sandbox: str | None = None  # shell: the sandbox mode it ran under (None: before sandboxes)
+    images: tuple[ImageRef, ...] | None = None  # the images it returned (an MCP tool's), by digest
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
+        raw_images = r.get("images", list, None)
+        images = (
+            None
+            if raw_images is None
+            else tuple(ImageRef.from_data(ref, f"{r.where}.images[{i}]") for i, ref in enumerate(raw_images))
+        )
         call_id, name, text, error = (
             r.get("call_id", str),
             r.get("name", str),
@@ -415,6 +422,7 @@ class ToolResult(Payload):
             range=rng,
             range_null=rng is None and r.has("range"),
             sandbox=r.get("sandbox", str, None),
+            images=images,
             extra=r.extra(),
         )
 
@@ -430,6 +438,8 @@ class ToolResult(Payload):
         elif self.range_null:
             out["range"] = None
         _put(out, "sandbox", self.sandbox)
+        if self.images is not None:
+            out["images"] = [ref.to_data() for ref in self.images]
         return out
 
 
@@ -695,32 +705,9 @@ class ImportView(Payload):
         return out
 
 
-PAYLOADS: Final[dict[str, type[Payload]]] = {
-    cls.KIND: cls
-    for cls in (
-        SessionStart,
-        SessionResume,
-        UserMsg,
-        LlmReq,
-        LlmResp,
-        ToolResult,
-        GatePlan,
-        ResultFold,
-        SummaryAdd,
-        SummaryRevoke,
-        CtxOpen,
-        CtxClose,
-        CtxWiden,
-        ModelSwitch,
-        LogRepaired,
-        Note,
-        LlmSeen,
-        ImportView,
-    )
-}
-
-# Every payload class, for dispatch that must handle each kind: an ``isinstance`` chain over
-# ``decode``'s result ends in ``assert_never``, so a new kind is a type error, not skipped in silence.
+# Every payload class, declared once. Dispatch that must handle each kind matches over it
+# (``decode``'s result) and ends in ``assert_never``, so a new kind added here is a type error in
+# every dispatch that misses it, not skipped in silence (ADR 0415).
 AnyPayload = (
     SessionStart
     | SessionResume
@@ -742,6 +729,8 @@ AnyPayload = (
     | ImportView
 )
 
+PAYLOADS: Final[dict[str, type[AnyPayload]]] = {cls.KIND: cls for cls in get_args(AnyPayload)}
+
 KINDS: Final = frozenset(PAYLOADS)  # every kind this release reads: one class per kind, named once
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -752,7 +741,7 @@ def decode(event: Event) -> AnyPayload:
     cls = PAYLOADS.get(event.kind)
     if cls is None:
         raise CorruptLogError(f"seq {event.seq}: unknown event kind {event.kind!r}")
-    return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")  # type: ignore[return-value]
+    return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
 
 
 def encode(payload: Payload) -> dict[str, Any]:
@@ -776,7 +765,7 @@ def encode(payload: Payload) -> dict[str, Any]:
     return data
 
 
-def decoded(event: Event, *kinds: str) -> Payload | None:
+def decoded(event: Event, *kinds: str) -> AnyPayload | None:
     """The typed payload of an event of one of ``kinds`` (any kind if none given), or None if it
     is of another kind or does not decode: for readers that show damaged logs instead of refusing."""
     if kinds and event.kind not in kinds:

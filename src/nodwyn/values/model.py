@@ -49,6 +49,8 @@ class ModelSettings:
     # The person sets it for such a route; it is never inferred from the model's name.
     reasoning_details_only: bool = False
     takes_images: bool = False
+    # how an in-process model writes edits: "json" or "blocks" (ADR 0440); None: its prompt format's
+    edits: str | None = None
     reasoning_effort: str | None = None
     prices: Prices | None = None  # None: the entry states no prices (its cost is unknown)
     # Ask the provider for its own cache diagnosis on every request after the first (Anthropic's

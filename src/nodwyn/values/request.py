@@ -17,6 +17,11 @@ class ToolSpec:
     parameters: dict[str, Any] = field(hash=False)
 
 
+# A string property of a tool's schema marked ``{BLOCK_KEY: "fence" | "search" | "replace"}`` may be
+# written as plain text after the call by a local prompt format with edit blocks (ADR 0440).
+BLOCK_KEY = "x-block"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Request:
     """What the window decided to send. Its canonical JSON and digest identify it exactly.

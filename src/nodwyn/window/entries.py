@@ -8,17 +8,31 @@ entry keeps its seq, which names it in elision markers and in the sticky elided 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal, TypeVar
+from typing import Final, Literal, TypeVar, assert_never
 
 from nodwyn.values.events import (
     GATE_PLAN,
     LLM_RESP,
     TOOL_RESULT,
     USER_MSG,
+    CtxClose,
+    CtxOpen,
+    CtxWiden,
     Event,
     GatePlan,
+    ImportView,
+    LlmReq,
     LlmResp,
+    LlmSeen,
+    LogRepaired,
+    ModelSwitch,
+    Note,
     Payload,
+    ResultFold,
+    SessionResume,
+    SessionStart,
+    SummaryAdd,
+    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -54,7 +68,7 @@ def payload_of(event: Event, cls: type[P]) -> P:
     return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
 
 
-def _images(msg: UserMsg) -> tuple[Image, ...]:
+def _images(msg: UserMsg | ToolResult) -> tuple[Image, ...]:
     return tuple(
         Image(digest=r.digest, media_type=r.media_type, width=r.width, height=r.height, name=r.shown_name)
         for r in msg.images or ()
@@ -66,22 +80,42 @@ def entry_of(event: Event) -> Entry | None:
     if event.kind not in _SHOWN:
         return None
     p = decode(event)
-    if isinstance(p, UserMsg):
-        return Entry(seq=event.seq, ctx=event.ctx, kind="user", text=p.text, images=_images(p))
-    if isinstance(p, LlmResp):
-        return Entry(seq=event.seq, ctx=event.ctx, kind="assistant", reply=p.response)
-    if isinstance(p, ToolResult):
-        return Entry(
-            seq=event.seq,
-            ctx=event.ctx,
-            kind="result",
-            call_id=p.call_id,
-            name=p.name,
-            text=p.text,
-            error=p.error,
-            range_start=None if p.range is None else p.range.start,
-            has_range=p.range is not None,
-        )
-    if isinstance(p, GatePlan):
-        return Entry(seq=event.seq, ctx=event.ctx, kind="plan", text=p.text)
-    return None
+    match p:
+        case UserMsg():
+            return Entry(seq=event.seq, ctx=event.ctx, kind="user", text=p.text, images=_images(p))
+        case LlmResp():
+            return Entry(seq=event.seq, ctx=event.ctx, kind="assistant", reply=p.response)
+        case ToolResult():
+            return Entry(
+                seq=event.seq,
+                ctx=event.ctx,
+                kind="result",
+                call_id=p.call_id,
+                name=p.name,
+                text=p.text,
+                error=p.error,
+                range_start=None if p.range is None else p.range.start,
+                has_range=p.range is not None,
+                images=_images(p),
+            )
+        case GatePlan():
+            return Entry(seq=event.seq, ctx=event.ctx, kind="plan", text=p.text)
+        case (
+            SessionStart()
+            | SessionResume()
+            | LlmReq()
+            | Note()
+            | ResultFold()
+            | SummaryAdd()
+            | SummaryRevoke()
+            | CtxOpen()
+            | CtxClose()
+            | CtxWiden()
+            | ModelSwitch()
+            | LogRepaired()
+            | LlmSeen()
+            | ImportView()
+        ):
+            return None  # not in _SHOWN: the fold handles them, or the window shows none of them
+        case _:
+            assert_never(p)

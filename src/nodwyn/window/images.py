@@ -6,6 +6,11 @@ cannot send (the caller passes ``withheld``: digest -> reason) is replaced by a 
 the request records the reasons (``withheld_images``). The estimate counts an image by the tile
 rule (``estimate.image_tokens``), not by its bytes. Trimming elides a message's images together,
 with their lines, oldest attachment first, and the marker names the ``user.msg`` seq.
+
+A tool result's images (an MCP tool's, on its ``tool.result``) go in its tool message
+(``result_images``): the parts sent, and for each withheld one a line in the result's text. The
+result is capped, folded (a folded result shows no images) and trimmed (its marker shows none) as
+any other; the estimate counts its images by the tile rule.
 """
 
 from __future__ import annotations
@@ -70,3 +75,32 @@ def image_message(images: tuple[Image, ...], withheld: Mapping[str, str]) -> Ren
     return RenderedImages(
         message=UserMessage(parts=tuple(parts)), parts=tuple(sent), tokens=tokens, withheld=tuple(held)
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultImages:
+    parts: tuple[ImagePart, ...]  # the image parts sent in the tool message
+    lines: tuple[str, ...]  # a line for each withheld image, added to the result's text
+    tokens: int
+    withheld: tuple[tuple[str, str], ...]
+
+
+def result_images(images: tuple[Image, ...], withheld: Mapping[str, str]) -> ResultImages:
+    parts: list[ImagePart] = []
+    lines: list[str] = []
+    held: list[tuple[str, str]] = []
+    tokens = 0
+    for image in images:
+        reason = withheld.get(image.digest)
+        if reason is not None:
+            shape = f"{image.media_type}, {image.width}x{image.height}"
+            lines.append(f"[image {image.name} ({shape}) was not sent: {reason}]")
+            held.append((image.digest, reason))
+            continue
+        parts.append(
+            ImagePart(
+                digest=image.digest, media_type=image.media_type, width=image.width, height=image.height
+            )
+        )
+        tokens += image.tokens
+    return ResultImages(parts=tuple(parts), lines=tuple(lines), tokens=tokens, withheld=tuple(held))

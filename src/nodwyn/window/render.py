@@ -31,7 +31,7 @@ from nodwyn.window.caps import cap_for, cap_text, is_fs_read
 from nodwyn.window.contexts import Context
 from nodwyn.window.entries import Entry
 from nodwyn.window.headers import kept, plan_header, system_with_task, task_header, under
-from nodwyn.window.images import image_message
+from nodwyn.window.images import image_message, result_images
 from nodwyn.window.summaries import Summary, summary_text
 
 
@@ -221,7 +221,7 @@ class RenderCache:
                 self.plan = e.text
             return
         if e.kind == "result":
-            self._result(e, folds)
+            self._result(e, folds, withheld)
             return
         self._flush_plan()
         if e.kind == "user":
@@ -280,7 +280,7 @@ class RenderCache:
         p = self.params
         return blocks.allowed(seq, p.origin, p.stale, p.summaries)
 
-    def _result(self, e: Entry, folds: Mapping[int, str]) -> None:
+    def _result(self, e: Entry, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
         p = self.params
         batch = self.call_batch.get(e.call_id, -1)
         if p.rules.pairs and batch >= 0 and self._batch_elided(batch):
@@ -289,6 +289,14 @@ class RenderCache:
         if e.seq in p.elided:
             msg = ToolMessage(call_id=e.call_id, name=e.name, text=marker(e.seq), error=e.error)
             index = self._push(_item(e.seq, "result", msg, elided=True, batch=batch))
+        elif e.images and p.rules.images and not (p.rules.folds and e.seq in folds):
+            r = result_images(e.images, withheld)
+            text = "\n".join((result_text(e, p, folds), *r.lines))
+            msg = ToolMessage(call_id=e.call_id, name=e.name, text=text, error=e.error, images=r.parts)
+            ib = sum(len(orjson.dumps(part_to_json(part), option=orjson.OPT_SORT_KEYS)) for part in r.parts)
+            item = _item(e.seq, "result", msg, batch=batch, image_bytes=ib, image_tokens=r.tokens)
+            item.withheld = r.withheld
+            index = self._push(item)
         else:
             msg = ToolMessage(call_id=e.call_id, name=e.name, text=result_text(e, p, folds), error=e.error)
             index = self._push(_item(e.seq, "result", msg, batch=batch))

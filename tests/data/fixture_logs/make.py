@@ -95,7 +95,7 @@ def used_up(*servers: FakeServer) -> None:
 
 # -- one function per kind: each writes exactly one session under run.home ------------------------
 
-TOOL_TURN = [
+TOOL_TURN: list[dict[str, Any]] = [
     {"text": "Looking.", "calls": [call("fs-list", "c1"), call("fs-read", "c2", path="calc.py")]},
     {"text": "add subtracts; it should add."},
 ]
@@ -115,8 +115,10 @@ def openai_chat(run: Run) -> None:
 
 
 def openrouter(run: Run) -> None:
-    details = [{"type": "reasoning.text", "text": "list first, then read", "signature": None}]
-    script = [
+    details: list[dict[str, Any]] = [
+        {"type": "reasoning.text", "text": "list first, then read", "signature": None}
+    ]
+    script: list[dict[str, Any]] = [
         {"thinking": "list first, then read", "reasoning_details": details, **TOOL_TURN[0]},
         {"thinking": "it subtracts", "text": "add subtracts; it should add."},
         {"text": "No."},
@@ -127,7 +129,7 @@ def openrouter(run: Run) -> None:
 
 
 def deepseek(run: Run) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"thinking": "I should look at the file.", **TOOL_TURN[0]},
         {"thinking": "It subtracts.", "text": "add subtracts; it should add."},
         {"text": "No."},
@@ -136,7 +138,7 @@ def deepseek(run: Run) -> None:
 
 
 def cerebras(run: Run) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"thinking": "Look at the file.", **TOOL_TURN[0]},
         {"thinking": "Subtracts.", "text": "add subtracts; it should add."},
         {"text": "No."},
@@ -145,7 +147,7 @@ def cerebras(run: Run) -> None:
 
 
 def responses(run: Run) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"blocks": [{"type": "reasoning", "thinking": "list, then read", "position": 0}], **TOOL_TURN[0]},
         {"blocks": [{"type": "reasoning", "thinking": "it subtracts", "position": 0}], **TOOL_TURN[1]},
         {"thinking": "short answer", "text": "No."},
@@ -154,7 +156,7 @@ def responses(run: Run) -> None:
 
 
 def anthropic(run: Run) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "blocks": [
                 {"type": "thinking", "thinking": "List the files, then read calc.py.", "position": 0},
@@ -169,7 +171,7 @@ def anthropic(run: Run) -> None:
 
 
 def ollama(run: Run) -> None:
-    script = [{"thinking": "Read it.", **TOOL_TURN[0]}, TOOL_TURN[1], {"text": "No."}]
+    script: list[dict[str, Any]] = [{"thinking": "Read it.", **TOOL_TURN[0]}, TOOL_TURN[1], {"text": "No."}]
     api_turns(run, "ollama", None, 'keep_alive = "30m"\n', script)
 
 
@@ -194,7 +196,7 @@ def trims(run: Run) -> None:
 
 def plan(run: Run) -> None:
     """A planner request (no tools) ahead of the turn, then a plan-write call: two gate.plan events."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "1. list\n2. read calc.py"},
         {"calls": [call("plan-write", "p1", plan="1. list\n2. read\n3. answer"), call("fs-list", "c1")]},
         {"text": "Done: calc.py and README.txt."},
@@ -207,7 +209,7 @@ def plan(run: Run) -> None:
 
 
 def sub_agent(run: Run) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [call("sub-agent", "s0", task="Read calc.py and say what add does.", tools=["fs-read"])]},
         {"calls": [call("fs-read", "s1", path="calc.py")]},
         {"text": "add returns a - b."},
@@ -222,7 +224,7 @@ def sub_agent(run: Run) -> None:
 
 def compaction(run: Run) -> None:
     """A turn, a handover note (headroom, no tools), a lasting narrowing, and turns inside it."""
-    script = [
+    script: list[dict[str, Any]] = [
         *TOOL_TURN,
         {"text": "NOTE: add in calc.py subtracts."},
         {"text": "Go on: fix add."},
@@ -240,7 +242,7 @@ def compaction(run: Run) -> None:
 
 def folds(run: Run) -> None:
     """A failed read and a stale read (the file edited after it), folded by hygiene."""
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "calls": [
                 call("fs-read", "c1", path="calc.py", lines="50-60"),
@@ -281,7 +283,7 @@ def image(run: Run) -> None:
 
 def summaries(run: Run) -> None:
     """Three turns; on the closed session a summary added (resume, a turn), then revoked (resume, a turn)."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [call("fs-read", "c1", path="calc.py")]},
         {"text": "add subtracts."},
         {"calls": [call("fs-read", "c2", path="README.txt")]},
@@ -354,7 +356,7 @@ def model_switch(run: Run) -> None:
 def recipe_versions(run: Run) -> None:
     """Every recipe version the release knows, in one session resumed under each in turn, with a
     window small enough to trim (through tests/replay/scripted.py: the agent only writes the newest)."""
-    small = {
+    small: dict[str, Any] = {
         "high_water": 700,
         "low_water": 300,
         "ceiling": 1_000,
@@ -391,7 +393,7 @@ def contexts(run: Run) -> None:
 def interrupted(run: Run) -> None:
     """A sub-agent's request refused by the provider (a note, an llm.req with no reply), the session
     resumed and settled (the sub-context closed, its call answered), an empty reply (a note)."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"calls": [call("sub-agent", "s0", task="Read calc.py.", tools=["fs-read"])]},
         {"error": {"status": 400, "message": "context too long", "type": "invalid_request_error"}},
         {"text": "The sub-agent was cut off; add subtracts."},
@@ -418,7 +420,10 @@ def redaction(run: Run) -> None:
     ``_redaction`` report on the event) before anything is written or sent."""
     key = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
     (run.workspace / ".env").write_text(f"OPENAI_API_KEY={key}\n")
-    script = [{"calls": [call("fs-read", "c1", path=".env")]}, {"text": "The key is set."}]
+    script: list[dict[str, Any]] = [
+        {"calls": [call("fs-read", "c1", path=".env")]},
+        {"text": "The key is set."},
+    ]
     with FakeServer(api="openai-chat", script=script) as fake:
         run.configure(entry("m", "openai-chat", fake.url), "m")
         with run.agent() as agent:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from nodwyn.agent.tools.args import parse_arguments
 from nodwyn.agent.tools.base import Approver, Outcome, Recaller, Tool, ToolContext, escaped, fail
-from nodwyn.agent.tools.fs import FS_TOOLS
+from nodwyn.agent.tools.fs import BLOCK_EDIT_TOOLS, FS_TOOLS
 from nodwyn.agent.tools.meta import META_TOOLS, SUB_AGENT
 from nodwyn.agent.tools.shell import SHELL
 from nodwyn.errors import ConfigError, ToolError
@@ -31,8 +31,13 @@ __all__ = [
 ]
 
 
-def builtin_tools() -> dict[str, Tool]:
-    return {t.spec.name: t for t in (*FS_TOOLS, SHELL, *META_TOOLS)}
+def builtin_tools(edits: str = "json") -> dict[str, Tool]:
+    """The built-in tools; ``edits="blocks"`` (a local prompt format's choice, ADR 0440): fs-write and
+    fs-edit take their text as an edit block after the call instead of in its JSON."""
+    tools = {t.spec.name: t for t in (*FS_TOOLS, SHELL, *META_TOOLS)}
+    if edits == "blocks":
+        tools.update({t.spec.name: t for t in BLOCK_EDIT_TOOLS})
+    return tools
 
 
 def catalog(tools: Iterable[Tool]) -> tuple[ToolSpec, ...]:

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from nodwyn.errors import ToolError
 from nodwyn.values.arguments import ArgumentsError, load_arguments
-from nodwyn.values.request import ToolSpec
+from nodwyn.values.request import BLOCK_KEY, ToolSpec
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
@@ -40,7 +40,7 @@ def parse_arguments(spec: ToolSpec, raw: str) -> dict[str, Any]:
     props: dict[str, Any] = spec.parameters.get("properties", {})
     for req in spec.parameters.get("required", []):
         if req not in value:
-            raise ToolError(f"{name}: missing required argument {req!r}; expected {_example(spec)}")
+            raise ToolError(f"{name}: {_missing(spec, req)}")
     for key, val in value.items():
         if key not in props:
             raise ToolError(
@@ -78,6 +78,28 @@ def _surrogate(value: object) -> str | None:
 
 def _escaped(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _missing(spec: ToolSpec, key: str) -> str:
+    """What a call without ``key`` lacks, and the shape expected: an edit block's text (ADR 0440)
+    is missing when no block followed the call."""
+    props: dict[str, Any] = spec.parameters.get("properties", {})
+    mark = props.get(key, {}).get(BLOCK_KEY) if isinstance(props.get(key), dict) else None
+    if mark is None:
+        return f"missing required argument {key!r}; expected {_example(spec)}"
+    bare = {k: v for k, v in props.items() if not (isinstance(v, dict) and BLOCK_KEY in v)}
+    call = "{" + ", ".join(f'"{k}": <{bare[k].get("type", "value")}>' for k in bare) + "}"
+    if mark == "fence":
+        block = "the whole new file in a fenced code block:\n```\nthe file's lines\n```"
+    else:
+        block = (
+            "the change as:\n<<<<<<< SEARCH\nthe lines now in the file\n=======\n"
+            "the new lines\n>>>>>>> REPLACE"
+        )
+    return (
+        f"no {key!r} block followed the call, so nothing was done; call it with {call}, "
+        f"then right after the call write {block}"
+    )
 
 
 def _example(spec: ToolSpec) -> str:

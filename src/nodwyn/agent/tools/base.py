@@ -12,7 +12,7 @@ from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.log import NO_KNOWN, Known
-from nodwyn.values.events import FileRange
+from nodwyn.values.events import FileRange, ImageRef
 from nodwyn.values.request import ToolSpec
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ class Outcome:
     range: FileRange | None = None  # fs-read: the file lines shown
     plan: str | None = None  # plan-write: the plan to record as gate.plan
     sandbox: str | None = None  # shell: the sandbox mode it ran (or would have run) under
+    images: tuple[ImageRef, ...] = ()  # images it returned (an MCP tool's), already in the attachments
 
 
 Approver = Callable[[str, str], bool]  # (tool name, what it will do) -> allowed

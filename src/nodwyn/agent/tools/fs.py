@@ -21,7 +21,7 @@ from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
 from nodwyn.agent.tools.walk import MAX_DEPTH, Walked, walk_files
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
-from nodwyn.values.request import ToolSpec
+from nodwyn.values.request import BLOCK_KEY, ToolSpec
 
 _SNIFF = 8192
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "node_modules", "__pycache__", ".nodwyn"})
@@ -364,15 +364,7 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     if count == 0:
         return fail(not_found(name, seen, old, deadline))
     if count > 1:
-        lines, at = [], 0
-        for _ in range(count):
-            at = seen.index(old, at)
-            lines.append(str(seen.count("\n", 0, at) + 1))
-            at += len(old)
-        return fail(
-            f"fs-edit: the old text occurs {count} times in {name} (lines {', '.join(lines)}); "
-            "include more surrounding text so it matches once"
-        )
+        return fail(_many(name, seen, old, count))
     result = apply_edit(text, seen, old, new, known=ctx.known, deadline=deadline, name=name)
     if not ctx.approve("fs-edit", f"edit {name}"):
         return declined("fs-edit", f"change {name}")
@@ -391,6 +383,29 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             )
         write_entry(loc, result.encode("utf-8"))
     return Outcome(text=f"edited {name} at line {seen.count(chr(10), 0, seen.index(old)) + 1}")
+
+
+SHOWN_MATCHES = 5  # lines shown for an old text found more than once
+
+
+def _many(name: str, seen: str, old: str, count: int) -> str:
+    """fs-edit's answer to an ``old`` found ``count`` times: where, and the lines it is on (at most
+    SHOWN_MATCHES), so the next try can take one whole line (ADR 0442)."""
+    file_lines = seen.split("\n")
+    numbers: list[int] = []
+    at = 0
+    for _ in range(count):
+        at = seen.index(old, at)
+        n = seen.count("\n", 0, at) + 1
+        if n not in numbers:
+            numbers.append(n)
+        at += len(old)
+    shown = "\n".join(f"{n}: {file_lines[n - 1]}" for n in numbers[:SHOWN_MATCHES])
+    return (
+        f"fs-edit: the old text occurs {count} times in {name} (lines {', '.join(map(str, numbers))}), "
+        f"so nothing was changed; make old one of these lines whole (or more of it) so it matches "
+        f"once, and edit each place in its own call:\n{shown}"
+    )
 
 
 def _spec(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSpec:
@@ -453,6 +468,40 @@ FS_TOOLS = (
             "fs-edit",
             "Replace one exact occurrence of old with new in a file.",
             {"path": _PATH, "old": {"type": "string"}, "new": {"type": "string"}},
+            ["path", "old", "new"],
+        ),
+        run=_edit,
+        mutating=True,
+    ),
+)
+
+
+# The edit tools as a prompt format with edit blocks offers them (``dialects.local.blocks``, ADR
+# 0440): the same tools, their text arguments marked to be written as plain text after the call.
+_BLOCK_TEXT = {"type": "string", BLOCK_KEY: "fence"}
+BLOCK_EDIT_TOOLS = (
+    Tool(
+        spec=_spec(
+            "fs-write",
+            "Create or overwrite a file. The call gives only the path; right after the call, write "
+            "the file's whole new content in a fenced code block, ``` on a line before and after it.",
+            {"path": _PATH, "content": _BLOCK_TEXT},
+            ["path", "content"],
+        ),
+        run=_write,
+        mutating=True,
+    ),
+    Tool(
+        spec=_spec(
+            "fs-edit",
+            "Replace one exact piece of a file. The call gives only the path; right after the call, "
+            "write the lines to change, exactly as they are in the file, and the new lines, as:\n"
+            "<<<<<<< SEARCH\nthe lines now in the file\n=======\nthe new lines\n>>>>>>> REPLACE",
+            {
+                "path": _PATH,
+                "old": {"type": "string", BLOCK_KEY: "search"},
+                "new": {"type": "string", BLOCK_KEY: "replace"},
+            },
             ["path", "old", "new"],
         ),
         run=_edit,

@@ -163,7 +163,9 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
         if timed_out or out.flooded.is_set():
             kill_group(pgid)
         groups.forget(pgid)
-    text = out.text()
+    # Paths inside the workspace are shown relative to it, as the tools take them (ADR 0442): a
+    # traceback's absolute paths cost a small model more to read than the error itself.
+    text = out.text().replace(f"{ctx.workspace}{os.sep}", "")
     if out.flooded.is_set():
         text += (
             f"[stopped: the command wrote more than {MAX_STREAM // (1024 * 1024)} MiB of output; "

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from nodwyn.dialects.local.blocks import Block, render_block
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ImagePart, TextPart, ToolCall, UserMessage
 from nodwyn.values.request import Request
@@ -30,6 +31,7 @@ class PromptFormat(Protocol):
     stops: tuple[str, ...]  # special tokens that end a reply
     call_open: str  # what starts a call in a reply (the backend's grammar starts after it)
     call_close: str  # what ends one
+    edits: str  # "blocks": edit tools' text follows the call as plain text (ADR 0440); "json": in it
 
     def render(self, request: Request) -> tuple[Piece, ...]:
         """The request as the prompt the model continues (ending with the assistant's turn opened)."""
@@ -79,6 +81,22 @@ def call_json(call: ToolCall) -> str:
     except ArgumentsError:  # not JSON (or too deep or long to read): the text as a string
         args = json.dumps(call.arguments, ensure_ascii=False)
     return f'{{"name": {json.dumps(call.name, ensure_ascii=False)}, "arguments": {args}}}'
+
+
+def call_parts(call: ToolCall, block: Block | None) -> tuple[str, str]:
+    """The call's JSON (``call_json``) and, for a tool taking an edit block, the block after it:
+    its block properties leave the JSON and are written as the block (``blocks.render_block``)."""
+    if block is None:
+        return call_json(call), ""
+    try:
+        args = load_arguments(call.arguments) if call.arguments.strip() else {}
+    except ArgumentsError:
+        return call_json(call), ""
+    if not isinstance(args, dict):
+        return call_json(call), ""
+    kept = {k: v for k, v in args.items() if k not in block.fields}
+    bare = ToolCall(id=call.id, name=call.name, arguments=json.dumps(kept, ensure_ascii=False))
+    return call_json(bare), render_block(block, args)
 
 
 def text_of(pieces: Sequence[Piece]) -> str:

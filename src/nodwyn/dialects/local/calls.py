@@ -26,10 +26,11 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from nodwyn.dialects.local.blocks import Block, read_block
 from nodwyn.values.content import ToolCall
 
 CALL_OPEN = "<tool_call>"
@@ -176,12 +177,37 @@ def _element(text: str, i: int, tools: Collection[str]) -> Found | None:
     return Found(start=i, end=m.end(), name=m.group(1), arguments=json.dumps(args, ensure_ascii=False))
 
 
-def scan(text: str, *, final: bool = True, tools: Collection[str] = ()) -> tuple[list[Found], int | None]:
+def _with_block(text: str, found: Found, block: Block, final: bool) -> Found | None:
+    """``found`` with the edit block after it read into its arguments (ADR 0440): None while the
+    block may still be coming; unchanged when no block follows (the runner says what is missing)."""
+    try:
+        args = json.loads(found.arguments)
+    except json.JSONDecodeError:
+        return found
+    if not isinstance(args, dict) or all(k in args for k in block.fields):
+        return found  # written in JSON after all: the tool takes it as it is
+    got = read_block(text, found.end, block, final=final)
+    if got is None:
+        return None
+    if got.values is None:
+        return found
+    merged = json.dumps({**args, **got.values}, ensure_ascii=False)
+    return replace(found, end=got.end, arguments=merged)
+
+
+def scan(
+    text: str,
+    *,
+    final: bool = True,
+    tools: Collection[str] = (),
+    blocks: Mapping[str, Block] | None = None,
+) -> tuple[list[Found], int | None]:
     """The calls in ``text`` (before any fabricated tool response), and where a reply should end:
     after its first complete call, or at a fabricated tool response; None if it may go on.
 
     ``final``: the reply is finished, so a block left open ends with it; while it is being
-    generated (``final=False``) an open block is not read until it closes."""
+    generated (``final=False``) an open block is not read until it closes. ``blocks``: the
+    offered tools whose text arguments follow the call as an edit block (``blocks.py``)."""
     fabricated = text.find(FABRICATED)
     limit = len(text) if fabricated < 0 else fabricated
     found: list[Found] = []
@@ -219,6 +245,11 @@ def scan(text: str, *, final: bool = True, tools: Collection[str] = ()) -> tuple
         if got is None:  # an open block: what follows is not read until it closes
             break
         call_found, i = got
+        if call_found is not None and blocks and call_found.name in blocks:
+            call_found = _with_block(text[:limit], call_found, blocks[call_found.name], final)
+            if call_found is None:
+                break
+            i = call_found.end
         if call_found is not None:
             found.append(call_found)
     if found:
@@ -236,17 +267,21 @@ def _find_element(text: str, i: int, tools: Collection[str]) -> int:
     return -1
 
 
-def reply_end(text: str, tools: Collection[str] = ()) -> int | None:
-    """Where a reply being generated should stop: after its first complete call, or where it starts
-    writing a tool response itself. None: let it go on."""
-    return scan(text, final=False, tools=tools)[1]
+def reply_end(
+    text: str, tools: Collection[str] = (), blocks: Mapping[str, Block] | None = None
+) -> int | None:
+    """Where a reply being generated should stop: after its first complete call (and its edit
+    block), or where it starts writing a tool response itself. None: let it go on."""
+    return scan(text, final=False, tools=tools, blocks=blocks)[1]
 
 
-def parse_calls(text: str, call_prefix: str, tools: Collection[str] = ()) -> tuple[str, tuple[ToolCall, ...]]:
+def parse_calls(
+    text: str, call_prefix: str, tools: Collection[str] = (), blocks: Mapping[str, Block] | None = None
+) -> tuple[str, tuple[ToolCall, ...]]:
     """A reply's prose (its calls taken out, and anything from a fabricated tool response on) and
     its calls, with ids ``{call_prefix}-{n}``. ``tools``: the offered tools' names, which an
-    element-style call (``<fs-read path="a"/>``) must name."""
-    found, _ = scan(text, tools=tools)
+    element-style call (``<fs-read path="a"/>``) must name; ``blocks``: those taking an edit block."""
+    found, _ = scan(text, tools=tools, blocks=blocks)
     fabricated = text.find(FABRICATED)
     prose_text = text if fabricated < 0 else text[:fabricated]
     kept: list[str] = []

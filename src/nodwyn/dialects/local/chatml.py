@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import json
 
-from nodwyn.dialects.local.base import Piece, call_json, split_tags, user_text
+from nodwyn.dialects.local.base import Piece, call_parts, split_tags, user_text
+from nodwyn.dialects.local.blocks import Block, blocks_of, shown
 from nodwyn.dialects.local.calls import CALL_CLOSE, CALL_OPEN
 from nodwyn.values.content import AssistantMessage, ToolMessage, UserMessage
 from nodwyn.values.request import Request, ToolSpec
@@ -88,7 +89,7 @@ def _close() -> list[Piece]:
 def _system(request: Request) -> list[Piece]:
     pieces = [*_open("system\n"), Piece(request.system)]
     if request.tools:
-        listed = "".join("\n" + tool_json(t) for t in request.tools)
+        listed = "".join("\n" + tool_json(shown(t)) for t in request.tools)
         pieces += [
             Piece(TOOLS_HEAD + listed + TOOLS_TAIL),
             Piece(CALL_OPEN, special=True),
@@ -98,16 +99,18 @@ def _system(request: Request) -> list[Piece]:
     return pieces + _close()
 
 
-def _reply(m: AssistantMessage) -> list[Piece]:
+def _reply(m: AssistantMessage, blocks: dict[str, Block]) -> list[Piece]:
     if m.raw is not None and not m.calls:
         return split_tags(m.raw, (CALL_OPEN, CALL_CLOSE))
     pieces = [Piece(m.text)] if m.text else []
     for call in m.calls:
+        body, block = call_parts(call, blocks.get(call.name))
         pieces += [
             Piece("\n" if pieces else ""),  # "assistant\n" opened the turn
             Piece(CALL_OPEN, special=True),
-            Piece("\n" + call_json(call) + "\n"),
+            Piece("\n" + body + "\n"),
             Piece(CALL_CLOSE, special=True),
+            Piece(block),  # an edit block, as the model wrote it after the call (ADR 0440)
         ]
     return pieces
 
@@ -122,12 +125,14 @@ class ChatML:
     stops: tuple[str, ...] = (IM_END, END_OF_TEXT, IM_START)
     call_open = CALL_OPEN
     call_close = CALL_CLOSE
+    edits = "blocks"
 
     def shared(self, request: Request) -> int:
         return len([p for p in _system(request) if p.text])
 
     def render(self, request: Request) -> tuple[Piece, ...]:
         pieces = _system(request)
+        blocks = blocks_of(request.tools)
         in_results = False
         for m in request.messages:
             if isinstance(m, ToolMessage):
@@ -142,7 +147,7 @@ class ChatML:
             if isinstance(m, UserMessage):
                 pieces += [*_open("user\n"), Piece(user_text(m)), *_close()]
             else:
-                pieces += [*_open("assistant\n"), *_reply(m), *_close()]
+                pieces += [*_open("assistant\n"), *_reply(m, blocks), *_close()]
         if in_results:
             pieces += _close()
         pieces += _open("assistant\n")

@@ -65,6 +65,7 @@ class Gemma:
     stops: tuple[str, ...] = (END, START)
     call_open = CALL_OPEN
     call_close = CALL_CLOSE
+    edits = "json"  # the base model (local-tiny): its tools are offered as they are
 
     def shared(self, request: Request) -> int:
         """The first user turn's start and the preamble (a first message from the model gets a

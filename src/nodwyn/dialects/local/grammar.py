@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodwyn.dialects.local.blocks import Block, block_grammar, shown
 from nodwyn.values.request import ToolSpec
 
 _WS = "ws ::= [ \\t\\n]{0,3}"
@@ -108,17 +109,28 @@ class _Rules:
         return self.add(name, f'"{{" ws {body} ws "}}"')
 
 
-def call_grammar(tools: Sequence[ToolSpec], close: str) -> str:
+def call_grammar(tools: Sequence[ToolSpec], close: str, blocks: Mapping[str, Block] | None = None) -> str:
     """GBNF for the rest of a call once its opening tag is written: one call of an offered tool,
-    then ``close`` (the format's closing tag). ``tools`` must not be empty."""
+    then ``close`` (the format's closing tag), then, for a tool in ``blocks``, its edit block
+    (its block properties are not in the call's JSON: ADR 0440). ``tools`` must not be empty."""
     if not tools:
         raise ValueError("a call grammar needs at least one tool")
     rules = _Rules()
     alts = []
     for n, t in enumerate(tools):
-        args = rules.value(dict(t.parameters), f"args{n}")
+        block = (blocks or {}).get(t.name)
+        args = rules.value(dict((shown(t) if block else t).parameters), f"args{n}")
         name = literal(json.dumps(t.name, ensure_ascii=False))
         alts.append(rules.add(f"call{n}", f'{name} ws "," ws "\\"arguments\\"" ws ":" ws {args}'))
-    rules.add("call", f'"{{" ws "\\"name\\"" ws ":" ws ({" | ".join(alts)}) ws "}}"')
-    rules.add("root", f"ws call ws {literal(close)}")
+        if block is not None:
+            rules.rules += block_grammar(block, f"block{n}")
+    if not blocks:
+        rules.add("call", f'"{{" ws "\\"name\\"" ws ":" ws ({" | ".join(alts)}) ws "}}"')
+        rules.add("root", f"ws call ws {literal(close)}")
+        return "\n".join(rules.rules) + "\n"
+    ends = [
+        f'{alt} ws "}}" ws {literal(close)}' + (f" block{n}" if tools[n].name in blocks else "")
+        for n, alt in enumerate(alts)
+    ]
+    rules.add("root", f'ws "{{" ws "\\"name\\"" ws ":" ws ({" | ".join(f"({e})" for e in ends)})')
     return "\n".join(rules.rules) + "\n"

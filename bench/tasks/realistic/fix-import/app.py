@@ -1,0 +1,3 @@
+from textutil import shout
+
+print(shout("ready"))

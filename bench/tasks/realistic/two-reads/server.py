@@ -1,0 +1,5 @@
+from settings import DEFAULTS
+
+
+def port():
+    return DEFAULTS["port"]

@@ -1,0 +1,5 @@
+DEFAULTS = {
+    "host": "127.0.0.1",
+    "port": 8472,
+    "debug": False,
+}

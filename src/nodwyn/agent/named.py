@@ -1,0 +1,66 @@
+"""Files a task names, shown with it: the task's text followed by each named file as fs-read reads it.
+
+A small model that has not read a file writes it blind (a whole-file write that drops the code it
+was asked to change) or answers from a guess (issue 25's realistic set). People name the files
+they mean ("add a --shout option to greet.py"), and peers put such files in front of the model
+(aider's files in the chat, Claude Code's @-mentions). ``with_named_files`` does that for the
+first message of a turn, when the session's settings ask for it (in-process models, ADR 0442),
+after, on the first turn a process makes, the workspace's top folder as fs-list lists it:
+each word of the task that is the path of a file in the workspace (at most ``MAX_FILES``) is read
+with the ordinary fs-read tool (so the workspace confinement, nodwyn's protected files, redaction
+and the read cap apply), and its text appended under a header. The result is the user message the
+log records, so replay rebuilds exactly what the model was shown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from nodwyn.agent.tools import Tool, ToolContext, run_call
+from nodwyn.values.content import ToolCall
+
+MAX_FILES = 4
+MAX_CHARS = 6000  # a file longer than this is not shown (the model can read it)
+_PATHLIKE = re.compile(r"[\w./-]*\w\.\w+")
+HEAD = "The files named above, as they are now:"
+LISTED = "The project's top folder:"
+
+
+def named_paths(text: str, ctx: ToolContext) -> list[str]:
+    """Words of ``text`` that name a regular file in the workspace, in order, without repeats."""
+    found: list[str] = []
+    root = ctx.workspace
+    for m in _PATHLIKE.finditer(text):
+        word = m.group().strip("./") if m.group().startswith("./") else m.group().rstrip(".")
+        if word in found or word.startswith("/") or ".." in word.split("/"):
+            continue
+        if (root / word).is_file():
+            found.append(word)
+        if len(found) == MAX_FILES:
+            break
+    return found
+
+
+def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext, *, listing: bool = False) -> str:
+    """``text`` followed by the files it names, each as fs-read shows it (none: ``text`` as is);
+    ``listing`` (a session's first turn): first the workspace's top folder as fs-list shows it."""
+    head = ""
+    if listing and "fs-list" in tools:
+        out = run_call(ToolCall(id="named", name="fs-list", arguments='{"path": ""}'), tools, ctx)
+        if not out.error:
+            head = f"\n\n{LISTED}\n{out.text}"
+    if "fs-read" not in tools:
+        return text + head
+    shown: list[str] = []
+    for path in named_paths(text, ctx):
+        call = ToolCall(id="named", name="fs-read", arguments=json.dumps({"path": path}))
+        out = run_call(call, tools, ctx)
+        if out.error or len(out.text) > MAX_CHARS:
+            continue
+        body = out.text if out.text.endswith("\n") else out.text + "\n"
+        shown.append(f"--- {path}\n{body}")
+    if not shown:
+        return text + head
+    return f"{text}{head}\n\n{HEAD}\n\n" + "\n".join(shown)

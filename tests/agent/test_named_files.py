@@ -1,0 +1,116 @@
+"""What a session on an in-process model is offered and shown (ADRs 0440, 0442): the files a task
+names come with it, an edit without its block goes back to the model as a tool error saying the
+shape expected, and the catalog's edit tools follow the entry's prompt format. Over a real fake
+(ScriptedBackend); the requests are checked as they went over the wire and the log replays."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from nodwyn.agent.loop import Agent
+from nodwyn.agent.named import HEAD, LISTED, MAX_CHARS, with_named_files
+from nodwyn.agent.settings import AgentSettings
+from nodwyn.agent.tools import SUB_AGENT, ToolContext, builtin_tools, catalog, run_call
+from nodwyn.compose.config import BUILTINS
+from nodwyn.compose.setup import edits_of, offered_builtins
+from nodwyn.log import Store
+from nodwyn.record import start_session
+from nodwyn.replay.exact import verify_all
+from nodwyn.testing import ScriptedBackend, Step, recipe
+from nodwyn.values.content import TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.values.request import Request
+
+
+def _ctx(ws: Path) -> ToolContext:
+    return ToolContext(workspace=ws, read_budget_tokens=4000, approve=lambda tool, what: True)
+
+
+def test_the_files_a_task_names_follow_it_as_fs_read_shows_them(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "greet.py").write_text("print('hi')\n")
+    (ws / "pkg" / "util.py").write_text("X = 1")
+    (ws / "big.txt").write_text("x" * (MAX_CHARS + 1))
+    (tmp_path / "outside.py").write_text("secret\n")
+    text = "Fix greet.py and pkg/util.py, not big.txt, missing.py or ../outside.py. Use greet.py."
+    out = with_named_files(text, builtin_tools(), _ctx(ws))
+    assert out == f"{text}\n\n{HEAD}\n\n--- greet.py\nprint('hi')\n\n--- pkg/util.py\nX = 1\n"
+    assert with_named_files("List the files.", builtin_tools(), _ctx(ws)) == "List the files."
+
+
+def _user(request: Request) -> str:
+    m = next(m for m in request.messages if isinstance(m, UserMessage))
+    return "".join(p.text for p in m.parts if isinstance(p, TextPart))
+
+
+def _last_result(request: Request) -> ToolMessage:
+    m = request.messages[-1]
+    assert isinstance(m, ToolMessage)
+    return m
+
+
+def test_an_edit_without_its_block_is_a_tool_error_and_the_turn_goes_on(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "greet.py").write_text("print('hi')\n")
+    tools = builtin_tools("blocks")
+    rec = recipe(tools=catalog(tools.values()))
+    script = [
+        Step(
+            reply={"calls": [{"name": "fs-write", "arguments": {"path": "greet.py"}}]},
+            expect=lambda r: (
+                (f"Make greet.py shout.\n\n{LISTED}\ngreet.py  (12 bytes)\n\n{HEAD}" in _user(r))
+                and "--- greet.py\nprint('hi')\n" in _user(r)
+            ),
+        ),
+        Step(
+            reply={
+                "calls": [{"name": "fs-write", "arguments": {"path": "greet.py", "content": "print('HI')\n"}}]
+            },
+            expect=lambda r: (
+                _last_result(r).error
+                and "no 'content' block followed the call, so nothing was done" in _last_result(r).text
+                and '{"path": <string>}' in _last_result(r).text
+                and "```" in _last_result(r).text
+            ),
+        ),
+        Step(reply={"text": "Done."}, expect=lambda r: not _last_result(r).error),
+    ]
+    store = Store(tmp_path / "home", fsync=False)
+    with ScriptedBackend(script) as backend:
+        settings = AgentSettings(
+            recipe=rec,
+            tools=tools,
+            models={"fake": backend.settings},
+            model="fake",
+            workspace=ws,
+            named_files=True,
+        )
+        log = start_session(store, rec, "fake")
+        agent = Agent(log=log, settings=settings, backend_for=lambda _: backend, approve=lambda t, w: True)
+        try:
+            result = agent.user_turn("Make greet.py shout.")
+            assert result.text == "Done." and result.stopped is None
+            assert (ws / "greet.py").read_text() == "print('HI')\n"
+            assert all(v.error is None for v in verify_all(log))
+        finally:
+            log.close()
+
+
+def test_the_prompt_format_decides_the_edit_tools_and_in_process_models_get_no_sub_agent() -> None:
+    local, tiny = BUILTINS["local"], BUILTINS["local-tiny"]
+    assert edits_of(local) == "blocks" and edits_of(tiny) == "json"
+    assert edits_of(dataclasses.replace(local, edits="json")) == "json"
+    offered = offered_builtins(local)
+    assert SUB_AGENT not in offered and SUB_AGENT in builtin_tools()
+    assert offered["fs-write"].spec.parameters["properties"]["content"]["x-block"] == "fence"
+    assert "x-block" not in str(offered_builtins(tiny)["fs-edit"].spec.parameters)
+
+
+def test_shell_output_shows_workspace_paths_relative_to_it(tmp_path: Path) -> None:
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    call = ToolCall(id="c", name="shell", arguments='{"command": "echo \\"$PWD/test_a.py\\"; pwd"}')
+    out = run_call(call, builtin_tools(), _ctx(ws))
+    assert out.text == f"test_a.py\n{ws}\n[exit 0]", out.text
