@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,7 +133,10 @@ def test_a_signal_mid_call_ends_the_session_and_the_servers_process_group(
 ) -> None:
     """SIGTERM (and Ctrl-C, SIGINT) while an MCP call runs: nodwyn exits, and the server's process
     group (bwrap, the sandboxed server under it) is gone with it."""
-    script = [{"calls": [call("mcp__calc__slow", "s1", seconds=120)]}, {"text": "never"}]
+    script: list[dict[str, Any]] = [
+        {"calls": [call("mcp__calc__slow", "s1", seconds=120)]},
+        {"text": "never"},
+    ]
     with FakeServer(api="openai-chat", script=script) as fake:
         _config(env, fake.url)
         path = Path(env["NODWYN_CONFIG"])
