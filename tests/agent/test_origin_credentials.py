@@ -18,7 +18,7 @@ from nodwyn.log import Store
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.content import Origin
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 REASONS = {"blocks": [{"type": "reasoning", "thinking": "the plan's own reasoning", "position": 0}]}
 
@@ -52,8 +52,8 @@ def _open(tmp_path: Path, workspace: Path, **kw: Any) -> Opened:
 
 def test_the_origin_names_address_and_credential_also_under_a_server_label() -> None:
     base = {"api": "responses", "model": "gpt-x", "context_size": 1000, "server": "openai"}
-    plan = ModelSettings(name="plan", base_url="https://api.openai.com/v1", credential="PLAN", **base)  # type: ignore[arg-type]
-    key = ModelSettings(name="key", base_url="https://api.openai.com/v1", credential="KEY", **base)  # type: ignore[arg-type]
+    plan = ModelEntry(name="plan", base_url="https://api.openai.com/v1", credential="PLAN", **base)  # type: ignore[arg-type]
+    key = ModelEntry(name="key", base_url="https://api.openai.com/v1", credential="KEY", **base)  # type: ignore[arg-type]
     assert plan.origin == Origin(
         model="gpt-x", server="openai", url="https://api.openai.com/v1", credential="PLAN"
     )
@@ -119,7 +119,7 @@ def test_models_test_gives_back_only_its_own_reasoning(tmp_path: Path) -> None:
                 )
             ]
         )
-        settings = ModelSettings(
+        settings = ModelEntry(
             name="plan",
             api="responses",
             model="gpt-x",

@@ -24,8 +24,8 @@ import openai
 import orjson
 import yaml
 
-from nodwyn.dialects.base import join_text
-from nodwyn.values.model import ModelSettings
+from nodwyn.dialects.wire import join_text
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Response
 
 TRAFFIC = Path(__file__).parent.parent / "data" / "traffic"
@@ -59,11 +59,11 @@ class Case:
         m = self.request.get("model")
         return m if isinstance(m, str) else "recorded-model"
 
-    def settings(self, base_url: str = "http://127.0.0.1:9") -> ModelSettings:
+    def settings(self, base_url: str = "http://127.0.0.1:9") -> ModelEntry:
         """The model entry the folder names (never guessed from the recorded host)."""
         if self.api == "openai-chat":
             family = self.family if self.family != "compatible" else "compatible"
-            return ModelSettings(
+            return ModelEntry(
                 name="recorded",
                 api="openai-chat",
                 model=self.model,
@@ -72,7 +72,7 @@ class Case:
                 base_url=base_url,
                 server=None if family == "compatible" else family,
             )
-        return ModelSettings(
+        return ModelEntry(
             name="recorded",
             api=self.api,  # type: ignore[arg-type]
             model=self.model,

@@ -7,17 +7,17 @@ import pytest
 from nodwyn.dialects import dialect_for
 from nodwyn.errors import ConfigError, EncodeError, OriginError
 from nodwyn.values.content import AssistantMessage, Origin, ThinkingBlock, ToolCall
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request
 
 from .cases import IMAGES, entry, tools_images, user
 
 
-def _encode(s: ModelSettings, r: Request, **kw: object) -> None:
+def _encode(s: ModelEntry, r: Request, **kw: object) -> None:
     dialect_for(s).encode(r, session_key=None, **kw)  # type: ignore[arg-type]
 
 
-def _with_block(s: ModelSettings, kind: str, origin: Origin | None = None) -> Request:
+def _with_block(s: ModelEntry, kind: str, origin: Origin | None = None) -> Request:
     b = ThinkingBlock(type=kind, origin=origin or s.origin, data="[]" if kind == "reasoning_details" else "x")  # type: ignore[arg-type]
     return Request(
         system="", tools=(), messages=(user("q"), AssistantMessage(text="a", blocks=(b,))), max_output=9

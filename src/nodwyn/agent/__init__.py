@@ -8,7 +8,6 @@ from nodwyn import lazy
 
 if TYPE_CHECKING:
     from nodwyn.agent.attach import image_size, read_image
-    from nodwyn.agent.figures import Overview, cache_figures, cost_text, describe, figures_json, overview
     from nodwyn.agent.fits import check_task
     from nodwyn.agent.loop import Agent
     from nodwyn.agent.ports import Display
@@ -32,7 +31,6 @@ __all__ = [
     "Display",
     "Mode",
     "Outcome",
-    "Overview",
     "ProcessGroups",
     "Protected",
     "Sandbox",
@@ -41,20 +39,15 @@ __all__ = [
     "ToolContext",
     "TurnResult",
     "builtin_tools",
-    "cache_figures",
     "catalog",
     "check_task",
     "compact",
-    "cost_text",
     "declined",
-    "describe",
     "fail",
-    "figures_json",
     "find_bwrap",
     "group_alive",
     "image_size",
     "kill_group",
-    "overview",
     "read_image",
     "rebuild",
     "scrub_env",
@@ -67,7 +60,6 @@ __getattr__ = lazy(
     __name__,
     {
         "attach": "image_size read_image",
-        "figures": "Overview cache_figures cost_text describe figures_json overview",
         "fits": "check_task",
         "loop": "Agent",
         "ports": "Display",

@@ -3,7 +3,7 @@
 ``shown(text)`` is the one filter for text nodwyn did not write itself (a model's reply, a tool's
 output, a command, an error a provider sent, a log's contents): credentials are redacted (the
 values nodwyn holds, which ``hold`` sets when a session opens, and every shape the log redacts),
-then control characters are spelled out (``values.terminal``). ``Stream`` does the same for a reply
+then control characters are spelled out (``cli.terminal``). ``Stream`` does the same for a reply
 as it streams: ``log.Holdback`` lets text out as it comes, holding back only what could still
 become a secret (the trailing run of non-blank characters, an open quoted value after a secret's
 name, a private key block until its END line), redacted with the context already shown (ADR 0430).
@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Final
 
+from nodwyn.cli.terminal import escape_controls, escape_json_controls
 from nodwyn.log import NO_KNOWN, Holdback, Known, redact, redact_text
 from nodwyn.values.events import Event
-from nodwyn.values.terminal import escape_controls, escape_json_controls
 
 _HELD: list[Known] = [NO_KNOWN]
 

@@ -8,13 +8,12 @@ from typing import Any
 import click
 import orjson
 
-from nodwyn.agent import Overview, overview
 from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import hold_configured, json_safe, redacted, shown
 from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.log import SessionInfo, Store, encode_event
-from nodwyn.stats import percent
+from nodwyn.stats import Overview, overview, percent
 from nodwyn.values.events import (
     SESSION_RESUME,
     SESSION_START,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nodwyn.compose.config import WindowConfig
 from nodwyn.errors import ConfigError
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import ConfiguredLimits, size_limits
 
@@ -28,7 +28,7 @@ def default_reserve(context_size: int) -> int:
 
 
 def session_limits(
-    window: WindowConfig, model: ModelSettings, path: Path | None = None, *, scaled_cap: bool = False
+    window: WindowConfig, model: ModelEntry, path: Path | None = None, *, scaled_cap: bool = False
 ) -> WindowLimits:
     """``scaled_cap``: the recipe's rule of that name (window-v21, ADR 0390)."""
     ctx = model.context_size

@@ -20,7 +20,7 @@ from nodwyn.log import NO_KNOWN, Known, redact_error
 from nodwyn.mcp import ServerConfig
 from nodwyn.transport import Backend, Credentials
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response
 
 
@@ -33,7 +33,7 @@ class ProbeResult:
     field: str | None = None
 
 
-def settings_sent(settings: ModelSettings) -> list[str]:
+def settings_sent(settings: ModelEntry) -> list[str]:
     sent = [f"api={settings.api}", f"cache_key={settings.cache_key}"]
     if api_profile(settings).has_family:
         sent.append(f"family={settings.family}")
@@ -48,7 +48,7 @@ def settings_sent(settings: ModelSettings) -> list[str]:
     return sent
 
 
-def probe_model(backend: Backend, settings: ModelSettings, max_output: int = 32) -> list[ProbeResult]:
+def probe_model(backend: Backend, settings: ModelEntry, max_output: int = 32) -> list[ProbeResult]:
     key = session_key(f"nodwyn models test {settings.name}")  # a session of its own, named as any other
     tools = catalog(builtin_tools().values())
     first = Request(
@@ -89,7 +89,7 @@ def probe_model(backend: Backend, settings: ModelSettings, max_output: int = 32)
     return results
 
 
-def report(settings: ModelSettings, results: list[ProbeResult]) -> list[str]:
+def report(settings: ModelEntry, results: list[ProbeResult]) -> list[str]:
     lines = [f"model {settings.name} ({settings.model}); sent: {', '.join(settings_sent(settings))}"]
     for r in results:
         if not r.ok:

@@ -50,7 +50,7 @@ from nodwyn.mcp import ServerConfig, server_of
 from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport import Backend, Credentials, seal_secret, weights_for
 from nodwyn.values.events import SESSION_RESUME, SESSION_START, SessionResume, SessionStart, decode
-from nodwyn.values.model import ModelSettings, Prices
+from nodwyn.values.model import ModelEntry, Prices
 from nodwyn.values.recipe import (
     DEFAULT_VERSION,
     EXTRA_FLAGS,
@@ -86,7 +86,7 @@ LOCAL_SYSTEM = (
 )
 
 
-def edits_of(model: ModelSettings) -> str:
+def edits_of(model: ModelEntry) -> str:
     """How the model writes an edit's text: in the call's JSON, or, for an in-process model whose
     prompt format says so, as a block after the call (ADR 0440; the format decides, not the name)."""
     if not api_profile(model).in_process:
@@ -94,7 +94,7 @@ def edits_of(model: ModelSettings) -> str:
     return model.edits or format_for(weights_for(model.model, model.name).prompt).edits
 
 
-def offered_builtins(model: ModelSettings) -> dict[str, Tool]:
+def offered_builtins(model: ModelEntry) -> dict[str, Tool]:
     """The built-in tools a session on ``model`` offers: all of them, their edits as the model
     writes them (``edits_of``); an in-process model is not offered sub-agent (ADR 0442): its
     context starts with a system prompt of its own, so its first request prefills cold, and the
@@ -131,7 +131,7 @@ def protected(env: Mapping[str, str]) -> Protected:
     return Protected.of(places)
 
 
-def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> None:
+def preflight(env: Mapping[str, str], config: Config, model: ModelEntry) -> None:
     """Refuse, before a session is created or a model switched to, what would fail its first
     request: a local model without the local extra, a keychain that cannot be read, a credential
     neither the environment nor the keychain holds."""
@@ -215,7 +215,7 @@ class Backends:
         self._notice = notice  # where each retry, and a local request gone cold, is announced
         self._made: dict[str, Backend] = {}
 
-    def __call__(self, settings: ModelSettings) -> Backend:
+    def __call__(self, settings: ModelEntry) -> Backend:
         kind = "local" if api_profile(settings).in_process else "http"
         if kind not in self._made:
             if kind == "local":
@@ -340,7 +340,7 @@ def recorded_prices(config: Config) -> tuple[tuple[str, Prices], ...]:
 
 def make_recipe(
     config: Config,
-    model: ModelSettings,
+    model: ModelEntry,
     ext: Extensions,
     tools: Mapping[str, Tool],
     version: int = DEFAULT_VERSION,
@@ -384,7 +384,7 @@ def open_agent(
     yes: bool = False,
     ask: Ask | None = None,
     display: Display | None = None,
-    backend_for: Callable[[ModelSettings], Backend] | None = None,
+    backend_for: Callable[[ModelEntry], Backend] | None = None,
     config: Config | None = None,
     recipe_version: str | None = None,
     always_ask: bool = False,

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 
 from nodwyn import lazy
 from nodwyn.dialects.apis import API_PROFILES, WIRE_APIS, ApiProfile, api_profile
-from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
 from nodwyn.dialects.session_key import session_key
 from nodwyn.dialects.sse import NdjsonParser, SseParser
+from nodwyn.dialects.wire import Decoder, Dialect, StreamEvent, WireRequest
 from nodwyn.errors import ConfigError
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 if TYPE_CHECKING:
     from nodwyn.dialects.apis import DIAGNOSING_APIS
-    from nodwyn.dialects.common import model_ids
+    from nodwyn.dialects.base import model_ids
     from nodwyn.dialects.local import (
         Block,
         Piece,
@@ -34,7 +34,7 @@ __getattr__ = lazy(
     __name__,
     {
         "apis": "DIAGNOSING_APIS",
-        "common": "model_ids",
+        "base": "model_ids",
         "local": "Block Piece PromptFormat blocks_of format_for parse_calls reply_end shared_prefix",
         "local.grammar": "call_grammar",
     },
@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 
-def dialect_for(settings: ModelSettings) -> Dialect:
+def dialect_for(settings: ModelEntry) -> Dialect:
     """The dialect of the model entry's ``api`` (never guessed from the model's name or address)."""
     dialect = api_profile(settings).dialect
     if dialect is None:
@@ -78,6 +78,6 @@ def dialect_for(settings: ModelSettings) -> Dialect:
     return dialect(settings)
 
 
-def parser_for(settings: ModelSettings) -> SseParser | NdjsonParser:
+def parser_for(settings: ModelEntry) -> SseParser | NdjsonParser:
     """The stream framing of the entry's API: NDJSON for Ollama, SSE for the others."""
     return NdjsonParser() if api_profile(settings).ndjson else SseParser()

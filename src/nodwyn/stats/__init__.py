@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         diagnose_all,
     )
     from nodwyn.stats.evals import Cell, Difference, Interval, RunFigures, cells, differences
+    from nodwyn.stats.figures import Overview, cache_figures, cost_text, describe, figures_json, overview
     from nodwyn.stats.prefix import Encoder, chunks, common_parts
     from nodwyn.stats.times import seconds_between
     from nodwyn.stats.totals import Aggregator, RequestRow, Sums, Totals, cache_rate, contributes, percent
@@ -30,20 +31,26 @@ __all__ = [
     "Difference",
     "Encoder",
     "Interval",
+    "Overview",
     "Rebuilt",
     "RequestRow",
     "RunFigures",
     "Sums",
     "Totals",
+    "cache_figures",
     "cache_rate",
     "cells",
     "chunks",
     "common_parts",
     "contributes",
+    "cost_text",
+    "describe",
     "diagnose",
     "diagnose_all",
     "diagnosis_json",
     "differences",
+    "figures_json",
+    "overview",
     "percent",
     "row_json",
     "seconds_between",
@@ -55,6 +62,7 @@ __getattr__ = lazy(
     {
         "diagnosis": "IDLE_WORTH_SAYING MIN_CACHEABLE Diagnosis Rebuilt diagnose diagnose_all",
         "evals": "Cell Difference Interval RunFigures cells differences",
+        "figures": "Overview cache_figures cost_text describe figures_json overview",
         "prefix": "Encoder chunks common_parts",
         "times": "seconds_between",
         "totals": "Aggregator RequestRow Sums Totals cache_rate contributes percent",

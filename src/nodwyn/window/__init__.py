@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nodwyn import lazy
-from nodwyn.window.fold import Build, Decision, Window, build_window
+from nodwyn.window.build import Build, Decision, Window, build_window
 from nodwyn.window.sizing import ConfiguredLimits, size_limits
 from nodwyn.window.start import Start, recorded_start
 from nodwyn.window.summaries import source_digest

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodwyn.stats import Aggregator, cache_rate, contributes, percent
+from nodwyn.stats.totals import Aggregator, cache_rate, contributes, percent
 from nodwyn.values.events import (
     LLM_RESP,
     MAIN_CTX,
