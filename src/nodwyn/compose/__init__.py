@@ -25,36 +25,14 @@ if TYPE_CHECKING:
     from nodwyn.compose.setup import Opened, backends, held_values, keychain_where, open_agent, seal_key
 
 __all__ = [
-    "APPROVALS",
-    "Opened",
-    "all_presets",
-    "backends",
-    "config_path",
-    "edit_model",
-    "effective",
-    "entry_for",
-    "held_values",
-    "keychain_path",
-    "keychain_where",
-    "load_config",
-    "open_agent",
-    "probe_model",
-    "probe_servers",
-    "report",
-    "seal_key",
-    "set_control",
-    "trust",
-    "write_cache_asks",
-]
+    "APPROVALS", "Opened", "all_presets", "backends", "config_path", "edit_model", "effective", "entry_for",
+    "held_values", "keychain_path", "keychain_where", "load_config", "open_agent", "probe_model",
+    "probe_servers", "report", "seal_key", "set_control", "trust", "write_cache_asks",
+]  # fmt: skip
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "config": "APPROVALS config_path edit_model keychain_path load_config set_control write_cache_asks",
-        "config_keys": "effective",
-        "extensions": "trust",
-        "presets": "all_presets entry_for",
-        "probe": "probe_model probe_servers report",
-        "setup": "Opened backends held_values keychain_where open_agent seal_key",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "config": "APPROVALS config_path edit_model keychain_path load_config set_control write_cache_asks",
+    "config_keys": "effective", "extensions": "trust", "presets": "all_presets entry_for",
+    "probe": "probe_model probe_servers report",
+    "setup": "Opened backends held_values keychain_where open_agent seal_key",
+})  # fmt: skip

@@ -30,41 +30,18 @@ if TYPE_CHECKING:
     )
     from nodwyn.dialects.local.grammar import call_grammar
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "apis": "DIAGNOSING_APIS",
-        "base": "model_ids",
-        "local": "Block Piece PromptFormat blocks_of format_for parse_calls reply_end shared_prefix",
-        "local.grammar": "call_grammar",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "apis": "DIAGNOSING_APIS", "base": "model_ids",
+    "local": "Block Piece PromptFormat blocks_of format_for parse_calls reply_end shared_prefix",
+    "local.grammar": "call_grammar",
+})  # fmt: skip
 
 __all__ = [
-    "API_PROFILES",
-    "DIAGNOSING_APIS",
-    "ApiProfile",
-    "Block",
-    "Decoder",
-    "Dialect",
-    "NdjsonParser",
-    "Piece",
-    "PromptFormat",
-    "SseParser",
-    "StreamEvent",
-    "WireRequest",
-    "api_profile",
-    "blocks_of",
-    "call_grammar",
-    "dialect_for",
-    "format_for",
-    "model_ids",
-    "parse_calls",
-    "parser_for",
-    "reply_end",
-    "session_key",
+    "API_PROFILES", "DIAGNOSING_APIS", "ApiProfile", "Block", "Decoder", "Dialect", "NdjsonParser", "Piece",
+    "PromptFormat", "SseParser", "StreamEvent", "WireRequest", "api_profile", "blocks_of", "call_grammar",
+    "dialect_for", "format_for", "model_ids", "parse_calls", "parser_for", "reply_end", "session_key",
     "shared_prefix",
-]
+]  # fmt: skip
 
 
 def dialect_for(settings: ModelEntry) -> Dialect:

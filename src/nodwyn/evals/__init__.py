@@ -15,13 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Engine", "Recorded", "Report", "Spec", "load_spec", "report", "report_table", "run_eval"]
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "records": "Recorded",
-        "results": "Report report",
-        "runner": "Engine run_eval",
-        "spec": "Spec load_spec",
-        "table": "report_table",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "records": "Recorded", "results": "Report report", "runner": "Engine run_eval",
+    "spec": "Spec load_spec", "table": "report_table",
+})  # fmt: skip

@@ -14,12 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = ["otlp_json", "otlp_protobuf", "post_otlp", "session_document", "session_markdown", "spans"]
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "document": "session_document",
-        "markdown": "session_markdown",
-        "otel": "otlp_json otlp_protobuf spans",
-        "send": "post_otlp",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "document": "session_document", "markdown": "session_markdown", "otel": "otlp_json otlp_protobuf spans",
+    "send": "post_otlp",
+})  # fmt: skip

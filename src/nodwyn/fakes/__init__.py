@@ -15,20 +15,10 @@ if TYPE_CHECKING:
     from nodwyn.fakes.server import DEFAULT_CACHE, HANDLERS, FakeApi, FakeServer
 
 __all__ = [
-    "DEFAULT_CACHE",
-    "HANDLERS",
-    "ITEM_KEYS",
-    "FakeApi",
-    "FakeServer",
-    "ReceivedRequest",
-    "load_script",
-]
+    "DEFAULT_CACHE", "HANDLERS", "ITEM_KEYS", "FakeApi", "FakeServer", "ReceivedRequest", "load_script",
+]  # fmt: skip
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "base": "ReceivedRequest",
-        "script": "ITEM_KEYS load_script",
-        "server": "DEFAULT_CACHE HANDLERS FakeApi FakeServer",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "base": "ReceivedRequest", "script": "ITEM_KEYS load_script",
+    "server": "DEFAULT_CACHE HANDLERS FakeApi FakeServer",
+})  # fmt: skip

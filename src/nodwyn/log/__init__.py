@@ -17,27 +17,8 @@ from nodwyn.log.session_log import LOG_NAME, SessionInfo, SessionLog
 from nodwyn.log.store import Store
 
 __all__ = [
-    "CTX_ID",
-    "LOG_NAME",
-    "NO_KNOWN",
-    "Attachments",
-    "CorruptLogError",
-    "Holdback",
-    "Known",
-    "LockedError",
-    "NotFoundError",
-    "RedactionReport",
-    "SealKey",
-    "SessionInfo",
-    "SessionLog",
-    "Store",
-    "check_session",
-    "data_root",
-    "encode_event",
-    "parse_line",
-    "redact",
-    "redact_error",
-    "redact_held",
-    "redact_text",
+    "CTX_ID", "LOG_NAME", "NO_KNOWN", "Attachments", "CorruptLogError", "Holdback", "Known", "LockedError",
+    "NotFoundError", "RedactionReport", "SealKey", "SessionInfo", "SessionLog", "Store", "check_session",
+    "data_root", "encode_event", "parse_line", "redact", "redact_error", "redact_held", "redact_text",
     "seq_prefix",
-]
+]  # fmt: skip

@@ -19,12 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KEYS", "Hub", "Made", "ServerConfig", "Started", "make_tools", "server_of", "servers_from"]
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "client": "Hub Started",
-        "config": "KEYS ServerConfig servers_from",
-        "names": "server_of",
-        "tools": "Made make_tools",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "client": "Hub Started", "config": "KEYS ServerConfig servers_from", "names": "server_of",
+    "tools": "Made make_tools",
+})  # fmt: skip

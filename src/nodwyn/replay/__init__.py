@@ -15,31 +15,14 @@ if TYPE_CHECKING:
     from nodwyn.replay.transcript import Damaged, in_words, label, transcript_json, transcript_lines
 
 __all__ = [
-    "Damaged",
-    "SummaryInfo",
-    "Verdict",
-    "add_summary",
-    "check_complete",
-    "diagnose_request",
-    "diagnose_session",
-    "in_words",
-    "label",
-    "list_summaries",
-    "replay_request",
-    "revoke_summary",
-    "tolerant_events",
-    "transcript_json",
-    "transcript_lines",
-    "verify_all",
-]
+    "Damaged", "SummaryInfo", "Verdict", "add_summary", "check_complete", "diagnose_request",
+    "diagnose_session", "in_words", "label", "list_summaries", "replay_request", "revoke_summary",
+    "tolerant_events", "transcript_json", "transcript_lines", "verify_all",
+]  # fmt: skip
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "diagnose": "diagnose_request diagnose_session",
-        "exact": "Verdict check_complete replay_request verify_all",
-        "summaries": "SummaryInfo add_summary list_summaries revoke_summary",
-        "tolerant": "tolerant_events",
-        "transcript": "Damaged in_words label transcript_json transcript_lines",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "diagnose": "diagnose_request diagnose_session",
+    "exact": "Verdict check_complete replay_request verify_all",
+    "summaries": "SummaryInfo add_summary list_summaries revoke_summary", "tolerant": "tolerant_events",
+    "transcript": "Damaged in_words label transcript_json transcript_lines",
+})  # fmt: skip

@@ -23,49 +23,18 @@ if TYPE_CHECKING:
     from nodwyn.stats.views import diagnosis_json, row_json, totals_json
 
 __all__ = [
-    "IDLE_WORTH_SAYING",
-    "MIN_CACHEABLE",
-    "Aggregator",
-    "Cell",
-    "Diagnosis",
-    "Difference",
-    "Encoder",
-    "Interval",
-    "Overview",
-    "Rebuilt",
-    "RequestRow",
-    "RunFigures",
-    "Sums",
-    "Totals",
-    "cache_figures",
-    "cache_rate",
-    "cells",
-    "chunks",
-    "common_parts",
-    "contributes",
-    "cost_text",
-    "describe",
-    "diagnose",
-    "diagnose_all",
-    "diagnosis_json",
-    "differences",
-    "figures_json",
-    "overview",
-    "percent",
-    "row_json",
-    "seconds_between",
-    "totals_json",
-]
+    "IDLE_WORTH_SAYING", "MIN_CACHEABLE", "Aggregator", "Cell", "Diagnosis", "Difference", "Encoder",
+    "Interval", "Overview", "Rebuilt", "RequestRow", "RunFigures", "Sums", "Totals", "cache_figures",
+    "cache_rate", "cells", "chunks", "common_parts", "contributes", "cost_text", "describe", "diagnose",
+    "diagnose_all", "diagnosis_json", "differences", "figures_json", "overview", "percent", "row_json",
+    "seconds_between", "totals_json",
+]  # fmt: skip
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "diagnosis": "IDLE_WORTH_SAYING MIN_CACHEABLE Diagnosis Rebuilt diagnose diagnose_all",
-        "evals": "Cell Difference Interval RunFigures cells differences",
-        "figures": "Overview cache_figures cost_text describe figures_json overview",
-        "prefix": "Encoder chunks common_parts",
-        "times": "seconds_between",
-        "totals": "Aggregator RequestRow Sums Totals cache_rate contributes percent",
-        "views": "diagnosis_json row_json totals_json",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "diagnosis": "IDLE_WORTH_SAYING MIN_CACHEABLE Diagnosis Rebuilt diagnose diagnose_all",
+    "evals": "Cell Difference Interval RunFigures cells differences",
+    "figures": "Overview cache_figures cost_text describe figures_json overview",
+    "prefix": "Encoder chunks common_parts", "times": "seconds_between",
+    "totals": "Aggregator RequestRow Sums Totals cache_rate contributes percent",
+    "views": "diagnosis_json row_json totals_json",
+})  # fmt: skip

@@ -21,29 +21,12 @@ if TYPE_CHECKING:
     from nodwyn.transport.weights import WEIGHTS, weights_for
 
 __all__ = [
-    "MIB",
-    "NETWORK_KEYS",
-    "WEIGHTS",
-    "Backend",
-    "Credentials",
-    "HttpBackend",
-    "LocalBackend",
-    "NetworkLimits",
-    "new_credential",
-    "origin_of",
-    "save_keychain",
-    "seal_secret",
-    "weights_for",
-]
+    "MIB", "NETWORK_KEYS", "WEIGHTS", "Backend", "Credentials", "HttpBackend", "LocalBackend",
+    "NetworkLimits", "new_credential", "origin_of", "save_keychain", "seal_secret", "weights_for",
+]  # fmt: skip
 
-__getattr__ = lazy(
-    __name__,
-    {
-        "backend": "Backend",
-        "credentials": "Credentials new_credential origin_of save_keychain seal_secret",
-        "http": "HttpBackend",
-        "limits": "MIB NETWORK_KEYS NetworkLimits",
-        "local": "LocalBackend",
-        "weights": "WEIGHTS weights_for",
-    },
-)
+__getattr__ = lazy(__name__, {
+    "backend": "Backend", "credentials": "Credentials new_credential origin_of save_keychain seal_secret",
+    "http": "HttpBackend", "limits": "MIB NETWORK_KEYS NetworkLimits", "local": "LocalBackend",
+    "weights": "WEIGHTS weights_for",
+})  # fmt: skip

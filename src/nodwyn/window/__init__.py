@@ -18,26 +18,12 @@ if TYPE_CHECKING:
     from nodwyn.window.room import need, task_estimate
     from nodwyn.window.units import Tuning
 
-__getattr__ = lazy(
-    __name__, {"encode": "max_output_bytes overhead", "room": "need task_estimate", "units": "Tuning"}
-)
+__getattr__ = lazy(__name__, {
+    "encode": "max_output_bytes overhead", "room": "need task_estimate", "units": "Tuning",
+})  # fmt: skip
 
 __all__ = [
-    "Build",
-    "ConfiguredLimits",
-    "Decision",
-    "Start",
-    "Tuning",
-    "TurnOptions",
-    "Window",
-    "build_window",
-    "max_output_bytes",
-    "need",
-    "overhead",
-    "recorded_start",
-    "recorded_turn",
-    "recorded_withheld",
-    "size_limits",
-    "source_digest",
-    "task_estimate",
-]
+    "Build", "ConfiguredLimits", "Decision", "Start", "Tuning", "TurnOptions", "Window", "build_window",
+    "max_output_bytes", "need", "overhead", "recorded_start", "recorded_turn", "recorded_withheld",
+    "size_limits", "source_digest", "task_estimate",
+]  # fmt: skip
