@@ -18,14 +18,16 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 import orjson
 
-from nodwyn.dialects import dialect_for, parser_for
+from nodwyn.dialects import Dialect, dialect_for, parser_for
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import request_to_json
 from nodwyn.values.content import (
     AssistantMessage,
+    BlockType,
     Message,
     TextPart,
     ThinkingBlock,
@@ -46,7 +48,11 @@ ENTRIES = {
     ),
     "anthropic (blocks)": ModelEntry(name="a", api="anthropic", model="m", context_size=131072),
 }
-BLOCK = {"openai-chat": "reasoning_details", "responses": "reasoning", "anthropic": "thinking"}
+BLOCK: dict[str, BlockType] = {
+    "openai-chat": "reasoning_details",
+    "responses": "reasoning",
+    "anthropic": "thinking",
+}
 
 
 def conversation(s: ModelEntry, turns: int, size: int) -> Request:
@@ -64,7 +70,7 @@ def conversation(s: ModelEntry, turns: int, size: int) -> Request:
         else:
             data = "S" * 400
         if kind:
-            blocks = (ThinkingBlock(type=kind, origin=s.origin, data=data, text="thinking " * 20),)  # type: ignore[arg-type]
+            blocks = (ThinkingBlock(type=kind, origin=s.origin, data=data, text="thinking " * 20),)
         call = ToolCall(
             id=f"call_{i}", name="fs_read", arguments=orjson.dumps({"path": f"src/m{i}.py"}).decode()
         )
@@ -141,6 +147,14 @@ def stream(api: str, chunks: int) -> bytes:
     return b"".join(out)
 
 
+def _canonical(req: Request) -> bytes:
+    return canonical_bytes(request_to_json(req))
+
+
+def _wire(d: Dialect, req: Request) -> bytes:
+    return d.encode(req, session_key="k").body_bytes()
+
+
 def timed(fn: Callable[[], object], repeat: int) -> float:
     runs = []
     for _ in range(repeat):
@@ -169,8 +183,8 @@ def main() -> None:
     for label, s in ENTRIES.items():
         req = conversation(s, a.turns, a.size)
         d = dialect_for(s)
-        base = timed(lambda req=req: canonical_bytes(request_to_json(req)), a.repeat)  # type: ignore[misc]
-        enc = timed(lambda d=d, req=req, s=s: d.encode(req, session_key="k").body_bytes(), a.repeat)  # type: ignore[misc]
+        base = timed(partial(_canonical, req), a.repeat)
+        enc = timed(partial(_wire, d, req), a.repeat)
         size = len(d.encode(req, session_key="k").body_bytes())
         lines.append(f"| {label} | {size:,} | {enc * 1000:.1f} | {enc / base:.2f}x |")
     lines += [

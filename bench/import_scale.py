@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from nodwyn.imports import Found, find, load, source_of, write
@@ -30,9 +31,9 @@ from nodwyn.log import Store
 class PerEventStore(Store):
     """The write before ADR 0295: the session's staging store fsyncs every append."""
 
-    def staging(self) -> Store:
-        staged = super().staging()
-        return Store(staged.root, fsync=True, known=staged.known)
+    def staging(self, clock: Callable[[], datetime] | None = None) -> Store:
+        staged = super().staging(clock)
+        return Store(staged.root, fsync=True, clock=clock, known=staged.known)
 
 
 MODES: dict[str, Callable[[Path], Store]] = {

@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -126,11 +127,11 @@ def main() -> None:
     print(head)
     print(rule)
     for name, payload in payloads().items():
-        base = timed(lambda p=payload: orjson.dumps(p), args.runs)  # type: ignore[misc]
-        new = timed(lambda p=payload: redact(p, known), args.runs)  # type: ignore[misc]
+        base = timed(partial(orjson.dumps, payload), args.runs)
+        new = timed(partial(redact, payload, known), args.runs)
         row = f"| {name} | {base * 1e6:,.1f} µs | {new * 1e6:,.1f} µs | {new / base:.1f}x |"
         if old:
-            was = timed(lambda p=payload: old(p), args.runs)  # type: ignore[misc]
+            was = timed(partial(old, payload), args.runs)
             row += f" {was * 1e6:,.1f} µs | {new / was:.2f}x |"
         print(row)
     if old and args.interleave:
@@ -139,8 +140,8 @@ def main() -> None:
         print("|---|---:|---:|---:|")
         for name, payload in payloads().items():
             fast_new, fast_old = interleaved(
-                lambda p=payload: redact(p, known),  # type: ignore[misc]
-                lambda p=payload: old(p),  # type: ignore[misc]
+                partial(redact, payload, known),
+                partial(old, payload),
                 args.interleave,
             )
             ratio = fast_new / fast_old

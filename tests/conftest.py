@@ -49,20 +49,32 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+NEEDS = ("bwrap", "chromium", "node")  # what @pytest.mark.needs(...) may name
+
+
 def _absent() -> dict[str, str]:
-    """What the suite needs from the system and is not here: marker (or name) -> the line to say."""
+    """What the suite needs from the system and is not here: name -> the one line the tests that
+    need it skip with, naming what to install. ``NODWYN_TEST_PATH`` replaces PATH for this look
+    (tests/cli/test_setup_scripts.py checks the skips with an empty one)."""
+    import os
     import shutil
 
     from tests.console.served import CHROMIUM
 
+    from nodwyn.agent.sandbox import Sandbox, unavailable
+
+    path = os.environ.get("NODWYN_TEST_PATH")
     absent = {}
     if not Path(CHROMIUM).exists():
-        absent["browser"] = (
+        absent["chromium"] = (
             f"chromium is not installed ({CHROMIUM}): apt-get install chromium (./scripts/test does, as root)"
         )
-    if shutil.which("bwrap") is None:
+    bwrap = shutil.which("bwrap", path=path)
+    if bwrap is None:
         absent["bwrap"] = "bwrap is not installed: apt-get install bubblewrap (./scripts/test does, as root)"
-    if shutil.which("node") is None:
+    elif (why := unavailable(Sandbox(program=bwrap))) is not None:
+        absent["bwrap"] = f"bwrap cannot run here ({why}): allow unprivileged user namespaces"
+    if shutil.which("node", path=path) is None:
         absent["node"] = "node is not installed: apt-get install nodejs npm (./scripts/test does, as root)"
     return absent
 
@@ -72,12 +84,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The browser tests skip, with one line naming what to install, where chromium is absent."""
-    reason = _absent().get("browser")
-    if reason is not None:
-        for item in items:
-            if item.get_closest_marker("browser") is not None:
-                item.add_marker(pytest.mark.skip(reason=reason))
+    """A test marked ``browser`` (it needs chromium) or ``needs("bwrap", "node", ...)`` skips, with
+    one line naming what to install, where a program it needs is absent."""
+    absent = _absent()
+    if not absent:
+        return
+    for item in items:
+        mark = item.get_closest_marker("needs")  # a test's own needs(...) overrides its module's
+        wanted = list(mark.args) if mark is not None else []
+        unknown = set(wanted) - set(NEEDS)
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid}: needs({', '.join(sorted(unknown))}): use {', '.join(NEEDS)}"
+            )
+        if item.get_closest_marker("browser") is not None:
+            wanted.append("chromium")
+        missing = [absent[name] for name in wanted if name in absent]
+        if missing:
+            item.add_marker(pytest.mark.skip(reason="; ".join(dict.fromkeys(missing))))
 
 
 def _mismatches(tmp: Path) -> list[str]:

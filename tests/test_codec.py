@@ -124,7 +124,7 @@ def test_unknown_usage_is_none_not_zero() -> None:
     assert codec.usage_from_json({"cached_tokens": 0}).cached_tokens == 0
 
 
-@pytest.mark.parametrize("version", [3, 4, 5, 11, 13, 22])
+@pytest.mark.parametrize("version", [3, 4, 5, 11, 13, 23])
 def test_versions_the_seed_only_mentions_are_unknown(version: int) -> None:
     with pytest.raises(UnknownRecipeError, match=f"window-v{version}"):
         policy_for(version)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -126,6 +127,6 @@ def test_fields_read_typed() -> None:
         ("summary.revoke", {"summary": True}, r"summary: expected an integer, got a boolean"),
     ],
 )
-def test_malformed_fields_are_named(kind: str, data: dict, match: str) -> None:  # type: ignore[type-arg]
+def test_malformed_fields_are_named(kind: str, data: dict[str, Any], match: str) -> None:
     with pytest.raises(CorruptLogError, match=match):
         decode(Event(seq=7, t="t", kind=kind, ctx="main", data=data))

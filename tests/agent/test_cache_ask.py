@@ -19,7 +19,8 @@ from nodwyn.log import Store
 
 
 def entries(path: Path) -> dict[str, Any]:
-    return tomllib.loads(path.read_text())["models"]  # type: ignore[no-any-return]
+    models: dict[str, Any] = tomllib.loads(path.read_text())["models"]
+    return models
 
 
 def test_models_add_writes_the_five_minute_ask_to_an_anthropic_entry(

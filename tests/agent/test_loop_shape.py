@@ -47,7 +47,7 @@ def test_every_backend_has_the_protocols_send_and_close() -> None:
 def test_the_settings_value_is_frozen_and_keyword_only(tmp_path: Path) -> None:
     settings = AgentSettings(recipe=recipe(), tools={}, models={}, model="m", workspace=tmp_path)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        settings.max_steps = 3  # type: ignore[misc]
+        settings.max_steps = 3  # type: ignore[misc]  # a frozen value assigned, on purpose
     with pytest.raises(TypeError):
         AgentSettings(recipe(), {}, {}, "m", tmp_path)  # type: ignore[call-arg]  # keyword-only, on purpose
 

@@ -100,11 +100,14 @@ def test_an_edit_without_its_block_is_a_tool_error_and_the_turn_goes_on(tmp_path
 
 def test_the_prompt_format_decides_the_edit_tools_and_in_process_models_get_no_sub_agent() -> None:
     local, tiny = BUILTINS["local"], BUILTINS["local-tiny"]
-    assert edits_of(local) == "blocks" and edits_of(tiny) == "json"
+    assert edits_of(local) == "search" and edits_of(tiny) == "json"
     assert edits_of(dataclasses.replace(local, edits="json")) == "json"
     offered = offered_builtins(local)
     assert SUB_AGENT not in offered and SUB_AGENT in builtin_tools()
-    assert offered["fs-write"].spec.parameters["properties"]["content"]["x-block"] == "fence"
+    assert offered["fs-edit"].spec.parameters["properties"]["old"]["x-block"] == "search"
+    assert "x-block" not in str(offered["fs-write"].spec.parameters)
+    both = offered_builtins(dataclasses.replace(local, edits="blocks"))
+    assert both["fs-write"].spec.parameters["properties"]["content"]["x-block"] == "fence"
     assert "x-block" not in str(offered_builtins(tiny)["fs-edit"].spec.parameters)
 
 

@@ -51,9 +51,9 @@ def _open(tmp_path: Path, workspace: Path, **kw: Any) -> Opened:
 
 
 def test_the_origin_names_address_and_credential_also_under_a_server_label() -> None:
-    base = {"api": "responses", "model": "gpt-x", "context_size": 1000, "server": "openai"}
-    plan = ModelEntry(name="plan", base_url="https://api.openai.com/v1", credential="PLAN", **base)  # type: ignore[arg-type]
-    key = ModelEntry(name="key", base_url="https://api.openai.com/v1", credential="KEY", **base)  # type: ignore[arg-type]
+    base: dict[str, Any] = {"api": "responses", "model": "gpt-x", "context_size": 1000, "server": "openai"}
+    plan = ModelEntry(name="plan", base_url="https://api.openai.com/v1", credential="PLAN", **base)
+    key = ModelEntry(name="key", base_url="https://api.openai.com/v1", credential="KEY", **base)
     assert plan.origin == Origin(
         model="gpt-x", server="openai", url="https://api.openai.com/v1", credential="PLAN"
     )

@@ -35,6 +35,7 @@ context_size = 32000
 [mcp.calc]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(str(CALC))}]
+start_timeout = 120
 
 [mcp.gone]
 command = "/nonexistent/server"
@@ -127,6 +128,7 @@ def _group(pgid: int) -> list[int]:
     return out
 
 
+@pytest.mark.needs("bwrap")  # the server runs under it
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_call_ends_the_session_and_the_servers_process_group(
     env: dict[str, str], sig: signal.Signals

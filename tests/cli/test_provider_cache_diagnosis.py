@@ -14,7 +14,7 @@ import pytest
 from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.log import Store
 
-from .test_run import FIGURES, nodwyn
+from .test_run import nodwyn, session_of
 
 ASK = {"anthropic": ("/messages", "diagnostics"), "responses": ("/responses", "prompt_cache_options")}
 
@@ -42,7 +42,7 @@ def test_nodwyn_cache_shows_the_providers_reason_and_flags_a_disagreement(
         configure(env, api, fake.url)
         chat = nodwyn(env, "chat", stdin="hello\nagain\n/model b\nthird\n/compact\nfourth\n/quit\n")
         assert chat.returncode == 0, chat.stderr
-        sid = FIGURES.match(chat.stderr.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        sid = session_of(chat.stderr)
         path, key = ASK[api]
         bodies = [r.body for r in fake.requests if r.path.endswith(path)]
     assert len(bodies) == 5
@@ -87,7 +87,7 @@ def test_without_the_setting_nothing_is_asked_and_nothing_shown(env: dict[str, s
         configure(env, "anthropic", fake.url, diagnostics=False)
         chat = nodwyn(env, "chat", stdin="hello\nagain\n/quit\n")
         assert chat.returncode == 0, chat.stderr
-        sid = FIGURES.match(chat.stderr.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        sid = session_of(chat.stderr)
         bodies = [r for r in fake.requests if r.path.endswith("/messages")]
     assert all("diagnostics" not in r.body for r in bodies)
     assert all("cache-diagnosis" not in r.headers.get("anthropic-beta", "") for r in bodies)

@@ -24,6 +24,13 @@ def call(name: str, cid: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "id": cid, "arguments": arguments}
 
 
+def session_of(stderr: str) -> str:
+    """The session id a run's closing figures line names."""
+    figures = FIGURES.match(stderr.splitlines()[-1])
+    assert figures is not None, stderr[-600:]
+    return figures.group(1)
+
+
 def nodwyn(
     env: dict[str, str], *args: str, stdin: str = "", timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
@@ -86,11 +93,11 @@ def test_chat_commands_and_resume(env: dict[str, str]) -> None:
         assert "model 'nope' is not configured" in chat.stderr
         assert "[compacted; the note is 23 characters]" in chat.stderr
         assert FIGURES.match(chat.stderr.splitlines()[-1]), chat.stderr[-600:]
-        sid = FIGURES.match(chat.stderr.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        sid = session_of(chat.stderr)
         resumed = nodwyn(env, "resume", sid[:17], "Anything else?")
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout == "Resumed.\n"
-        assert FIGURES.match(resumed.stderr.splitlines()[-1]).group(1) == sid  # type: ignore[union-attr]
+        assert session_of(resumed.stderr) == sid
         bodies = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
     assert "tools" not in bodies[1] or not bodies[1]["tools"]
     assert bodies[4]["messages"][0]["content"].startswith("# Handover note")
@@ -238,7 +245,7 @@ def test_resume_keeps_the_sessions_recipe_unless_recipe_asks(env: dict[str, str]
         first = nodwyn(env, "run", "hello", "--recipe", "window-v20")
         assert first.returncode == 0, first.stderr
         assert "· window-v20 ·" in first.stderr
-        sid = FIGURES.match(first.stderr.splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        sid = session_of(first.stderr)
         kept = nodwyn(env, "resume", sid, "again")
         assert kept.returncode == 0 and "· window-v20 ·" in kept.stderr, kept.stderr
         back = nodwyn(env, "resume", sid, "and on v19", "--recipe", "window-v19")

@@ -76,6 +76,29 @@ def test_the_browser_tests_skip_naming_chromium_where_it_is_absent(tmp_path: Pat
     assert " passed" not in done.stdout and " failed" not in done.stdout
 
 
+def test_tests_needing_bwrap_or_node_skip_naming_what_to_install(tmp_path: Path) -> None:
+    """The shared marker (``@pytest.mark.needs``, tests/conftest.py): with neither bwrap nor node on
+    the path the suite looks at, each such test skips with one line naming the package."""
+    env = {**os.environ, "NODWYN_TEST_PATH": str(tmp_path / "empty")}
+    tests = [
+        ROOT / "tests" / "security" / "test_attack_sandbox.py",
+        ROOT / "tests" / "mcp_tools" / "test_reference_servers.py",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *map(str, tests), "-q", "-rs", "-p", "no:cacheprovider",
+         "-k", "absolute_path or dotdot or everything or without_bwrap_nothing"],
+        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    sandbox = [line for line in skipped if "test_attack_sandbox" in line]
+    servers = [line for line in skipped if "test_reference_servers" in line]
+    assert sandbox and all("bwrap is not installed: apt-get install bubblewrap" in line for line in sandbox)
+    # node, bwrap or the npm packages (`npm ci`, which scripts/test runs), whichever is missing first
+    assert servers and all("install" in line for line in servers)
+    assert "1 passed" in done.stdout  # test_without_bwrap_nothing_runs says needs(): it ran
+
+
 def test_ci_is_a_thin_call_of_the_test_command() -> None:
     lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if not line.startswith("#")]
     commands = [line.strip() for line in lines if line.strip()]

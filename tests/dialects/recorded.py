@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anthropic
 import openai
@@ -25,11 +25,14 @@ import orjson
 import yaml
 
 from nodwyn.dialects.wire import join_text
-from nodwyn.values.model import ModelEntry
+from nodwyn.values.model import Api, Family, ModelEntry
 from nodwyn.values.request import Response
 
 TRAFFIC = Path(__file__).parent.parent / "data" / "traffic"
 API_PATHS = {"openai-chat": "/chat/completions", "responses": "/responses", "anthropic": "/messages"}
+# A cassette folder's names read as the literals they are (a KeyError names a folder that is neither)
+APIS: dict[str, Api] = {a: a for a in get_args(Api)}
+FAMILIES: dict[str, Family] = {f: f for f in get_args(Family)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,7 +41,7 @@ class Case:
 
     path: Path  # the cassette
     index: int  # the interaction in it
-    api: str
+    api: Api
     family: str  # the folder under the api: a chat family, or the server's name
     request: dict[str, Any] = field(hash=False)
     status: int
@@ -62,19 +65,19 @@ class Case:
     def settings(self, base_url: str = "http://127.0.0.1:9") -> ModelEntry:
         """The model entry the folder names (never guessed from the recorded host)."""
         if self.api == "openai-chat":
-            family = self.family if self.family != "compatible" else "compatible"
+            family = FAMILIES[self.family]
             return ModelEntry(
                 name="recorded",
                 api="openai-chat",
                 model=self.model,
                 context_size=200_000,
-                family=family,  # type: ignore[arg-type]
+                family=family,
                 base_url=base_url,
                 server=None if family == "compatible" else family,
             )
         return ModelEntry(
             name="recorded",
-            api=self.api,  # type: ignore[arg-type]
+            api=self.api,
             model=self.model,
             context_size=200_000,
             base_url=base_url,
@@ -91,7 +94,7 @@ def _header(headers: Any, name: str) -> str:
 def load(path: Path) -> list[Case]:
     """The cases of one cassette, in order (interactions to other APIs are not cases)."""
     rel = path.relative_to(TRAFFIC)
-    api, family = rel.parts[0], rel.parts[1]
+    api, family = APIS[rel.parts[0]], rel.parts[1]
     doc = yaml.safe_load(path.read_text())
     out: list[Case] = []
     for i, it in enumerate(doc.get("interactions") or []):

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nodwyn.dialects import dialect_for
 from nodwyn.errors import ConfigError, EncodeError, OriginError
-from nodwyn.values.content import AssistantMessage, Origin, ThinkingBlock, ToolCall
+from nodwyn.values.content import AssistantMessage, BlockType, Origin, ThinkingBlock, ToolCall
 from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request
 
 from .cases import IMAGES, entry, tools_images, user
 
 
-def _encode(s: ModelEntry, r: Request, **kw: object) -> None:
-    dialect_for(s).encode(r, session_key=None, **kw)  # type: ignore[arg-type]
+def _encode(s: ModelEntry, r: Request, **kw: Any) -> None:
+    dialect_for(s).encode(r, session_key=None, **kw)
 
 
-def _with_block(s: ModelEntry, kind: str, origin: Origin | None = None) -> Request:
-    b = ThinkingBlock(type=kind, origin=origin or s.origin, data="[]" if kind == "reasoning_details" else "x")  # type: ignore[arg-type]
+def _with_block(s: ModelEntry, kind: BlockType, origin: Origin | None = None) -> Request:
+    b = ThinkingBlock(type=kind, origin=origin or s.origin, data="[]" if kind == "reasoning_details" else "x")
     return Request(
         system="", tools=(), messages=(user("q"), AssistantMessage(text="a", blocks=(b,))), max_output=9
     )
@@ -37,7 +39,7 @@ def _with_block(s: ModelEntry, kind: str, origin: Origin | None = None) -> Reque
         ("anthropic", "reasoning_details"),
     ],
 )
-def test_a_block_type_the_api_cannot_read_is_refused(api: str, kind: str) -> None:
+def test_a_block_type_the_api_cannot_read_is_refused(api: str, kind: BlockType) -> None:
     s = entry(api=api)
     with pytest.raises(
         EncodeError, match=rf"messages\[1\]\.blocks\[0\]: the {api} dialect cannot send a '{kind}' block"
@@ -48,7 +50,12 @@ def test_a_block_type_the_api_cannot_read_is_refused(api: str, kind: str) -> Non
 @pytest.mark.parametrize("api", ["openai-chat", "responses", "anthropic"])
 def test_a_block_of_another_origin_is_refused(api: str) -> None:
     s = entry(api=api, base_url="https://a.example", credential="KEY_A")
-    kind = {"openai-chat": "reasoning_details", "responses": "reasoning", "anthropic": "thinking"}[api]
+    kinds: dict[str, BlockType] = {
+        "openai-chat": "reasoning_details",
+        "responses": "reasoning",
+        "anthropic": "thinking",
+    }
+    kind = kinds[api]
     elsewhere = Origin(model=s.model, url="https://a.example", credential="KEY_B")
     with pytest.raises(OriginError, match="credential KEY_B would go to"):
         _encode(s, _with_block(s, kind, elsewhere))
@@ -121,9 +128,9 @@ def test_ollama_think_from_reasoning_effort(effort: str, think: object) -> None:
 
 
 @pytest.mark.parametrize(("api", "kind"), [("openai-chat", "reasoning_details"), ("responses", "reasoning")])
-def test_block_data_that_is_not_json_is_an_encode_error(api: str, kind: str) -> None:
+def test_block_data_that_is_not_json_is_an_encode_error(api: str, kind: BlockType) -> None:
     s = entry(api=api)
-    b = ThinkingBlock(type=kind, origin=s.origin, data="{truncated")  # type: ignore[arg-type]
+    b = ThinkingBlock(type=kind, origin=s.origin, data="{truncated")
     r = Request(
         system="", tools=(), messages=(user("q"), AssistantMessage(text="a", blocks=(b,))), max_output=9
     )

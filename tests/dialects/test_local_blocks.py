@@ -103,7 +103,7 @@ def test_the_grammar_holds_the_call_to_its_bare_arguments_and_then_its_block() -
     write = next(n for n, t in enumerate(TOOLS) if t.name == "fs-write")
     assert '"\\"content\\""' not in g[f"args{write}"]
     assert f'(call{write} ws "}}" ws "</tool_call>" block{write})' in g["root"]
-    assert g[f"block{write}"] == f'"\\n```\\n" block{write}-body "```"'
+    assert g[f"block{write}"] == f'"\\n```\\n" [^`\\n] block{write}-body "```"'
     edit = next(n for n, t in enumerate(TOOLS) if t.name == "fs-edit")
     assert "SEARCH" in g[f"block{edit}"] and "REPLACE" in g[f"block{edit}"]
     used = set()

@@ -110,7 +110,9 @@ def test_chatml_matches_the_models_own_template() -> None:
     chat: list[dict[str, object]] = [{"role": "system", "content": req.system}]
     for m in msgs:
         if isinstance(m, UserMessage):
-            chat.append({"role": "user", "content": m.parts[0].text})  # type: ignore[union-attr]
+            (part,) = m.parts
+            assert isinstance(part, TextPart)
+            chat.append({"role": "user", "content": part.text})
         elif isinstance(m, AssistantMessage):
             calls = [{"function": {"name": c.name, "arguments": json.loads(c.arguments)}} for c in m.calls]
             chat.append({"role": "assistant", "content": m.text, "tool_calls": calls})

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from nodwyn.dialects import dialect_for
 from nodwyn.values.content import (
     AssistantMessage,
+    BlockType,
     Message,
     Origin,
     TextPart,
@@ -35,7 +36,7 @@ ENTRIES: list[ModelEntry] = [
     entry(api="responses", keep_reasoning=True, reasoning_effort="high"),
     entry(api="anthropic", cache_control="1h"),
 ]
-BLOCK_TYPES: dict[str, tuple[str, ...]] = {
+BLOCK_TYPES: dict[str, tuple[BlockType, ...]] = {
     "ollama": (),
     "openai-chat": ("reasoning_details",),
     "responses": ("reasoning",),
@@ -46,14 +47,14 @@ WIRE_LIST = {"ollama": "messages", "openai-chat": "messages", "responses": "inpu
 text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12)
 
 
-def _block(kind: str, origin: Origin, n: int, pos: int) -> ThinkingBlock:
+def _block(kind: BlockType, origin: Origin, n: int, pos: int) -> ThinkingBlock:
     if kind == "reasoning_details":
         data = f'[{{"type":"reasoning.encrypted","data":"enc{n}","index":0}}]'
     elif kind == "reasoning":
         data = f'{{"id":"rs_{n}","type":"reasoning","summary":[],"encrypted_content":"e{n}"}}'
     else:
         data = f"sig{n}"
-    return ThinkingBlock(type=kind, origin=origin, data=data, text=f"t{n}", position=pos)  # type: ignore[arg-type]
+    return ThinkingBlock(type=kind, origin=origin, data=data, text=f"t{n}", position=pos)
 
 
 @st.composite

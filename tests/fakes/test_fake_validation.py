@@ -16,7 +16,7 @@ from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.errors import ConfigError
 from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.fakes.script import load_script
-from nodwyn.values.model import ModelEntry
+from nodwyn.values.model import Family, ModelEntry
 
 from .fake_wire import post, sse_events, sse_json
 
@@ -290,7 +290,7 @@ def test_a_bad_script_line_is_named(tmp_path: Path) -> None:
 def test_cli_fake_serve_prints_its_url_and_serves_the_script(tmp_path: Path) -> None:
     script = tmp_path / "replies.jsonl"
     script.write_text(json.dumps({"text": "hello from the script"}) + "\n")
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [
             sys.executable,
             "-c",
@@ -307,25 +307,25 @@ def test_cli_fake_serve_prints_its_url_and_serves_the_script(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
-        models = httpx.get(url + "/api/tags", timeout=5).json()
-        r = post(
-            url + "/api/chat",
-            {"model": models["models"][0]["name"], "messages": [{"role": "user", "content": "hi"}]},
-        )
-        text = "".join(json.loads(line)["message"]["content"] for line in r.text.splitlines())
-        assert text == "hello from the script"
-        again = post(
-            url + "/api/chat", {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
-        )
-        assert again.status_code == 410
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            models = httpx.get(url + "/api/tags", timeout=5).json()
+            r = post(
+                url + "/api/chat",
+                {"model": models["models"][0]["name"], "messages": [{"role": "user", "content": "hi"}]},
+            )
+            text = "".join(json.loads(line)["message"]["content"] for line in r.text.splitlines())
+            assert text == "hello from the script"
+            again = post(
+                url + "/api/chat", {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+            )
+            assert again.status_code == 410
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)  # the with closes its pipes
 
 
 def test_responses_reasoning_by_id_needs_a_stored_response_or_its_encrypted_content() -> None:
@@ -364,7 +364,7 @@ def test_responses_reasoning_by_id_needs_a_stored_response_or_its_encrypted_cont
         ("ollama", "compatible"),
     ],
 )
-def test_a_reply_not_streamed_is_the_same_reply(api: FakeApi, family: str) -> None:
+def test_a_reply_not_streamed_is_the_same_reply(api: FakeApi, family: Family) -> None:
     """Asked with stream false, each fake answers one JSON object that reads as the streamed reply."""
     details = [{"type": "reasoning.text", "text": "first I read", "signature": None, "format": "x"}]
     item = {
@@ -388,7 +388,7 @@ def test_a_reply_not_streamed_is_the_same_reply(api: FakeApi, family: str) -> No
                 api=api,
                 model="fake-model",
                 context_size=1000,
-                family=family,  # type: ignore[arg-type]
+                family=family,
                 base_url=fake.url,
             )
             dialect = dialect_for(settings)

@@ -19,14 +19,14 @@ import openai
 import orjson
 import pytest
 from anthropic.types import Message, RawMessageStreamEvent
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionFunctionToolParam
 from openai.types.responses import Response as OpenAIResponse
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from nodwyn.fakes import FakeServer
 
-WEATHER: dict[str, Any] = {
+WEATHER: ChatCompletionFunctionToolParam = {  # the tool as OpenAI's SDK types it
     "type": "function",
     "function": {
         "name": "weather",
@@ -72,7 +72,7 @@ def test_openai_chat_sdk_streams_every_family(family: str) -> None:
         with client.chat.completions.stream(
             model="fake-model",
             messages=[{"role": "user", "content": "Weather in Lyon?"}],
-            tools=[WEATHER],  # type: ignore[list-item]
+            tools=[WEATHER],
             stream_options={"include_usage": True},
         ) as stream:
             chunks = [e.chunk for e in stream if e.type == "chunk"]
@@ -105,7 +105,7 @@ def test_openai_chat_sdk_reads_a_whole_reply_of_every_family(family: str) -> Non
         completion = client.chat.completions.create(
             model="fake-model",
             messages=[{"role": "user", "content": "Weather in Lyon?"}],
-            tools=[WEATHER],  # type: ignore[list-item]
+            tools=[WEATHER],
         )
         raw = _again(fake)
     assert completion.choices[0].message.tool_calls is not None

@@ -164,7 +164,8 @@ def test_swe_agent_history_matches_the_recorded_requests(workloads: Path) -> Non
         latest = step["messages"][-1]["content"]
         idx = run.replies[k + 1] - 1
         got = run.messages[idx]
-        assert (got.text if isinstance(got, ToolMessage) else text(got)) == latest  # type: ignore[arg-type]
+        assert isinstance(got, ToolMessage | UserMessage)
+        assert (got.text if isinstance(got, ToolMessage) else text(got)) == latest
     assert_pairs(run)
 
 

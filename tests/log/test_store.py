@@ -140,7 +140,7 @@ def test_bad_appends_are_refused_and_write_nothing(
         log.append_raw("note", {"text": "before"})
         size = (log.path / "log.jsonl").stat().st_size
         with pytest.raises(CanonicalError, match=message):
-            log.append_raw(kind, data, ctx=ctx)  # type: ignore[arg-type]
+            log.append_raw(kind, data, ctx=ctx)  # type: ignore[arg-type]  # data that is no JSON object, on purpose
         assert (log.path / "log.jsonl").stat().st_size == size
         assert log.append_raw("note", {"text": "after"}).seq == 2
 

@@ -5,12 +5,10 @@ Skipped, with the reason, where node, the packages or bwrap are missing."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.log import Store, data_root
 from nodwyn.replay.exact import verify_all
 from nodwyn.values.canonical import canonical_bytes
@@ -22,23 +20,18 @@ BIN = Path(__file__).with_name("node_modules") / ".bin"
 EVERYTHING, FILESYSTEM = BIN / "mcp-server-everything", BIN / "mcp-server-filesystem"
 
 pytestmark = [
-    pytest.mark.skipif(
-        shutil.which("node") is None, reason="node is not installed (the servers are npm packages)"
-    ),
+    pytest.mark.needs("node", "bwrap"),  # skipped naming what to install (tests/conftest.py)
     pytest.mark.skipif(
         not EVERYTHING.exists() or not FILESYSTEM.exists(),
         reason="the npm servers are not installed: run `npm ci --prefix tests/mcp_tools` (scripts/test does)",
-    ),
-    pytest.mark.skipif(
-        unavailable(Sandbox(program=shutil.which("bwrap"))) is not None,
-        reason="bwrap cannot run here: apt-get install bubblewrap (and allow user namespaces)",
     ),
 ]
 
 
 def _entry(name: str, command: Path, *args: str, approve: str = '"auto"') -> str:
     quoted = ", ".join(f'"{a}"' for a in args)
-    return f'[mcp.{name}]\ncommand = "{command}"\nargs = [{quoted}]\napprove = {approve}\n'
+    head = f'[mcp.{name}]\ncommand = "{command}"\nargs = [{quoted}]\n'
+    return head + f"approve = {approve}\nstart_timeout = 120\n"
 
 
 def test_server_everything_content_progress_and_list_changed_in_a_session(

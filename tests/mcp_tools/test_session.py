@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nodwyn.agent.sandbox import Sandbox, unavailable
+from nodwyn.cli.stats import aggregate, describe
 from nodwyn.log import Store, data_root
 from nodwyn.replay.exact import verify_all
 from nodwyn.testing import isolated_env
@@ -24,10 +24,7 @@ from nodwyn.values.events import NOTE, SESSION_RESUME, SessionResume, decode
 
 from .helpers import CALC, calc, call, session
 
-NO_BWRAP = unavailable(Sandbox(program=shutil.which("bwrap")))
-needs_bwrap = pytest.mark.skipif(
-    NO_BWRAP is not None, reason=f"bwrap cannot run here ({NO_BWRAP}); apt-get install bubblewrap"
-)
+needs_bwrap = pytest.mark.needs("bwrap")  # skipped naming what to install (tests/conftest.py)
 
 
 def _replays(env: dict[str, str], sid: str) -> int:
@@ -98,6 +95,12 @@ def test_a_resume_lists_again_and_records_the_changed_catalog(tmp_path: Path, wo
     assert len(resumes) == 1 and isinstance(resumes[0], SessionResume) and resumes[0].recipe is not None
     recorded = {t.name: t.description for t in resumes[0].recipe.tools}
     assert recorded["mcp__calc__add"] == "Add two integers (version 2)."
+    resume_seq = next(e.seq for e in run.events() if e.kind == SESSION_RESUME)
+    _, _, diagnoses = aggregate(data_root(run.env), run.sid, diagnose=True)  # what `nodwyn cache` reads
+    assert [d.kind for d in diagnoses].count("moved") == 1  # one prefix move, at the resume
+    moved = diagnoses[-1]
+    assert moved.kind == "moved" and f"resume at seq {resume_seq}" in [str(c) for c in moved.causes]
+    assert f"resume at seq {resume_seq}" in describe(moved)  # named by `nodwyn cache`
 
 
 def test_a_call_asks_as_a_write_does_and_the_prompt_names_the_server(tmp_path: Path, workspace: Path) -> None:

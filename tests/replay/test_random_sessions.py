@@ -23,13 +23,13 @@ from nodwyn.replay.summaries import add_summary, revoke_summary
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ResultFold
-from nodwyn.values.recipe import KNOWN_VERSIONS
+from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe
 from nodwyn.window import TurnOptions
 
 from .conftest import OTHER_ORIGIN, assert_replays
 
 
-def _recipe(rng: random.Random) -> object:
+def _recipe(rng: random.Random) -> Recipe:
     high = rng.choice([600, 900, 1_500, 60_000])
     return recipe(
         rng.choice([v for v in KNOWN_VERSIONS if v >= 2]),
@@ -42,7 +42,7 @@ def _recipe(rng: random.Random) -> object:
 
 
 def _script(store: Store, rng: random.Random) -> SessionBuilder:
-    s = SessionBuilder(store=store, recipe=_recipe(rng))  # type: ignore[arg-type]
+    s = SessionBuilder(store=store, recipe=_recipe(rng))
     ctx = "main"
     results: list[int] = []
     summaries: list[int] = []
@@ -60,7 +60,7 @@ def _script(store: Store, rng: random.Random) -> SessionBuilder:
                     i = rng.randrange(len(users) - 1)
                     with contextlib.suppress(ConfigError):  # a span the rules refuse: no summary
                         summaries.append(add_summary(log, users[i], users[i + 1] - 1, f"summary {step}").seq)
-            s.resume(_recipe(rng))  # type: ignore[arg-type]
+            s.resume(_recipe(rng))
             continue
         if op < 0.2 and results:
             s.add(ResultFold(target=rng.choice(results), text=f"[folded at step {step}]"), ctx)

@@ -33,8 +33,9 @@ GREP = ToolSpec(
 )
 
 
-def _json(b: bytes) -> dict:  # type: ignore[type-arg]
-    return orjson.loads(b)  # type: ignore[no-any-return]
+def _json(b: bytes) -> dict[str, Any]:
+    body: dict[str, Any] = orjson.loads(b)
+    return body
 
 
 def test_resume_with_changed_settings_and_catalog(session: Make, store: Store) -> None:

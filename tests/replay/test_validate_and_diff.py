@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nodwyn.errors import CorruptLogError
@@ -15,7 +17,7 @@ def test_every_kind_has_a_check() -> None:
     assert set(PAYLOADS) == KINDS
 
 
-def _ev(kind: str, data: dict, seq: int = 5) -> Event:  # type: ignore[type-arg]
+def _ev(kind: str, data: dict[str, Any], seq: int = 5) -> Event:
     return Event(seq=seq, t="t", kind=kind, ctx="main", data=data)
 
 
@@ -42,7 +44,7 @@ def _ev(kind: str, data: dict, seq: int = 5) -> Event:  # type: ignore[type-arg]
         ("note", {"text": 3}, "expected str"),
     ],
 )
-def test_bad_payloads_are_refused_with_their_place(kind: str, data: dict, match: str) -> None:  # type: ignore[type-arg]
+def test_bad_payloads_are_refused_with_their_place(kind: str, data: dict[str, Any], match: str) -> None:
     with pytest.raises(CorruptLogError, match=match) as exc:
         check_event(_ev(kind, data), None, "S", 1234)
     assert "session S seq 5 (byte offset 1234)" in str(exc.value)

@@ -32,7 +32,7 @@ from nodwyn.transport.credentials import write_keychain
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import SESSION_START, TOOL_RESULT, SessionStart, ToolResult, decode
 
-pytestmark = pytest.mark.attack("sandbox")
+pytestmark = [pytest.mark.attack("sandbox"), pytest.mark.needs("bwrap")]  # but where a test says needs()
 
 NODWYN = str(Path(sys.executable).parent / "nodwyn")
 KEY = "kc-sandbox-secret-value-0001"
@@ -378,6 +378,7 @@ def test_io_uring_and_other_abis(machine: Machine) -> None:
 # -- never silently unsandboxed --------------------------------------------------------------------
 
 
+@pytest.mark.needs()  # runs without bwrap: that is what it checks
 def test_without_bwrap_nothing_runs(machine: Machine) -> None:
     box = Sandbox(program=None, hidden=machine.sandbox.hidden)
     out = machine.sh("touch ran.txt", box)
@@ -386,6 +387,7 @@ def test_without_bwrap_nothing_runs(machine: Machine) -> None:
     assert not (machine.ws / "ran.txt").exists()
 
 
+@pytest.mark.needs()  # runs without bwrap: that is what it checks
 def test_a_bwrap_that_cannot_make_namespaces(machine: Machine, tmp_path: Path) -> None:
     fake = tmp_path / "bin" / "bwrap"
     fake.parent.mkdir()
@@ -461,6 +463,7 @@ def test_nodwyn_run_yes_stays_in_the_workspace(tmp_path: Path) -> None:
     assert events[0].kind == SESSION_START
 
 
+@pytest.mark.needs()  # runs without bwrap: that is what it checks
 def test_full_auto_without_a_sandbox_is_refused(tmp_path: Path) -> None:
     done, fake = _cli(tmp_path, [{"text": "never"}], "--yes", "--sandbox", "off")
     assert done.returncode == 2 and "--dangerously-no-sandbox" in done.stderr
@@ -468,6 +471,7 @@ def test_full_auto_without_a_sandbox_is_refused(tmp_path: Path) -> None:
     assert fake.requests == []
 
 
+@pytest.mark.needs()  # runs without bwrap: that is what it checks
 def test_nodwyn_run_without_bwrap_says_so_before_the_first_request(tmp_path: Path) -> None:
     """No bwrap on PATH: one notice with the fix before the first request, and the command the
     model asks for does not run (no unsandboxed fallback)."""

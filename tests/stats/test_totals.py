@@ -223,5 +223,6 @@ def test_summaries_resumes_and_narrowings_are_named_with_their_seqs() -> None:
     c = s.call(ctx="narrow-1", prompt_tokens=310, cached_tokens=0)
     agg = Aggregator()
     agg.feed_all(s.events)
-    named = {seq: [(x.kind, x.seq) for x in agg.row(seq).causes] for seq in (a, b, c)}  # type: ignore[union-attr]
+    rows = {seq: agg.row(seq) for seq in (a, b, c)}
+    named = {seq: [(x.kind, x.seq) for x in row.causes] for seq, row in rows.items() if row is not None}
     assert named == {a: [("summary", summary)], b: [("resume", resume)], c: [("narrowing", opened)]}

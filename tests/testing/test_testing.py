@@ -12,7 +12,7 @@ from nodwyn.compose.setup import open_agent
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request
 from nodwyn.testing import ScriptedBackend, ScriptMismatch, SessionBuilder, Step, recipe
-from nodwyn.values.content import UserMessage
+from nodwyn.values.content import TextPart, UserMessage
 from nodwyn.values.request import Request
 from nodwyn.window import TurnOptions
 
@@ -60,7 +60,9 @@ def _agent(tmp_path: Path, backend: ScriptedBackend) -> Agent:
 def _asks(text: str) -> Step:
     def expect(request: Request) -> bool:
         last = request.messages[-1]
-        return isinstance(last, UserMessage) and text in last.parts[0].text  # type: ignore[union-attr]
+        return isinstance(last, UserMessage) and any(
+            text in p.text for p in last.parts[:1] if isinstance(p, TextPart)
+        )
 
     return Step(reply={"text": "done"}, expect=expect)
 

@@ -18,7 +18,7 @@ from nodwyn.compose.config import BUILTIN_LOCAL_TINY
 from nodwyn.dialects.local.grammar import call_grammar
 from nodwyn.transport import local
 from nodwyn.transport.local import LocalBackend
-from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Request
 
 TOOLS = catalog(builtin_tools().values())
@@ -43,7 +43,7 @@ def test_llama_cpp_reads_the_grammar_of_the_whole_catalog() -> None:
 
 def few_shot() -> Request:
     """Three reads answered, then a fourth asked: a base model goes on the same way, opening a call."""
-    messages: list[object] = []
+    messages: list[Message] = []
     for n, name in enumerate(["a.txt", "b.txt", "c.txt"]):
         messages += [
             user(f"Read {name}."),
@@ -54,7 +54,7 @@ def few_shot() -> Request:
             AssistantMessage(text=f"{name} says: contents of {name}."),
         ]
     messages.append(user("Read notes.md."))
-    return Request(system="You read files with tools.", tools=TOOLS, messages=tuple(messages), max_output=64)  # type: ignore[arg-type]
+    return Request(system="You read files with tools.", tools=TOOLS, messages=tuple(messages), max_output=64)
 
 
 def test_a_call_the_model_opens_is_decoded_under_the_grammar_and_parses() -> None:
@@ -70,3 +70,42 @@ def test_a_call_the_model_opens_is_decoded_under_the_grammar_and_parses() -> Non
         parse_arguments(specs[c.name], c.arguments)  # valid JSON, of the tool's schema
     assert response.finish == "tool_calls"
     assert request == before  # what was recorded (and digested) is what was sent
+
+
+def test_llama_cpp_reads_the_grammar_with_edit_blocks() -> None:
+    import llama_cpp.llama_cpp as low_level
+
+    from nodwyn.dialects.local import blocks_of
+
+    backend = LocalBackend()
+    backend.tokens(Request(system="x", tools=(), messages=(user("x"),)), BUILTIN_LOCAL_TINY)
+    assert local._INSTANCE is not None
+    tools = catalog(builtin_tools("blocks").values())
+    for close in ("</tool_call>", "```"):
+        text = call_grammar(tools, close, blocks_of(tools))
+        sampler = low_level.llama_sampler_init_grammar(
+            local._INSTANCE.llm._model.vocab, text.encode(), b"root"
+        )
+        assert sampler, "llama.cpp refused the grammar"
+        low_level.llama_sampler_free(sampler)
+
+
+def test_a_reply_never_writes_a_tool_response_tag() -> None:
+    """The runner writes results: the tag's tokens are banned from where it parts from a call's tag
+    (ADR 0443), so a model that would fabricate a result must choose something else there."""
+    import numpy as np
+
+    backend = LocalBackend()
+    backend.tokens(Request(system="x", tools=(), messages=(user("x"),)), BUILTIN_LOCAL_TINY)
+    assert local._INSTANCE is not None
+    llm = local._INSTANCE.llm
+    banned = local._banned(llm, "<tool_call>")
+    written = llm.detokenize(list(banned)).decode()
+    assert "<tool_response>".startswith(written) and len(written) > len("<tool_")
+    ban = local.never(banned)
+    scores = np.zeros(llm.n_vocab(), dtype=np.float32)
+    ban(np.array([1, *banned[:-1]]), scores)
+    assert scores[banned[-1]] == -np.inf and np.count_nonzero(scores) == 1
+    scores = np.zeros(llm.n_vocab(), dtype=np.float32)
+    ban(np.array([1, 2]), scores)
+    assert not np.count_nonzero(scores)

@@ -47,3 +47,32 @@ def test_without_a_terminal_nodwyn_prints_help_and_tui_refuses(env: dict[str, st
     )
     assert tui.returncode == 2
     assert tui.stderr.startswith("nodwyn: nodwyn tui needs a terminal") and len(tui.stderr.splitlines()) == 1
+
+
+def test_on_a_terminal_the_pickers_open_at_once_and_an_unpriced_cost_is_unknown(env: dict[str, str]) -> None:
+    """Issue 26, item 7: Ctrl+R, Ctrl+O and /resume draw their picker with no further key, the search
+    empty (its placeholder shows); a model without prices shows "cost unknown", never $0.0000."""
+    with FakeServer(api="openai-chat", script=[]) as fake:
+        configure(env, fake.url)
+        config = Path(env["NODWYN_CONFIG"])
+        config.write_text(config.read_text().replace('model = "fake"', 'model = "other"', 1))
+        term = Terminal(env, "tui", columns=140)
+        try:
+            term.expect("ready", timeout=60)
+            assert "cost unknown" in term.text and "$0.0000" not in term.text
+            opens = (("\x12", "Resume a session"), ("\x0f", "Switch model"), ("/resume\r", "Resume a"))
+            for keys, title in opens:
+                term.type(keys)
+                term.expect(title, timeout=20)  # drawn without another key press
+                if title.startswith("Resume"):
+                    term.expect("search first message", timeout=20)  # the placeholder: the search is empty
+                    assert "/resume" not in term.text[term.seen - 200 : term.seen]
+                term.type("\x1b")
+                for _ in range(20):  # Esc alone waits for what may follow it; then the picker closes
+                    term._pump(0.1)
+            term.type("\x11")  # Ctrl+Q
+            code = term.close()
+        finally:
+            if term.proc.poll() is None:
+                term.proc.kill()
+    assert code == 0, term.text[-2000:]

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.cli.test_habits import chat_bodies, configure
 from tests.cli.test_run import call
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from nodwyn.cli.screen import shown
 from nodwyn.fakes import FakeServer
@@ -24,8 +25,8 @@ from nodwyn.tui.screens import ApprovalScreen, ModelScreen, PickerScreen
 from .conftest import opened, until
 
 
-def _app(env: dict[str, str], **kw: object) -> NodwynApp:
-    return NodwynApp(env=env, workspace=Path(env["WS"]), **kw)  # type: ignore[arg-type]
+def _app(env: dict[str, str], **kw: Any) -> NodwynApp:
+    return NodwynApp(env=env, workspace=Path(env["WS"]), **kw)
 
 
 def _screen_text(app: NodwynApp) -> str:
@@ -252,6 +253,53 @@ async def _resume(env: dict[str, str]) -> None:
     with Store(Path(env["NODWYN_HOME"])).open(first) as log:
         kinds = [e.kind for e in log.read(1)]
     assert "session.resume" in kinds and kinds[-1] == "llm.resp"
+
+
+# -- the pickers open at once, with an empty search; an unpriced model's cost is unknown ----------
+
+
+def test_the_pickers_open_at_once_with_an_empty_search(env: dict[str, str]) -> None:
+    asyncio.run(_at_once(env))
+
+
+def _listed(picker: PickerScreen, count: int) -> Callable[[], bool]:
+    return lambda: picker.picks is not None and picker.query_one(OptionList).option_count == count
+
+
+async def _at_once(env: dict[str, str]) -> None:
+    with FakeServer(api="openai-chat", script=[{"text": "Looked."}]) as fake:
+        configure(env, fake.url)
+        config = Path(env["NODWYN_CONFIG"])
+        config.write_text(config.read_text().replace('model = "fake"', 'model = "other"', 1))  # no prices
+        app = _app(env)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
+            assert "cost unknown" in str(app.panel.figures())  # before any reply, as after one
+            app.query_one(Composer).text = "Look at the parser"
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.busy and app.panel.agg.totals().all.replies == 1, what="turn")
+            assert "cost unknown" in str(app.panel.figures()) and "$0.0000" not in str(app.panel.figures())
+        app = _app(env)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot)
+            for keys in (["ctrl+r"], ["/resume"]):
+                if keys == ["/resume"]:
+                    app.query_one(Composer).text = "/resume"
+                    keys = ["enter"]
+                await pilot.press(*keys)
+                screen = app.screen
+                assert isinstance(screen, PickerScreen), keys  # no other key needed
+                assert screen.query_one(Input).value == "", keys
+                await until(pilot, _listed(screen, 1), what="the sessions listed")
+                await pilot.press("escape")
+                await until(pilot, lambda: not isinstance(app.screen, PickerScreen), what="closed")
+            await pilot.press("ctrl+o")
+            assert isinstance(app.screen, ModelScreen)
+            await pilot.press("escape")
+            app.query_one(Composer).text = "/resume parser"
+            await pilot.press("enter")
+            assert isinstance(app.screen, PickerScreen) and app.screen.query_one(Input).value == "parser"
+            assert app.query_one(Composer).text == ""
 
 
 # -- the help screen lists every key binding -----------------------------------------------------

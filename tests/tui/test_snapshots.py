@@ -88,6 +88,10 @@ async def _picker(pilot: Any) -> None:
     await _steady(pilot)
     await pilot.press("ctrl+r")
     await until(pilot, lambda: isinstance(pilot.app.screen, PickerScreen), what="the picker")
+    await until(pilot, lambda: pilot.app.screen.picks is not None, what="the sessions listed")
+    search = pilot.app.screen.query_one("#query")
+    search.cursor_blink = False  # the cursor drawn steadily, whenever the picture is taken
+    await pilot.pause()
 
 
 def test_conversation_80x24(recorded: Any, snap_compare: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 from nodwyn.imports import find, load
 from nodwyn.imports.run import Run, Stand, user
 from nodwyn.imports.run import Sent as SentRecord
-from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.model import Prices
 from nodwyn.values.request import Usage
 from nodwyn.whatif import POLICIES, compaction, compare, condenser, masking, prune, recorded
@@ -106,7 +106,9 @@ def test_the_condenser_keeps_the_head_and_the_tail_and_summarises_the_middle() -
     # before A11: 12 events > 10 -> head = system + U0, tail = 10 // 2 - 2 - 1 = 2 events (A9 T10)
     side, last = sent[5], sent[6]
     assert side.side and side.slot == condenser.SLOT and side.output_tokens == condenser.SUMMARY_TOKENS
-    assert side.messages[0].parts[0].text.split("\n")[1:] == [  # type: ignore[union-attr]
+    asked = side.messages[0]
+    assert isinstance(asked, UserMessage) and isinstance(asked.parts[0], TextPart)
+    assert asked.parts[0].text.split("\n")[1:] == [
         "step 0",
         "out 0",
         "step 1",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from nodwyn import testing
 from nodwyn.testing import MemoryLog, SessionBuilder
-from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
+from nodwyn.values.content import BlockType, Origin, ThinkingBlock, ToolCall
 from nodwyn.values.events import Event, LlmReq, ModelSwitch
 from nodwyn.values.recipe import KNOWN_VERSIONS, Recipe, WindowLimits
 from nodwyn.values.request import ToolSpec, Usage
@@ -85,7 +85,7 @@ class Sim(SessionBuilder):
         self.version = r.version
         return super().resume(r, model)
 
-    def request(  # type: ignore[override]
+    def request(  # type: ignore[override]  # the simulator answers by context, not by event
         self,
         ctx: str = "main",
         origin: Origin = ORIGIN_A,
@@ -101,7 +101,7 @@ class Sim(SessionBuilder):
         )
         return sent.build
 
-    def reply(  # type: ignore[override]
+    def reply(  # type: ignore[override]  # the simulator answers by context, not by event
         self,
         ctx: str = "main",
         text: str = "",
@@ -116,7 +116,7 @@ class Sim(SessionBuilder):
         )
         return event
 
-    def result(  # type: ignore[override]
+    def result(  # type: ignore[override]  # the simulator answers by context, not by event
         self,
         call_id: str,
         text: str,
@@ -145,8 +145,8 @@ class Sim(SessionBuilder):
         )
 
 
-def block(origin: Origin, data: str, position: int = 0, kind: str = "thinking") -> ThinkingBlock:
-    return ThinkingBlock(type=kind, origin=origin, data=data, text="summary", position=position)  # type: ignore[arg-type]
+def block(origin: Origin, data: str, position: int = 0, kind: BlockType = "thinking") -> ThinkingBlock:
+    return ThinkingBlock(type=kind, origin=origin, data=data, text="summary", position=position)
 
 
 def lines(rnd: random.Random, n: int) -> str:

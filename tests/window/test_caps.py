@@ -48,7 +48,9 @@ def test_named_cut_of_a_ranged_read_counts_from_its_header() -> None:
 def test_named_cut_of_a_ranged_read_uses_the_recorded_range_without_a_header() -> None:
     text = "".join(FILE.splitlines(keepends=True)[199:])
     out = _cap_text(text, 300, named=True, fs_read=True, range_start=200)
-    a = int(re.search(r"file lines (\d+)-", out).group(1))  # type: ignore[union-attr]
+    lines = re.search(r"file lines (\d+)-", out)
+    assert lines is not None, out
+    a = int(lines.group(1))
     assert out.split("[...")[0].endswith(f"return {a - 1}\n")
 
 

@@ -6,13 +6,13 @@ from typing import Any
 
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.codec import part_to_json
-from nodwyn.values.content import ImagePart, TextPart, UserMessage
-from nodwyn.values.events import WithheldImage
+from nodwyn.values.content import ImagePart, TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.values.events import ImageRef, ToolResult, WithheldImage
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import build_window
 from nodwyn.window.estimate import _image_tokens, _scaled_size
 
-from .sessions import ORIGIN_A, batch, started
+from .sessions import ORIGIN_A, Sim, batch, started
 
 IMG: dict[str, Any] = {
     "digest": "sha256:" + "ab" * 32,
@@ -73,7 +73,9 @@ def test_images_are_trimmed_with_their_line_oldest_attachment_first_the_text_sta
     assert trimmed and trimmed[0].build.record.elided[0] == first.seq
     req = trimmed[0].build
     assert req.request.messages[1] == UserMessage(parts=(TextPart(text=f"[elided seq={first.seq}]"),))
-    assert "first" in req.request.messages[0].parts[0].text  # type: ignore[union-attr]
+    first_message = req.request.messages[0]
+    assert isinstance(first_message, UserMessage) and isinstance(first_message.parts[0], TextPart)
+    assert "first" in first_message.parts[0].text
     assert second.seq in b.seqs
 
 
@@ -82,3 +84,79 @@ def test_before_v12_images_are_not_in_the_window() -> None:
     sim.user("look", images=[IMG])
     b = sim.request()
     assert len(b.request.messages) == 1 and b.record.withheld_images is None
+
+
+# -- a tool result's images (an MCP tool's, on its tool.result) -----------------------------------
+
+SHOT_DIGEST = "sha256:" + "ef" * 32
+SHOT: dict[str, Any] = {
+    "digest": SHOT_DIGEST,
+    "media_type": "image/png",
+    "width": 512,
+    "height": 512,
+}
+
+
+def _shot_batch(sim: Sim) -> tuple[int, int]:
+    """A reply calling two tools; the first answers with an image. Returns the results' seqs."""
+    sim.request()
+    calls = (
+        ToolCall(id="c1", name="mcp__x__shot", arguments="{}"),
+        ToolCall(id="c2", name="shell", arguments="{}"),
+    )
+    sim.reply(calls=calls)
+    ref = ImageRef.from_data(SHOT | {"host": "127.0.0.1"}, "test")
+    shot = sim.add(ToolResult(call_id="c1", name="mcp__x__shot", text="a shot", error=False, images=(ref,)))
+    other = sim.result("c2", "ok")
+    return shot.seq, other.seq
+
+
+def test_a_results_image_is_in_its_tool_message_counted_by_the_tile_rule_and_replays() -> None:
+    sim = started(12)
+    sim.user("shoot")
+    _shot_batch(sim)
+    b = sim.request()
+    shot, other = b.request.messages[-2:]
+    part = ImagePart(digest=SHOT_DIGEST, media_type="image/png", width=512, height=512)
+    assert shot == ToolMessage(call_id="c1", name="mcp__x__shot", text="a shot", images=(part,))
+    assert isinstance(other, ToolMessage) and other.images == ()  # results still follow their calls
+    assert b"ef" * 32 in b.canonical
+    part_bytes = len(canonical_bytes(part_to_json(part)))
+    assert b.record.estimate == -(-(len(b.canonical) - part_bytes) // 3) + _image_tokens(512, 512)
+    assert sim.replayed(sim.built[-1].seq).digest == b.digest
+
+
+def test_a_results_withheld_image_is_a_line_in_its_text_and_recorded() -> None:
+    sim = started(12)
+    sim.user("shoot")
+    _shot_batch(sim)
+    reason = "model m takes no images"
+    b = sim.request(withheld={SHOT_DIGEST: reason})
+    shot = b.request.messages[-2]
+    assert isinstance(shot, ToolMessage) and shot.images == ()
+    assert shot.text == f"a shot\n[image sha256:efefefefefef ({'image/png'}, 512x512) was not sent: {reason}]"
+    assert b.record.withheld_images == (WithheldImage(digest=SHOT_DIGEST, reason=reason),)
+    assert sim.replayed(sim.built[-1].seq).digest == b.digest
+
+
+def test_a_folded_or_trimmed_result_shows_no_image() -> None:
+    sim = started(12)
+    sim.user("shoot")
+    seq, _ = _shot_batch(sim)
+    sim.fold(seq, "[folded: not needed]")
+    b = sim.request()
+    folded = b.request.messages[-2]
+    assert isinstance(folded, ToolMessage) and folded.images == () and "folded" in folded.text
+    lim = WindowLimits(
+        high_water=1600, low_water=1000, max_result_tokens=2000, output_reserve=50, ceiling=3000
+    )
+    sim = started(12, limits=lim)
+    sim.user("shoot")
+    seq, _ = _shot_batch(sim)
+    for i in range(6):
+        batch(sim, [(f"d{i}", "ok " * 200)])
+    trimmed = [x.build for x in sim.built if seq in x.build.record.elided]
+    assert trimmed
+    messages = trimmed[0].request.messages
+    assert not any(isinstance(m, ToolMessage) and m.images for m in messages)  # gone with its batch
+    assert trimmed[0].record.estimate < sim.built[-2].build.record.estimate

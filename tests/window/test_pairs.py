@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from nodwyn.values.content import AssistantMessage, ToolMessage
 from nodwyn.values.events import LlmReq
 from nodwyn.values.recipe import WindowLimits
@@ -27,10 +29,10 @@ def _pairs_ok(messages: tuple[object, ...]) -> bool:
     return True
 
 
-def _fill(sim: Sim, batches: list[list[tuple[str, str]]], **kw: object) -> list[tuple[int, list[int]]]:
+def _fill(sim: Sim, batches: list[list[tuple[str, str]]], **kw: Any) -> list[tuple[int, list[int]]]:
     out = []
     for results in batches:
-        _, reply, seqs = batch(sim, results, text=BIG, **kw)  # type: ignore[arg-type]
+        _, reply, seqs = batch(sim, results, text=BIG, **kw)
         out.append((reply, seqs))
     return out
 

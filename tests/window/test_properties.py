@@ -264,7 +264,7 @@ V20_CHECKS = (
 @given(sessions(versions=(20,)))
 def test_v20_sessions_keep_every_property(sim: Sim) -> None:
     for check in V20_CHECKS:
-        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis
 
 
 # window-v21 (ADR 0390): every v20 property, on sessions that start on v21 (its own constants).
@@ -272,4 +272,13 @@ def test_v20_sessions_keep_every_property(sim: Sim) -> None:
 @given(sessions(versions=(21,)))
 def test_v21_sessions_keep_every_property(sim: Sim) -> None:
     for check in V20_CHECKS:
-        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis
+
+
+# window-v22 (ADR 0460): every v20 property, on sessions that start on v22 (the default: capped growth,
+# the wide cap and its constants).
+@PROPS
+@given(sessions(versions=(22,)))
+def test_v22_sessions_keep_every_property(sim: Sim) -> None:
+    for check in V20_CHECKS:
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -15,10 +17,12 @@ from nodwyn.compose import (
     all_presets,
     backends,
     config_path,
+    context_line,
     edit_model,
     entry_for,
     load_config,
     probe_model,
+    published_context,
     report,
     set_control,
     write_cache_asks,
@@ -83,15 +87,40 @@ def add(name: str, pairs: tuple[str, ...], preset: str | None) -> None:
     path = config_path(os.environ)
     values = _pairs(pairs)
     if preset is not None:
-        if "context_size" not in values and "model" in values and sys.stdin.isatty():
-            values["context_size"] = str(
-                click.prompt(
-                    "context size in tokens (from the provider's model page)", type=click.IntRange(1)
+        if "context_size" not in values and "model" in values:
+            size = _listed_context(name, entry_for(preset, {**values, "context_size": "1"}))
+            if size is not None:
+                values["context_size"] = str(size)
+            elif sys.stdin.isatty():
+                values["context_size"] = str(
+                    click.prompt(
+                        "context size in tokens (from the provider's model page)", type=click.IntRange(1)
+                    )
                 )
-            )
         values = entry_for(preset, values)
     m = edit_model(path, name, values, create=True)
     click.echo(f"added [models.{name}] ({m.api} {m.model}) to {path}")
+
+
+def _listed_context(name: str, entry: dict[str, str]) -> int | None:
+    """The context size the provider's model list publishes for the entry's model (said on
+    stderr), or None: the person is asked instead, never a guess (ADR 0432)."""
+    from nodwyn.compose import Config, model_from_table, toml_value
+
+    path = config_path(os.environ)
+    config = load_config(os.environ) if path.exists() else Config(path=path, models={})
+    settings = model_from_table(name, {k: toml_value(v) for k, v in entry.items()}, path)
+    config = dataclasses.replace(config, models={**config.models, name: settings})  # its credential too
+    with contextlib.closing(backends(os.environ, config)) as made:
+        published = published_context(made(settings), settings)
+    if published.size is None:
+        why = published.error or "it publishes none for this model"
+        click.echo(f"nodwyn: context_size is not in the provider's model list ({shown(why)})", err=True)
+        return None
+    click.echo(
+        f"nodwyn: context_size={published.size} from the provider's model list ({published.field})", err=True
+    )
+    return published.size
 
 
 @models.command("presets")
@@ -134,9 +163,11 @@ def test(name: str) -> None:
     for line in write_cache_asks(config):
         click.echo(f"nodwyn: {line}", err=True)
     settings = config.model(name)
-    results = probe_model(backends(os.environ, config, _notice)(settings), settings)
+    backend = backends(os.environ, config, _notice)(settings)
+    results = probe_model(backend, settings)
     for line in report(settings, results):
         click.echo(shown(line))
+    click.echo(shown(context_line(settings, published_context(backend, settings))))
     refused = next((r for r in results if not r.ok), None)
     if refused is not None:
         raise ProviderError(

@@ -53,7 +53,7 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
     prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
 
     [mcp.calc]                       # an MCP server whose tools join the catalog (nodwyn.mcp.config)
-    command = "python"               # stdio: command, args, env, pass_env, cwd
+    command = "python"               # stdio: command, args, env, pass_env, cwd, sandbox, network
     args = ["calc_server.py"]
     approve = "ask"                  # ask | auto | ["tool", ...] (those run without asking)
     [mcp.search]
@@ -73,7 +73,7 @@ from typing import Any, get_args
 
 import tomlkit
 
-from nodwyn.agent import MODES
+from nodwyn.agent import EDITS, MODES
 from nodwyn.compose.config_keys import CONTROL_KEYS, MODEL_KEYS, PRICE_KEYS, TOOLS_KEYS, WINDOW_KEYS
 from nodwyn.dialects import API_PROFILES, DIAGNOSING_APIS, api_profile
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
@@ -273,9 +273,6 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelEn
         opt["prices"] = _prices(table["prices"], path, where)
     _check_source(api, model, opt, path, where)
     return ModelEntry(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
-
-
-EDITS = ("json", "blocks")
 
 
 def _prices(raw: object, path: Path, where: str) -> Prices:
@@ -519,7 +516,7 @@ def _read(path: Path) -> str | None:
 # -- writing back ------------------------------------------------------------------------------
 
 
-def _toml_value(raw: str) -> Any:
+def toml_value(raw: str) -> Any:
     """A value typed on the command line: true/false, an integer, a number, or a string."""
     if raw in ("true", "false"):
         return raw == "true"
@@ -575,7 +572,7 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
         models[name] = tomlkit.table()
     table = models[name]
     for key, raw in values.items():
-        value = _toml_value(raw) if key not in ("model", "base_url", "credential", "server") else raw
+        value = toml_value(raw) if key not in ("model", "base_url", "credential", "server") else raw
         if key.startswith("prices."):
             sub = key.split(".", 1)[1]
             if "prices" not in table:

@@ -14,7 +14,7 @@ from nodwyn.compose.config import Config
 from nodwyn.compose.confinement import sandbox_for
 from nodwyn.compose.servers import Servers, configured, start_servers
 from nodwyn.compose.setup import BASE_SYSTEM, credentials, held_values
-from nodwyn.dialects import api_profile, session_key
+from nodwyn.dialects import api_profile, model_context, session_key
 from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.log import NO_KNOWN, Known, redact_error
 from nodwyn.mcp import ServerConfig
@@ -109,6 +109,43 @@ def report(settings: ModelEntry, results: list[ProbeResult]) -> list[str]:
             f"cache write {n(u.cache_write_tokens)}, cache read {n(u.cached_tokens)}{timing}"
         )
     return lines
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Published:
+    """What the provider's model list says of the model's context window (ADR 0432)."""
+
+    size: int | None = None  # None: the list publishes none for this model
+    field: str | None = None  # where it was (``context_length``, ``context_window``, ...)
+    error: str | None = None  # why the list could not be read
+
+
+def published_context(backend: Backend, settings: ModelEntry) -> Published:
+    """The context size the provider's model list publishes for ``settings.model``, if it does.
+    Only an HTTP backend has a model list; a provider error is reported, never raised."""
+    from nodwyn.errors import NodwynError
+    from nodwyn.transport import HttpBackend
+
+    if not isinstance(backend, HttpBackend):
+        return Published()
+    try:
+        found = model_context(backend.model_list(settings), settings.model)
+    except NodwynError as exc:
+        return Published(error=str(redact_error(exc)))
+    return Published() if found is None else Published(size=found[0], field=found[1])
+
+
+def context_line(settings: ModelEntry, published: Published) -> str:
+    """``models test``'s line on the context size: the provider's figure beside the entry's."""
+    entry = f"the entry says {settings.context_size:,}"
+    if published.error is not None:
+        return f"context: the model list could not be read ({published.error}); {entry}"
+    if published.size is None:
+        return f"context: the provider's model list publishes none for {settings.model}; {entry}"
+    line = f"context: {published.size:,} tokens in the provider's model list ({published.field}); {entry}"
+    if published.size != settings.context_size:
+        line += f"; to use the provider's: nodwyn models set {settings.name} context_size={published.size}"
+    return line
 
 
 def probe_servers(

@@ -5,42 +5,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from nodwyn import lazy
-from nodwyn.dialects.apis import API_PROFILES, WIRE_APIS, ApiProfile, api_profile
+from nodwyn.dialects.apis import API_PROFILES, DIAGNOSING_APIS, WIRE_APIS, ApiProfile, api_profile
+from nodwyn.dialects.base import CONTEXT_FIELDS, model_context, model_ids
+from nodwyn.dialects.local import (
+    Block,
+    Piece,
+    PromptFormat,
+    blocks_of,
+    format_for,
+    parse_calls,
+    reply_end,
+    shared_prefix,
+)
+from nodwyn.dialects.local.calls import FABRICATED
+from nodwyn.dialects.local.grammar import call_grammar
 from nodwyn.dialects.session_key import session_key
 from nodwyn.dialects.sse import NdjsonParser, SseParser
 from nodwyn.dialects.wire import Decoder, Dialect, StreamEvent, WireRequest
 from nodwyn.errors import ConfigError
 from nodwyn.values.model import ModelEntry
 
-if TYPE_CHECKING:
-    from nodwyn.dialects.apis import DIAGNOSING_APIS
-    from nodwyn.dialects.base import model_ids
-    from nodwyn.dialects.local import (
-        Block,
-        Piece,
-        PromptFormat,
-        blocks_of,
-        format_for,
-        parse_calls,
-        reply_end,
-        shared_prefix,
-    )
-    from nodwyn.dialects.local.grammar import call_grammar
-
-__getattr__ = lazy(__name__, {
-    "apis": "DIAGNOSING_APIS", "base": "model_ids",
-    "local": "Block Piece PromptFormat blocks_of format_for parse_calls reply_end shared_prefix",
-    "local.grammar": "call_grammar",
-})  # fmt: skip
-
 __all__ = [
-    "API_PROFILES", "DIAGNOSING_APIS", "ApiProfile", "Block", "Decoder", "Dialect", "NdjsonParser", "Piece",
-    "PromptFormat", "SseParser", "StreamEvent", "WireRequest", "api_profile", "blocks_of", "call_grammar",
-    "dialect_for", "format_for", "model_ids", "parse_calls", "parser_for", "reply_end", "session_key",
-    "shared_prefix",
+    "API_PROFILES", "CONTEXT_FIELDS", "DIAGNOSING_APIS", "FABRICATED", "ApiProfile", "Block", "Decoder",
+    "Dialect", "NdjsonParser", "Piece", "PromptFormat", "SseParser", "StreamEvent", "WireRequest",
+    "api_profile", "blocks_of", "call_grammar", "dialect_for", "format_for", "model_context", "model_ids",
+    "parse_calls", "parser_for", "reply_end", "session_key", "shared_prefix",
 ]  # fmt: skip
 
 

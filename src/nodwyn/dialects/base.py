@@ -56,8 +56,34 @@ class DialectBase:
         return value
 
 
+# Where a model list publishes a model's context window, as each provider documents it:
+# OpenRouter and Together ``context_length``, Groq ``context_window``, Mistral
+# ``max_context_length``, vLLM ``max_model_len``. Read from the entry whose id is the model's;
+# a list that publishes none of them leaves the context size to the person (ADR 0432).
+CONTEXT_FIELDS = ("context_length", "context_window", "max_context_length", "max_model_len")
+
+
+def model_context(reply: Any, model: str) -> tuple[int, str] | None:
+    """The context window the model list ``reply`` publishes for ``model`` and the field it is in;
+    None when the list has no entry for it or the entry publishes none."""
+    entries = reply.get("data") if isinstance(reply, dict) else reply  # Together: a bare array
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("id") == model:
+            for name in CONTEXT_FIELDS:
+                value = entry.get(name)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value, name
+            return None
+    return None
+
+
 def model_ids(reply: Any, settings: ModelEntry) -> list[str]:
-    """Model ids from a model-list reply: Ollama ``models[].name``, else ``data[].id``."""
+    """Model ids from a model-list reply: Ollama ``models[].name``, else ``data[].id`` (Together:
+    a bare array of the same objects)."""
+    if isinstance(reply, list):
+        return [str(m["id"]) for m in reply if isinstance(m, dict) and "id" in m]
     if isinstance(reply, dict):
         if isinstance(reply.get("models"), list):
             return [str(m.get("name") or m.get("model")) for m in reply["models"] if isinstance(m, dict)]

@@ -82,6 +82,7 @@ class State:
         api_key: str | None,
         models: tuple[str, ...],
         name: str,
+        model_fields: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.api = api
         self.family = family
@@ -89,6 +90,7 @@ class State:
         self.script = script
         self.api_key = api_key
         self.models = models
+        self.model_fields = dict(model_fields or {})  # per model id: what its model-list entry adds
         self.name = name  # distinguishes this server's minted tokens from another's
         self.lock = threading.Lock()
         self.requests: list[ReceivedRequest] = []

@@ -69,7 +69,16 @@ def check_auth(state: State, req: ReceivedRequest) -> None:
 
 def model_list(state: State) -> Reply:
     """``GET /v1/models`` as OpenAI answers it (chat completions and Responses share it)."""
-    data = [{"id": m, "object": "model", "created": CREATED, "owned_by": "nodwyn-fake"} for m in state.models]
+    data = [
+        {
+            "id": m,
+            "object": "model",
+            "created": CREATED,
+            "owned_by": "nodwyn-fake",
+            **state.model_fields.get(m, {}),
+        }
+        for m in state.models
+    ]
     return json_reply(200, {"object": "list", "data": data})
 
 

@@ -113,7 +113,8 @@ class FakeServer:
     ``fake.url`` is the server's base URL, ``fake.requests`` what it received, ``fake.remaining``
     the script items it has not used, ``fake.lookups`` what its cache model found per request.
     ``cache_ttl_seconds``: the cache forgets an entry unused for that long (off by default;
-    ``fakes.cache.Expiry``).
+    ``fakes.cache.Expiry``). ``model_fields``: per model id, the fields its model-list entry adds,
+    as a provider publishes them (``{"fake-model": {"context_length": 131072}}``).
     """
 
     def __init__(
@@ -129,6 +130,7 @@ class FakeServer:
         models: tuple[str, ...] = ("fake-model",),
         port: int = 0,
         cache_ttl_seconds: float | None = None,
+        model_fields: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if api not in HANDLERS:
             raise ValueError(f"unknown fake api {api!r}; use {', '.join(HANDLERS)}")
@@ -141,6 +143,7 @@ class FakeServer:
         self._family = family
         self._api_key = api_key
         self._models = models
+        self._model_fields = model_fields
         self._port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -161,6 +164,7 @@ class FakeServer:
             api_key=self._api_key,
             models=self._models,
             name=f"fake-{self.api}-{server.server_address[1]}",
+            model_fields=self._model_fields,
         )
         server.handler = HANDLERS[self.api]
         self._server = server

@@ -30,10 +30,21 @@ from typing import Any
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_jsonl
 from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
-from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Usage
 
 FORMAT = "claude-code"
+# User lines Claude Code writes around what the person ran itself (a slash command, a ! shell
+# command) and their output: sent to the model, but not a prompt the person typed (not a title).
+WRAPPERS = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
 
 
 def is_transcript(first: Any) -> bool:
@@ -138,10 +149,16 @@ class _Reader:
         self.why: list[str] = []
         self.model = ""
         self.names: dict[str, str] = {}  # call id -> tool name
+        self.started = self.ended = ""  # the first and last line's timestamps
+        self.title = ""  # the first prompt the person typed
 
     def line(self, d: Any, w: str) -> None:
         if not isinstance(d, dict):
             raise ImportFormatError(f"{w}: expected an object, found {type(d).__name__}")
+        stamp = d.get("timestamp")
+        if isinstance(stamp, str) and stamp:
+            self.started = self.started or stamp
+            self.ended = stamp
         kind = d.get("type")
         if kind == "system" and d.get("subtype") == "compact_boundary":
             self.compaction()
@@ -190,12 +207,18 @@ class _Reader:
             self.reply_id = None
         if d.get("isCompactSummary"):
             self.compact_summary(_result_text(content, f"{w}: message.content"))
-        elif isinstance(content, str):
+            return
+        if isinstance(content, str):
             self.out.append(user(content))
         elif isinstance(content, list):
             self.user_blocks(content, w)
         else:
             raise ImportFormatError(f"{w}: message.content: expected text or content blocks")
+        said = self.out[-1] if self.out else None
+        if not self.title and not d.get("isMeta") and isinstance(said, UserMessage):
+            text = "".join(p.text for p in said.parts if isinstance(p, TextPart)).strip()
+            if text and not text.startswith(WRAPPERS):
+                self.title = text
 
     def compact_summary(self, said: str) -> None:
         self.summary = Stand(message=user(said), why="compaction", of=tuple(range(self.since or 0)))
@@ -246,4 +269,7 @@ def load(path: Path, name: str) -> Run:
         notes=notes,
         model=reader.model,
         requests=tuple(reader.sents),
+        started=reader.started,
+        ended=reader.ended,
+        title=reader.title,
     )

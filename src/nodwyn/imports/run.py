@@ -53,6 +53,12 @@ class Run:
     # One per reply when the source records anything per request (usage, model, what was sent);
     # empty when it records nothing: each request is then the conversation so far, usage unknown.
     requests: tuple[Sent, ...] = field(default=())
+    # What the source tells of the run itself (empty when it does not): the ISO 8601 times of its
+    # first and last events, and its title, the first prompt the person typed (not a wrapper the
+    # agent logged as a user message, such as Claude Code's local-command caveat).
+    started: str = ""
+    ended: str = ""
+    title: str = ""
 
     @property
     def replies(self) -> tuple[int, ...]:

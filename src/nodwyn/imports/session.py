@@ -23,6 +23,7 @@ import shutil
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -30,12 +31,17 @@ from nodwyn.errors import CorruptLogError, NodwynError, NotFoundError
 from nodwyn.imports.discover import Found
 from nodwyn.imports.jsonfile import read_source
 from nodwyn.imports.run import Run, Sent, Stand
-from nodwyn.log import SessionLog, Store
+from nodwyn.log import SessionLog, Store, utc_now
 from nodwyn.record import start_session
 from nodwyn.values.codec import message_from_json, message_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
+    IMPORT_VIEW,
+    LLM_RESP,
+    LLM_SEEN,
     SESSION_START,
+    TOOL_RESULT,
+    USER_MSG,
     CtxClose,
     CtxOpen,
     CtxWiden,
@@ -63,6 +69,8 @@ from nodwyn.values.request import Request, Response, Usage
 
 # What an imported session's recipe sizes nothing with: nodwyn builds none of its requests.
 NO_LIMITS = WindowLimits(high_water=0, low_water=0, max_result_tokens=0, output_reserve=0, ceiling=0)
+# The kinds ``read`` takes: the conversation, and the requests and views the other agent sent.
+_READ = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT, LLM_SEEN, IMPORT_VIEW})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,9 +130,34 @@ def _text(m: UserMessage) -> str:
     return "".join(p.text for p in m.parts if isinstance(p, TextPart))
 
 
+class _SourceClock:
+    """The times an imported session's events carry: the source's own (``Run.started``, and
+    ``Run.ended`` for the last reply), else the time of the import."""
+
+    def __init__(self, run: Run) -> None:
+        self.started, self.ended = _when(run.started), _when(run.ended)
+        self.at = self.started
+
+    def __call__(self) -> datetime:
+        return self.at or utc_now()
+
+    def last(self) -> None:
+        self.at = self.ended or self.started
+
+
+def _when(stamp: str) -> datetime | None:
+    """An ISO 8601 time as UTC; None when it is not one (a source's time is not checked further)."""
+    try:
+        t = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        return None
+    return None if t is None else (t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC))
+
+
 def write(store: Store, run: Run, source: Source, prices: Mapping[str, Prices] | None = None) -> str:
     """Write ``run`` as a new imported session; its id. ``prices`` (by model) are recorded in the
-    recipe, so the session is costed at them (ADR 0180)."""
+    recipe, so the session is costed at them (ADR 0180). The session is dated as its source is
+    (``Run.started``; ADR 0431) and titled with ``Run.title`` when the source has one."""
     model = run.model or next((s.model for s in run.requests if s.model), "") or "unknown"
     recipe = Recipe(
         version=DEFAULT_VERSION,
@@ -134,21 +167,25 @@ def write(store: Store, run: Run, source: Source, prices: Mapping[str, Prices] |
         context_size=0,
         prices=tuple(sorted(prices.items())) if prices else None,
     )
-    staged = store.staging()
+    clock = _SourceClock(run)
+    staged = store.staging(clock=clock)
+    imported: dict[str, object] = {**source.to_data(), **({"title": run.title} if run.title else {})}
     try:
-        with start_session(staged, recipe, model, extra={"imported": source.to_data()}) as log:
-            _write_events(log, run, model)
+        with start_session(staged, recipe, model, extra={"imported": imported}) as log:
+            _write_events(log, run, model, clock)
         store.adopt(staged, log.id)
     finally:
         shutil.rmtree(staged.root, ignore_errors=True)
     return log.id
 
 
-def _write_events(log: SessionLog, run: Run, model: str) -> None:
+def _write_events(log: SessionLog, run: Run, model: str, clock: _SourceClock) -> None:
     seqs: list[int] = []  # the event of each message of run.messages
     views: dict[Stand, int] = {}
     k = 0
-    for m in run.messages:
+    for i, m in enumerate(run.messages):
+        if i == len(run.messages) - 1:
+            clock.last()
         if isinstance(m, AssistantMessage):
             sent = run.sent(k)
             items: list[int | tuple[int, int]] = []
@@ -234,6 +271,8 @@ def read(events: Iterable[Event]) -> Imported:
             assert isinstance(p, SessionStart)
             start = p
             continue
+        if ev.kind not in _READ:
+            continue  # not decoded: a damaged event of another kind is no business of the import's
         p = decode(ev)
         match p:
             case UserMsg():
@@ -269,7 +308,7 @@ def read(events: Iterable[Event]) -> Imported:
                 | ModelSwitch()
                 | LogRepaired()
             ):
-                pass  # not the other agent's conversation (a resumed session's own events)
+                pass  # not in _READ: not the other agent's conversation
             case _:
                 assert_never(p)
     if start is None or source is None:

@@ -101,11 +101,12 @@ class Store:
                 raise storage_error(exc, f"cannot create a session in {self.sessions}") from None
             raise
 
-    def staging(self) -> Store:
+    def staging(self, clock: Callable[[], datetime] | None = None) -> Store:
         """An empty store of this process under ``<root>/.staging/``, for a session to be written
         whole and then ``adopt``-ed; it writes without fsync (``adopt`` flushes once). Staging
         stores left by processes that died (a killed import) are removed first. The caller removes
-        the one it gets (``shutil.rmtree(staged.root)``) when done."""
+        the one it gets (``shutil.rmtree(staged.root)``) when done. ``clock`` dates what it writes
+        (an import: the source's own times), this store's clock by default."""
         parent = self.root / STAGING_NAME
         try:
             for left in parent.iterdir() if parent.is_dir() else ():
@@ -115,7 +116,7 @@ class Store:
         except OSError as exc:
             raise storage_error(exc, f"cannot read the staging folder {parent}") from None
         root = parent / f"{os.getpid()}-{secrets.token_hex(4)}"
-        return Store(root, fsync=False, clock=self._clock, known=self.known, seal=self.seal)
+        return Store(root, fsync=False, clock=clock or self._clock, known=self.known, seal=self.seal)
 
     def adopt(self, staged: Store, session_id: str) -> None:
         """Move ``session_id``, closed, from ``staged`` (see ``staging``) into this store: its files

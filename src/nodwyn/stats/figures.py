@@ -134,6 +134,13 @@ class Overview:
     matched: bool
 
 
+def imported_title(start: SessionStart) -> str | None:
+    """The title an imported session's source gives it (its first typed prompt; ADR 0431)."""
+    record = start.extra.get("imported")
+    title = record.get("title") if isinstance(record, dict) else None
+    return title if isinstance(title, str) and title else None
+
+
 def overview(
     events: Iterable[Event],
     prices: Mapping[str, Prices] | None = None,
@@ -160,6 +167,8 @@ def overview(
                     matched = True
             elif isinstance(p, SessionStart | SessionResume | ModelSwitch):
                 model = p.model
+                title = imported_title(p) if first is None and isinstance(p, SessionStart) else None
+                first = title or first
             elif isinstance(p, LlmResp) and needle is not None and not matched:
                 matched = needle in seen(p.response.text).casefold()
             yield e

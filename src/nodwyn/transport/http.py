@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -67,10 +68,13 @@ class _Incomplete(Exception):
 
 
 def join_url(base_url: str, path: str) -> str:
-    """The base URL and the dialect's path, without a doubled ``/v1`` when the base already ends in it."""
+    """The base URL and the dialect's path. A base URL with a path of its own names the API's root,
+    version included, as the providers' documents and the OpenAI SDKs give it
+    (``https://openrouter.ai/api/v1``, ``https://generativelanguage.googleapis.com/v1beta/openai``):
+    the dialect's path goes under it without its own ``/v1``. A bare host gets the whole path."""
     base = base_url.rstrip("/")
-    if base.endswith("/v1") and path.startswith("/v1/"):
-        base = base[:-3]
+    if urlsplit(base).path and path.startswith("/v1/"):
+        return base + path[3:]
     return base + path
 
 
@@ -165,6 +169,10 @@ class HttpBackend:
 
     def list_models(self, settings: ModelEntry) -> list[str]:
         """The server's model ids (never with the session key)."""
+        return model_ids(self.model_list(settings), settings)
+
+    def model_list(self, settings: ModelEntry) -> Any:
+        """The server's model list as it sent it (``dialects.model_context`` reads a context size)."""
         dialect = dialect_for(settings)
         credential = self._credential(settings)
         wire = dialect.models_request()
@@ -181,7 +189,7 @@ class HttpBackend:
                     attempt += 1
                     continue
                 raise
-        return model_ids(reply, settings)
+        return reply
 
     def delay(self, exc: ProviderError, attempt: int) -> float:
         """Seconds to wait before retry ``attempt`` (0-based): Retry-After if given, else backoff."""

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.dialects import (
+    FABRICATED,
     Block,
     Piece,
     PromptFormat,
@@ -245,6 +246,33 @@ class _Written:
     constrained: bool  # the call was decoded under the tools' grammar
 
 
+def never(sequence: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+    """A logits processor that never lets the tokens written end with ``sequence``: its last token
+    is taken out of the choice whenever the ones before it were just written (ADR 0443)."""
+    head, last = list(sequence[:-1]), sequence[-1]
+
+    def processor(input_ids: Any, scores: Any) -> Any:
+        if not head or [int(t) for t in input_ids[-len(head) :]] == head:
+            scores[last] = -math.inf
+        return scores
+
+    return processor
+
+
+def _banned(llm: Any, call_open: str) -> tuple[int, ...]:
+    """What a reply may not write: a tool response's opening tag (the runner writes results; a
+    model that starts one ends its reply empty), up to its first token that parts from the call's
+    opening tag, so the model's next choice there can still open a call. () if it is one token."""
+    wrong = llm.tokenize(FABRICATED.encode(), add_bos=False, special=True)
+    same = len(os.path.commonprefix([FABRICATED, call_open]))
+    end = 0
+    for n, token in enumerate(wrong):
+        end += len(llm.detokenize([token]))
+        if end > same:
+            return tuple(wrong[: n + 1]) if n else ()
+    return ()
+
+
 def _grammar(text: str) -> Any:
     from llama_cpp.llama_grammar import LlamaGrammar
 
@@ -261,6 +289,7 @@ def generate(
     blocks: dict[str, Block],
     grammars: tuple[tuple[str, str], ...],
     deltas: TextDeltas,
+    banned: tuple[int, ...] = (),
     on_token: Callable[[], None],
 ) -> _Written:
     """Greedy decoding of a reply. Once the reply ends with the opening of one of ``grammars``
@@ -269,6 +298,8 @@ def generate(
     after the first complete call, where the model starts writing a tool response, or at
     ``max_out`` tokens. A call of a tool in ``blocks`` ends after the edit block that follows it."""
     sampling: dict[str, Any] = {"temp": 0.0, "top_k": 1, "repeat_penalty": 1.0, "reset": True}
+    if banned:
+        sampling["logits_processor"] = [never(banned)]
     gen = llm.generate(tokens, **sampling)
     out: list[int] = []
     openings = [(opening.encode(), grammar) for opening, grammar in grammars]
@@ -483,7 +514,7 @@ class LocalBackend:
                 f"({warmth.reused:,} reused, the shared prefix is {warmth.prefix:,}): {warmth.why}"
             )
         names = {t.name for t in request.tools}
-        blocks = blocks_of(request.tools) if fmt.edits == "blocks" else {}
+        blocks = blocks_of(request.tools) if fmt.edits != "json" else {}
         first: list[float] = []
 
         def on_token() -> None:
@@ -498,6 +529,7 @@ class LocalBackend:
             names=names,
             blocks=blocks,
             grammars=_grammars(request, fmt, blocks),
+            banned=_banned(llm, fmt.call_open),
             deltas=TextDeltas(on_delta),
             on_token=on_token,
         )

@@ -301,6 +301,10 @@ class NodwynApp(App[None]):
             self.query_one("#status", Static).update(Text("opening the session…"))
             return
         agent = self.agent
+        priced = agent.model.prices is not None
+        if priced != self.panel.priced:
+            self.panel.priced = priced
+            self.panel.refresh_figures()
         state = "working… Esc cancels" if self.busy else "ready"
         totals = self.panel.agg.totals().all
         text = (
@@ -546,15 +550,24 @@ class NodwynApp(App[None]):
     # -- resume ------------------------------------------------------------------------------
 
     def action_resume(self, query: str = "") -> None:
+        """The picker at once, its search ``query`` (empty from Ctrl+R and a bare ``/resume``);
+        the sessions are read on a worker and listed when they are in."""
         if self.busy:
             self.conversation.notice("resume: a turn is running; Esc cancels it")
             return
-        self._gather_picks(query)
+        screen = PickerScreen(self.clock(), query=query)
+
+        def picked(session: str | None) -> None:
+            if session:
+                self.resume_session(session)
+
+        self.push_screen(screen, picked)
+        self._gather_picks(screen)
 
     @work(thread=True, group="picker", exclusive=True, exit_on_error=False)
-    def _gather_picks(self, query: str) -> None:
+    def _gather_picks(self, screen: PickerScreen) -> None:
         picks = self.picks()
-        self.call_from_thread(self._show_picker, picks, query)
+        self.call_from_thread(screen.show, picks)
 
     def picks(self) -> list[Pick]:
         """Every session of the store, newest first; a session's overview is kept while its log
@@ -584,17 +597,6 @@ class NodwynApp(App[None]):
                 self._picks[key] = pick
             out.append(pick)
         return out
-
-    def _show_picker(self, picks: list[Pick], query: str) -> None:
-        screen = PickerScreen(picks, self.clock())
-
-        def picked(session: str | None) -> None:
-            if session:
-                self.resume_session(session)
-
-        self.push_screen(screen, picked)
-        if query:
-            screen.query_one("#query").value = query  # type: ignore[attr-defined]
 
     def resume_session(self, session: str) -> None:
         """Close this session and open ``session`` from its log, showing its end."""

@@ -61,6 +61,7 @@ class CachePanel(Static):
         self.since = since  # the first seq aggregated
         self.estimate = 0
         self.model = ""
+        self.priced = False  # the model in use has prices (app._status keeps it; unknown until open)
 
     def reset(self, limits: WindowLimits, since: int) -> None:
         self.agg = Aggregator()
@@ -83,8 +84,8 @@ class CachePanel(Static):
     def figures(self) -> Text:
         """The session's figures: six lines beside the conversation, two below it."""
         s = self.agg.totals().all
-        if s.replies and s.cost_unknown == s.replies:
-            cost = "cost unknown"
+        if (s.replies and s.cost_unknown == s.replies) or (not s.replies and not self.priced):
+            cost = "cost unknown"  # as the CLI says it: never $0.0000 for a model without prices
         elif s.cost_unknown:
             cost = f"cost ≥ ${s.cost_usd:.4f} ({s.cost_unknown} unpriced)"
         else:

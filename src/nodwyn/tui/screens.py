@@ -156,24 +156,39 @@ class PickerScreen(ModalScreen[str | None]):
     PickerScreen OptionList { height: 1fr; }
     """
 
-    def __init__(self, picks: Iterable[Pick], now: datetime) -> None:
+    def __init__(self, now: datetime, picks: Iterable[Pick] | None = None, query: str = "") -> None:
+        """``picks`` None: still being read (``show`` lists them); ``query`` the search to start with."""
         super().__init__()
-        self.picks = list(picks)
+        self.picks = None if picks is None else list(picks)
         self.now = now
+        self.query_text = query
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("Resume a session: type to search, Enter opens, Esc closes", style="bold"))
-            yield Input(placeholder="search first message, model or id", id="query", compact=True)
-            yield Static(Text(" age session  model      cache first message", style="dim"))
+            yield Input(
+                self.query_text, placeholder="search first message, model or id", id="query", compact=True
+            )
+            yield Static(Text(" age session  model      cache first message", style="dim"), id="columns")
             yield OptionList(id="sessions")
 
     def on_mount(self) -> None:
-        self._fill("")
+        self._fill(self.query_text)
         self.query_one(Input).focus()
+
+    def show(self, picks: list[Pick]) -> None:
+        """The sessions, once read (what was typed meanwhile filters them)."""
+        self.picks = picks
+        if self.is_mounted:
+            self._fill(self.query_one(Input).value)
 
     def _fill(self, query: str) -> None:
         options = self.query_one(OptionList)
+        columns = self.query_one("#columns", Static)
+        if self.picks is None:
+            columns.update(Text(" reading the sessions…", style="dim"))
+            return
+        columns.update(Text(" age session  model      cache first message", style="dim"))
         width = max(min(self.app.size.width, 110) - 42, 16)  # what is left of the row for the message
         options.clear_options()
         options.add_options(

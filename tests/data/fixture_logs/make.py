@@ -33,7 +33,7 @@ from nodwyn.agent import strategies  # noqa: E402
 from nodwyn.agent.loop import Agent  # noqa: E402
 from nodwyn.compose.setup import open_agent  # noqa: E402
 from nodwyn.errors import ProviderError  # noqa: E402
-from nodwyn.fakes import FakeServer  # noqa: E402
+from nodwyn.fakes import FakeApi, FakeServer  # noqa: E402
 from nodwyn.log import Store  # noqa: E402
 from nodwyn.replay.summaries import add_summary, revoke_summary  # noqa: E402
 from nodwyn.testing import SessionBuilder, recipe  # noqa: E402
@@ -101,8 +101,8 @@ TOOL_TURN: list[dict[str, Any]] = [
 ]
 
 
-def api_turns(run: Run, api: str, family: str | None, extra: str, script: list[dict[str, Any]]) -> None:
-    with FakeServer(api=api, family=family, script=script) as fake:  # type: ignore[arg-type]
+def api_turns(run: Run, api: FakeApi, family: str | None, extra: str, script: list[dict[str, Any]]) -> None:
+    with FakeServer(api=api, family=family, script=script) as fake:
         run.configure(entry("m", api, fake.url, extra + (f'family = "{family}"\n' if family else "")), "m")
         with run.agent() as agent:
             agent.user_turn("What does add in calc.py do?")

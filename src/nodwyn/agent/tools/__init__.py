@@ -19,6 +19,7 @@ from nodwyn.values.content import ToolCall
 from nodwyn.values.request import ToolSpec
 
 __all__ = [
+    "EDITS",
     "SUB_AGENT",
     "Approver",
     "Outcome",
@@ -31,12 +32,16 @@ __all__ = [
 ]
 
 
+EDITS = ("json", "search", "blocks")
+
+
 def builtin_tools(edits: str = "json") -> dict[str, Tool]:
-    """The built-in tools; ``edits="blocks"`` (a local prompt format's choice, ADR 0440): fs-write and
-    fs-edit take their text as an edit block after the call instead of in its JSON."""
+    """The built-in tools. ``edits`` (a local prompt format's choice, ADR 0440): ``"json"``, every
+    text argument in the call's JSON; ``"search"``, fs-edit's old and new as a SEARCH/REPLACE block
+    after the call; ``"blocks"``, that and fs-write's content as a fenced block after the call."""
     tools = {t.spec.name: t for t in (*FS_TOOLS, SHELL, *META_TOOLS)}
-    if edits == "blocks":
-        tools.update({t.spec.name: t for t in BLOCK_EDIT_TOOLS})
+    blocked = {"search": ("fs-edit",), "blocks": ("fs-edit", "fs-write")}.get(edits, ())
+    tools.update({t.spec.name: t for t in BLOCK_EDIT_TOOLS if t.spec.name in blocked})
     return tools
 
 

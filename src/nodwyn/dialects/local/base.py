@@ -31,7 +31,7 @@ class PromptFormat(Protocol):
     stops: tuple[str, ...]  # special tokens that end a reply
     call_open: str  # what starts a call in a reply (the backend's grammar starts after it)
     call_close: str  # what ends one
-    edits: str  # "blocks": edit tools' text follows the call as plain text (ADR 0440); "json": in it
+    edits: str  # "json", "search" or "blocks": which edit tools write their text after the call (ADR 0440)
 
     def render(self, request: Request) -> tuple[Piece, ...]:
         """The request as the prompt the model continues (ending with the assistant's turn opened)."""

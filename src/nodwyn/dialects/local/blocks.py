@@ -178,12 +178,15 @@ def read_block(text: str, at: int, block: Block, *, final: bool) -> Read | None:
 
 def block_grammar(block: Block, name: str) -> tuple[str, ...]:
     """GBNF rules for ``block`` after the closing tag (``name`` the rule to define)."""
-    if block.kind == "fence":
+    if block.kind == "fence":  # not empty, and its first line not a fence (greedy decoding
+        # closes an empty block at once when it meant the call to be the whole reply)
         return (
-            f'{name} ::= "\\n```\\n" {name}-body "```"',
+            f'{name} ::= "\\n```\\n" [^`\\n] {name}-body "```"',
             f'{name}-body ::= ([^`] | "`" [^`] | "``" [^`])*',
         )
-    return (
-        f'{name} ::= "\\n<<<<<<< SEARCH\\n" {name}-line* "=======\\n" {name}-line* ">>>>>>> REPLACE"',
+    return (  # at least one SEARCH line, not blank; the new lines may be none (a deletion)
+        f'{name} ::= "\\n<<<<<<< SEARCH\\n" {name}-first {name}-line* "=======\\n" {name}-line* '
+        '">>>>>>> REPLACE"',
+        f'{name}-first ::= [^=>\\n] [^\\n]* "\\n"',
         f'{name}-line ::= ([^=>\\n] [^\\n]*)? "\\n"',
     )

@@ -125,7 +125,7 @@ class ChatML:
     stops: tuple[str, ...] = (IM_END, END_OF_TEXT, IM_START)
     call_open = CALL_OPEN
     call_close = CALL_CLOSE
-    edits = "blocks"
+    edits = "search"  # fs-edit as SEARCH/REPLACE, fs-write in JSON (measured: ADR 0440)
 
     def shared(self, request: Request) -> int:
         return len([p for p in _system(request) if p.text])
