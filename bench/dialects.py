@@ -35,18 +35,18 @@ from nodwyn.values.content import (
     ToolMessage,
     UserMessage,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, ToolSpec
 
 ENTRIES = {
-    "ollama": ModelSettings(name="o", api="ollama", model="qwen3:8b", context_size=131072),
-    "openai-chat (openrouter, details)": ModelSettings(
+    "ollama": ModelEntry(name="o", api="ollama", model="qwen3:8b", context_size=131072),
+    "openai-chat (openrouter, details)": ModelEntry(
         name="c", api="openai-chat", family="openrouter", model="m", context_size=131072
     ),
-    "responses (keep_reasoning)": ModelSettings(
+    "responses (keep_reasoning)": ModelEntry(
         name="r", api="responses", model="m", context_size=131072, keep_reasoning=True
     ),
-    "anthropic (blocks)": ModelSettings(name="a", api="anthropic", model="m", context_size=131072),
+    "anthropic (blocks)": ModelEntry(name="a", api="anthropic", model="m", context_size=131072),
 }
 BLOCK: dict[str, BlockType] = {
     "openai-chat": "reasoning_details",
@@ -55,7 +55,7 @@ BLOCK: dict[str, BlockType] = {
 }
 
 
-def conversation(s: ModelSettings, turns: int, size: int) -> Request:
+def conversation(s: ModelEntry, turns: int, size: int) -> Request:
     text = ("line of a file that the tool read back to the model\n" * (size // 52 + 1))[:size]
     msgs: list[Message] = [UserMessage(parts=(TextPart(text="Fix the failing test."),))]
     for i in range(turns):
@@ -206,7 +206,7 @@ def main() -> None:
                 elif line.startswith(b"{"):
                     orjson.loads(line)
 
-        def decode(raw: bytes = raw, s: ModelSettings = s) -> None:
+        def decode(raw: bytes = raw, s: ModelEntry = s) -> None:
             p = parser_for(s)
             dec = dialect_for(s).decoder(s.origin)
             for ev in p.feed(raw) + p.close():

@@ -39,7 +39,7 @@ def child(case: str, mb: int) -> dict[str, object]:
     from nodwyn.transport.http import HttpBackend
     from nodwyn.transport.limits import MIB, NetworkLimits
     from nodwyn.values.content import TextPart, UserMessage
-    from nodwyn.values.model import ModelSettings
+    from nodwyn.values.model import ModelEntry
     from nodwyn.values.request import Request
 
     _, line, cap = CASES[case]
@@ -49,7 +49,7 @@ def child(case: str, mb: int) -> dict[str, object]:
         system="s", tools=(), messages=(UserMessage(parts=(TextPart(text="flood me"),)),), max_output=10
     )
     with FakeServer(api="openai-chat", script=[{"flood": {"bytes": size, "line": line}}]) as fake:
-        settings = ModelSettings(
+        settings = ModelEntry(
             name="flood", api="openai-chat", model="fake-model", context_size=8192, base_url=fake.url
         )
         start = time.perf_counter()

@@ -45,7 +45,7 @@ from nodwyn.whatif import POLICIES, engine, recorded
 from nodwyn.whatif.bootstrap import RESAMPLES, SEED, bootstrap
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import prepare
-from nodwyn.window.units import V20, Tuning
+from nodwyn.window.units import _V20, Tuning
 
 KI = 1024
 # the peers of nodwyn.whatif, and "whole" (no window) for reference
@@ -137,7 +137,7 @@ def parse_tuning(text: str) -> Tuning:
             names = ", ".join(Tuning.__dataclass_fields__)
             raise ValueError(f"--tune {part!r}: {key!r} is not a v20 constant ({names})")
         values[key] = float(value)
-    merged = {k: values.get(k, getattr(V20, k)) for k in Tuning.__dataclass_fields__}
+    merged = {k: values.get(k, getattr(_V20, k)) for k in Tuning.__dataclass_fields__}
     merged["reserve"] = int(merged["reserve"])
     return Tuning(**merged)
 

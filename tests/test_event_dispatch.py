@@ -17,14 +17,14 @@ import pytest
 
 from nodwyn.agent.state import LoopState
 from nodwyn.console.views import event_json
-from nodwyn.export.markdown import markdown
+from nodwyn.export.markdown import session_markdown
 from nodwyn.export.otel import spans
 from nodwyn.imports import conversation, find, load, source_of, write
 from nodwyn.log import Store
 from nodwyn.replay.transcript import LABELS, in_words, render_event
 from nodwyn.stats.totals import Aggregator
 from nodwyn.values.events import KINDS, PAYLOADS, AnyPayload, Event, decode
-from nodwyn.window.entries import entry_of
+from nodwyn.window.entries import _entry_of
 
 DATA = Path(__file__).resolve().parent / "data"
 FIXTURES = sorted((DATA / "fixture_logs").rglob("sessions/*/log.jsonl"))
@@ -76,13 +76,13 @@ def test_every_dispatch_takes_every_kind(samples: dict[str, Event], kind: str) -
     row = event_json(ev)
     assert row["kind"] == kind
     assert ("sentence" in row) is (in_words(ev) is not None)  # the console words what the transcript does
-    entry = entry_of(ev)
+    entry = _entry_of(ev)
     assert entry is None or entry.seq == ev.seq
     LoopState().follow(ev)
     totals = Aggregator()
     totals.feed(ev)
     assert totals.fed == 1
-    list(markdown([ev], "s"))
+    list(session_markdown([ev], "s"))
     spans([ev], "s")
 
 

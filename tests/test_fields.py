@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nodwyn.dialects.base import opt_list, opt_str
+from nodwyn.dialects.wire import opt_list, opt_str
 from nodwyn.errors import CorruptLogError, DecodeError, ImportFormatError
 from nodwyn.imports.jsonfile import field as import_field
 from nodwyn.values import codec

@@ -53,7 +53,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "record": frozenset({"log", "window"}),
     "imports": frozenset({"log", "record"}),
     "replay": frozenset({"stats", "log", "window", "imports"}),
-    "agent": frozenset({"window", "dialects", "stats", "log", "record", "transport"}),
+    "agent": frozenset({"window", "dialects", "log", "record", "transport"}),
     "mcp": frozenset({"log", "agent"}),
     "compose": frozenset({"window", "dialects", "log", "record", "transport", "agent", "mcp"}),
     "evals": frozenset({"stats", "log", "replay"}),
@@ -254,7 +254,7 @@ def test_pure_layers_do_no_io(path: Path) -> None:
         # the console reaching up to the CLI
         ("nodwyn.console.views", "import nodwyn.cli.common\n", "may import only lower ranks"),
         # hidden in a function, and relative
-        ("nodwyn.window.fold", "def f():\n    from ..agent import loop\n", "may import only lower ranks"),
+        ("nodwyn.window.build", "def f():\n    from ..agent import loop\n", "may import only lower ranks"),
         ("nodwyn.dialects.local", "from ...transport import local\n", "may import only lower ranks"),
         # sideways: two layers of one rank do not exist, so replay -> record goes up
         ("nodwyn.record.recorder", "from nodwyn.replay.exact import replay_request\n", "rank"),
@@ -283,3 +283,119 @@ def test_a_table_edge_that_goes_up_is_refused() -> None:
     up = f"log -> agent: agent (rank {RANK['agent']}) is not below log ({RANK['log']})"
     assert table_problems({"log": frozenset({"agent"})}) == [up]
     assert table_problems({"stats": frozenset({"stats"})})  # sideways is not down
+
+
+# -- faces: other packages import a package only through its __init__ (issue 22) ----------------
+
+VOCABULARY = "values"  # the shared vocabulary, imported by module from anywhere
+
+
+def _faces() -> list[Path]:
+    return sorted(p / "__init__.py" for p in SRC.iterdir() if (p / "__init__.py").exists())
+
+
+def face_problems(module: str, text: str, *, is_package: bool = False) -> list[str]:
+    """Imports in ``module`` that reach past another package's face (``nodwyn.PKG.MODULE``), and
+    names it takes from its own package's face instead of a module (a circle the face hides)."""
+    own = layer_of(module)
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        found: list[tuple[str, list[str]]]
+        if isinstance(node, ast.Import):
+            found = [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found = [(node.module, [a.name for a in node.names])]
+        else:
+            continue
+        for name, names in found:
+            parts = name.split(".")
+            if parts[0] != "nodwyn" or len(parts) < 2:
+                continue
+            if parts[1] != own and parts[1] != VOCABULARY and len(parts) > 2:
+                face = ".".join(parts[:2])
+                out.append(f"{module} imports {name}: import it from {face} (add it to {face}'s __all__)")
+            elif parts[1] not in (own, VOCABULARY, "errors") and len(parts) == 2 and names:
+                public = _public(parts[1])
+                out.extend(
+                    f"{module} imports {n} from {name}, whose __all__ does not name it"
+                    for n in names
+                    if n not in public
+                )
+            elif parts[1] == own and len(parts) == 2 and names and not is_package:
+                folder = SRC / own
+                named = [n for n in names if not (folder / f"{n}.py").exists() and not (folder / n).is_dir()]
+                if named:
+                    out.append(f"{module} takes {named} from its own face; import them from their module")
+    return out
+
+
+def _public(package: str) -> list[str]:
+    """The names a package's face lists in ``__all__``."""
+    tree = ast.parse((SRC / package / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(SRC)))
+def test_packages_are_imported_through_their_face(path: Path) -> None:
+    found = face_problems(module_of(path), path.read_text(), is_package=path.name == "__init__.py")
+    assert not found, "\n".join(found)
+
+
+def _checking(tree: ast.Module) -> dict[str, str]:
+    """A lazy face's names imported under ``TYPE_CHECKING`` -> their module (relative to the face)."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for sub in node.body:
+                assert isinstance(sub, ast.ImportFrom) and sub.module, ast.unparse(sub)
+                out.update({a.name: sub.module.split(".", 2)[2] for a in sub.names})
+    return out
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in _faces() if p.parent.name != VOCABULARY], ids=lambda p: p.parent.name
+)
+def test_every_face_names_its_public_api_in_a_sorted_all(path: Path) -> None:
+    import importlib
+
+    tree = ast.parse(path.read_text())
+    declared = [n for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__"]
+    assert declared, f"{path.relative_to(SRC)} has no __all__"
+    names = ast.literal_eval(declared[0].value)
+    order = sorted(names, key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))
+    assert names == order, f"sort {path.relative_to(SRC)}'s __all__: {order}"
+    package = importlib.import_module(f"nodwyn.{path.parent.name}")
+    missing = [n for n in names if not hasattr(package, n)]
+    assert not missing, f"{path.relative_to(SRC)}'s __all__ names what it does not give: {missing}"
+    # a lazy face (PEP 562) imports each name from the module TYPE_CHECKING names for it
+    for name, module in _checking(tree).items():
+        home = importlib.import_module(f"nodwyn.{path.parent.name}.{module}")
+        assert getattr(package, name) is getattr(home, name), f"{path.parent.name}.{name} is not {module}'s"
+
+
+@pytest.mark.parametrize(
+    ("module", "text", "says"),
+    [
+        ("nodwyn.cli.run", "from nodwyn.agent.loop import Agent\n", "import it from nodwyn.agent"),
+        ("nodwyn.cli.run", "def f():\n    import nodwyn.compose.setup\n", "import it from nodwyn.compose"),
+        ("nodwyn.agent.loop", "from nodwyn.agent import Agent\n", "from its own face"),
+        ("nodwyn.cli.export", "from nodwyn.export import otel\n", "whose __all__ does not name it"),
+    ],
+)
+def test_the_face_checker_fails_on_an_import_past_a_face(module: str, text: str, says: str) -> None:
+    found = face_problems(module, text)
+    assert found and says in found[0], found
+
+
+def test_the_face_checker_passes_faces_modules_and_the_vocabulary() -> None:
+    text = "from nodwyn.agent import Agent\nfrom nodwyn.values.events import UserMsg\n"
+    assert face_problems("nodwyn.cli.run", text) == []
+    assert (
+        face_problems(
+            "nodwyn.agent.loop", "from nodwyn.agent import ends\nfrom nodwyn.agent.tools import fail\n"
+        )
+        == []
+    )

@@ -4,8 +4,8 @@ that report a cache read (the token cache rate, as ``nodwyn stats`` has it)."""
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent.figures import cache_figures, describe
 from nodwyn.log import SessionLog, Store
+from nodwyn.stats.figures import cache_figures, describe
 from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values.events import LlmResp
 
@@ -65,6 +65,6 @@ def test_run_rounds_the_cached_share_half_up_as_stats_and_the_console_do(tmp_pat
 
 
 def cache_figures_of(cached: int, prompt: int) -> Any:
-    from nodwyn.agent.figures import CacheFigures
+    from nodwyn.stats.figures import CacheFigures
 
     return CacheFigures(requests=1, prompt_tokens=prompt, cached_tokens=cached, prefill_ms=None)

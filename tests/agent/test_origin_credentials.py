@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from nodwyn.agent import strategies
-from nodwyn.compose.probe import probe
+from nodwyn.compose.probe import probe_model
 from nodwyn.compose.setup import Opened, open_agent
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.content import Origin
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 REASONS = {"blocks": [{"type": "reasoning", "thinking": "the plan's own reasoning", "position": 0}]}
 
@@ -52,8 +52,8 @@ def _open(tmp_path: Path, workspace: Path, **kw: Any) -> Opened:
 
 def test_the_origin_names_address_and_credential_also_under_a_server_label() -> None:
     base: dict[str, Any] = {"api": "responses", "model": "gpt-x", "context_size": 1000, "server": "openai"}
-    plan = ModelSettings(name="plan", base_url="https://api.openai.com/v1", credential="PLAN", **base)
-    key = ModelSettings(name="key", base_url="https://api.openai.com/v1", credential="KEY", **base)
+    plan = ModelEntry(name="plan", base_url="https://api.openai.com/v1", credential="PLAN", **base)
+    key = ModelEntry(name="key", base_url="https://api.openai.com/v1", credential="KEY", **base)
     assert plan.origin == Origin(
         model="gpt-x", server="openai", url="https://api.openai.com/v1", credential="PLAN"
     )
@@ -119,7 +119,7 @@ def test_models_test_gives_back_only_its_own_reasoning(tmp_path: Path) -> None:
                 )
             ]
         )
-        settings = ModelSettings(
+        settings = ModelEntry(
             name="plan",
             api="responses",
             model="gpt-x",
@@ -130,7 +130,7 @@ def test_models_test_gives_back_only_its_own_reasoning(tmp_path: Path) -> None:
             keep_reasoning=True,
         )
         with HttpBackend(creds) as backend:
-            results = probe(backend, settings)
+            results = probe_model(backend, settings)
         bodies = [r.body for r in fake.requests]
     assert [r.ok for r in results] == [True, True], results
     assert results[0].response is not None

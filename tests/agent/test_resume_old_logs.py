@@ -23,7 +23,7 @@ from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.record import last_model, resume_session
 from nodwyn.replay.exact import verify_all
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import CURRENT_VERSION, EXTRA_FLAGS, Recipe
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "fixture_logs"
@@ -45,7 +45,7 @@ def test_an_earlier_log_resumed_on_this_build_keeps_every_digest(
     with store.open(sid) as log:
         name = last_model(log) or "m"
     with FakeServer(api="openai-chat", script=[{"text": "Resumed."}]) as fake:
-        model = ModelSettings(
+        model = ModelEntry(
             name=name, api="openai-chat", model="fake-model", base_url=fake.url, context_size=32000
         )
         tools = builtin_tools()

@@ -45,7 +45,7 @@ def test_no_module_compares_a_kind_with_a_literal() -> None:
 
 def test_the_issue_22_rows_count_what_they_say() -> None:
     tree = ast.parse(
-        "from nodwyn.window.fold import Window\n"  # past window's face
+        "from nodwyn.window.build import Window\n"  # past window's face
         "from nodwyn.values.events import Note\n"  # values: the shared vocabulary
         "from nodwyn.agent.state import LoopState\n"  # its own package
         "import nodwyn.log.jsonl\n"  # past log's face

@@ -8,7 +8,7 @@ import pytest
 
 from bench import window_workloads
 from nodwyn.whatif.engine import Sizing
-from nodwyn.window.units import V20
+from nodwyn.window.units import _V20
 
 
 def smallest_run(workloads: Path) -> Path:
@@ -95,4 +95,4 @@ def test_tuning_and_recipes_are_checked(tmp_path: Path, capsys: pytest.CaptureFi
         window_workloads.main([str(tmp_path), "--tune", "depth=3"])
     assert "'depth' is not a v20 constant" in capsys.readouterr().err
     t = window_workloads.parse_tuning("growth=0.02,reserve=8192")
-    assert t.growth == 0.02 and t.reserve == 8192 and t.head == V20.head
+    assert t.growth == 0.02 and t.reserve == 8192 and t.head == _V20.head

@@ -9,7 +9,7 @@ import pytest
 
 from nodwyn.compose.config import parse_config
 from nodwyn.compose.config_keys import MODEL_KEYS
-from nodwyn.compose.presets import presets
+from nodwyn.compose.presets import all_presets
 from nodwyn.fakes import FakeServer
 
 from .test_run import nodwyn
@@ -40,7 +40,7 @@ ENDPOINTS = {
 def test_each_preset_with_a_model_and_context_size_is_an_entry_the_parser_takes(
     name: str, tmp_path: Path
 ) -> None:
-    table = presets()[name]
+    table = all_presets()[name]
     assert set(table) - {"about"} <= MODEL_KEYS and "model" not in table and "context_size" not in table
     keys = "".join(f'{k} = "{v}"\n' for k, v in table.items() if k != "about")
     config = parse_config(f'[models.x]\n{keys}model = "m"\ncontext_size = 8000\n', tmp_path / "config.toml")
@@ -51,7 +51,7 @@ def test_models_presets_lists_every_preset_with_its_keys(env: dict[str, str]) ->
     done = nodwyn(env, "models", "presets")
     assert done.returncode == 0, done.stderr
     listed = {line.split()[0]: line for line in done.stdout.splitlines()}
-    assert set(listed) == ASKED == set(presets())
+    assert set(listed) == ASKED == set(all_presets())
     assert "base_url=https://openrouter.ai/api/v1" in listed["openrouter"]
     assert "credential=OPENROUTER_API_KEY" in listed["openrouter"]
 
@@ -109,8 +109,8 @@ def test_every_presets_url_builds_its_providers_endpoint(name: str, tmp_path: Pa
     from nodwyn.values.content import TextPart, UserMessage
     from nodwyn.values.request import Request
 
-    assert set(ENDPOINTS) == set(presets())
-    table = presets()[name]
+    assert set(ENDPOINTS) == set(all_presets())
+    table = all_presets()[name]
     keys = "".join(f'{k} = "{v}"\n' for k, v in table.items() if k != "about")
     entry = parse_config(f'[models.x]\n{keys}model = "m"\ncontext_size = 8000\n', tmp_path / "c.toml").models[
         "x"

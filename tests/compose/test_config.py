@@ -14,7 +14,7 @@ from nodwyn.compose.limits import default_reserve, session_limits
 from nodwyn.compose.setup import open_agent
 from nodwyn.errors import ConfigError, NotFoundError
 from nodwyn.log import Store
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 
 def env_for(path: Path) -> dict[str, str]:
@@ -143,9 +143,7 @@ def test_default_reply_cap_is_the_seeds_8ki_at_a_96ki_context() -> None:
     1Mi context's result cap of 16,128."""
     assert default_reserve(98_304) == 8_192
     assert default_reserve(1_048_576) == 8_192
-    one_mi = ModelSettings(
-        name="big", api="openai-chat", model="m", base_url="http://h", context_size=1_048_576
-    )
+    one_mi = ModelEntry(name="big", api="openai-chat", model="m", base_url="http://h", context_size=1_048_576)
     limits = session_limits(WindowConfig(), one_mi)
     assert (limits.high_water, limits.max_result_tokens, limits.output_reserve) == (774_144, 16_128, 8_192)
 

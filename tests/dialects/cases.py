@@ -20,7 +20,7 @@ from nodwyn.values.content import (
     ToolMessage,
     UserMessage,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, ToolSpec
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -65,10 +65,10 @@ def tools_images(thinking: str = "The user wants a.txt.", blocks: tuple[Thinking
     )
 
 
-def entry(**kw: Any) -> ModelSettings:
+def entry(**kw: Any) -> ModelEntry:
     base: dict[str, Any] = {"name": "m", "model": "some-model", "context_size": 131072}
     base.update(kw)
-    return ModelSettings(**base)
+    return ModelEntry(**base)
 
 
 def wire_json(w: WireRequest) -> dict[str, Any]:

@@ -24,8 +24,8 @@ import openai
 import orjson
 import yaml
 
-from nodwyn.dialects.base import join_text
-from nodwyn.values.model import Api, Family, ModelSettings
+from nodwyn.dialects.wire import join_text
+from nodwyn.values.model import Api, Family, ModelEntry
 from nodwyn.values.request import Response
 
 TRAFFIC = Path(__file__).parent.parent / "data" / "traffic"
@@ -62,11 +62,11 @@ class Case:
         m = self.request.get("model")
         return m if isinstance(m, str) else "recorded-model"
 
-    def settings(self, base_url: str = "http://127.0.0.1:9") -> ModelSettings:
+    def settings(self, base_url: str = "http://127.0.0.1:9") -> ModelEntry:
         """The model entry the folder names (never guessed from the recorded host)."""
         if self.api == "openai-chat":
             family = FAMILIES[self.family]
-            return ModelSettings(
+            return ModelEntry(
                 name="recorded",
                 api="openai-chat",
                 model=self.model,
@@ -75,7 +75,7 @@ class Case:
                 base_url=base_url,
                 server=None if family == "compatible" else family,
             )
-        return ModelSettings(
+        return ModelEntry(
             name="recorded",
             api=self.api,
             model=self.model,

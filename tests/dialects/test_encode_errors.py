@@ -9,17 +9,17 @@ import pytest
 from nodwyn.dialects import dialect_for
 from nodwyn.errors import ConfigError, EncodeError, OriginError
 from nodwyn.values.content import AssistantMessage, BlockType, Origin, ThinkingBlock, ToolCall
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request
 
 from .cases import IMAGES, entry, tools_images, user
 
 
-def _encode(s: ModelSettings, r: Request, **kw: Any) -> None:
+def _encode(s: ModelEntry, r: Request, **kw: Any) -> None:
     dialect_for(s).encode(r, session_key=None, **kw)
 
 
-def _with_block(s: ModelSettings, kind: BlockType, origin: Origin | None = None) -> Request:
+def _with_block(s: ModelEntry, kind: BlockType, origin: Origin | None = None) -> Request:
     b = ThinkingBlock(type=kind, origin=origin or s.origin, data="[]" if kind == "reasoning_details" else "x")
     return Request(
         system="", tools=(), messages=(user("q"), AssistantMessage(text="a", blocks=(b,))), max_output=9

@@ -9,7 +9,7 @@ import pytest
 
 from nodwyn.dialects import dialect_for
 from nodwyn.values.content import AssistantMessage, ThinkingBlock, ToolCall, ToolMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request
 
 from .cases import (
@@ -30,7 +30,7 @@ from .cases import (
 )
 
 
-def _openrouter_details(s: ModelSettings) -> Request:
+def _openrouter_details(s: ModelEntry) -> Request:
     o = s.origin
     return Request(
         system="S",
@@ -52,7 +52,7 @@ def _openrouter_details(s: ModelSettings) -> Request:
     )
 
 
-def _responses_blocks(s: ModelSettings) -> Request:
+def _responses_blocks(s: ModelEntry) -> Request:
     o = s.origin
     return two_calls(
         (
@@ -63,7 +63,7 @@ def _responses_blocks(s: ModelSettings) -> Request:
     )
 
 
-def _anthropic_blocks(s: ModelSettings) -> Request:
+def _anthropic_blocks(s: ModelEntry) -> Request:
     o = s.origin
     return two_calls(
         (
@@ -80,7 +80,7 @@ def _anthropic_blocks(s: ModelSettings) -> Request:
     )
 
 
-Case = tuple[str, dict[str, Any], Callable[[ModelSettings], Request], dict[str, Any]]
+Case = tuple[str, dict[str, Any], Callable[[ModelEntry], Request], dict[str, Any]]
 CASES: list[Case] = [
     (
         "ollama/tools_images",
@@ -195,7 +195,7 @@ CASES: list[Case] = [
 
 @pytest.mark.parametrize(("name", "fields", "build", "kw"), CASES, ids=[c[0] for c in CASES])
 def test_request_matches_golden(
-    name: str, fields: dict[str, Any], build: Callable[[ModelSettings], Request], kw: dict[str, Any]
+    name: str, fields: dict[str, Any], build: Callable[[ModelEntry], Request], kw: dict[str, Any]
 ) -> None:
     settings = entry(**fields)
     wire = dialect_for(settings).encode(build(settings), images=IMAGES, **kw)

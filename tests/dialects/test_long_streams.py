@@ -10,15 +10,15 @@ import time
 import pytest
 
 from nodwyn.dialects import dialect_for
-from nodwyn.dialects.base import StreamEvent
-from nodwyn.values.model import Api, ModelSettings
+from nodwyn.dialects.wire import StreamEvent
+from nodwyn.values.model import Api, ModelEntry
 
 PIECE = "x" * 1024
 MB = 16
 
 
-def _settings(api: Api) -> ModelSettings:
-    return ModelSettings(name="x", api=api, model="m", context_size=8192, base_url="http://h")
+def _settings(api: Api) -> ModelEntry:
+    return ModelEntry(name="x", api=api, model="m", context_size=8192, base_url="http://h")
 
 
 def _chat(delta: dict[str, object], finish: str | None = None) -> StreamEvent:

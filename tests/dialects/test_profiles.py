@@ -12,7 +12,7 @@ import pytest
 from nodwyn.dialects import API_PROFILES, dialect_for
 from nodwyn.dialects.profiles import CACHE_READS, PROFILES
 from nodwyn.values.content import TextPart, UserMessage
-from nodwyn.values.model import Api, Family, ModelSettings
+from nodwyn.values.model import Api, Family, ModelEntry
 from nodwyn.values.request import Request
 
 DIALECTS = Path(__file__).resolve().parents[2] / "src" / "nodwyn" / "dialects"
@@ -46,8 +46,8 @@ def test_cache_reads_are_tried_in_the_order_replies_were_always_read() -> None:
     )
 
 
-def _settings(family: Family) -> ModelSettings:
-    return ModelSettings(name="m", api="openai-chat", model="m", context_size=8192, family=family)
+def _settings(family: Family) -> ModelEntry:
+    return ModelEntry(name="m", api="openai-chat", model="m", context_size=8192, family=family)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -72,7 +72,7 @@ APIS = set(get_args(Api))
 def test_every_api_has_one_profile_and_each_wire_api_a_dialect() -> None:
     assert set(API_PROFILES) == APIS
     for api, profile in API_PROFILES.items():
-        settings = ModelSettings(name="m", api=api, model="m", context_size=8192, base_url="http://x")
+        settings = ModelEntry(name="m", api=api, model="m", context_size=8192, base_url="http://x")
         if profile.in_process:
             assert profile.dialect is None
         else:

@@ -21,12 +21,12 @@ from nodwyn.values.content import (
     ToolMessage,
     UserMessage,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request
 
 from .cases import FS_READ, KEY, entry
 
-ENTRIES: list[ModelSettings] = [
+ENTRIES: list[ModelEntry] = [
     entry(api="ollama", model="qwen3:8b", keep_alive="10m"),
     entry(api="openai-chat", family="compatible"),
     entry(api="openai-chat", family="cerebras", cache_key="header"),
@@ -58,7 +58,7 @@ def _block(kind: BlockType, origin: Origin, n: int, pos: int) -> ThinkingBlock:
 
 
 @st.composite
-def conversations(draw: st.DrawFn, s: ModelSettings) -> list[Message]:
+def conversations(draw: st.DrawFn, s: ModelEntry) -> list[Message]:
     """User turns, each followed by replies whose calls all get results (as the window sends)."""
     msgs: list[Message] = []
     n = 0
@@ -102,20 +102,20 @@ def conversations(draw: st.DrawFn, s: ModelSettings) -> list[Message]:
     return msgs
 
 
-def _encode(s: ModelSettings, msgs: list[Message]) -> Any:
+def _encode(s: ModelEntry, msgs: list[Message]) -> Any:
     req = Request(system="sys", tools=(FS_READ,), messages=tuple(msgs), max_output=512)
     return dialect_for(s).encode(req, session_key=KEY)
 
 
 @st.composite
-def entry_and_conversation(draw: st.DrawFn) -> tuple[ModelSettings, list[Message]]:
+def entry_and_conversation(draw: st.DrawFn) -> tuple[ModelEntry, list[Message]]:
     s = draw(st.sampled_from(ENTRIES))
     return s, draw(conversations(s))
 
 
 @settings(max_examples=150, deadline=None)
 @given(entry_and_conversation())
-def test_encoding_is_deterministic(case: tuple[ModelSettings, list[Message]]) -> None:
+def test_encoding_is_deterministic(case: tuple[ModelEntry, list[Message]]) -> None:
     s, msgs = case
     a, b = _encode(s, msgs), _encode(s, msgs)
     assert a.body_bytes() == b.body_bytes()
@@ -125,7 +125,7 @@ def test_encoding_is_deterministic(case: tuple[ModelSettings, list[Message]]) ->
 @settings(max_examples=150, deadline=None)
 @given(entry_and_conversation(), st.data())
 def test_appended_messages_extend_the_wire_list(
-    case: tuple[ModelSettings, list[Message]], data: st.DataObject
+    case: tuple[ModelEntry, list[Message]], data: st.DataObject
 ) -> None:
     s, msgs = case
     # a request is sent when every call has its result: cut where the next message is not a result

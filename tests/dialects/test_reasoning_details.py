@@ -15,7 +15,7 @@ from nodwyn.dialects import dialect_for
 from nodwyn.dialects.openai_chat import merge_details
 from nodwyn.errors import OriginError
 from nodwyn.values.content import AssistantMessage, Message, ThinkingBlock, ToolMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response
 
 from .cases import FS_READ, KEY, entry, events, user
@@ -74,7 +74,7 @@ def _reply(n: int, *, call: bool) -> bytes:
     return out + b"data: [DONE]\n\n"
 
 
-def _decode(raw: bytes, s: ModelSettings = ROUTER) -> Response:
+def _decode(raw: bytes, s: ModelEntry = ROUTER) -> Response:
     dec = dialect_for(s).decoder(s.origin)
     for ev in events(raw, ndjson=False, chunk=13):
         dec.feed(ev)
@@ -102,7 +102,7 @@ def _conversation() -> tuple[list[Message], list[Response]]:
     return msgs, replies
 
 
-def _wire(msgs: list[Message], s: ModelSettings = ROUTER) -> tuple[dict[str, Any], bytes]:
+def _wire(msgs: list[Message], s: ModelEntry = ROUTER) -> tuple[dict[str, Any], bytes]:
     w = dialect_for(s).encode(
         Request(system="S", tools=(FS_READ,), messages=tuple(msgs), max_output=100), session_key=KEY
     )

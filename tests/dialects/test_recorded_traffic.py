@@ -17,7 +17,7 @@ from nodwyn.errors import ProviderError
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, ToolMessage, UserMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response
 
 from .recorded import (
@@ -213,7 +213,7 @@ def _ollama_differences(ours: dict[str, Any], docs: dict[str, Any]) -> list[str]
 def test_the_ollama_docs_follow_up_is_what_nodwyn_would_send(
     name: str, record_property: Callable[[str, object], None]
 ) -> None:
-    settings = ModelSettings(name="m", api="ollama", model="qwen3", context_size=32768)
+    settings = ModelEntry(name="m", api="ollama", model="qwen3", context_size=32768)
     call = ToolCall(id="call_k3x9", name="get_weather", arguments='{"city": "Paris"}')
     request = Request(
         system="",

@@ -11,13 +11,13 @@ from nodwyn.dialects import dialect_for
 from nodwyn.errors import ProviderUnavailable
 from nodwyn.values.codec import response_to_json
 from nodwyn.values.content import AssistantMessage, Message, ToolMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response, Timings, Usage
 
 from .cases import FS_READ, GOLDEN, entry, events, user
 
 
-def _decode_golden(name: str) -> tuple[ModelSettings, Response, bytes]:
+def _decode_golden(name: str) -> tuple[ModelEntry, Response, bytes]:
     path = GOLDEN / name
     expect = orjson.loads(path.with_suffix(".expect.json").read_bytes())
     s = entry(**expect["settings"])
@@ -28,7 +28,7 @@ def _decode_golden(name: str) -> tuple[ModelSettings, Response, bytes]:
     return s, dec.finish(), raw
 
 
-def _send_back(s: ModelSettings, r: Response) -> dict[str, Any]:
+def _send_back(s: ModelEntry, r: Response) -> dict[str, Any]:
     msgs: list[Message] = [
         user("q"),
         AssistantMessage(text=r.text, thinking=r.thinking, calls=r.calls, blocks=r.blocks),

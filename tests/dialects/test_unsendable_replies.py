@@ -12,7 +12,7 @@ import pytest
 from nodwyn.dialects import dialect_for
 from nodwyn.dialects.profiles import PROFILES
 from nodwyn.values.content import AssistantMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request
 
 from .cases import entry, user
@@ -35,7 +35,7 @@ def _contents(body: dict[str, Any]) -> list[Any]:
 @pytest.mark.parametrize("settings", ENTRIES, ids=lambda s: f"{s.api}/{s.family}")
 @pytest.mark.parametrize("reply", sorted(REPLIES))
 def test_a_reply_with_nothing_to_give_back_leaves_the_next_turn_sendable(
-    settings: ModelSettings, reply: str
+    settings: ModelEntry, reply: str
 ) -> None:
     request = Request(
         system="s", tools=(), messages=(user("one"), REPLIES[reply], user("two")), max_output=64

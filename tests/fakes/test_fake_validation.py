@@ -16,7 +16,7 @@ from nodwyn.dialects import dialect_for, parser_for
 from nodwyn.errors import ConfigError
 from nodwyn.fakes import FakeApi, FakeServer
 from nodwyn.fakes.script import load_script
-from nodwyn.values.model import Family, ModelSettings
+from nodwyn.values.model import Family, ModelEntry
 
 from .fake_wire import post, sse_events, sse_json
 
@@ -383,7 +383,7 @@ def test_a_reply_not_streamed_is_the_same_reply(api: FakeApi, family: Family) ->
     replies = []
     for stream in (True, False):
         with FakeServer(api=api, family=None if family == "compatible" else family, script=[item]) as fake:
-            settings = ModelSettings(
+            settings = ModelEntry(
                 name="f",
                 api=api,
                 model="fake-model",

@@ -33,7 +33,7 @@ from nodwyn.errors import (
 from nodwyn.log import Store
 from nodwyn.replay.exact import replay_request, verify_all
 from nodwyn.replay.tolerant import tolerant_events
-from nodwyn.replay.transcript import transcript
+from nodwyn.replay.transcript import transcript_lines
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.values.events import CtxOpen, GatePlan, ResultFold
@@ -164,7 +164,7 @@ def test_fuzzed_logs_verify_or_refuse_by_name(
         target = rng.choice(sorted(base.sent))
         try:
             with store.open(base.id) as log:
-                shown = list(transcript(tolerant_events(log)))  # the transcript reads any log
+                shown = list(transcript_lines(tolerant_events(log)))  # the transcript reads any log
                 if not shown:
                     failures.append(f"#{n} {kind}: the transcript showed nothing")
                 worst: BaseException | None = None

@@ -9,7 +9,7 @@ import pytest
 
 from nodwyn.errors import ConfigError, LockedError, NotFoundError
 from nodwyn.log import Store
-from nodwyn.replay.summaries import add_summary, check_span, list_summaries, revoke_summary, summaries
+from nodwyn.replay.summaries import add_summary, check_span, list_summaries, revoke_summary
 from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.values.events import CtxClose, CtxOpen, Event
 from nodwyn.window import source_digest
@@ -51,7 +51,7 @@ def test_add_records_the_redacted_span_digest(session: Make, store: Store) -> No
     assert ev.data["source_digest"] == source_digest(span)
     assert key not in ev.data["text"] and "anthropic-key" in orjson.dumps(ev.data).decode()
     with store.open(s.id) as log:
-        (info,) = summaries(log)
+        (info,) = list_summaries(list(log.read()))
     assert (info.seq, info.first, info.last, info.status) == (ev.seq, u[0], u[1] - 1, "active")
 
 
@@ -142,7 +142,7 @@ def test_revoke_and_list(session: Make, store: Store) -> None:
         a = add_summary(log, u[0], u[1] - 1, "turn one")
         b = add_summary(log, u[0], u[2] - 1, "turns one and two")
     with store.open(s.id) as log:
-        assert [(i.seq, i.status, i.by) for i in summaries(log)] == [
+        assert [(i.seq, i.status, i.by) for i in list_summaries(list(log.read()))] == [
             (a.seq, "superseded", b.seq),
             (b.seq, "active", None),
         ]
@@ -153,7 +153,7 @@ def test_revoke_and_list(session: Make, store: Store) -> None:
         with pytest.raises(ConfigError, match="not a summary.add"):
             revoke_summary(log, u[0])
     with store.open(s.id) as log:  # a revoked newer summary still supersedes the older (ADR 0300)
-        assert [(i.seq, i.status, i.by) for i in summaries(log)] == [
+        assert [(i.seq, i.status, i.by) for i in list_summaries(list(log.read()))] == [
             (a.seq, "superseded", b.seq),
             (b.seq, "revoked", r.seq),
         ]

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from nodwyn.log import Store
-from nodwyn.replay.transcript import render_event, transcript
+from nodwyn.replay.transcript import render_event, transcript_lines
 from nodwyn.testing import ORIGIN, SessionBuilder, recipe
 from nodwyn.values.content import ThinkingBlock
 from nodwyn.values.events import IMPORT_VIEW, LLM_SEEN, Event, GatePlan, ResultFold
@@ -93,7 +93,7 @@ def test_damaged_payloads_render_without_crashing() -> None:
         Event(seq=4, t="t", kind="llm.req", ctx="main", data={"elided": 5, "trim": True}),
         Event(seq=5, t="t", kind="what.is.this", ctx="main", data={"a": 1}),
     ]
-    lines = list(transcript(odd))
+    lines = list(transcript_lines(odd))
     # each damaged payload: the codec's reason naming the field, then the fields as recorded
     assert lines[:2] == [
         "#1 ? the payload does not decode: session.start at seq 1.model: expected str, got int",
@@ -136,7 +136,7 @@ def test_an_imported_sessions_requests_read_as_observed() -> None:
     seen = {"model": "claude", "messages": [[2, 5], 9], "why": ["condensation"]}
     view = {"message": {"role": "user", "content": "summary so far"}, "why": "condensation", "of": [3, 4]}
     lines = list(
-        transcript(
+        transcript_lines(
             [
                 Event(seq=9, t="t", kind=IMPORT_VIEW, ctx="main", data=view),
                 Event(seq=10, t="t", kind=LLM_SEEN, ctx="main", data=seen),

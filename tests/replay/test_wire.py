@@ -14,7 +14,7 @@ from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credentials
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.events import LlmResp, ToolResult
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 
 def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
@@ -29,7 +29,7 @@ def test_replayed_requests_encode_to_the_bodies_received(store: Store) -> None:
         {"text": "two files"},
     ]
     with FakeServer(api="openai-chat", script=script) as fake, HttpBackend(Credentials()) as backend:
-        settings = ModelSettings(
+        settings = ModelEntry(
             name="chat", api="openai-chat", model="fake-model", base_url=fake.url, context_size=32_000
         )
         s = SessionBuilder(store=store, recipe=recipe(19))

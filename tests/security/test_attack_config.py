@@ -104,9 +104,9 @@ def test_the_cli_refuses_it_in_one_line_and_makes_no_session_folder(tmp_path: Pa
 def test_a_start_that_cannot_record_its_recipe_leaves_no_session_folder(tmp_path: Path) -> None:
     """Past the config (an entry built in code): the first append fails, the folder goes."""
     from nodwyn.compose.config import Config
-    from nodwyn.values.model import ModelSettings
+    from nodwyn.values.model import ModelEntry
 
-    big = ModelSettings(name="x", api="openai-chat", model="m", context_size=2**70, base_url="http://h")
+    big = ModelEntry(name="x", api="openai-chat", model="m", context_size=2**70, base_url="http://h")
     config = Config(path=tmp_path / "c.toml", control="x", models={"x": big})
     with pytest.raises(Exception) as err:
         open_agent(env={"NODWYN_HOME": str(tmp_path / "home")}, workspace=tmp_path, config=config)

@@ -27,7 +27,7 @@ from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.transport.limits import MIB, NetworkLimits
 from nodwyn.values.content import TextPart, UserMessage
-from nodwyn.values.model import Api, ModelSettings
+from nodwyn.values.model import Api, ModelEntry
 from nodwyn.values.request import Request, Response
 
 pytestmark = pytest.mark.attack("provider faults")
@@ -49,8 +49,8 @@ def _request() -> Request:
     )
 
 
-def settings_for(url: str, api: Api, **extra: Any) -> ModelSettings:
-    return ModelSettings(
+def settings_for(url: str, api: Api, **extra: Any) -> ModelEntry:
+    return ModelEntry(
         name="fake",
         api=api,
         model="fake-model",

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from nodwyn.cli.terminal import escape_controls
 from nodwyn.fakes import FakeServer
-from nodwyn.values.terminal import escape_controls
 
 Person = Callable[..., dict[str, str]]  # the `person` fixture (conftest.py)
 

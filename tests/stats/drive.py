@@ -13,7 +13,7 @@ from nodwyn.testing import SessionBuilder, recipe
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.events import Event
-from nodwyn.values.model import ModelSettings, Prices
+from nodwyn.values.model import ModelEntry, Prices
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Response, ToolSpec
 
@@ -36,8 +36,8 @@ def reading_script(n: int) -> list[dict[str, Any]]:
     ]
 
 
-def settings(url: str, name: str, model: str, api: Any = "openai-chat", **extra: Any) -> ModelSettings:
-    return ModelSettings(
+def settings(url: str, name: str, model: str, api: Any = "openai-chat", **extra: Any) -> ModelEntry:
+    return ModelEntry(
         name=name, api=api, model=model, context_size=64000, base_url=url, credential="KEY", **extra
     )
 
@@ -50,7 +50,7 @@ class Driver:
         self,
         store: Store,
         limits: WindowLimits,
-        models: Mapping[str, ModelSettings],
+        models: Mapping[str, ModelEntry],
         model: str,
         *,
         result_bytes: int = 3000,

@@ -13,7 +13,7 @@ from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.http import HttpBackend
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import Event, Payload, ToolResult
-from nodwyn.values.model import Api, ModelSettings
+from nodwyn.values.model import Api, ModelEntry
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.values.request import Request, Response, ToolSpec
 from nodwyn.window import Build
@@ -48,11 +48,9 @@ def script(turns: int) -> list[dict[str, Any]]:
     return out
 
 
-def settings_for(url: str, api: Api, **extra: Any) -> ModelSettings:
+def settings_for(url: str, api: Api, **extra: Any) -> ModelEntry:
     fields: dict[str, Any] = {"credential": "KEY", **extra}
-    return ModelSettings(
-        name="fake", api=api, model="fake-model", context_size=200_000, base_url=url, **fields
-    )
+    return ModelEntry(name="fake", api=api, model="fake-model", context_size=200_000, base_url=url, **fields)
 
 
 def backend_for(url: str, **kw: Any) -> HttpBackend:
@@ -66,7 +64,7 @@ def user(text: str) -> UserMessage:
 
 def converse(
     backend: HttpBackend,
-    settings: ModelSettings,
+    settings: ModelEntry,
     requests: int,
     *,
     session_key: str | None = "k" * 64,
@@ -116,9 +114,7 @@ class Run:
     def append(self, payload: Payload) -> Event:
         return self.session.add(payload)
 
-    def ask(
-        self, settings: ModelSettings, result: str = "contents", session_key: str | None = None
-    ) -> Response:
+    def ask(self, settings: ModelEntry, result: str = "contents", session_key: str | None = None) -> Response:
         req, r = self.session.exchange(self.backend, settings, session_key=session_key)
         self.builds.append(self.session.builds[req.seq])
         self.replies.append(r)

@@ -10,7 +10,7 @@ import pytest
 
 from nodwyn.errors import ConfigError, NotFoundError, OriginError
 from nodwyn.transport.credentials import PLAN_SCOPE, Credential, Credentials, origin_of, write_keychain
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 SECRET = "sk-test-4f9a1c0e7b2d"
 
@@ -88,7 +88,7 @@ def test_a_broken_keychain_is_named_without_its_contents(tmp_path: Path) -> None
 
 def test_env_credentials_bind_to_the_addresses_of_the_models_that_name_them() -> None:
     models = [
-        ModelSettings(
+        ModelEntry(
             name="a",
             api="responses",
             model="m",
@@ -96,7 +96,7 @@ def test_env_credentials_bind_to_the_addresses_of_the_models_that_name_them() ->
             base_url="https://api.openai.com/v1",
             credential="OPENAI_API_KEY",
         ),
-        ModelSettings(
+        ModelEntry(
             name="b",
             api="openai-chat",
             model="m",
@@ -104,9 +104,7 @@ def test_env_credentials_bind_to_the_addresses_of_the_models_that_name_them() ->
             base_url="https://openrouter.ai/api",
             credential="OPENROUTER_API_KEY",
         ),
-        ModelSettings(
-            name="c", api="ollama", model="m", context_size=1000, base_url="http://127.0.0.1:11434"
-        ),
+        ModelEntry(name="c", api="ollama", model="m", context_size=1000, base_url="http://127.0.0.1:11434"),
     ]
     creds = Credentials.from_env_for_models({"OPENAI_API_KEY": SECRET, "OPENROUTER_API_KEY": "or-x"}, models)
     assert creds.get("OPENAI_API_KEY").origins == frozenset({"https://api.openai.com:443"})

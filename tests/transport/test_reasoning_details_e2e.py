@@ -23,7 +23,7 @@ from nodwyn.fakes.base import ReceivedRequest
 from nodwyn.log import Store
 from nodwyn.values.content import AssistantMessage
 from nodwyn.values.events import ModelSwitch, ResultFold, UserMsg
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import Build
 
@@ -45,8 +45,8 @@ def item(n: int, *, call: bool = True, details: list[Any] | None = SIGNED) -> di
     return out
 
 
-def model(url: str, name: str = "model-a") -> ModelSettings:
-    return ModelSettings(
+def model(url: str, name: str = "model-a") -> ModelEntry:
+    return ModelEntry(
         name=name, api="openai-chat", family="openrouter", model=name, context_size=200_000, base_url=url
     )
 

@@ -6,7 +6,7 @@ import re
 
 from nodwyn.values.content import ToolMessage
 from nodwyn.values.recipe import WindowLimits
-from nodwyn.window.caps import cap_text
+from nodwyn.window.caps import _cap_text
 
 from .sessions import batch, started
 
@@ -14,19 +14,19 @@ FILE = "".join(f"def line_{i}():  return {i}\n" for i in range(1, 401))  # 400 l
 
 
 def test_a_result_within_the_cap_is_untouched() -> None:
-    assert cap_text("short\ntext\n", 100, named=True) == "short\ntext\n"
+    assert _cap_text("short\ntext\n", 100, named=True) == "short\ntext\n"
 
 
 def test_plain_head_and_tail_with_an_omission_marker() -> None:
-    out = cap_text(FILE, 300, named=False)
+    out = _cap_text(FILE, 300, named=False)
     assert out.startswith(FILE[:400]) and out.endswith(FILE[-400:])
     assert re.search(r"\n\[\.\.\. about \d+ tokens omitted \.\.\.\]\n", out)
     assert len(out.encode()) <= 300 * 3 + 100
-    assert cap_text(FILE, 300, named=False) == out  # deterministic
+    assert _cap_text(FILE, 300, named=False) == out  # deterministic
 
 
 def test_named_cut_of_an_fs_read_names_the_file_lines_left_out() -> None:
-    out = cap_text(FILE, 300, named=True, fs_read=True)
+    out = _cap_text(FILE, 300, named=True, fs_read=True)
     hit = re.search(r"\[\.\.\. file lines (\d+)-(\d+) omitted \(about \d+ tokens\); fs-read lines \1-\2", out)
     assert hit is not None
     a, b = int(hit.group(1)), int(hit.group(2))
@@ -37,7 +37,7 @@ def test_named_cut_of_an_fs_read_names_the_file_lines_left_out() -> None:
 
 def test_named_cut_of_a_ranged_read_counts_from_its_header() -> None:
     text = "[lines 101-400 of 400]\n" + "".join(FILE.splitlines(keepends=True)[100:])
-    out = cap_text(text, 300, named=True, fs_read=True)
+    out = _cap_text(text, 300, named=True, fs_read=True)
     hit = re.search(r"file lines (\d+)-(\d+) omitted", out)
     assert hit is not None
     a = int(hit.group(1))
@@ -47,7 +47,7 @@ def test_named_cut_of_a_ranged_read_counts_from_its_header() -> None:
 
 def test_named_cut_of_a_ranged_read_uses_the_recorded_range_without_a_header() -> None:
     text = "".join(FILE.splitlines(keepends=True)[199:])
-    out = cap_text(text, 300, named=True, fs_read=True, range_start=200)
+    out = _cap_text(text, 300, named=True, fs_read=True, range_start=200)
     lines = re.search(r"file lines (\d+)-", out)
     assert lines is not None, out
     a = int(lines.group(1))
@@ -56,14 +56,14 @@ def test_named_cut_of_a_ranged_read_uses_the_recorded_range_without_a_header() -
 
 def test_named_cut_of_another_result_names_its_own_lines() -> None:
     text = "".join(f"output {i}\n" for i in range(1, 500))
-    out = cap_text(text, 200, named=True)
+    out = _cap_text(text, 200, named=True)
     hit = re.search(r"\[\.\.\. lines (\d+)-(\d+) of this result omitted", out)
     assert hit is not None
     assert out.split("[...")[0].endswith(f"output {int(hit.group(1)) - 1}\n")
 
 
 def test_no_line_end_to_cut_at_keeps_the_plain_marker() -> None:
-    out = cap_text("x" * 5000, 100, named=True, fs_read=True)
+    out = _cap_text("x" * 5000, 100, named=True, fs_read=True)
     assert "tokens omitted ...]" in out and "lines" not in out
 
 

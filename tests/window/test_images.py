@@ -10,7 +10,7 @@ from nodwyn.values.content import ImagePart, TextPart, ToolCall, ToolMessage, Us
 from nodwyn.values.events import ImageRef, ToolResult, WithheldImage
 from nodwyn.values.recipe import WindowLimits
 from nodwyn.window import build_window
-from nodwyn.window.estimate import image_tokens, scaled_size
+from nodwyn.window.estimate import _image_tokens, _scaled_size
 
 from .sessions import ORIGIN_A, Sim, batch, started
 
@@ -24,10 +24,10 @@ IMG: dict[str, Any] = {
 
 
 def test_the_tile_rule_after_chat_completions_scaling() -> None:
-    assert scaled_size(1024, 1024) == (768, 768)
-    assert image_tokens(1024, 1024) == 85 + 170 * 4
-    assert scaled_size(4096, 2048) == (1536, 768) and image_tokens(4096, 2048) == 85 + 170 * 6
-    assert image_tokens(200, 100) == 85 + 170
+    assert _scaled_size(1024, 1024) == (768, 768)
+    assert _image_tokens(1024, 1024) == 85 + 170 * 4
+    assert _scaled_size(4096, 2048) == (1536, 768) and _image_tokens(4096, 2048) == 85 + 170 * 6
+    assert _image_tokens(200, 100) == 85 + 170
 
 
 def test_an_image_is_a_user_message_of_a_framing_line_and_the_image_by_digest() -> None:
@@ -42,7 +42,7 @@ def test_an_image_is_a_user_message_of_a_framing_line_and_the_image_by_digest() 
     assert b.seqs == (2, 2)
     assert b"ab" * 32 in b.canonical  # the hash covers the digest, never the bytes
     part_bytes = len(canonical_bytes(part_to_json(part)))
-    assert b.record.estimate == -(-(len(b.canonical) - part_bytes) // 3) + image_tokens(1024, 1024)
+    assert b.record.estimate == -(-(len(b.canonical) - part_bytes) // 3) + _image_tokens(1024, 1024)
 
 
 def test_an_image_that_cannot_be_sent_is_replaced_by_a_line_and_recorded() -> None:
@@ -122,7 +122,7 @@ def test_a_results_image_is_in_its_tool_message_counted_by_the_tile_rule_and_rep
     assert isinstance(other, ToolMessage) and other.images == ()  # results still follow their calls
     assert b"ef" * 32 in b.canonical
     part_bytes = len(canonical_bytes(part_to_json(part)))
-    assert b.record.estimate == -(-(len(b.canonical) - part_bytes) // 3) + image_tokens(512, 512)
+    assert b.record.estimate == -(-(len(b.canonical) - part_bytes) // 3) + _image_tokens(512, 512)
     assert sim.replayed(sim.built[-1].seq).digest == b.digest
 
 

@@ -18,7 +18,7 @@ from nodwyn.values.content import AssistantMessage, TextPart, ToolMessage, UserM
 from nodwyn.values.recipe import WindowLimits, rules_for
 from nodwyn.values.request import Request
 from nodwyn.window import Window, build_window
-from nodwyn.window.units import V20
+from nodwyn.window.units import _V20
 
 from .sessions import ORIGIN_B, Built, Sim, select, sessions
 
@@ -179,7 +179,7 @@ def test_c_hysteresis(sim: Sim) -> None:
             target = rec.target if rec.target is not None else limits.low_water
             assert rec.estimate <= target or rec.below_low_blocked is True
             if version >= 20:
-                assert int(V20.floor * limits.high_water) <= target <= int(V20.ceiling * limits.high_water)
+                assert int(_V20.floor * limits.high_water) <= target <= int(_V20.ceiling * limits.high_water)
         if rec.below_low_blocked:
             assert rec.estimate > (rec.target if rec.target is not None else limits.low_water)
         if b.predicted is not None:  # the trim's running accounting is exact

@@ -11,12 +11,12 @@ from nodwyn.errors import CorruptLogError
 from nodwyn.values.content import AssistantMessage, ToolMessage
 from nodwyn.values.recipe import Flag, WindowLimits, policy_for
 from nodwyn.window import Window, build_window, units
-from nodwyn.window.entries import entry_of
-from nodwyn.window.units import V20, Tuning, content_bytes, growth_target
+from nodwyn.window.entries import _entry_of
+from nodwyn.window.units import _V20, Tuning, _content_bytes, _growth_target
 
 from .sessions import Sim, batch, recipe, started
 
-NO_HEAD = Tuning(growth=V20.growth, floor=V20.floor, ceiling=V20.ceiling, head=0.0, reserve=0)
+NO_HEAD = Tuning(growth=_V20.growth, floor=_V20.floor, ceiling=_V20.ceiling, head=0.0, reserve=0)
 LIM = WindowLimits(high_water=3000, low_water=1500, max_result_tokens=2000, output_reserve=50, ceiling=3600)
 
 
@@ -101,34 +101,34 @@ def test_the_target_follows_the_runs_growth_and_is_recorded() -> None:
     rec = built.build.record
     target = rec.target
     assert target is not None
-    assert int(V20.floor * LIM.high_water) <= target <= int(V20.ceiling * LIM.high_water)
+    assert int(_V20.floor * LIM.high_water) <= target <= int(_V20.ceiling * LIM.high_water)
     assert rec.estimate <= target and rec.high_water == LIM.high_water
     # C and requests come from the log: the conversation before the request, its replies + 1
     conv = [e for e in sim.events[: built.seq - 1] if e.kind in ("user.msg", "llm.resp", "tool.result")]
-    size = sum(content_bytes(x) for x in (entry_of(e) for e in conv) if x is not None)
+    size = sum(_content_bytes(x) for x in (_entry_of(e) for e in conv) if x is not None)
     requests = 1 + sum(e.kind == "llm.resp" for e in conv)
     c_tokens = -(-size // 3)
-    deepest = growth_target(V20, budget=LIM.high_water, conversation=c_tokens, requests=requests, before=0)
+    deepest = _growth_target(_V20, budget=LIM.high_water, conversation=c_tokens, requests=requests, before=0)
     assert target >= deepest  # P > 0 leaves less room to trim into than P = 0
-    assert growth_target(V20, budget=3000, conversation=9000, requests=30, before=500) == 3000 - int(
-        V20.growth * isqrt(9000 * 9000 * 2500 // 30)
+    assert _growth_target(_V20, budget=3000, conversation=9000, requests=30, before=500) == 3000 - int(
+        _V20.growth * isqrt(9000 * 9000 * 2500 // 30)
     )
 
 
 def test_a_run_that_grows_faster_trims_deeper() -> None:
-    slow = growth_target(V20, budget=32768, conversation=40000, requests=80, before=4000)
-    fast = growth_target(V20, budget=32768, conversation=40000, requests=20, before=4000)
+    slow = _growth_target(_V20, budget=32768, conversation=40000, requests=80, before=4000)
+    fast = _growth_target(_V20, budget=32768, conversation=40000, requests=20, before=4000)
     assert fast < slow
-    assert growth_target(V20, budget=32768, conversation=10**7, requests=1, before=0) == int(
-        V20.floor * 32768
+    assert _growth_target(_V20, budget=32768, conversation=10**7, requests=1, before=0) == int(
+        _V20.floor * 32768
     )
-    assert growth_target(V20, budget=32768, conversation=10, requests=10, before=0) == int(
-        V20.ceiling * 32768
+    assert _growth_target(_V20, budget=32768, conversation=10, requests=10, before=0) == int(
+        _V20.ceiling * 32768
     )
 
 
 def test_the_head_is_kept_fixed_in_the_log_and_read_back() -> None:
-    wide = Tuning(growth=V20.growth, floor=V20.floor, ceiling=V20.ceiling, head=0.4, reserve=0)
+    wide = Tuning(growth=_V20.growth, floor=_V20.floor, ceiling=_V20.ceiling, head=0.4, reserve=0)
     sim = Sim(window=Window(tuning=wide))
     sim.start(recipe(20, limits=LIM))
     sim.user("fix the parser")
@@ -223,19 +223,19 @@ def test_v21_deepens_a_trim_with_the_square_root_of_a_scaled_cap() -> None:
 
     from nodwyn.values.recipe import V21_TUNING
 
-    assert units.cap_tuning(V21_TUNING, 3_072) == V21_TUNING
-    assert units.cap_tuning(V21_TUNING, 1_000) == V21_TUNING
-    assert units.cap_tuning(V21_TUNING, 4_681).growth == pytest.approx(0.020 * sqrt(4_681 / 3_072))
-    assert units.cap_tuning(V21_TUNING, 16_384).growth == pytest.approx(0.020 * sqrt(5_120 / 3_072))
-    assert units.cap_tuning(V21_TUNING, 4_681).head == V21_TUNING.head
+    assert units._cap_tuning(V21_TUNING, 3_072) == V21_TUNING
+    assert units._cap_tuning(V21_TUNING, 1_000) == V21_TUNING
+    assert units._cap_tuning(V21_TUNING, 4_681).growth == pytest.approx(0.020 * sqrt(4_681 / 3_072))
+    assert units._cap_tuning(V21_TUNING, 16_384).growth == pytest.approx(0.020 * sqrt(5_120 / 3_072))
+    assert units._cap_tuning(V21_TUNING, 4_681).head == V21_TUNING.head
 
 
 def test_v22_growth_counts_results_as_their_cap_shows_them() -> None:
     """ADR 0460 (``shown_growth``): g = the conversation with each result as capped / requests, so a
     run whose results the cap cuts trims less deep than the same run measured uncut."""
-    assert growth_target(
-        V20, budget=3000, conversation=9000, requests=30, before=500, shown=4000
-    ) == 3000 - int(V20.growth * isqrt(9000 * 4000 * 2500 // 30))
+    assert _growth_target(
+        _V20, budget=3000, conversation=9000, requests=30, before=500, shown=4000
+    ) == 3000 - int(_V20.growth * isqrt(9000 * 4000 * 2500 // 30))
     capped = WindowLimits(  # a cap above 3,072: the wide rules
         high_water=24_000, low_water=12_000, max_result_tokens=3_100, output_reserve=50, ceiling=28_000
     )

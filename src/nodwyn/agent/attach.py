@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 from nodwyn.agent.tools import Outcome
 from nodwyn.dialects import api_profile
 from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
-from nodwyn.log.attachments import Attachments
+from nodwyn.log import Attachments
 from nodwyn.values.events import ImageRef
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
@@ -80,7 +80,7 @@ def image_ref(attachments: Attachments, path: Path, host: str) -> ImageRef:
     )
 
 
-def model_host(settings: ModelSettings) -> str:
+def model_host(settings: ModelEntry) -> str:
     """The host an attachment confirmed for this model goes to ("local" for the in-process model)."""
     if api_profile(settings).in_process:
         return "local"
@@ -90,7 +90,7 @@ def model_host(settings: ModelSettings) -> str:
 
 
 def withheld(
-    refs: Mapping[str, ImageRef], settings: ModelSettings, attachments: Attachments
+    refs: Mapping[str, ImageRef], settings: ModelEntry, attachments: Attachments
 ) -> tuple[dict[str, str], dict[str, bytes]]:
     """Each attached image (``refs`` by digest): withheld with the reason, or its bytes to send."""
     reasons: dict[str, str] = {}
@@ -113,7 +113,7 @@ def withheld(
     return reasons, images
 
 
-def tool_images(outcome: Outcome, settings: ModelSettings) -> Outcome:
+def tool_images(outcome: Outcome, settings: ModelEntry) -> Outcome:
     """A tool's outcome as logged: the images it returned confirmed for the model's host, as an
     ``--image`` is; where the model takes no images (its entry's ``takes_images``), none is kept on
     the result and its text says so."""

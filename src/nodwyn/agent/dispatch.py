@@ -12,8 +12,7 @@ from nodwyn.agent.tools import Approver, Outcome, ToolContext
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.agent.tools.view import ViewCache
 from nodwyn.errors import ToolError
-from nodwyn.log import SessionLog
-from nodwyn.log.redact import NO_KNOWN, Known
+from nodwyn.log import NO_KNOWN, Known, SessionLog
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     LLM_RESP,

@@ -10,9 +10,9 @@ the in-process one included.
 from __future__ import annotations
 
 from nodwyn.errors import TooLargeError
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import Recipe
-from nodwyn.window.room import need, task_estimate
+from nodwyn.window import need, task_estimate
 
 ADVICE = (
     'save the input to a file and name its path in the task (`nodwyn run "summarise notes.txt"`) '
@@ -20,7 +20,7 @@ ADVICE = (
 )
 
 
-def check_task(recipe: Recipe, model: ModelSettings, text: str) -> None:
+def check_task(recipe: Recipe, model: ModelEntry, text: str) -> None:
     """Refuse a task that could not be sent: alone in the window, beside the system prompt, the
     whole catalog and the reply cap, it would pass the model's context."""
     est = task_estimate(recipe, text)

@@ -21,15 +21,14 @@ from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
 from nodwyn.agent.state import rebuild
 from nodwyn.agent.tools import Approver, Outcome
-from nodwyn.dialects.session_key import session_key
+from nodwyn.dialects import session_key
 from nodwyn.errors import ConfigError, EncodeError, OriginError, ProviderError, TooLargeError
-from nodwyn.log import SessionLog
-from nodwyn.log.redact import redact_error
+from nodwyn.log import SessionLog, redact_error
 from nodwyn.record import Recorder
-from nodwyn.transport.backend import Backend
+from nodwyn.transport import Backend
 from nodwyn.values.content import ToolCall, mint_call_ids
 from nodwyn.values.events import Event, GatePlan, LlmResp, Note, Payload, UserMsg
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Response
 from nodwyn.window import Build, TurnOptions, Window
 
@@ -43,10 +42,10 @@ class Agent:
         *,
         log: SessionLog,
         settings: AgentSettings,
-        backend_for: Callable[[ModelSettings], Backend],
+        backend_for: Callable[[ModelEntry], Backend],
         approve: Approver,
         display: Display | None = None,
-        check_model: Callable[[ModelSettings], None] | None = None,
+        check_model: Callable[[ModelEntry], None] | None = None,
         notes: Callable[[], list[str]] | None = None,
     ) -> None:
         self.log, self.settings, self.backend_for, self.check_model = log, settings, backend_for, check_model
@@ -64,7 +63,7 @@ class Agent:
         return str(self.log.id)
 
     @property
-    def model(self) -> ModelSettings:
+    def model(self) -> ModelEntry:
         return self.settings.models[self.state.model]
 
     def append(self, payload: Payload, ctx: str | None = None) -> Event:
@@ -142,7 +141,7 @@ class Agent:
         for _ in range(steps):
             _, response = self.request(turn, ctx)
             for n, call in enumerate(response.calls):
-                self.answer(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
+                self.run_tool(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
                 previous = call
             end = None if response.calls else ends.of_reply(response, self.model.name)
             if not response.calls and end is None:
@@ -158,7 +157,7 @@ class Agent:
         n = self.requests - start
         return TurnResult(text=end.text, requests=n, stopped=end.stopped, why=end.why, cut_at=end.cut_at)
 
-    def answer(
+    def run_tool(
         self,
         ctx: str,
         call: ToolCall,

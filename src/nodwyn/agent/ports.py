@@ -13,7 +13,7 @@ from nodwyn.agent.tools import Outcome, ToolContext
 from nodwyn.log import SessionLog
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event, Payload
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Response
 from nodwyn.window import TurnOptions
 
@@ -56,12 +56,12 @@ class Turns(Protocol):
     settings: AgentSettings
     state: LoopState
     display: Display
-    check_model: Callable[[ModelSettings], None] | None
+    check_model: Callable[[ModelEntry], None] | None
     tool_context: ToolContext
     notes: Callable[[], list[str]] | None
 
     @property
-    def model(self) -> ModelSettings: ...
+    def model(self) -> ModelEntry: ...
     def append(self, payload: Payload, ctx: str | None = None) -> Event: ...
     def request(self, turn: TurnOptions, ctx: str | None = None) -> tuple[Event, Response]: ...
     def run(self, ctx: str, offered: Sequence[str] | None = None) -> TurnResult: ...

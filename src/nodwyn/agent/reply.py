@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from nodwyn.log.redact import NO_KNOWN, Known, redact
+from nodwyn.log import NO_KNOWN, Known, redact
 from nodwyn.values.codec import block_to_json
 from nodwyn.values.request import Response
 

@@ -12,7 +12,7 @@ from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools import Tool
 from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.dialects import api_profile
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import Recipe, WindowLimits
 
 MAX_STEPS = 24
@@ -24,7 +24,7 @@ class AgentSettings:
 
     recipe: Recipe
     tools: Mapping[str, Tool]
-    models: Mapping[str, ModelSettings]
+    models: Mapping[str, ModelEntry]
     model: str  # the entry a new session starts on; a resumed one follows its model.switch events
     workspace: Path
     shell_timeout: float = 30.0
@@ -35,7 +35,7 @@ class AgentSettings:
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
     named_files: bool = False  # a turn's message shows the files it names (agent.named, ADR 0442)
     # the window a switch to a model of another context gets (ADR 0300); None: it keeps its size
-    limits_for: Callable[[ModelSettings], WindowLimits] | None = None
+    limits_for: Callable[[ModelEntry], WindowLimits] | None = None
 
 
 # Why a turn ended without a whole answer (``TurnResult.stopped``), each with the exit code
@@ -55,7 +55,7 @@ class TurnResult:
     cut_at: int | None = None  # output tokens of an answer cut at the output cap
 
 
-def cache_ask(settings: ModelSettings) -> str | None:
+def cache_ask(settings: ModelEntry) -> str | None:
     """What the request asks of the provider's cache, for the APIs that send an ask (ADR 0112)."""
     if api_profile(settings).records_cache_ask:
         return settings.cache_control or "none"

@@ -41,7 +41,7 @@ from nodwyn.values.events import (
     UserMsg,
     decode,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.window import Window
 
 
@@ -124,9 +124,7 @@ class LoopState:
         else:
             assert_never(p)
 
-    def compare_with(
-        self, ctx: str, settings: ModelSettings, models: Mapping[str, ModelSettings]
-    ) -> str | None:
+    def compare_with(self, ctx: str, settings: ModelEntry, models: Mapping[str, ModelEntry]) -> str | None:
         """The provider's id of the context's previous reply, when the entry asks for the provider's
         cache diagnosis and that reply came from the same API and address (ADR 0312)."""
         if not settings.cache_diagnostics or ctx not in self.replies:

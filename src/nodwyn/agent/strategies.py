@@ -25,7 +25,7 @@ from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import CtxClose, CtxOpen, GatePlan, ModelSwitch, Note, ResultFold, UserMsg
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import Recipe
 from nodwyn.window import TurnOptions
 
@@ -190,7 +190,7 @@ def hygiene(agent: Turns, *, force: bool = False) -> list[int]:
     return [f.target for f in folds]
 
 
-def switch_model(agent: Turns, name: str) -> ModelSettings:
+def switch_model(agent: Turns, name: str) -> ModelEntry:
     """Switch to model entry ``name``, checked now (configured, its credential and extra at
     hand) rather than at the next request."""
     models = agent.settings.models
@@ -208,7 +208,7 @@ def switch_model(agent: Turns, name: str) -> ModelSettings:
     return agent.model
 
 
-def resized_recipe(agent: Turns, model: ModelSettings) -> Recipe | None:
+def resized_recipe(agent: Turns, model: ModelEntry) -> Recipe | None:
     """The session's recipe with the window sized for ``model``'s context (the limits a session
     on it would get: ``settings.limits_for``), or None when its context is the recipe's (ADR 0300).
     A context too small for any window is refused here, in one line, before the switch is

@@ -10,11 +10,20 @@ import difflib
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from nodwyn import lazy
 from nodwyn.errors import NodwynError, StorageError
+
+if TYPE_CHECKING:
+    from nodwyn.cli.complete import complete_models, complete_sessions
+    from nodwyn.cli.screen import Stream, hold, shown
+
+__all__ = ["Stream", "complete_models", "complete_sessions", "hold", "main", "shown"]
+
+__getattr__ = lazy(__name__, {"complete": "complete_models complete_sessions", "screen": "Stream hold shown"})
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -51,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import_",
         "Import other agents' runs (Claude Code, Codex, ...) as sessions.",
     ),
-    "tui": ("nodwyn.tui.command", "tui", "The session full-screen (also `nodwyn` alone on a terminal)."),
+    "tui": ("nodwyn.tui", "tui", "The session full-screen (also `nodwyn` alone on a terminal)."),
 }
 
 

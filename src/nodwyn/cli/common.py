@@ -31,7 +31,7 @@ def store_for(root: Path | None) -> Store:
 
 def model_prices() -> dict[str, Prices]:
     """Prices by model entry from config.toml; a broken config costs nothing but the cost column."""
-    from nodwyn.compose.config import load_config
+    from nodwyn.compose import load_config
 
     try:
         return {n: m.prices for n, m in load_config(os.environ).models.items() if m.prices is not None}

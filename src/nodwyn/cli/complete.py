@@ -28,7 +28,7 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
 
 
 def complete_models(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    from nodwyn.compose.config import load_config
+    from nodwyn.compose import load_config
 
     try:
         names = sorted(load_config(os.environ).models)

@@ -10,8 +10,7 @@ import click
 import orjson
 
 from nodwyn.cli.screen import hold_configured, redacted, shown
-from nodwyn.compose.config import config_path, load_config
-from nodwyn.compose.config_keys import effective
+from nodwyn.compose import config_path, effective, load_config
 
 
 @click.group()

@@ -8,7 +8,7 @@ import click
 
 from nodwyn.cli.common import ROOT, model_prices, root_dir
 from nodwyn.cli.screen import held, hold_configured
-from nodwyn.console.server import allowed_hosts, bind, check_host
+from nodwyn.console import allowed_hosts, bind, check_host
 
 
 @click.command()
@@ -32,7 +32,7 @@ def console(port: int, host: str, allow_remote: bool, allow_host: tuple[str, ...
     """Serve the web console: sessions, totals, the per-request cache chart, windows, transcripts."""
     import uvicorn
 
-    from nodwyn.console.app import make_app
+    from nodwyn.console import make_app
 
     check_host(host, allow_remote=allow_remote)
     sock = bind(host, port)  # before the URL is printed: a taken port is one line, exit 2

@@ -11,10 +11,9 @@ import click
 import orjson
 
 from nodwyn.cli.common import ROOT, root_dir
-from nodwyn.compose.setup import seal_key
+from nodwyn.compose import seal_key
 from nodwyn.errors import ConfigError
-from nodwyn.evals import Engine, Report, load_spec, report, run_eval
-from nodwyn.evals.table import table
+from nodwyn.evals import Engine, Report, load_spec, report, report_table, run_eval
 from nodwyn.log import Store
 
 
@@ -30,7 +29,7 @@ def _emit(rep: Report, as_json: bool) -> None:
         click.echo(orjson.dumps(doc).decode())
     else:
         click.echo(f"eval {rep.eval_id}")
-        click.echo(table(rep))
+        click.echo(report_table(rep))
 
 
 @click.command("eval", context_settings={"ignore_unknown_options": False})
@@ -79,7 +78,7 @@ def eval_(
 
     def progress(rec: object) -> None:
         if not as_json:
-            from nodwyn.evals.records import Recorded
+            from nodwyn.evals import Recorded
 
             assert isinstance(rec, Recorded)
             click.echo(

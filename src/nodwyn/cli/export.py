@@ -14,7 +14,7 @@ from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.errors import ConfigError
 
 if TYPE_CHECKING:
-    from nodwyn.stats.totals import Aggregator
+    from nodwyn.stats import Aggregator
     from nodwyn.values.events import Event
 
 
@@ -91,7 +91,7 @@ def export(
     hold_configured()  # every output, not only a terminal, is cleared of the credentials held now
     with store.open(sid) as log:
         events = redacted_events(log.read())
-    from nodwyn.stats.totals import Aggregator
+    from nodwyn.stats import Aggregator
 
     agg = Aggregator(model_prices())
     if fmt == "otel" and otlp_endpoint is not None:
@@ -112,30 +112,31 @@ def export(
 def _document(fmt: str, events: list[Event], sid: str, agg: Aggregator) -> bytes:
     """The session as JSON, Markdown, or OTLP/JSON spans."""
     if fmt == "json":
-        from nodwyn.export.document import document
+        from nodwyn.export import session_document
 
-        body = orjson.dumps(document(events, sid, agg, nodwyn_version=_version()), option=orjson.OPT_INDENT_2)
+        body = orjson.dumps(
+            session_document(events, sid, agg, nodwyn_version=_version()), option=orjson.OPT_INDENT_2
+        )
         return body + b"\n"
     if fmt == "md":
-        from nodwyn.export.markdown import markdown
+        from nodwyn.export import session_markdown
 
         agg.feed_all(events)
-        return ("\n".join(markdown(events, sid, agg.totals())).rstrip() + "\n").encode()
-    from nodwyn.export import otel
+        return ("\n".join(session_markdown(events, sid, agg.totals())).rstrip() + "\n").encode()
+    from nodwyn.export import otlp_json, spans
 
-    found = otel.spans(events, sid)
-    return orjson.dumps(otel.otlp_json(found, sid, _version()), option=orjson.OPT_INDENT_2) + b"\n"
+    found = spans(events, sid)
+    return orjson.dumps(otlp_json(found, sid, _version()), option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def _send_spans(events: list[Event], sid: str, endpoint: str, protocol: str, headers: dict[str, str]) -> None:
-    from nodwyn.export import otel
-    from nodwyn.export.send import post_otlp
+    from nodwyn.export import otlp_json, otlp_protobuf, post_otlp, spans
 
-    found = otel.spans(events, sid)
+    found = spans(events, sid)
     encoded = (
-        otel.otlp_protobuf(found, sid, _version())
+        otlp_protobuf(found, sid, _version())
         if protocol == "protobuf"
-        else orjson.dumps(otel.otlp_json(found, sid, _version()))
+        else orjson.dumps(otlp_json(found, sid, _version()))
     )
     where = post_otlp(endpoint, encoded, protocol, headers=headers)  # printable: no password
     click.echo(f"sent {len(found)} spans of session {sid} to {where}", err=True)

@@ -9,8 +9,7 @@ from typing import Any, get_args
 
 import click
 
-from nodwyn.fakes.script import ITEM_KEYS, load_script
-from nodwyn.fakes.server import DEFAULT_CACHE, HANDLERS, FakeServer
+from nodwyn.fakes import DEFAULT_CACHE, HANDLERS, ITEM_KEYS, FakeServer, load_script
 from nodwyn.values.model import Family
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from prompt_toolkit.history import FileHistory
 
-from nodwyn.log.redact import Known, redact_text
+from nodwyn.log import Known, redact_text
 
 HISTORY_NAME = "chat-history"
 _MODE = 0o600

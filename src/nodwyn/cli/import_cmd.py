@@ -17,7 +17,7 @@ from nodwyn.values.model import Prices
 def prices_for(model: str) -> dict[str, Prices]:
     """The prices config.toml states for ``model`` (an entry of that name, or whose wire model id
     it is), keyed by ``model``; empty when none does (the session's cost stays unknown)."""
-    from nodwyn.compose.config import load_config
+    from nodwyn.compose import load_config
 
     try:
         models = load_config(os.environ).models

@@ -16,7 +16,7 @@ from typing import Any, Final
 import click
 import orjson
 
-from nodwyn.agent.tools import Outcome
+from nodwyn.agent import Outcome
 from nodwyn.cli.screen import Stream, redacted, shown
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event, LlmReq

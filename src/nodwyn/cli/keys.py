@@ -13,10 +13,9 @@ import sys
 
 import click
 
-from nodwyn.compose.config import keychain_path, load_config
-from nodwyn.compose.setup import keychain_where
+from nodwyn.compose import keychain_path, keychain_where, load_config
 from nodwyn.errors import ConfigError, NotFoundError
-from nodwyn.transport.credentials import Credentials, new_credential, origin_of, save_keychain
+from nodwyn.transport import Credentials, new_credential, origin_of, save_keychain
 
 
 def _chain() -> Credentials:
@@ -113,7 +112,7 @@ def seal() -> None:
     kept (sessions sealed with it would no longer verify)."""
     import secrets
 
-    from nodwyn.transport.credentials import seal_secret
+    from nodwyn.transport import seal_secret
 
     path = keychain_path(os.environ)
     if seal_secret(path):

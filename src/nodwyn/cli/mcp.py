@@ -9,8 +9,7 @@ import click
 import orjson
 
 from nodwyn.cli.screen import shown
-from nodwyn.compose.config import load_config
-from nodwyn.compose.probe import probe_servers
+from nodwyn.compose import load_config, probe_servers
 from nodwyn.errors import ToolError
 
 _WORKSPACE = click.option(

@@ -13,11 +13,21 @@ import orjson
 
 from nodwyn.cli.complete import complete_models
 from nodwyn.cli.screen import shown
-from nodwyn.compose.config import config_path, edit_model, load_config, set_control, write_cache_asks
-from nodwyn.compose.extensions import trust as trust_dir
-from nodwyn.compose.presets import entry_for, presets
-from nodwyn.compose.probe import context_line, probe, published_context, report
-from nodwyn.compose.setup import backends
+from nodwyn.compose import (
+    all_presets,
+    backends,
+    config_path,
+    context_line,
+    edit_model,
+    entry_for,
+    load_config,
+    probe_model,
+    published_context,
+    report,
+    set_control,
+    write_cache_asks,
+)
+from nodwyn.compose import trust as trust_dir
 from nodwyn.errors import ConfigError, ProviderError
 from nodwyn.values.codec import prices_to_json
 
@@ -95,7 +105,7 @@ def add(name: str, pairs: tuple[str, ...], preset: str | None) -> None:
 def _listed_context(name: str, entry: dict[str, str]) -> int | None:
     """The context size the provider's model list publishes for the entry's model (said on
     stderr), or None: the person is asked instead, never a guess (ADR 0432)."""
-    from nodwyn.compose.config import Config, model_from_table, toml_value
+    from nodwyn.compose import Config, model_from_table, toml_value
 
     path = config_path(os.environ)
     config = load_config(os.environ) if path.exists() else Config(path=path, models={})
@@ -116,7 +126,7 @@ def _listed_context(name: str, entry: dict[str, str]) -> int | None:
 @models.command("presets")
 def list_presets() -> None:
     """The provider presets `models add --preset` takes, with the keys each writes."""
-    for name, table in sorted(presets().items()):
+    for name, table in sorted(all_presets().items()):
         keys = " ".join(f"{k}={v}" for k, v in table.items() if k != "about")
         click.echo(f"{name:<11} {table.get('about', '')}: {keys}")
 
@@ -154,7 +164,7 @@ def test(name: str) -> None:
         click.echo(f"nodwyn: {line}", err=True)
     settings = config.model(name)
     backend = backends(os.environ, config, _notice)(settings)
-    results = probe(backend, settings)
+    results = probe_model(backend, settings)
     for line in report(settings, results):
         click.echo(shown(line))
     click.echo(shown(context_line(settings, published_context(backend, settings))))

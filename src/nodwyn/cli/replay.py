@@ -14,9 +14,15 @@ from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import hold_configured, json_safe, shown
 from nodwyn.errors import CorruptLogError, NodwynError
 from nodwyn.log import SessionLog
-from nodwyn.replay.exact import Verdict, replay_request, verify_all
-from nodwyn.replay.tolerant import tolerant_events
-from nodwyn.replay.transcript import Damaged, transcript, transcript_json
+from nodwyn.replay import (
+    Damaged,
+    Verdict,
+    replay_request,
+    tolerant_events,
+    transcript_json,
+    transcript_lines,
+    verify_all,
+)
 from nodwyn.values import codec
 from nodwyn.values.events import Event
 
@@ -94,7 +100,7 @@ def _transcript(log: SessionLog, as_json: bool) -> bool:
             else:
                 click.echo(json_safe(orjson.dumps(transcript_json(item)).decode()))
     else:
-        for line in transcript(counted):
+        for line in transcript_lines(counted):
             click.echo(shown(line))
     if counted.gaps:
         before, after = counted.gaps[0]

@@ -24,20 +24,13 @@ import click
 import orjson
 from click.globals import resolve_color_default
 
-from nodwyn.agent.attach import read_image
-from nodwyn.agent.figures import cache_figures, cost_text, describe, figures_json
-from nodwyn.agent.loop import Agent
-from nodwyn.agent.sandbox import MODES
-from nodwyn.agent.settings import STOPPED_EXIT, TurnResult
-from nodwyn.agent.strategies import compact, switch_model
-from nodwyn.agent.tools import Outcome
+from nodwyn.agent import MODES, STOPPED_EXIT, Agent, Outcome, TurnResult, compact, read_image, switch_model
 from nodwyn.cli.complete import complete_models, complete_sessions
 from nodwyn.cli.jsonl import JsonLines
 from nodwyn.cli.screen import Stream, approval_lines, hold, redacted, shown
-from nodwyn.compose.config import APPROVALS
-from nodwyn.compose.setup import Opened, open_agent
+from nodwyn.compose import APPROVALS, Opened, open_agent
 from nodwyn.errors import NodwynError
-from nodwyn.stats.totals import percent
+from nodwyn.stats import cache_figures, cost_text, describe, figures_json, percent
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Event, LlmReq, Note
 from nodwyn.values.recipe import DEFAULT_VERSION

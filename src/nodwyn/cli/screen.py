@@ -3,7 +3,7 @@
 ``shown(text)`` is the one filter for text nodwyn did not write itself (a model's reply, a tool's
 output, a command, an error a provider sent, a log's contents): credentials are redacted (the
 values nodwyn holds, which ``hold`` sets when a session opens, and every shape the log redacts),
-then control characters are spelled out (``values.terminal``). ``Stream`` does the same for a reply
+then control characters are spelled out (``cli.terminal``). ``Stream`` does the same for a reply
 as it streams: ``log.Holdback`` lets text out as it comes, holding back only what could still
 become a secret (the trailing run of non-blank characters, an open quoted value after a secret's
 name, a private key block until its END line), redacted with the context already shown (ADR 0430).
@@ -17,10 +17,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Final
 
-from nodwyn.log import Holdback
-from nodwyn.log.redact import NO_KNOWN, Known, redact, redact_text
+from nodwyn.cli.terminal import escape_controls, escape_json_controls
+from nodwyn.log import NO_KNOWN, Holdback, Known, redact, redact_text
 from nodwyn.values.events import Event
-from nodwyn.values.terminal import escape_controls, escape_json_controls
 
 _HELD: list[Known] = [NO_KNOWN]
 
@@ -33,8 +32,7 @@ def hold(known: Known) -> None:
 def hold_configured() -> None:
     """Hold the credentials config.toml and the keychain name, for a command that opens no session
     (``log``, ``replay``): an old log may hold a value the redaction of its time did not know."""
-    from nodwyn.compose.config import load_config
-    from nodwyn.compose.setup import held_values
+    from nodwyn.compose import held_values, load_config
     from nodwyn.errors import NodwynError
 
     with contextlib.suppress(NodwynError):  # no config: only the shapes

@@ -8,14 +8,12 @@ from typing import Any
 import click
 import orjson
 
-from nodwyn.agent.figures import Overview, overview
 from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import hold_configured, json_safe, redacted, shown
 from nodwyn.errors import NodwynError, NotFoundError
-from nodwyn.log import SessionInfo, Store
-from nodwyn.log.jsonl import encode_event
-from nodwyn.stats.totals import percent
+from nodwyn.log import SessionInfo, Store, encode_event
+from nodwyn.stats import Overview, overview, percent
 from nodwyn.values.events import (
     SESSION_RESUME,
     SESSION_START,

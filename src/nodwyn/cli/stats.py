@@ -12,10 +12,19 @@ import orjson
 from nodwyn.cli.common import ROOT, model_prices, store_for
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import shown
-from nodwyn.replay.diagnose import diagnose_session
-from nodwyn.stats.diagnosis import IDLE_WORTH_SAYING, MIN_CACHEABLE, Diagnosis
-from nodwyn.stats.totals import Aggregator, RequestRow, Sums, percent
-from nodwyn.stats.views import diagnosis_json, row_json, totals_json
+from nodwyn.replay import diagnose_session
+from nodwyn.stats import (
+    IDLE_WORTH_SAYING,
+    MIN_CACHEABLE,
+    Aggregator,
+    Diagnosis,
+    RequestRow,
+    Sums,
+    diagnosis_json,
+    percent,
+    row_json,
+    totals_json,
+)
 
 
 def aggregate(

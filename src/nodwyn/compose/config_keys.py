@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from nodwyn.mcp.config import KEYS as MCP_KEYS
-from nodwyn.transport.limits import NETWORK_KEYS
+from nodwyn.mcp import KEYS as MCP_KEYS
+from nodwyn.transport import NETWORK_KEYS
 
 CONTROL_KEYS: Final = ("model", "project_doc")
 TOOLS_KEYS: Final = (

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
-from nodwyn.agent.sandbox import MODES, Mode, Sandbox, find_bwrap
+from nodwyn.agent import MODES, Mode, Sandbox, find_bwrap
 from nodwyn.compose.config import APPROVALS, Config, cache_dir, config_dir, config_path, keychain_path
 from nodwyn.errors import ConfigError
 from nodwyn.log import data_root

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent.tools import builtin_tools
-from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent import Outcome, Tool, ToolContext, builtin_tools, declined, fail
 from nodwyn.compose.config import config_dir
 from nodwyn.errors import ConfigError
 from nodwyn.values.request import ToolSpec

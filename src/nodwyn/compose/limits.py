@@ -13,9 +13,9 @@ from pathlib import Path
 
 from nodwyn.compose.config import WindowConfig
 from nodwyn.errors import ConfigError
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import WindowLimits
-from nodwyn.window.sizing import ConfiguredLimits, size_limits
+from nodwyn.window import ConfiguredLimits, size_limits
 
 MAX_DEFAULT_RESERVE = 8 * 1024
 MIN_CONTEXT = 2048  # the window needs room for a prompt of 1024 tokens and a reply besides
@@ -29,7 +29,7 @@ def default_reserve(context_size: int) -> int:
 
 def session_limits(
     window: WindowConfig,
-    model: ModelSettings,
+    model: ModelEntry,
     path: Path | None = None,
     *,
     scaled_cap: bool = False,

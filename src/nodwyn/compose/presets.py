@@ -14,7 +14,7 @@ from nodwyn.errors import ConfigError, did_you_mean
 PERSONAL = ("model", "context_size")  # never in a preset: the person gives them
 
 
-def presets() -> dict[str, dict[str, Any]]:
+def all_presets() -> dict[str, dict[str, Any]]:
     """Every preset by name, each with its ``about`` line and its entry keys."""
     doc = tomllib.loads(files("nodwyn.compose").joinpath("presets.toml").read_text("utf-8"))
     return {name: dict(table) for name, table in doc.items()}
@@ -23,7 +23,7 @@ def presets() -> dict[str, dict[str, Any]]:
 def entry_for(preset: str, given: Mapping[str, str]) -> dict[str, str]:
     """The whole entry: the preset's keys under the ``given`` ones (KEY=VALUE from the command line);
     refused without ``model`` or ``context_size``, which a preset never supplies."""
-    known = presets()
+    known = all_presets()
     if preset not in known:
         raise ConfigError(
             f"no preset {preset!r}{did_you_mean(preset, known)}; presets: {', '.join(sorted(known))} "

@@ -9,20 +9,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nodwyn.agent.tools import builtin_tools, catalog
+from nodwyn.agent import builtin_tools, catalog
 from nodwyn.compose.config import Config
 from nodwyn.compose.confinement import sandbox_for
 from nodwyn.compose.servers import Servers, configured, start_servers
 from nodwyn.compose.setup import BASE_SYSTEM, credentials, held_values
-from nodwyn.dialects import api_profile, model_context
-from nodwyn.dialects.session_key import session_key
+from nodwyn.dialects import api_profile, model_context, session_key
 from nodwyn.errors import ConfigError, ProviderError
-from nodwyn.log.redact import NO_KNOWN, Known, redact_error
-from nodwyn.mcp.config import ServerConfig
-from nodwyn.transport.backend import Backend
-from nodwyn.transport.credentials import Credentials
+from nodwyn.log import NO_KNOWN, Known, redact_error
+from nodwyn.mcp import ServerConfig
+from nodwyn.transport import Backend, Credentials
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response
 
 
@@ -35,7 +33,7 @@ class ProbeResult:
     field: str | None = None
 
 
-def settings_sent(settings: ModelSettings) -> list[str]:
+def settings_sent(settings: ModelEntry) -> list[str]:
     sent = [f"api={settings.api}", f"cache_key={settings.cache_key}"]
     if api_profile(settings).has_family:
         sent.append(f"family={settings.family}")
@@ -50,7 +48,7 @@ def settings_sent(settings: ModelSettings) -> list[str]:
     return sent
 
 
-def probe(backend: Backend, settings: ModelSettings, max_output: int = 32) -> list[ProbeResult]:
+def probe_model(backend: Backend, settings: ModelEntry, max_output: int = 32) -> list[ProbeResult]:
     key = session_key(f"nodwyn models test {settings.name}")  # a session of its own, named as any other
     tools = catalog(builtin_tools().values())
     first = Request(
@@ -91,7 +89,7 @@ def probe(backend: Backend, settings: ModelSettings, max_output: int = 32) -> li
     return results
 
 
-def report(settings: ModelSettings, results: list[ProbeResult]) -> list[str]:
+def report(settings: ModelEntry, results: list[ProbeResult]) -> list[str]:
     lines = [f"model {settings.name} ({settings.model}); sent: {', '.join(settings_sent(settings))}"]
     for r in results:
         if not r.ok:
@@ -122,11 +120,11 @@ class Published:
     error: str | None = None  # why the list could not be read
 
 
-def published_context(backend: Backend, settings: ModelSettings) -> Published:
+def published_context(backend: Backend, settings: ModelEntry) -> Published:
     """The context size the provider's model list publishes for ``settings.model``, if it does.
     Only an HTTP backend has a model list; a provider error is reported, never raised."""
     from nodwyn.errors import NodwynError
-    from nodwyn.transport.http import HttpBackend
+    from nodwyn.transport import HttpBackend
 
     if not isinstance(backend, HttpBackend):
         return Published()
@@ -137,7 +135,7 @@ def published_context(backend: Backend, settings: ModelSettings) -> Published:
     return Published() if found is None else Published(size=found[0], field=found[1])
 
 
-def context_line(settings: ModelSettings, published: Published) -> str:
+def context_line(settings: ModelEntry, published: Published) -> str:
     """``models test``'s line on the context size: the provider's figure beside the entry's."""
     entry = f"the entry says {settings.context_size:,}"
     if published.error is not None:

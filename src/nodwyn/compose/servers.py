@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodwyn.agent.sandbox import Sandbox
-from nodwyn.agent.tools import Tool
+from nodwyn.agent import Sandbox, Tool
 from nodwyn.compose.config import Config
 from nodwyn.compose.extensions import trusted_dirs
 from nodwyn.errors import ConfigError
-from nodwyn.log.redact import Known
-from nodwyn.mcp.config import ServerConfig, servers_from
-from nodwyn.transport.credentials import Credentials
+from nodwyn.log import Known
+from nodwyn.mcp import ServerConfig, servers_from
+from nodwyn.transport import Credentials
 
 if TYPE_CHECKING:  # the SDK is imported only when a server starts (it costs 1.5 s at start-up)
     from nodwyn.mcp import Hub, Started

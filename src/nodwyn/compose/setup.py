@@ -13,15 +13,22 @@ from functools import partial
 from itertools import chain
 from pathlib import Path
 
-from nodwyn.agent.fits import check_task
-from nodwyn.agent.loop import Agent
-from nodwyn.agent.ports import Display
-from nodwyn.agent.sandbox import Sandbox, unavailable
-from nodwyn.agent.settings import AgentSettings
-from nodwyn.agent.state import rebuild
-from nodwyn.agent.tools import SUB_AGENT, Approver, Tool, builtin_tools, catalog
-from nodwyn.agent.tools.env import scrub_env
-from nodwyn.agent.tools.protect import Protected
+from nodwyn.agent import (
+    SUB_AGENT,
+    Agent,
+    AgentSettings,
+    Approver,
+    Display,
+    Protected,
+    Sandbox,
+    Tool,
+    builtin_tools,
+    catalog,
+    check_task,
+    rebuild,
+    scrub_env,
+    unavailable,
+)
 from nodwyn.compose.config import (
     Config,
     cache_dir,
@@ -36,20 +43,14 @@ from nodwyn.compose.extensions import TRUST_FILE, Extensions, load_extensions
 from nodwyn.compose.limits import session_limits, shrunk
 from nodwyn.compose.project_doc import ProjectDoc, cap_for, read_project_doc
 from nodwyn.compose.servers import Servers, configured, held, start_servers
-from nodwyn.dialects import api_profile
-from nodwyn.dialects.local import format_for
+from nodwyn.dialects import api_profile, format_for
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
-from nodwyn.log import Store, data_root
-from nodwyn.log.redact import Known
-from nodwyn.log.seal import SealKey
-from nodwyn.mcp.config import ServerConfig
-from nodwyn.mcp.names import server_of
+from nodwyn.log import Known, SealKey, Store, data_root
+from nodwyn.mcp import ServerConfig, server_of
 from nodwyn.record import last_model, resume_point, resume_session, start_session
-from nodwyn.transport.backend import Backend
-from nodwyn.transport.credentials import Credentials, seal_secret
-from nodwyn.transport.weights import weights_for
+from nodwyn.transport import Backend, Credentials, seal_secret, weights_for
 from nodwyn.values.events import SESSION_RESUME, SESSION_START, SessionResume, SessionStart, decode
-from nodwyn.values.model import ModelSettings, Prices
+from nodwyn.values.model import ModelEntry, Prices
 from nodwyn.values.recipe import (
     DEFAULT_VERSION,
     EXTRA_FLAGS,
@@ -85,7 +86,7 @@ LOCAL_SYSTEM = (
 )
 
 
-def edits_of(model: ModelSettings) -> str:
+def edits_of(model: ModelEntry) -> str:
     """How the model writes an edit's text: in the call's JSON, or, for an in-process model whose
     prompt format says so, as a block after the call (ADR 0440; the format decides, not the name)."""
     if not api_profile(model).in_process:
@@ -93,7 +94,7 @@ def edits_of(model: ModelSettings) -> str:
     return model.edits or format_for(weights_for(model.model, model.name).prompt).edits
 
 
-def offered_builtins(model: ModelSettings) -> dict[str, Tool]:
+def offered_builtins(model: ModelEntry) -> dict[str, Tool]:
     """The built-in tools a session on ``model`` offers: all of them, their edits as the model
     writes them (``edits_of``); an in-process model is not offered sub-agent (ADR 0442): its
     context starts with a system prompt of its own, so its first request prefills cold, and the
@@ -130,12 +131,12 @@ def protected(env: Mapping[str, str]) -> Protected:
     return Protected.of(places)
 
 
-def preflight(env: Mapping[str, str], config: Config, model: ModelSettings) -> None:
+def preflight(env: Mapping[str, str], config: Config, model: ModelEntry) -> None:
     """Refuse, before a session is created or a model switched to, what would fail its first
     request: a local model without the local extra, a keychain that cannot be read, a credential
     neither the environment nor the keychain holds."""
     if api_profile(model).in_process:
-        from nodwyn.transport.weights import weights_for
+        from nodwyn.transport import weights_for
 
         weights = weights_for(model.model, model.name)  # a lookup; no file is read
         for package in [p.package for p in weights.parts] or [weights.package]:
@@ -214,18 +215,18 @@ class Backends:
         self._notice = notice  # where each retry, and a local request gone cold, is announced
         self._made: dict[str, Backend] = {}
 
-    def __call__(self, settings: ModelSettings) -> Backend:
+    def __call__(self, settings: ModelEntry) -> Backend:
         kind = "local" if api_profile(settings).in_process else "http"
         if kind not in self._made:
             if kind == "local":
-                from nodwyn.transport.local import LocalBackend
+                from nodwyn.transport import LocalBackend
 
                 cache = cache_dir(self._env)
                 self._made[kind] = LocalBackend(
                     state_dir=cache / "local-kv", cache_dir=cache, on_notice=self._notice
                 )
             else:
-                from nodwyn.transport.http import HttpBackend
+                from nodwyn.transport import HttpBackend
 
                 self._made[kind] = HttpBackend(
                     credentials(self._env, self._config),
@@ -339,7 +340,7 @@ def recorded_prices(config: Config) -> tuple[tuple[str, Prices], ...]:
 
 def make_recipe(
     config: Config,
-    model: ModelSettings,
+    model: ModelEntry,
     ext: Extensions,
     tools: Mapping[str, Tool],
     version: int = DEFAULT_VERSION,
@@ -389,7 +390,7 @@ def open_agent(
     yes: bool = False,
     ask: Ask | None = None,
     display: Display | None = None,
-    backend_for: Callable[[ModelSettings], Backend] | None = None,
+    backend_for: Callable[[ModelEntry], Backend] | None = None,
     config: Config | None = None,
     recipe_version: str | None = None,
     always_ask: bool = False,

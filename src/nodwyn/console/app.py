@@ -29,12 +29,10 @@ from nodwyn.console.source import Source
 from nodwyn.console.state import Registry, model_of, title_of
 from nodwyn.console.views import event_json, request_json
 from nodwyn.errors import NodwynError, NotFoundError
-from nodwyn.evals.results import report
-from nodwyn.evals.table import table
-from nodwyn.log import Store
-from nodwyn.log.redact import NO_KNOWN, Known, redact_held
-from nodwyn.replay.diagnose import diagnose_request
-from nodwyn.stats.views import diagnosis_json, row_json, totals_json
+from nodwyn.evals import report, report_table
+from nodwyn.log import NO_KNOWN, Known, Store, redact_held
+from nodwyn.replay import diagnose_request
+from nodwyn.stats import diagnosis_json, row_json, totals_json
 from nodwyn.values.model import Prices
 
 STATIC = Path(__file__).parent / "static"
@@ -181,7 +179,7 @@ class _Console:
             .replace('<p id="error-status" class="muted">HTTP {{STATUS}}</p>', "")
             .replace(
                 '<p id="error-message">{{MESSAGE}}</p>',
-                f'<pre id="eval-table">{html.escape(table(rep))}</pre>',
+                f'<pre id="eval-table">{html.escape(report_table(rep))}</pre>',
             )
             .replace('class="error-page"', 'class="eval-page"')
         )
@@ -189,7 +187,9 @@ class _Console:
 
     def eval_json(self, request: Request) -> Response:
         rep = report(Store(self.source.root), request.path_params["eid"])
-        return JSONResponse({"eval": rep.eval_id, "runs": [asdict(r) for r in rep.runs], "table": table(rep)})
+        return JSONResponse(
+            {"eval": rep.eval_id, "runs": [asdict(r) for r in rep.runs], "table": report_table(rep)}
+        )
 
     def sessions(self, request: Request) -> Response:
         """Every session, newest first, with its token cache rate."""

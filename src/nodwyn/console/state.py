@@ -7,9 +7,8 @@ from collections.abc import Mapping
 
 from nodwyn.console.source import Source
 from nodwyn.log import SessionLog
-from nodwyn.replay.diagnose import diagnose_request, diagnose_session
-from nodwyn.stats.diagnosis import Diagnosis
-from nodwyn.stats.totals import Aggregator, RequestRow, Totals
+from nodwyn.replay import diagnose_request, diagnose_session
+from nodwyn.stats import Aggregator, Diagnosis, RequestRow, Totals
 from nodwyn.values.events import (
     MODEL_SWITCH,
     SESSION_RESUME,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from nodwyn.replay.transcript import in_words, label
+from nodwyn.replay import in_words, label
 from nodwyn.values.codec import usage_to_json
 from nodwyn.values.content import AssistantMessage, ImagePart, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (

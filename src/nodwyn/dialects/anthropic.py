@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodwyn.dialects.base import (
+from nodwyn.dialects.base import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.wire import (
     NO_IMAGES,
     Fragment,
     StreamEvent,
@@ -41,8 +43,6 @@ from nodwyn.dialects.base import (
     sub,
     wrong_type,
 )
-from nodwyn.dialects.common import DialectBase
-from nodwyn.dialects.errors import stream_error
 from nodwyn.errors import DecodeError, EncodeError
 from nodwyn.values.content import (
     AssistantMessage,
@@ -54,7 +54,7 @@ from nodwyn.values.content import (
     ToolMessage,
     UserMessage,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import CacheReport, Request, Response, Usage
 
 VERSION = "2023-06-01"
@@ -62,13 +62,13 @@ BINDING_BETA = "thinking-binding-controls-2026-08-01"
 DIAGNOSIS_BETA = "cache-diagnosis-2026-04-07"
 
 
-def _image(p: ImagePart, images: Mapping[str, bytes], settings: ModelSettings, where: str) -> dict[str, Any]:
+def _image(p: ImagePart, images: Mapping[str, bytes], settings: ModelEntry, where: str) -> dict[str, Any]:
     data = image_base64(images, p, settings, where)
     return {"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": data}}
 
 
 def _tool_result(
-    m: ToolMessage, settings: ModelSettings, images: Mapping[str, bytes], where: str
+    m: ToolMessage, settings: ModelEntry, images: Mapping[str, bytes], where: str
 ) -> dict[str, Any]:
     # is_error goes as it is, false included, as Anthropic's own clients send it; a result's
     # images go in its content, after its text (a tool_result takes text and image blocks)
@@ -134,7 +134,7 @@ class AnthropicDialect(DialectBase):
         return WireRequest(method="POST", path="/v1/messages", headers=headers, body=body)
 
     def _messages(
-        self, request: Request, settings: ModelSettings, images: Mapping[str, bytes]
+        self, request: Request, settings: ModelEntry, images: Mapping[str, bytes]
     ) -> list[dict[str, Any]]:
         """The messages in Anthropic's shape: consecutive tool results go in one user message."""
         messages: list[dict[str, Any]] = []
@@ -158,7 +158,7 @@ class AnthropicDialect(DialectBase):
 
     @staticmethod
     def _user(
-        m: UserMessage, settings: ModelSettings, images: Mapping[str, bytes], where: str
+        m: UserMessage, settings: ModelEntry, images: Mapping[str, bytes], where: str
     ) -> list[dict[str, Any]]:
         content: list[dict[str, Any]] = []
         for j, p in enumerate(m.parts):

@@ -1,6 +1,6 @@
 """What each API is, as one value per API (issue 22, ADR 0342).
 
-The API comes from the model entry (``ModelSettings.api``), never from a model's name or address.
+The API comes from the model entry (``ModelEntry.api``), never from a model's name or address.
 Every place above the dialects that treats APIs differently reads the API's ``ApiProfile`` here
 (``api_profile(settings)``): whether the model runs in this process or at an address, the header a
 credential goes in, whether a request records a cache ask and the ask an entry gets when it names
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from nodwyn.dialects.anthropic import AnthropicDialect
-from nodwyn.dialects.base import Dialect
 from nodwyn.dialects.ollama import OllamaDialect
 from nodwyn.dialects.openai_chat import ChatDialect
 from nodwyn.dialects.responses import ResponsesDialect
-from nodwyn.values.model import Api, CacheControl, ModelSettings
+from nodwyn.dialects.wire import Dialect
+from nodwyn.values.model import Api, CacheControl, ModelEntry
 
 AuthHeader = Literal["authorization", "x-api-key"]
 
@@ -30,7 +30,7 @@ class ApiProfile:
     # the model runs in this process (the weights nodwyn installs), not at a served address
     in_process: bool = False
     # the dialect that encodes requests and decodes replies (None: no wire, the model is in process)
-    dialect: Callable[[ModelSettings], Dialect] | None = None
+    dialect: Callable[[ModelEntry], Dialect] | None = None
     # the stream's framing: NDJSON lines, else server-sent events
     ndjson: bool = False
     # the header a credential goes in when its entry names none: Bearer authorization, or the key
@@ -65,7 +65,7 @@ WIRE_APIS: Final = tuple(api for api, p in API_PROFILES.items() if p.dialect is 
 DIAGNOSING_APIS: Final = tuple(api for api, p in API_PROFILES.items() if p.reports_cache_diagnosis)
 
 
-def api_profile(settings: ModelSettings | str) -> ApiProfile:
+def api_profile(settings: ModelEntry | str) -> ApiProfile:
     """The profile of a model entry's API (or of an API by name, as a config table gives it);
     ``KeyError`` for a name that is not an API (config refuses those first)."""
     api = settings if isinstance(settings, str) else settings.api

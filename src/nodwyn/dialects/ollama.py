@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodwyn.dialects.base import (
+from nodwyn.dialects.base import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.wire import (
     NO_IMAGES,
     Fragment,
     StreamEvent,
@@ -33,8 +35,6 @@ from nodwyn.dialects.base import (
     tool_images_after,
     wrong_type,
 )
-from nodwyn.dialects.common import DialectBase
-from nodwyn.dialects.errors import stream_error
 from nodwyn.errors import DecodeError, EncodeError
 from nodwyn.values.content import (
     AssistantMessage,
@@ -45,14 +45,14 @@ from nodwyn.values.content import (
     ToolCall,
     UserMessage,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response, Timings, Usage
 
 # ``think`` is a bool or a level ("low" ... "max"); these effort words mean the bool.
 _THINK: dict[str, bool] = {"none": False, "off": False, "false": False, "on": True, "true": True}
 
 
-def _message(m: Message, where: str, settings: ModelSettings, images: Mapping[str, bytes]) -> dict[str, Any]:
+def _message(m: Message, where: str, settings: ModelEntry, images: Mapping[str, bytes]) -> dict[str, Any]:
     if isinstance(m, UserMessage):
         return _user(m, where, settings, images)
     if isinstance(m, AssistantMessage):
@@ -60,7 +60,7 @@ def _message(m: Message, where: str, settings: ModelSettings, images: Mapping[st
     return {"role": "tool", "content": m.text, "tool_name": m.name, "tool_call_id": m.call_id}
 
 
-def _user(m: UserMessage, where: str, settings: ModelSettings, images: Mapping[str, bytes]) -> dict[str, Any]:
+def _user(m: UserMessage, where: str, settings: ModelEntry, images: Mapping[str, bytes]) -> dict[str, Any]:
     """The text parts joined; images beside them as base64."""
     texts = [p.text for p in m.parts if isinstance(p, TextPart)]
     msg: dict[str, Any] = {"role": "user", "content": "\n".join(texts)}

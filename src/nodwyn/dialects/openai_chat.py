@@ -15,7 +15,11 @@ from typing import Any
 
 import orjson
 
-from nodwyn.dialects.base import (
+from nodwyn.dialects.base import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.profiles import CACHE_READS, ChatProfile, profile_for
+from nodwyn.dialects.session_key import key_fields
+from nodwyn.dialects.wire import (
     NO_IMAGES,
     Fragment,
     StreamEvent,
@@ -38,10 +42,6 @@ from nodwyn.dialects.base import (
     tool_images_after,
     wrong_type,
 )
-from nodwyn.dialects.common import DialectBase
-from nodwyn.dialects.errors import stream_error
-from nodwyn.dialects.profiles import CACHE_READS, ChatProfile, profile_for
-from nodwyn.dialects.session_key import key_fields
 from nodwyn.errors import DecodeError, EncodeError
 from nodwyn.values.content import (
     AssistantMessage,
@@ -52,7 +52,7 @@ from nodwyn.values.content import (
     ToolCall,
     UserMessage,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response, Timings, Usage
 
 
@@ -71,9 +71,7 @@ def _details(blocks: tuple[ThinkingBlock, ...], where: str) -> list[Any] | None:
     return out
 
 
-def _assistant(
-    m: AssistantMessage, where: str, settings: ModelSettings, profile: ChatProfile
-) -> dict[str, Any]:
+def _assistant(m: AssistantMessage, where: str, settings: ModelEntry, profile: ChatProfile) -> dict[str, Any]:
     """A reply: its text (None beside calls), its reasoning (OpenRouter's details when it has them,
     else the thinking in the profile's field) and its calls."""
     msg: dict[str, Any] = {
@@ -148,7 +146,7 @@ class ChatDialect(DialectBase):
 
     @staticmethod
     def _user_content(
-        m: UserMessage, settings: ModelSettings, images: Mapping[str, bytes], where: str
+        m: UserMessage, settings: ModelEntry, images: Mapping[str, bytes], where: str
     ) -> str | list[dict[str, Any]]:
         if len(m.parts) == 1 and isinstance(m.parts[0], TextPart):
             return m.parts[0].text

@@ -1,6 +1,6 @@
 """What each server family of the chat-completions API wants and gives, as one value per family.
 
-The family comes from the model entry (``ModelSettings.family``), never from a model's name. Every
+The family comes from the model entry (``ModelEntry.family``), never from a model's name. Every
 place that treats families differently reads the family's ``ChatProfile`` here: the request's
 fields (``openai_chat``), the session headers (``session_key``, for every API: a family without
 headers of its own gets the default pair), the usage fields a reply is read from, and the hints an
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodwyn.values.model import Family, ModelSettings
+from nodwyn.values.model import Family, ModelEntry
 
 # Servers without a documented session header get the key as both: a server that knows neither
 # ignores them, and the gateways in front of OpenAI-compatible servers route by one or the other.
@@ -80,5 +80,5 @@ CACHE_READS: tuple[str, ...] = tuple(dict.fromkeys(p.cache_reads for p in PROFIL
 SEND_REASONING: tuple[str, ...] = tuple(f for f, p in PROFILES.items() if p.reasoning_out == "reasoning")
 
 
-def profile_for(settings: ModelSettings) -> ChatProfile:
+def profile_for(settings: ModelEntry) -> ChatProfile:
     return PROFILES[settings.family]

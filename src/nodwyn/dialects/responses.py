@@ -20,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodwyn.dialects.base import (
+from nodwyn.dialects.base import DialectBase
+from nodwyn.dialects.errors import stream_error
+from nodwyn.dialects.session_key import key_fields
+from nodwyn.dialects.wire import (
     NO_IMAGES,
     Fragment,
     StreamEvent,
@@ -44,9 +47,6 @@ from nodwyn.dialects.base import (
     tool_images_after,
     wrong_type,
 )
-from nodwyn.dialects.common import DialectBase
-from nodwyn.dialects.errors import stream_error
-from nodwyn.dialects.session_key import key_fields
 from nodwyn.errors import EncodeError
 from nodwyn.values.content import (
     AssistantMessage,
@@ -58,7 +58,7 @@ from nodwyn.values.content import (
     ToolCall,
     UserMessage,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import CacheReport, Request, Response, ToolSpec, Usage
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -68,7 +68,7 @@ _DELTAS = frozenset(
 
 
 def _user_item(
-    m: UserMessage, where: str, settings: ModelSettings, images: Mapping[str, bytes]
+    m: UserMessage, where: str, settings: ModelEntry, images: Mapping[str, bytes]
 ) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for j, p in enumerate(m.parts):
@@ -91,7 +91,7 @@ def _tool(t: ToolSpec) -> dict[str, Any]:
     }
 
 
-def _reasoning(settings: ModelSettings) -> dict[str, Any]:
+def _reasoning(settings: ModelEntry) -> dict[str, Any]:
     reasoning: dict[str, Any] = {}
     if settings.reasoning_effort is not None:
         reasoning["effort"] = settings.reasoning_effort
@@ -149,7 +149,7 @@ class ResponsesDialect(DialectBase):
         )
 
     def _items(
-        self, m: Message, i: int, settings: ModelSettings, images: Mapping[str, bytes]
+        self, m: Message, i: int, settings: ModelEntry, images: Mapping[str, bytes]
     ) -> list[dict[str, Any]]:
         """The input items of message ``i``."""
         where = f"messages[{i}]"

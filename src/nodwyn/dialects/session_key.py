@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from nodwyn.dialects.profiles import profile_for
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 # What Codex sends for a ChatGPT-plan credential: the plan's server routes on these.
 PLAN_HEADERS = ("session-id", "thread-id", "x-client-request-id")
@@ -21,14 +21,14 @@ def session_key(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
 
-def session_headers(settings: ModelSettings) -> tuple[str, ...]:
+def session_headers(settings: ModelEntry) -> tuple[str, ...]:
     """The headers that carry the key: the family's own (its profile), else X-Session-Id and
     X-Session-Affinity."""
     return profile_for(settings).session_headers
 
 
 def key_fields(
-    settings: ModelSettings, key: str | None, *, plan_usage: bool, body_field: bool = True
+    settings: ModelEntry, key: str | None, *, plan_usage: bool, body_field: bool = True
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(headers, body fields) that carry the key for this model entry.
 

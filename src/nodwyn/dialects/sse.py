@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from nodwyn.dialects.base import StreamEvent
+from nodwyn.dialects.wire import StreamEvent
 from nodwyn.errors import DecodeError
 
 _EOL = re.compile(rb"\r\n|\r|\n")

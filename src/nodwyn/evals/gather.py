@@ -8,7 +8,7 @@ from nodwyn.errors import NodwynError
 from nodwyn.evals.records import Recorded, write_tags
 from nodwyn.evals.worker import Attempt
 from nodwyn.log import Store
-from nodwyn.replay.exact import check_complete, verify_all
+from nodwyn.replay import check_complete, verify_all
 from nodwyn.values.events import LLM_REQ
 
 

@@ -14,9 +14,7 @@ import orjson
 from nodwyn.errors import NotFoundError
 from nodwyn.evals.records import Recorded, eval_folder, recorded
 from nodwyn.log import Store
-from nodwyn.stats.evals import Cell, Difference, RunFigures, cells, differences
-from nodwyn.stats.times import seconds_between
-from nodwyn.stats.totals import Aggregator
+from nodwyn.stats import Aggregator, Cell, Difference, RunFigures, cells, differences, seconds_between
 from nodwyn.values.events import TOOL_RESULT
 
 

@@ -5,7 +5,7 @@ baseline, then the runs not counted with their reasons."""
 from __future__ import annotations
 
 from nodwyn.evals.results import Report
-from nodwyn.stats.evals import Interval
+from nodwyn.stats import Interval
 
 
 def _share(i: Interval) -> str:
@@ -26,7 +26,7 @@ def _diff(i: Interval, digits: int) -> str:
     return f"{i.value:+,.{digits}f}{span}"
 
 
-def table(rep: Report) -> str:
+def report_table(rep: Report) -> str:
     head = [
         "variant",
         "task",

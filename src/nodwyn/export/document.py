@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from nodwyn.stats.totals import Aggregator
-from nodwyn.stats.views import row_json, totals_json
+from nodwyn.stats import Aggregator, row_json, totals_json
 from nodwyn.values.events import Event
 
 FORMAT = "nodwyn.session"
 VERSION = 1
 
 
-def document(
+def session_document(
     events: Iterable[Event],
     session: str,
     agg: Aggregator,

@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import assert_never
 
-from nodwyn.replay.transcript import in_words
-from nodwyn.stats.totals import Totals, percent
+from nodwyn.replay import in_words
+from nodwyn.stats import Totals, percent
 from nodwyn.values.events import (
     CTX_OPEN,
     MAIN_CTX,
@@ -136,7 +136,7 @@ def _reply(
         yield ""
 
 
-def markdown(events: Iterable[Event], session: str, totals: Totals | None = None) -> Iterator[str]:
+def session_markdown(events: Iterable[Event], session: str, totals: Totals | None = None) -> Iterator[str]:
     """The transcript's lines. An event whose payload does not decode (a damaged log) is named
     in one line, not guessed at."""
     yield f"# nodwyn session {session}"

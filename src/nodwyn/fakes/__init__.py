@@ -5,21 +5,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nodwyn import lazy
 
 if TYPE_CHECKING:
-    from nodwyn.fakes.server import FakeApi, FakeServer
+    from nodwyn.fakes.base import ReceivedRequest
+    from nodwyn.fakes.script import ITEM_KEYS, load_script
+    from nodwyn.fakes.server import DEFAULT_CACHE, HANDLERS, FakeApi, FakeServer
 
-__all__ = ["FakeApi", "FakeServer"]
+__all__ = [
+    "DEFAULT_CACHE", "HANDLERS", "ITEM_KEYS", "FakeApi", "FakeServer", "ReceivedRequest", "load_script",
+]  # fmt: skip
 
-
-def __getattr__(name: str) -> Any:
-    if name == "FakeServer":
-        from nodwyn.fakes.server import FakeServer
-
-        return FakeServer
-    if name == "FakeApi":
-        from nodwyn.fakes.server import FakeApi
-
-        return FakeApi
-    raise AttributeError(name)
+__getattr__ = lazy(__name__, {
+    "base": "ReceivedRequest", "script": "ITEM_KEYS load_script",
+    "server": "DEFAULT_CACHE HANDLERS FakeApi FakeServer",
+})  # fmt: skip

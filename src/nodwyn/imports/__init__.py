@@ -11,17 +11,6 @@ from nodwyn.imports.run import Run, Sent, Stand
 from nodwyn.imports.session import Source, conversation, imported_sessions, observed, source_of, write
 
 __all__ = [
-    "Found",
-    "Run",
-    "Sent",
-    "Source",
-    "Stand",
-    "conversation",
-    "find",
-    "imported_sessions",
-    "load",
-    "load_all",
-    "observed",
-    "source_of",
-    "write",
-]
+    "Found", "Run", "Sent", "Source", "Stand", "conversation", "find", "imported_sessions", "load",
+    "load_all", "observed", "source_of", "write",
+]  # fmt: skip

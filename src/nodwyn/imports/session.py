@@ -32,7 +32,7 @@ from nodwyn.imports.discover import Found
 from nodwyn.imports.jsonfile import read_source
 from nodwyn.imports.run import Run, Sent, Stand
 from nodwyn.log import SessionLog, Store, utc_now
-from nodwyn.record.recorder import start_session
+from nodwyn.record import start_session
 from nodwyn.values.codec import message_from_json, message_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (

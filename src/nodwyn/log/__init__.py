@@ -7,22 +7,18 @@
 from __future__ import annotations
 
 from nodwyn.errors import CorruptLogError, LockedError, NotFoundError
+from nodwyn.log.attachments import Attachments
 from nodwyn.log.holdback import Holdback
+from nodwyn.log.jsonl import CTX_ID, encode_event, parse_line, seq_prefix
 from nodwyn.log.paths import data_root
-from nodwyn.log.redact import RedactionReport, redact
-from nodwyn.log.session_log import SessionInfo, SessionLog, utc_now
+from nodwyn.log.redact import NO_KNOWN, Known, RedactionReport, redact, redact_error, redact_held, redact_text
+from nodwyn.log.seal import SealKey, check_session
+from nodwyn.log.session_log import LOG_NAME, SessionInfo, SessionLog, utc_now
 from nodwyn.log.store import Store
 
 __all__ = [
-    "CorruptLogError",
-    "Holdback",
-    "LockedError",
-    "NotFoundError",
-    "RedactionReport",
-    "SessionInfo",
-    "SessionLog",
-    "Store",
-    "data_root",
-    "redact",
-    "utc_now",
-]
+    "CTX_ID", "LOG_NAME", "NO_KNOWN", "Attachments", "CorruptLogError", "Holdback", "Known", "LockedError",
+    "NotFoundError", "RedactionReport", "SealKey", "SessionInfo", "SessionLog", "Store", "check_session",
+    "data_root", "encode_event", "parse_line", "redact", "redact_error", "redact_held", "redact_text",
+    "seq_prefix", "utc_now",
+]  # fmt: skip

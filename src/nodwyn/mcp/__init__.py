@@ -7,24 +7,19 @@ config, never imports it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from nodwyn.mcp.config import ServerConfig
+from nodwyn import lazy
 
 if TYPE_CHECKING:
     from nodwyn.mcp.client import Hub, Started
+    from nodwyn.mcp.config import KEYS, ServerConfig, servers_from
+    from nodwyn.mcp.names import server_of
     from nodwyn.mcp.tools import Made, make_tools
 
-__all__ = ["Hub", "Made", "ServerConfig", "Started", "make_tools"]
+__all__ = ["KEYS", "Hub", "Made", "ServerConfig", "Started", "make_tools", "server_of", "servers_from"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in ("Hub", "Started"):
-        from nodwyn.mcp import client
-
-        return getattr(client, name)
-    if name in ("Made", "make_tools"):
-        from nodwyn.mcp import tools
-
-        return getattr(tools, name)
-    raise AttributeError(f"module 'nodwyn.mcp' has no attribute {name!r}")
+__getattr__ = lazy(__name__, {
+    "client": "Hub Started", "config": "KEYS ServerConfig servers_from", "names": "server_of",
+    "tools": "Made make_tools",
+})  # fmt: skip

@@ -33,10 +33,9 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from nodwyn.agent.sandbox import Sandbox, SandboxError
-from nodwyn.agent.tools.procs import ProcessGroups, group_alive, kill_group
+from nodwyn.agent import ProcessGroups, Sandbox, SandboxError, group_alive, kill_group
 from nodwyn.errors import ToolError
-from nodwyn.log.redact import Known
+from nodwyn.log import Known
 from nodwyn.mcp.config import ServerConfig
 from nodwyn.mcp.launch import stdio_command
 from nodwyn.mcp.stderr import StderrSink

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from nodwyn.agent.sandbox import Sandbox
+from nodwyn.agent import Sandbox
 from nodwyn.mcp.config import ServerConfig
 
 # What a server gets of nodwyn's environment besides its entry's env and pass_env: enough to find

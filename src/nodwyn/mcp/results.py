@@ -20,8 +20,7 @@ from collections.abc import Callable
 
 import mcp_types as types
 
-from nodwyn.agent.attach import image_size
-from nodwyn.agent.tools.base import Outcome
+from nodwyn.agent import Outcome, image_size
 from nodwyn.errors import ConfigError
 from nodwyn.values.events import ImageRef
 

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from nodwyn.log.redact import NO_KNOWN, Known, redact_text
+from nodwyn.log import NO_KNOWN, Known, redact_text
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_LINE = 8192

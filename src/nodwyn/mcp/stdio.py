@@ -26,7 +26,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from nodwyn.agent.sandbox import spawn
+from nodwyn.agent import spawn
 from nodwyn.mcp.launch import Launch
 
 MAX_MESSAGE = 16 * 1024 * 1024

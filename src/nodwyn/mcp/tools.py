@@ -17,7 +17,7 @@ from typing import Any
 
 import mcp_types as types
 
-from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, fail
+from nodwyn.agent import Outcome, Tool, ToolContext, fail
 from nodwyn.errors import ToolError
 from nodwyn.mcp.client import Hub, Started
 from nodwyn.mcp.config import ServerConfig

@@ -6,11 +6,6 @@ from nodwyn.record.recorder import EventLog, Recorder, resume_session, start_ses
 from nodwyn.record.resume import last_model, resume_point, resumed_events
 
 __all__ = [
-    "EventLog",
-    "Recorder",
-    "last_model",
-    "resume_point",
-    "resume_session",
-    "resumed_events",
+    "EventLog", "Recorder", "last_model", "resume_point", "resume_session", "resumed_events",
     "start_session",
-]
+]  # fmt: skip

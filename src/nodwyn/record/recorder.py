@@ -17,8 +17,7 @@ from nodwyn.log import SessionLog, Store
 from nodwyn.values.content import Origin
 from nodwyn.values.events import MAIN_CTX, Event, Payload, ReqStart, SessionResume, SessionStart
 from nodwyn.values.recipe import Recipe, policy_for
-from nodwyn.window import Build, TurnOptions, Window
-from nodwyn.window.room import need
+from nodwyn.window import Build, TurnOptions, Window, need
 
 
 class EventLog(Protocol):

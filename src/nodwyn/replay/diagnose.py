@@ -8,9 +8,7 @@ from dataclasses import dataclass
 from nodwyn.errors import NodwynError
 from nodwyn.log import SessionLog
 from nodwyn.replay.exact import replay_request, verify_all
-from nodwyn.stats.diagnosis import Diagnosis, Rebuilt, diagnose, diagnose_all
-from nodwyn.stats.prefix import Encoder, chunks
-from nodwyn.stats.totals import RequestRow
+from nodwyn.stats import Diagnosis, Encoder, Rebuilt, RequestRow, chunks, diagnose, diagnose_all
 from nodwyn.values.request import Request
 
 
@@ -36,7 +34,7 @@ OBSERVED = (
 def observed_requests(log: SessionLog) -> dict[int, Request]:
     """An imported session's requests as the agent sent them (llm.seen seq -> request), read back
     from the log (``nodwyn.imports.observed``); empty for a session nodwyn ran."""
-    from nodwyn.imports.session import observed
+    from nodwyn.imports import observed
 
     return observed(log.read())
 

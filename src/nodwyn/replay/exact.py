@@ -30,8 +30,7 @@ from nodwyn.errors import (
     NotFoundError,
     ReplayError,
 )
-from nodwyn.log import SessionLog
-from nodwyn.log.jsonl import seq_prefix
+from nodwyn.log import SessionLog, seq_prefix
 from nodwyn.replay.diff import describe
 from nodwyn.replay.tolerant import raw_lines
 from nodwyn.replay.validate import check_event, place

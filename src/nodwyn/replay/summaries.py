@@ -52,7 +52,7 @@ from nodwyn.values.events import (
     ToolResult,
     decoded,
 )
-from nodwyn.window.summaries import source_digest
+from nodwyn.window import source_digest
 
 _CONVERSATION = frozenset({USER_MSG, LLM_REQ, LLM_RESP, TOOL_RESULT, GATE_PLAN, RESULT_FOLD})
 _NOT_IN_SPAN = frozenset({SESSION_START, SESSION_RESUME, SUMMARY_ADD, SUMMARY_REVOKE, CTX_WIDEN})
@@ -250,8 +250,3 @@ def revoke_summary(log: SessionLog, summary_seq: int) -> Event:
     events = list(log.read(summary_seq))
     target = check_revoke(events, summary_seq, log.id)
     return log.append(SummaryRevoke(summary=summary_seq), ctx=target.ctx)
-
-
-def summaries(log: SessionLog) -> list[SummaryInfo]:
-    """The summaries of a log (any mode), with their status."""
-    return list_summaries(list(log.read()))

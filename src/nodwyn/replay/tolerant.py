@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from nodwyn.errors import CorruptLogError
-from nodwyn.log import SessionLog
-from nodwyn.log.jsonl import parse_line
-from nodwyn.log.session_log import LOG_NAME
+from nodwyn.log import LOG_NAME, SessionLog, parse_line
 from nodwyn.replay.transcript import Damaged
 from nodwyn.values.events import Event
 

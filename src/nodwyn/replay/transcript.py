@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from nodwyn.errors import NodwynError
-from nodwyn.log.jsonl import CTX_ID
+from nodwyn.log import CTX_ID
 from nodwyn.values.events import (
     CTX_CLOSE,
     CTX_OPEN,
@@ -347,7 +347,7 @@ def render_event(ev: Event) -> list[str]:
     return [f"#{ev.seq}{where} {body[0]}", *body[1:]]
 
 
-def transcript(events: Iterable[Event | Damaged]) -> Iterator[str]:
+def transcript_lines(events: Iterable[Event | Damaged]) -> Iterator[str]:
     """Every event's lines, with a blank line before each person's message; damage noted in place."""
     first = True
     for ev in events:

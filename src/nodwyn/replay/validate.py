@@ -11,7 +11,7 @@ session without a recipe are not damage but legacy, and are refused as such by t
 from __future__ import annotations
 
 from nodwyn.errors import CorruptLogError, UnknownRecipeError
-from nodwyn.log.jsonl import CTX_ID
+from nodwyn.log import CTX_ID
 from nodwyn.values.events import KINDS, PAYLOADS, Event, LlmResp, Payload
 
 

@@ -13,16 +13,6 @@ from nodwyn.testing.memory import MemoryLog
 from nodwyn.testing.session import LIMITS, ORIGIN, TOOLS, USAGE, Sent, SessionBuilder, recipe
 
 __all__ = [
-    "LIMITS",
-    "ORIGIN",
-    "TOOLS",
-    "USAGE",
-    "MemoryLog",
-    "ScriptMismatch",
-    "ScriptedBackend",
-    "Sent",
-    "SessionBuilder",
-    "Step",
-    "isolated_env",
-    "recipe",
-]
+    "LIMITS", "ORIGIN", "TOOLS", "USAGE", "MemoryLog", "ScriptMismatch", "ScriptedBackend", "Sent",
+    "SessionBuilder", "Step", "isolated_env", "recipe",
+]  # fmt: skip

@@ -9,13 +9,10 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from nodwyn.fakes import FakeServer
-from nodwyn.fakes.base import ReceivedRequest
-from nodwyn.fakes.server import FakeApi
-from nodwyn.transport.credentials import Credentials
-from nodwyn.transport.http import HttpBackend
+from nodwyn.fakes import FakeApi, FakeServer, ReceivedRequest
+from nodwyn.transport import Credentials, HttpBackend
 from nodwyn.values.content import TextPart, UserMessage
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response
 
 
@@ -61,7 +58,7 @@ class ScriptedBackend:
         self.used = 0
         self._fake = FakeServer(api=api, script=[s.reply for s in self.steps], **dict(fake or {}))
         self._fake.start()
-        self.settings = ModelSettings(
+        self.settings = ModelEntry(
             name=name, api=api, model=model, context_size=context_size, base_url=self._fake.url, **settings
         )
         self._http = HttpBackend(Credentials(), max_retries=0)
@@ -77,7 +74,7 @@ class ScriptedBackend:
     def send(
         self,
         request: Request,
-        settings: ModelSettings,
+        settings: ModelEntry,
         *,
         session_key: str | None,
         on_delta: Callable[[str, str], None] | None = None,

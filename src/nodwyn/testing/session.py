@@ -13,7 +13,7 @@ from typing import Any
 from nodwyn.log import SessionLog, Store
 from nodwyn.record import EventLog, Recorder, resume_session, resumed_events, start_session
 from nodwyn.testing.memory import MemoryLog
-from nodwyn.transport.backend import Backend
+from nodwyn.transport import Backend
 from nodwyn.values import codec
 from nodwyn.values.canonical import canonical_bytes
 from nodwyn.values.content import Origin, ThinkingBlock, ToolCall
@@ -37,7 +37,7 @@ from nodwyn.values.events import (
     ToolResult,
     UserMsg,
 )
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.recipe import DEFAULT_VERSION, Recipe, WindowLimits
 from nodwyn.values.request import Response, ToolSpec, Usage
 from nodwyn.window import Build, Start, TurnOptions, Window, source_digest
@@ -263,7 +263,7 @@ class SessionBuilder:
     def exchange(
         self,
         backend: Backend,
-        settings: ModelSettings,
+        settings: ModelEntry,
         ctx: str = MAIN_CTX,
         turn: TurnOptions | None = None,
         *,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response
 
 
@@ -21,7 +21,7 @@ class Backend(Protocol):
     def send(
         self,
         request: Request,
-        settings: ModelSettings,
+        settings: ModelEntry,
         *,
         session_key: str | None,
         on_delta: Callable[[str, str], None] | None = None,

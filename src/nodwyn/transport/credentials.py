@@ -29,7 +29,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from nodwyn.errors import ConfigError, NotFoundError, OriginError
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 
 PLAN_SCOPE = "chatgpt.tokens.use.direct"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -163,7 +163,7 @@ class Credentials:
         return cls.of(found)
 
     @classmethod
-    def from_env_for_models(cls, env: Mapping[str, str], models: Iterable[ModelSettings]) -> Credentials:
+    def from_env_for_models(cls, env: Mapping[str, str], models: Iterable[ModelEntry]) -> Credentials:
         """Environment credentials, each bound to the origins of the model entries that name it.
 
         The person's config.toml says which address each model is at and which credential it

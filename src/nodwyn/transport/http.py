@@ -37,14 +37,20 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from nodwyn.dialects import dialect_for, parser_for
-from nodwyn.dialects.apis import api_profile
-from nodwyn.dialects.base import Decoder, Dialect, StreamEvent, WireRequest
-from nodwyn.dialects.common import model_ids
+from nodwyn.dialects import (
+    Decoder,
+    Dialect,
+    StreamEvent,
+    WireRequest,
+    api_profile,
+    dialect_for,
+    model_ids,
+    parser_for,
+)
 from nodwyn.errors import ConfigError, DecodeError, OriginError, ProviderError, ProviderUnavailable
 from nodwyn.transport.credentials import Credential, Credentials, origin_of
 from nodwyn.transport.limits import MIB, NetworkLimits
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import CacheReport, Request, Response
 
 OnDelta = Callable[[str, str], None]  # (kind: "text" | "thinking", fragment)
@@ -114,7 +120,7 @@ class HttpBackend:
     def send(
         self,
         request: Request,
-        settings: ModelSettings,
+        settings: ModelEntry,
         *,
         session_key: str | None,
         on_delta: OnDelta | None = None,
@@ -161,11 +167,11 @@ class HttpBackend:
                 response = dataclasses.replace(response, notes=(*response.notes, *notes))
             return asked_about(response, asked)
 
-    def list_models(self, settings: ModelSettings) -> list[str]:
+    def list_models(self, settings: ModelEntry) -> list[str]:
         """The server's model ids (never with the session key)."""
         return model_ids(self.model_list(settings), settings)
 
-    def model_list(self, settings: ModelSettings) -> Any:
+    def model_list(self, settings: ModelEntry) -> Any:
         """The server's model list as it sent it (``dialects.model_context`` reads a context size)."""
         dialect = dialect_for(settings)
         credential = self._credential(settings)
@@ -210,11 +216,11 @@ class HttpBackend:
         self.sleep(wait)
         return True
 
-    def _credential(self, settings: ModelSettings) -> Credential | None:
+    def _credential(self, settings: ModelEntry) -> Credential | None:
         return None if settings.credential is None else self.credentials.get(settings.credential)
 
     @staticmethod
-    def _url(settings: ModelSettings, path: str) -> str:
+    def _url(settings: ModelEntry, path: str) -> str:
         if not settings.base_url:
             raise ConfigError(
                 f"model {settings.name!r} has no base_url; set it in its [models.{settings.name}] entry"
@@ -225,7 +231,7 @@ class HttpBackend:
 
     @staticmethod
     def _headers(
-        wire: WireRequest, credential: Credential | None, settings: ModelSettings, url: str
+        wire: WireRequest, credential: Credential | None, settings: ModelEntry, url: str
     ) -> dict[str, str]:
         headers = {"user-agent": USER_AGENT, **wire.headers}
         for name in headers:
@@ -252,7 +258,7 @@ class HttpBackend:
     def _request(
         self,
         dialect: Dialect,
-        settings: ModelSettings,
+        settings: ModelEntry,
         method: str,
         url: str,
         headers: dict[str, str],
@@ -283,7 +289,7 @@ class HttpBackend:
     def _stream_once(
         self,
         dialect: Dialect,
-        settings: ModelSettings,
+        settings: ModelEntry,
         method: str,
         url: str,
         headers: dict[str, str],
@@ -343,7 +349,7 @@ class _Guard:
     while ``watching``, shuts the socket down when the reply or progress deadline passes with a
     read still blocked, and the reader then finds ``fired`` set and raises the deadline's error."""
 
-    def __init__(self, limits: NetworkLimits, settings: ModelSettings, url: str, deadline: float) -> None:
+    def __init__(self, limits: NetworkLimits, settings: ModelEntry, url: str, deadline: float) -> None:
         self.limits = limits
         self.settings = settings
         self.url = url
@@ -473,7 +479,7 @@ def _one_object(body: bytes) -> bool:
 
 
 def _whole_reply(
-    dialect: Dialect, settings: ModelSettings, body: bytes, on_delta: OnDelta | None, shown: list[bool]
+    dialect: Dialect, settings: ModelEntry, body: bytes, on_delta: OnDelta | None, shown: list[bool]
 ) -> Response:
     """A reply sent as one JSON object, decoded as the API's non-streamed answer; its thinking and
     text go to ``on_delta`` at once, as a stream's last pieces would."""
@@ -537,7 +543,7 @@ def _refused(exc: BaseException) -> bool:
 
 
 def _unreachable(
-    settings: ModelSettings, url: str, exc: httpx.HTTPError, limits: NetworkLimits
+    settings: ModelEntry, url: str, exc: httpx.HTTPError, limits: NetworkLimits
 ) -> ProviderUnavailable:
     where = f"{settings.name}: {origin_of(url)}"
     provider = settings.server or settings.api
@@ -566,7 +572,7 @@ def _unreachable(
     return ProviderUnavailable(message, provider=provider)
 
 
-def _unexpected(settings: ModelSettings, url: str, resp: httpx.Response) -> ProviderError:
+def _unexpected(settings: ModelEntry, url: str, resp: httpx.Response) -> ProviderError:
     """A redirect is never followed: the credential is bound to this origin, not to where it points.
     Any other status below 400 that is not 200 (a 204, a 1xx) brings no reply at all."""
     if not 300 <= resp.status_code < 400:

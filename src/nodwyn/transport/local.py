@@ -33,22 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodwyn.dialects.local import (
+from nodwyn.dialects import (
+    FABRICATED,
     Block,
     Piece,
     PromptFormat,
     blocks_of,
+    call_grammar,
     format_for,
     parse_calls,
     reply_end,
     shared_prefix,
 )
-from nodwyn.dialects.local.calls import FABRICATED
-from nodwyn.dialects.local.grammar import call_grammar
 from nodwyn.errors import ConfigError, ContextLengthError
 from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest, shared
 from nodwyn.transport.weights import gguf_path, weights_for
-from nodwyn.values.model import ModelSettings
+from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response, Timings, Usage
 
 Delta = Callable[[str, str], None]  # (kind: "text" | "thinking", fragment), as the HTTP backend
@@ -203,7 +203,7 @@ def tokenize(llm: Any, pieces: tuple[Piece, ...]) -> list[int]:
     return tokens
 
 
-def _check_fits(prompt: int, max_out: int, settings: ModelSettings) -> None:
+def _check_fits(prompt: int, max_out: int, settings: ModelEntry) -> None:
     if prompt + max_out > settings.context_size:
         raise ContextLengthError(
             f"model {settings.name!r}: the prompt is {prompt} tokens and the reply may take "
@@ -414,7 +414,7 @@ class LocalBackend:
                 f"recently used {', '.join(names)}"
             )
 
-    def _model(self, settings: ModelSettings) -> tuple[Path, PromptFormat, str]:
+    def _model(self, settings: ModelEntry) -> tuple[Path, PromptFormat, str]:
         weights = weights_for(settings.model, settings.name)
         if self._path is not None:
             try:
@@ -427,7 +427,7 @@ class LocalBackend:
     def send(
         self,
         request: Request,
-        settings: ModelSettings,
+        settings: ModelEntry,
         *,
         session_key: str | None = None,
         on_delta: Delta | None = None,
@@ -491,7 +491,7 @@ class LocalBackend:
         with contextlib.suppress(OSError):
             self._evicted(self._store.put(path, model, n_ctx, prefix, state_bytes(llm)))
 
-    def tokens(self, request: Request, settings: ModelSettings) -> list[int]:
+    def tokens(self, request: Request, settings: ModelEntry) -> list[int]:
         """The tokens ``send`` would evaluate for ``request`` (its rendered prompt), without sending."""
         path, fmt, model = self._model(settings)
         with _LOCK:
@@ -502,7 +502,7 @@ class LocalBackend:
         llm: Any,
         fmt: PromptFormat,
         request: Request,
-        settings: ModelSettings,
+        settings: ModelEntry,
         on_delta: Delta | None,
         tokens: list[int],
         warmth: Warmth,

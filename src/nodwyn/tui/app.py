@@ -26,15 +26,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
-from nodwyn.agent.figures import overview
-from nodwyn.agent.loop import Agent
-from nodwyn.agent.strategies import compact, switch_model
-from nodwyn.cli.screen import hold, shown
-from nodwyn.compose.config import load_config
-from nodwyn.compose.setup import Opened, held_values, open_agent
+from nodwyn.agent import Agent, compact, switch_model
+from nodwyn.cli import hold, shown
+from nodwyn.compose import Opened, held_values, load_config, open_agent
 from nodwyn.errors import NodwynError, StorageError, did_you_mean
 from nodwyn.log import Store, data_root
-from nodwyn.stats.totals import Aggregator, percent
+from nodwyn.stats import Aggregator, overview, percent
 from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Sent, Turns
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.conversation import Conversation

@@ -17,9 +17,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Literal
 
-from nodwyn.agent.loop import Agent
-from nodwyn.agent.tools import Outcome
-from nodwyn.cli.screen import Stream, shown
+from nodwyn.agent import Agent, Outcome
+from nodwyn.cli import Stream, shown
 from nodwyn.log import SessionLog
 from nodwyn.values.content import ToolCall, ToolMessage
 from nodwyn.values.events import Event

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from nodwyn.agent.sandbox import MODES
-from nodwyn.cli.complete import complete_models, complete_sessions
-from nodwyn.compose.config import APPROVALS
+from nodwyn.agent import MODES
+from nodwyn.cli import complete_models, complete_sessions
+from nodwyn.compose import APPROVALS
 from nodwyn.errors import ConfigError
 from nodwyn.values.recipe import DEFAULT_VERSION
 

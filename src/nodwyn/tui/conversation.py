@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
-from nodwyn.cli.screen import shown
+from nodwyn.cli import shown
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     GATE_PLAN,

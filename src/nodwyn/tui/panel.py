@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from nodwyn.stats.totals import Aggregator, RequestRow, percent
+from nodwyn.stats import Aggregator, RequestRow, percent
 from nodwyn.values.events import LLM_REQ, Event, LlmReq, decoded
 from nodwyn.values.recipe import WindowLimits
 

@@ -111,7 +111,7 @@ class AssistantMessage:
 class ToolMessage:
     """A tool's result. ``images``: the images it returned (an MCP tool's), named by digest; a
     dialect whose API takes no images in a tool result sends them in a user message after the
-    results (``dialects.base.tool_images_after``)."""
+    results (``dialects.wire.tool_images_after``)."""
 
     call_id: str
     name: str

@@ -31,7 +31,7 @@ class Prices:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModelSettings:
+class ModelEntry:
     name: str  # the config entry's name: [models.NAME]
     api: Api
     model: str  # the model id on the wire

@@ -69,15 +69,6 @@ def compare(
 
 
 __all__ = [
-    "POLICIES",
-    "Conversation",
-    "Figures",
-    "Measured",
-    "Prepared",
-    "Sent",
-    "compare",
-    "figures",
-    "measure",
-    "prepare",
-    "recorded",
-]
+    "POLICIES", "Conversation", "Figures", "Measured", "Prepared", "Sent", "compare", "figures", "measure",
+    "prepare", "recorded",
+]  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from nodwyn.errors import WhatifError
-from nodwyn.stats.prefix import common_parts
+from nodwyn.stats import common_parts
 from nodwyn.values.content import AssistantMessage, Message, Origin, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
     MAIN_CTX,
@@ -29,9 +29,7 @@ from nodwyn.values.recipe import DEFAULT_VERSION, Flag, Recipe, WindowLimits, po
 from nodwyn.values.request import Response
 from nodwyn.whatif.measure import Measured, content_size, recent_shares, request_size, tokens
 from nodwyn.whatif.prepared import Prepared
-from nodwyn.window import Build, TurnOptions, Window
-from nodwyn.window.sizing import ConfiguredLimits, size_limits
-from nodwyn.window.units import Tuning
+from nodwyn.window import Build, ConfiguredLimits, Tuning, TurnOptions, Window, size_limits
 
 MODEL = "workload"
 ORIGIN = Origin(model=MODEL)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.model import Prices
-from nodwyn.window import encode
+from nodwyn.window import max_output_bytes, overhead
 
 BYTES_PER_TOKEN = 3
 FULL_PREFILL = 0.5  # a request that shares under half of the previous request is a full prefill
@@ -29,7 +29,7 @@ def request_size(
     """``len(canonical_bytes(request_to_json(r)))`` from its parts' canonical bytes, as the window
     counts it (``window.encode``)."""
     catalog = b"[" + b",".join(tools) + b"]"
-    frame = encode.overhead(system, catalog, encode.max_output_bytes(max_output))
+    frame = overhead(system, catalog, max_output_bytes(max_output))
     return frame + sum(len(m) for m in messages) + max(len(messages) - 1, 0)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Protocol
 
-from nodwyn.stats.prefix import Encoder
+from nodwyn.stats import Encoder
 from nodwyn.values.content import AssistantMessage, Message
 from nodwyn.values.request import ToolSpec
 from nodwyn.whatif.measure import content_size

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from nodwyn.stats.prefix import common_parts
+from nodwyn.stats import common_parts
 from nodwyn.values.content import Message, TextPart, ToolMessage, UserMessage
 from nodwyn.whatif.measure import BYTES_PER_TOKEN, Measured, recent_shares, request_size, tokens
 from nodwyn.whatif.prepared import Prepared

@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nodwyn.values.content import Origin, ThinkingBlock
-from nodwyn.window.contexts import replies_between
 from nodwyn.window.summaries import Summary
-
-__all__ = ["allowed", "for_origin", "replies_between"]
 
 
 def allowed(seq: int, origin: Origin | None, stale: frozenset[int], summaries: Iterable[Summary]) -> bool:
@@ -25,6 +22,6 @@ def allowed(seq: int, origin: Origin | None, stale: frozenset[int], summaries: I
     return not any(s.first < seq < s.seq for s in summaries)
 
 
-def for_origin(blocks: Iterable[ThinkingBlock], origin: Origin) -> tuple[ThinkingBlock, ...]:
+def _for_origin(blocks: Iterable[ThinkingBlock], origin: Origin) -> tuple[ThinkingBlock, ...]:
     """The blocks that go back to ``origin``, in their order."""
     return tuple(b for b in blocks if b.origin == origin)

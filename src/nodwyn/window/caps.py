@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import re
 
-from nodwyn.window.estimate import BYTES_PER_TOKEN, tokens_of_bytes
+from nodwyn.window.estimate import BYTES_PER_TOKEN, _tokens_of_bytes
 
-FS_READ = "fs-read"
+_FS_READ = "fs-read"
 _RANGE_HEADER = re.compile(r"\[lines (\d+)-(\d+) of (\d+)\]")
 
 
-def is_fs_read(name: str, has_range: bool) -> bool:
-    return name == FS_READ or has_range
+def _is_fs_read(name: str, has_range: bool) -> bool:
+    return name == _FS_READ or has_range
 
 
-def cap_for(cap_tokens: int, *, fs_read: bool, wide_reads: bool) -> int:
+def _cap_for(cap_tokens: int, *, fs_read: bool, wide_reads: bool) -> int:
     return cap_tokens * 2 if fs_read and wide_reads else cap_tokens
 
 
@@ -31,7 +31,7 @@ def _plain(data: bytes, head_budget: int, tail_budget: int) -> str:
     head = data[:head_budget].decode("utf-8", "ignore")
     tail = data[len(data) - tail_budget :].decode("utf-8", "ignore")
     omitted = len(data) - len(head.encode()) - len(tail.encode())
-    return f"{head}\n[... about {tokens_of_bytes(omitted)} tokens omitted ...]\n{tail}"
+    return f"{head}\n[... about {_tokens_of_bytes(omitted)} tokens omitted ...]\n{tail}"
 
 
 def _first_line_number(lines: list[str], fs_read: bool, range_start: int | None) -> tuple[int, int]:
@@ -45,7 +45,7 @@ def _first_line_number(lines: list[str], fs_read: bool, range_start: int | None)
     return 0, 1
 
 
-def cap_text(
+def _cap_text(
     text: str,
     cap_tokens: int,
     *,
@@ -82,9 +82,11 @@ def cap_text(
     omitted = sum(sizes[head_n : len(lines) - tail_n])
     if fs_read:
         marker = (
-            f"[... file lines {a}-{b} omitted (about {tokens_of_bytes(omitted)} tokens); "
+            f"[... file lines {a}-{b} omitted (about {_tokens_of_bytes(omitted)} tokens); "
             f"fs-read lines {a}-{b} to see them ...]\n"
         )
     else:
-        marker = f"[... lines {a}-{b} of this result omitted (about {tokens_of_bytes(omitted)} tokens) ...]\n"
+        marker = (
+            f"[... lines {a}-{b} of this result omitted (about {_tokens_of_bytes(omitted)} tokens) ...]\n"
+        )
     return "".join(lines[:head_n]) + marker + "".join(lines[len(lines) - tail_n :])

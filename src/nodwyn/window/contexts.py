@@ -25,15 +25,15 @@ from typing import Literal
 
 from nodwyn.errors import CorruptLogError, NotFoundError
 from nodwyn.values.events import CTX_CLOSE, CTX_OPEN, CTX_WIDEN, MAIN_CTX, CtxClose, CtxOpen, CtxWiden
-from nodwyn.window.entries import Entry
+from nodwyn.window.entries import _Entry
 
-CtxKind = Literal["main", "narrow", "sub"]
+_CtxKind = Literal["main", "narrow", "sub"]
 
 
 @dataclass(slots=True, kw_only=True)
 class Context:
     id: str
-    kind: CtxKind
+    kind: _CtxKind
     parent: str | None
     opened: int  # seq of its ctx.open (0 for main)
     system: str | None = None
@@ -44,13 +44,13 @@ class Context:
     into: str | None = None  # the context a widened narrowing joined
     narrowed_by: str | None = None  # its open narrowing, if any
     children: list[str] = field(default_factory=list)
-    entries: list[Entry] = field(default_factory=list)  # the view: own + widened, in seq order
+    entries: list[_Entry] = field(default_factory=list)  # the view: own + widened, in seq order
     block_replies: list[int] = field(default_factory=list)  # seqs of replies in the view with blocks
     images: dict[str, list[int]] = field(default_factory=dict)  # image digest -> its user.msg seqs
     version: int = 0  # bumped when the view changes other than by appending
 
 
-class Contexts:
+class _Contexts:
     def __init__(self) -> None:
         self.by_id: dict[str, Context] = {MAIN_CTX: Context(id=MAIN_CTX, kind="main", parent=None, opened=0)}
         self.open_ids: set[str] = {MAIN_CTX}
@@ -72,7 +72,7 @@ class Contexts:
             c = self.by_id[c.into]
         return c
 
-    def add(self, entry: Entry, kind: str) -> Context:
+    def add(self, entry: _Entry, kind: str) -> Context:
         c = self.get_open(entry.ctx, entry.seq, kind)
         c.entries.append(entry)
         if entry.kind == "assistant" and entry.reply.blocks:
@@ -142,14 +142,14 @@ class Contexts:
             return True
         return any(self.by_id[ch].state == "open" and self.lasting_below(self.by_id[ch]) for ch in c.children)
 
-    def close(self, seq: int, p: CtxClose) -> Entry | None:
+    def close(self, seq: int, p: CtxClose) -> _Entry | None:
         """End a context; a narrowing's result becomes an entry of its parent."""
         c = self._target(seq, CTX_CLOSE, p.id)
         self._end(c, seq, "closed")
         if c.kind != "narrow" or p.result is None:
             return None
         assert c.parent is not None
-        entry = Entry(seq=seq, ctx=c.parent, kind="closed", text=p.result)
+        entry = _Entry(seq=seq, ctx=c.parent, kind="closed", text=p.result)
         self.by_id[c.parent].entries.append(entry)
         return entry
 
@@ -182,7 +182,7 @@ class Contexts:
         return c
 
 
-def replies_between(view: Context, low: int, high: int) -> list[int]:
+def _replies_between(view: Context, low: int, high: int) -> list[int]:
     """Seqs of the view's replies with blocks strictly between ``low`` and ``high``."""
     lo = bisect_right(view.block_replies, low)
     hi = bisect_right(view.block_replies, high - 1)

@@ -23,11 +23,11 @@ _TOOLS = b',"tools":'
 _CLOSE = b"}"
 
 
-def tools_bytes(tools: Sequence[ToolSpec]) -> bytes:
+def _tools_bytes(tools: Sequence[ToolSpec]) -> bytes:
     return canonical_bytes([tool_to_json(t) for t in tools])
 
 
-def system_bytes(system: str) -> bytes:
+def _system_bytes(system: str) -> bytes:
     return orjson.dumps(system)
 
 

@@ -38,21 +38,21 @@ from nodwyn.values.events import (
     decode,
 )
 from nodwyn.values.request import Response
-from nodwyn.window.images import Image
+from nodwyn.window.images import _Image
 
-EntryKind = Literal["user", "assistant", "result", "plan", "closed"]
+_EntryKind = Literal["user", "assistant", "result", "plan", "closed"]
 P = TypeVar("P", bound=Payload)
 _EMPTY = Response()
 _SHOWN: Final = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT, GATE_PLAN})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Entry:
+class _Entry:
     seq: int
     ctx: str
-    kind: EntryKind
+    kind: _EntryKind
     text: str = ""
-    images: tuple[Image, ...] = ()
+    images: tuple[_Image, ...] = ()
     reply: Response = _EMPTY
     call_id: str = ""
     name: str = ""
@@ -62,31 +62,31 @@ class Entry:
     header: str | None = None  # a person's message or plan: its header under the recipe in force then
 
 
-def payload_of(event: Event, cls: type[P]) -> P:
+def _payload_of(event: Event, cls: type[P]) -> P:
     """The event's payload read as ``cls`` (its kind's class): ``decode`` with the class known, so
     the window's handlers read typed fields and the codec alone checks them."""
     return cls.from_data(event.data, f"{event.kind} at seq {event.seq}")
 
 
-def _images(msg: UserMsg | ToolResult) -> tuple[Image, ...]:
+def _images(msg: UserMsg | ToolResult) -> tuple[_Image, ...]:
     return tuple(
-        Image(digest=r.digest, media_type=r.media_type, width=r.width, height=r.height, name=r.shown_name)
+        _Image(digest=r.digest, media_type=r.media_type, width=r.width, height=r.height, name=r.shown_name)
         for r in msg.images or ()
     )
 
 
-def entry_of(event: Event) -> Entry | None:
+def _entry_of(event: Event) -> _Entry | None:
     """The entry an event adds to its context's conversation, or None."""
     if event.kind not in _SHOWN:
         return None
     p = decode(event)
     match p:
         case UserMsg():
-            return Entry(seq=event.seq, ctx=event.ctx, kind="user", text=p.text, images=_images(p))
+            return _Entry(seq=event.seq, ctx=event.ctx, kind="user", text=p.text, images=_images(p))
         case LlmResp():
-            return Entry(seq=event.seq, ctx=event.ctx, kind="assistant", reply=p.response)
+            return _Entry(seq=event.seq, ctx=event.ctx, kind="assistant", reply=p.response)
         case ToolResult():
-            return Entry(
+            return _Entry(
                 seq=event.seq,
                 ctx=event.ctx,
                 kind="result",
@@ -99,7 +99,7 @@ def entry_of(event: Event) -> Entry | None:
                 images=_images(p),
             )
         case GatePlan():
-            return Entry(seq=event.seq, ctx=event.ctx, kind="plan", text=p.text)
+            return _Entry(seq=event.seq, ctx=event.ctx, kind="plan", text=p.text)
         case (
             SessionStart()
             | SessionResume()

@@ -8,19 +8,19 @@ with each image part counted as the chat-completions tile estimate instead of it
 from __future__ import annotations
 
 BYTES_PER_TOKEN = 3
-IMAGE_BASE_TOKENS = 85
-IMAGE_TILE_TOKENS = 170
+_IMAGE_BASE_TOKENS = 85
+_IMAGE_TILE_TOKENS = 170
 _TILE = 512
 _FIT = 2048
 _SHORT_SIDE = 768
 
 
-def tokens_of_bytes(n: int) -> int:
+def _tokens_of_bytes(n: int) -> int:
     """A token per three bytes, rounded up."""
     return -(-n // BYTES_PER_TOKEN)
 
 
-def scaled_size(width: int, height: int) -> tuple[int, int]:
+def _scaled_size(width: int, height: int) -> tuple[int, int]:
     """Chat-completions ``detail: high`` scaling: fit within 2048x2048, then shortest side to 768."""
     w, h = max(width, 1), max(height, 1)
     if max(w, h) > _FIT:
@@ -32,13 +32,13 @@ def scaled_size(width: int, height: int) -> tuple[int, int]:
     return w, h
 
 
-def image_tokens(width: int, height: int) -> int:
+def _image_tokens(width: int, height: int) -> int:
     """85 tokens plus 170 per 512-pixel tile, after the scaling above."""
-    w, h = scaled_size(width, height)
+    w, h = _scaled_size(width, height)
     tiles = (-(-w // _TILE)) * (-(-h // _TILE))
-    return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
+    return _IMAGE_BASE_TOKENS + _IMAGE_TILE_TOKENS * tiles
 
 
 def estimate(total_bytes: int, image_bytes: int, image_toks: int) -> int:
     """Tokens of a request of ``total_bytes`` canonical bytes, ``image_bytes`` of them image parts."""
-    return tokens_of_bytes(total_bytes - image_bytes) + image_toks
+    return _tokens_of_bytes(total_bytes - image_bytes) + image_toks

@@ -16,32 +16,32 @@ from __future__ import annotations
 from dataclasses import replace
 
 from nodwyn.values.recipe import Recipe, Rules
-from nodwyn.window.entries import Entry
+from nodwyn.window.entries import _Entry
 
-DEFAULT_TASK_HEADER = "# Task"
-DEFAULT_PLAN_HEADER = "# Plan"
+_DEFAULT_TASK_HEADER = "# Task"
+_DEFAULT_PLAN_HEADER = "# Plan"
 
 
 def task_header(recipe: Recipe, rules: Rules) -> str:
     if rules.headers and recipe.task_header is not None:
         return recipe.task_header
-    return DEFAULT_TASK_HEADER
+    return _DEFAULT_TASK_HEADER
 
 
 def plan_header(recipe: Recipe, rules: Rules) -> str:
     if rules.headers and recipe.plan_header is not None:
         return recipe.plan_header
-    return DEFAULT_PLAN_HEADER
+    return _DEFAULT_PLAN_HEADER
 
 
-def with_header(entry: Entry, recipe: Recipe) -> Entry:
+def _with_header(entry: _Entry, recipe: Recipe) -> _Entry:
     """A person's message or a plan with the header ``recipe`` (in force when it was fed) gives it."""
     rules = recipe.rules
     header = task_header(recipe, rules) if entry.kind == "user" else plan_header(recipe, rules)
     return replace(entry, header=header)
 
 
-def kept(entry: Entry, current: str, rules: Rules) -> str:
+def kept(entry: _Entry, current: str, rules: Rules) -> str:
     """The header ``entry`` is shown under: its own under ``kept_headers``, else ``current``."""
     if rules.kept_headers and entry.header is not None:
         return entry.header
@@ -53,7 +53,7 @@ def under(header: str, text: str) -> str:
     return f"{header}\n\n{text}"
 
 
-def system_with_task(base: str, task: tuple[str, str] | None, plan: tuple[str, str] | None) -> str:
+def _system_with_task(base: str, task: tuple[str, str] | None, plan: tuple[str, str] | None) -> str:
     """Before v15: the base system prompt, then the task and its plan, each under its header."""
     parts = [base]
     if task is not None:

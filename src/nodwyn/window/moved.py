@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodwyn.window.render import Params
+from nodwyn.window.render import _Params
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Snapshot:
+class _Snapshot:
     """What the last request of a context was: its parts, to tell an extension from a move."""
 
-    params: Params
+    params: _Params
     system: bytes
     tools: bytes
     max_output: bytes
@@ -21,7 +21,7 @@ class Snapshot:
     plan: bytes | None  # the trailing plan's piece, if any
 
 
-def extends(prev: Snapshot, now: Snapshot) -> bool:
+def extends(prev: _Snapshot, now: _Snapshot) -> bool:
     """Whether ``now``'s messages are ``prev``'s with messages appended."""
     n = prev.length
     if now.length < n:
@@ -35,7 +35,7 @@ def extends(prev: Snapshot, now: Snapshot) -> bool:
     return now.plan == prev.plan
 
 
-def moved(prev: Snapshot | None, now: Snapshot, trimmed: bool) -> list[str]:
+def moved(prev: _Snapshot | None, now: _Snapshot, trimmed: bool) -> list[str]:
     """Why this request is not its predecessor's with messages appended ([] when it is)."""
     if prev is None:
         return ["first"]

@@ -13,12 +13,12 @@ from nodwyn.values.content import ToolMessage
 from nodwyn.window.render import Item
 
 
-def protected_batches(items: Sequence[Item], protected: Iterable[int]) -> set[int]:
+def _protected_batches(items: Sequence[Item], protected: Iterable[int]) -> set[int]:
     """Item indexes of the batches a protected result protects."""
     return {items[i].batch for i in protected if items[i].kind == "result" and items[i].batch >= 0}
 
 
-def may_elide_batch(items: Sequence[Item], index: int, protected: set[int]) -> bool:
+def _may_elide_batch(items: Sequence[Item], index: int, protected: set[int]) -> bool:
     """A reply may be newly elided: its batch is not protected, and every call has its result."""
     if index in protected:
         return False

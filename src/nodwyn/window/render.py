@@ -27,11 +27,11 @@ from nodwyn.values.content import (
 )
 from nodwyn.values.recipe import Recipe, Rules
 from nodwyn.window import blocks, encode
-from nodwyn.window.caps import cap_for, cap_text, is_fs_read
+from nodwyn.window.caps import _cap_for, _cap_text, _is_fs_read
 from nodwyn.window.contexts import Context
-from nodwyn.window.entries import Entry
-from nodwyn.window.headers import kept, plan_header, system_with_task, task_header, under
-from nodwyn.window.images import image_message, result_images
+from nodwyn.window.entries import _Entry
+from nodwyn.window.headers import _system_with_task, kept, plan_header, task_header, under
+from nodwyn.window.images import _image_message, _result_images
 from nodwyn.window.summaries import Summary, summary_text
 
 
@@ -48,12 +48,12 @@ def marker(seq: int, last: int | None = None) -> str:
     return f"[elided seq={seq}..{last}]"
 
 
-def run_message(first: int, last: int) -> AssistantMessage:
+def _run_message(first: int, last: int) -> AssistantMessage:
     """What a run of elided units shows (v20): one assistant message naming it."""
     return AssistantMessage(text=marker(first, last))
 
 
-def marker_message(item: Item) -> Message:
+def _marker_message(item: Item) -> Message:
     """What ``item`` shows once elided: its marker, in a message of the same role."""
     text = marker(item.seq)
     m = item.message
@@ -65,7 +65,7 @@ def marker_message(item: Item) -> Message:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Params:
+class _Params:
     recipe: Recipe
     rules: Rules  # the window's rules (the recipe's, or a measurement's own)
     origin: Origin | None  # None when the recipe gives no blocks back
@@ -99,8 +99,8 @@ def _item(seq: int, kind: str, message: Message, **kw: object) -> Item:
 
 
 @dataclass(slots=True, kw_only=True)
-class RenderCache:
-    params: Params
+class _RenderCache:
+    params: _Params
     items: list[Item] = field(default_factory=list)
     upto: int = 0
     pending_plan: Item | None = None
@@ -144,7 +144,7 @@ class RenderCache:
         if self.run is not None:
             first, last = self.run
             self.run = None
-            self._append(_item(first, "assistant", run_message(first, last), elided=True, last=last))
+            self._append(_item(first, "assistant", _run_message(first, last), elided=True, last=last))
 
     def _append(self, item: Item) -> int:
         if self.pieces:
@@ -186,7 +186,7 @@ class RenderCache:
             return p.recipe.system
         task = (task_header(p.recipe, p.rules), self.task) if self.task is not None else None
         plan = (plan_header(p.recipe, p.rules), self.plan) if self.plan is not None else None
-        return system_with_task(p.recipe.system, task, plan)
+        return _system_with_task(p.recipe.system, task, plan)
 
     def extend(self, view: Context, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
         p = self.params
@@ -210,7 +210,7 @@ class RenderCache:
         else:
             self._push(_item(s.seq, "summary", AssistantMessage(text=summary_text(s))))
 
-    def _entry(self, e: Entry, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
+    def _entry(self, e: _Entry, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
         p = self.params
         rules = p.rules
         if e.kind == "plan":
@@ -240,18 +240,18 @@ class RenderCache:
             text = marker(e.seq) if elided else e.text
             self._push(_item(e.seq, "closed", AssistantMessage(text=text), elided=elided))
 
-    def _images(self, e: Entry, withheld: Mapping[str, str]) -> None:
+    def _images(self, e: _Entry, withheld: Mapping[str, str]) -> None:
         if e.seq in self.params.elided:
             msg = UserMessage(parts=(TextPart(text=marker(e.seq)),))
             self._push(_item(e.seq, "image", msg, elided=True))
             return
-        r = image_message(e.images, withheld)
+        r = _image_message(e.images, withheld)
         ib = sum(len(orjson.dumps(part_to_json(part), option=orjson.OPT_SORT_KEYS)) for part in r.parts)
         self._push(
             _item(e.seq, "image", r.message, image_bytes=ib, image_tokens=r.tokens, withheld=r.withheld)
         )
 
-    def _assistant(self, e: Entry) -> None:
+    def _assistant(self, e: _Entry) -> None:
         p = self.params
         reply = e.reply
         calls = tuple(c.id for c in reply.calls)
@@ -266,7 +266,7 @@ class RenderCache:
             msg = AssistantMessage(text=marker(e.seq))
             index = self._push(_item(e.seq, "assistant", msg, elided=True, calls=calls))
         else:
-            msg = assistant_message(e, p, with_blocks=self.blocks_allowed(e.seq))
+            msg = _assistant_message(e, p, with_blocks=self.blocks_allowed(e.seq))
             index = self._push(_item(e.seq, "assistant", msg, calls=calls, has_blocks=bool(msg.blocks)))
         for call in calls:
             self.call_batch[call] = index
@@ -280,7 +280,7 @@ class RenderCache:
         p = self.params
         return blocks.allowed(seq, p.origin, p.stale, p.summaries)
 
-    def _result(self, e: Entry, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
+    def _result(self, e: _Entry, folds: Mapping[int, str], withheld: Mapping[str, str]) -> None:
         p = self.params
         batch = self.call_batch.get(e.call_id, -1)
         if p.rules.pairs and batch >= 0 and self._batch_elided(batch):
@@ -290,25 +290,25 @@ class RenderCache:
             msg = ToolMessage(call_id=e.call_id, name=e.name, text=marker(e.seq), error=e.error)
             index = self._push(_item(e.seq, "result", msg, elided=True, batch=batch))
         elif e.images and p.rules.images and not (p.rules.folds and e.seq in folds):
-            r = result_images(e.images, withheld)
-            text = "\n".join((result_text(e, p, folds), *r.lines))
+            r = _result_images(e.images, withheld)
+            text = "\n".join((_result_text(e, p, folds), *r.lines))
             msg = ToolMessage(call_id=e.call_id, name=e.name, text=text, error=e.error, images=r.parts)
             ib = sum(len(orjson.dumps(part_to_json(part), option=orjson.OPT_SORT_KEYS)) for part in r.parts)
             item = _item(e.seq, "result", msg, batch=batch, image_bytes=ib, image_tokens=r.tokens)
             item.withheld = r.withheld
             index = self._push(item)
         else:
-            msg = ToolMessage(call_id=e.call_id, name=e.name, text=result_text(e, p, folds), error=e.error)
+            msg = ToolMessage(call_id=e.call_id, name=e.name, text=_result_text(e, p, folds), error=e.error)
             index = self._push(_item(e.seq, "result", msg, batch=batch))
         if batch >= 0:
             self.items[batch].results.append(index)
 
 
-def assistant_message(e: Entry, p: Params, *, with_blocks: bool) -> AssistantMessage:
+def _assistant_message(e: _Entry, p: _Params, *, with_blocks: bool) -> AssistantMessage:
     reply = e.reply
     kept: tuple[ThinkingBlock, ...] = ()
     if with_blocks and p.origin is not None:
-        kept = blocks.for_origin(reply.blocks, p.origin)
+        kept = blocks._for_origin(reply.blocks, p.origin)
     return AssistantMessage(
         text=reply.text,
         thinking=reply.thinking if p.rules.thinking else "",
@@ -319,25 +319,25 @@ def assistant_message(e: Entry, p: Params, *, with_blocks: bool) -> AssistantMes
     )
 
 
-def result_text(e: Entry, p: Params, folds: Mapping[int, str]) -> str:
+def _result_text(e: _Entry, p: _Params, folds: Mapping[int, str]) -> str:
     text = e.text
     if p.rules.folds and e.seq in folds:
         text = folds[e.seq]
-    fs_read = is_fs_read(e.name, e.has_range)
-    cap = cap_for(p.recipe.limits.max_result_tokens, fs_read=fs_read, wide_reads=p.rules.wide_reads)
-    return cap_text(text, cap, named=p.rules.named_cuts, fs_read=fs_read, range_start=e.range_start)
+    fs_read = _is_fs_read(e.name, e.has_range)
+    cap = _cap_for(p.recipe.limits.max_result_tokens, fs_read=fs_read, wide_reads=p.rules.wide_reads)
+    return _cap_text(text, cap, named=p.rules.named_cuts, fs_read=fs_read, range_start=e.range_start)
 
 
 def render(
-    last: RenderCache | None,
+    last: _RenderCache | None,
     view: Context,
-    params: Params,
+    params: _Params,
     folds: Mapping[int, str],
     withheld: Mapping[str, str],
-) -> RenderCache:
+) -> _RenderCache:
     """The view rendered under ``params``: ``last`` (the view's previous render) extended by the
     entries appended since when its params are the same, else a render from the start."""
-    cache = last if last is not None and last.params == params else RenderCache(params=params)
+    cache = last if last is not None and last.params == params else _RenderCache(params=params)
     if cache.upto < len(view.entries):
         cache.extend(view, folds, withheld)
     return cache

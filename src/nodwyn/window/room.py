@@ -13,7 +13,7 @@ import orjson
 
 from nodwyn.values.recipe import Recipe
 from nodwyn.window import encode
-from nodwyn.window.estimate import tokens_of_bytes
+from nodwyn.window.estimate import _tokens_of_bytes
 
 _MESSAGE = len(b'{"content":[{"text":,"type":"text"}],"role":"user"}')  # a text message's wrapping
 
@@ -28,8 +28,8 @@ def task_estimate(recipe: Recipe, text: str) -> int:
     cap field and one message of ``text``: what a task costs the window before anything else."""
     max_output = recipe.limits.output_reserve if recipe.rules.output_cap else None
     over = encode.overhead(
-        encode.system_bytes(recipe.system),
-        encode.tools_bytes(recipe.tools),
+        encode._system_bytes(recipe.system),
+        encode._tools_bytes(recipe.tools),
         encode.max_output_bytes(max_output),
     )
-    return tokens_of_bytes(over + _MESSAGE + len(orjson.dumps(text)))
+    return _tokens_of_bytes(over + _MESSAGE + len(orjson.dumps(text)))

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from nodwyn.errors import ConfigError
 from nodwyn.values.recipe import WindowLimits
 
-DEFAULT_HIGH_WATER = 60 * 1024  # what the growth rule gives at a 96Ki context
-DEFAULT_LOW_WATER = 30 * 1024
-DEFAULT_RESULT_CAP = 3 * 1024
-MAX_RESULT_CAP = 16 * 1024
-RESULT_CAP_DIVISOR = 48
-SCALED_CAP_DIVISOR = 14  # v21: the cap is at least high water / 14 ...
-SCALED_CAP_MAX = 5 * 1024  # ... up to this (ADR 0390)
+_DEFAULT_HIGH_WATER = 60 * 1024  # what the growth rule gives at a 96Ki context
+_DEFAULT_LOW_WATER = 30 * 1024
+_DEFAULT_RESULT_CAP = 3 * 1024
+_MAX_RESULT_CAP = 16 * 1024
+_RESULT_CAP_DIVISOR = 48
+_SCALED_CAP_DIVISOR = 14  # v21: the cap is at least high water / 14 ...
+_SCALED_CAP_MAX = 5 * 1024  # ... up to this (ADR 0390)
 WIDE_CAP_DIVISOR = 8  # v22: at least high water / 8, up to SCALED_CAP_MAX (ADR 0460)
 
 
@@ -44,7 +44,7 @@ class ConfiguredLimits:
     max_result_tokens: int | None = None
 
 
-def grown_high_water(context_size: int, output_reserve: int) -> int:
+def _grown_high_water(context_size: int, output_reserve: int) -> int:
     """High water when config.toml leaves it unset: three quarters of the context less twice the
     reply cap (the ceiling, less room for one more reply)."""
     return (context_size - 2 * output_reserve) * 3 // 4
@@ -80,7 +80,7 @@ def size_limits(
     if configured.high_water is not None:
         high = configured.high_water
     else:
-        high = max(grown_high_water(context_size, output_reserve), ceiling // 2)
+        high = max(_grown_high_water(context_size, output_reserve), ceiling // 2)
     high = min(high, ceiling)
     low = configured.low_water if configured.low_water is not None else high // 2
     if low >= high:
@@ -88,12 +88,12 @@ def size_limits(
     if configured.max_result_tokens is not None:
         cap = configured.max_result_tokens
     elif fixed:
-        cap = DEFAULT_RESULT_CAP
+        cap = _DEFAULT_RESULT_CAP
     else:
-        cap = min(MAX_RESULT_CAP, max(DEFAULT_RESULT_CAP, high // RESULT_CAP_DIVISOR))
+        cap = min(_MAX_RESULT_CAP, max(_DEFAULT_RESULT_CAP, high // _RESULT_CAP_DIVISOR))
     if (scaled_cap or wide_cap) and configured.max_result_tokens is None:
-        divisor = WIDE_CAP_DIVISOR if wide_cap else SCALED_CAP_DIVISOR
-        cap = max(cap, min(SCALED_CAP_MAX, high // divisor))
+        divisor = WIDE_CAP_DIVISOR if wide_cap else _SCALED_CAP_DIVISOR
+        cap = max(cap, min(_SCALED_CAP_MAX, high // divisor))
     cap = min(cap, max(1, low // 2))
     return WindowLimits(
         high_water=high,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from nodwyn.errors import CorruptLogError
 from nodwyn.values.events import Event, LlmReq
-from nodwyn.window.contexts import Context, Contexts
+from nodwyn.window.contexts import Context, _Contexts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,12 +27,12 @@ class Start:
     keep: tuple[int, ...]  # earlier events it also needs (recipe, ctx.open of open contexts)
 
 
-def _hidden_forever(contexts: Contexts, c: Context) -> bool:
+def _hidden_forever(contexts: _Contexts, c: Context) -> bool:
     return c.narrowed_by is not None and contexts.lasting_below(contexts.by_id[c.narrowed_by])
 
 
-def start_of(
-    contexts: Contexts, *, first_seq: int, next_seq: int, recipe_seqs: list[int], whole: bool
+def _start_of(
+    contexts: _Contexts, *, first_seq: int, next_seq: int, recipe_seqs: list[int], whole: bool
 ) -> Start:
     if whole:
         return Start(seq=first_seq, keep=())

@@ -31,9 +31,9 @@ import orjson
 
 from nodwyn.errors import CorruptLogError
 from nodwyn.values.events import GATE_PLAN, LLM_RESP, TOOL_RESULT, USER_MSG, Event, SummaryAdd
-from nodwyn.window.entries import Entry
+from nodwyn.window.entries import _Entry
 
-SOURCE_KINDS = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT, GATE_PLAN})
+_SOURCE_KINDS = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT, GATE_PLAN})
 
 
 def source_digest(events: Iterable[Event]) -> str:
@@ -42,7 +42,7 @@ def source_digest(events: Iterable[Event]) -> str:
     Pass the log's events with seqs in the summary's span (any context); only ``user.msg``,
     ``llm.resp``, ``tool.result`` and ``gate.plan`` count, as ``[seq, kind, ctx, data]``.
     """
-    rows = [[e.seq, e.kind, e.ctx, e.data] for e in events if e.kind in SOURCE_KINDS]
+    rows = [[e.seq, e.kind, e.ctx, e.data] for e in events if e.kind in _SOURCE_KINDS]
     return "sha256:" + hashlib.sha256(orjson.dumps(rows, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -56,7 +56,7 @@ class Summary:
     stale: bool
 
 
-def summary_of(seq: int, ctx: str, add: SummaryAdd, source: Iterable[Event]) -> Summary:
+def _summary_of(seq: int, ctx: str, add: SummaryAdd, source: Iterable[Event]) -> Summary:
     """The summary a ``summary.add`` at ``seq`` in ``ctx`` offers; ``source``: the events fed with
     seqs in its span (its digest tells a stale summary)."""
     if not 0 < add.first <= add.last < seq:
@@ -77,7 +77,7 @@ def summary_text(s: Summary) -> str:
     return f"[summary of seq {s.first}-{s.last}]\n\n{s.text}"
 
 
-def _splits_pairs(entries: Sequence[Entry], first: int, last: int) -> bool:
+def _splits_pairs(entries: Sequence[_Entry], first: int, last: int) -> bool:
     batch_of: dict[str, int] = {}
     pending: dict[int, set[str]] = {}
     for e in entries:
@@ -101,7 +101,7 @@ def _overlap(a: Summary, b: Summary) -> bool:
 
 
 def accepted(
-    summaries: Iterable[Summary], revoked: set[int], entries: Sequence[Entry], *, superseded: bool = False
+    summaries: Iterable[Summary], revoked: set[int], entries: Sequence[_Entry], *, superseded: bool = False
 ) -> tuple[Summary, ...]:
     """The summaries a view uses, oldest first. ``superseded``: any newer overlapping summary
     hides an older one, whether it is used or not (ADR 0300)."""

@@ -16,20 +16,20 @@ from math import isqrt, sqrt
 from nodwyn.values.recipe import V20_TUNING
 from nodwyn.values.recipe import Tuning as Tuning  # re-exported: the v20 constants moved to values
 from nodwyn.window import pairs as pairs_rules
-from nodwyn.window.entries import Entry
+from nodwyn.window.entries import _Entry
 from nodwyn.window.estimate import estimate
 from nodwyn.window.render import Item
 from nodwyn.window.trim import PROTECTED
 
-UNIT_STARTS = ("assistant", "summary", "closed")  # kinds that begin a unit
+_UNIT_STARTS = ("assistant", "summary", "closed")  # kinds that begin a unit
 _ANY_UNIT = ("assistant", "summary", "closed", "image")
 _PHASES = (("result", "image"), ("assistant", "summary", "closed"))  # the v15-v19 order
 
 
-V20 = V20_TUNING  # the v20 constants (``values.recipe.Tuning``, part of the recipe; ADR 0150)
+_V20 = V20_TUNING  # the v20 constants (``values.recipe.Tuning``, part of the recipe; ADR 0150)
 
 
-def content_bytes(e: Entry) -> int:
+def _content_bytes(e: _Entry) -> int:
     """UTF-8 bytes of what an entry says (text, thinking, calls), uncut: the conversation's size."""
     if e.kind == "assistant":
         r = e.reply
@@ -38,18 +38,18 @@ def content_bytes(e: Entry) -> int:
     return len(e.text.encode())
 
 
-BASE_CAP = 3 * 1024  # the result cap the dial's constants were measured at (ADR 0390)
-WIDE_CAP = 5 * 1024  # the largest cap a trim deepens for
+_BASE_CAP = 3 * 1024  # the result cap the dial's constants were measured at (ADR 0390)
+_WIDE_CAP = 5 * 1024  # the largest cap a trim deepens for
 
 
-def cap_tuning(t: Tuning, cap: int) -> Tuning:
+def _cap_tuning(t: Tuning, cap: int) -> Tuning:
     """v21 (``scaled_cap``): the growth constant times sqrt(cap / 3,072), the cap taken between 3,072
     and 5,120: larger results, a deeper trim, so a trim still leaves room for as many of them."""
-    wide = min(max(cap, BASE_CAP), WIDE_CAP)
-    return replace(t, growth=t.growth * sqrt(wide / BASE_CAP))
+    wide = min(max(cap, _BASE_CAP), _WIDE_CAP)
+    return replace(t, growth=t.growth * sqrt(wide / _BASE_CAP))
 
 
-def growth_target(
+def _growth_target(
     t: Tuning, *, budget: int, conversation: int, requests: int, before: int, shown: int | None = None
 ) -> int:
     """``B - c*sqrt(C*g*(B - P))`` with g = C / requests, clamped (all in tokens). ``shown`` (v22's
@@ -61,9 +61,9 @@ def growth_target(
     return min(max(budget - int(depth), low), high)
 
 
-def head_boundary(items: Sequence[Item], *, overhead: int, budget: int, t: Tuning) -> int | None:
+def _head_boundary(items: Sequence[Item], *, overhead: int, budget: int, t: Tuning) -> int | None:
     """The seq of the first unit past the head, or None while every unit so far fits in it."""
-    first = next((i for i, it in enumerate(items) if it.kind in UNIT_STARTS), None)
+    first = next((i for i, it in enumerate(items) if it.kind in _UNIT_STARTS), None)
     if first is None:
         return None
     task = items[:first]
@@ -77,7 +77,7 @@ def head_boundary(items: Sequence[Item], *, overhead: int, budget: int, t: Tunin
     i = first
     while i < len(items):
         j = i + 1
-        while j < len(items) and items[j].kind not in UNIT_STARTS:
+        while j < len(items) and items[j].kind not in _UNIT_STARTS:
             j += 1
         unit = items[i:j]
         used += sum(len(it.piece) + 1 for it in unit)
@@ -135,7 +135,7 @@ class _Pass:
         self.blocks_gone = [False] * n
         self.block_items = [i for i in range(n) if items[i].has_blocks]
         self.protected = set(range(max(0, n - PROTECTED), n))
-        self.guarded = pairs_rules.protected_batches(items, self.protected) if pairs else set()
+        self.guarded = pairs_rules._protected_batches(items, self.protected) if pairs else set()
         self.body, self.count, self.ib, self.itok = sum(self.cur), n, image_bytes, image_tokens
         self.new: set[int] = set()
         self.cut_at: int | None = None
@@ -162,7 +162,7 @@ class _Pass:
         return not (
             self.pairs
             and item.kind == "assistant"
-            and not pairs_rules.may_elide_batch(self.items, i, self.guarded)
+            and not pairs_rules._may_elide_batch(self.items, i, self.guarded)
         )
 
     def _resize(self, i: int, length: int) -> None:
@@ -260,7 +260,7 @@ def choose(
     kinds = (_ANY_UNIT,) if units else _PHASES
     target = low_water
     if growth is not None:
-        target = growth_target(
+        target = _growth_target(
             growth,
             budget=budget,
             conversation=conversation,

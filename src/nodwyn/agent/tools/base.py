@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from nodwyn.agent.sandbox import Sandbox
 from nodwyn.agent.tools.procs import ProcessGroups
 from nodwyn.agent.tools.protect import NOTHING, Protected
-from nodwyn.log.redact import NO_KNOWN, Known
+from nodwyn.log import NO_KNOWN, Known
 from nodwyn.values.events import FileRange, ImageRef
 from nodwyn.values.request import ToolSpec
 

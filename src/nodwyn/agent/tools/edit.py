@@ -16,7 +16,7 @@ from typing import Final
 from nodwyn.agent.tools import view
 from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.errors import ToolError
-from nodwyn.log.redact import Known
+from nodwyn.log import Known
 
 _MARKER: Final = re.compile(r"\[redacted:[a-z0-9-]+\]")
 _TRIES: Final = 16  # raw occurrences tried (each redacts the file once)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from nodwyn.log.redact import redact
+from nodwyn.log import redact
 
 _SECRET_NAME = re.compile(
     r"API_?KEY|ACCESS_?KEY|AUTH_?KEY|PRIVATE_?KEY|SIGNING_?KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE"

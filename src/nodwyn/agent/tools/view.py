@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from nodwyn.agent.tools.deadline import Deadline
-from nodwyn.log.redact import Known, redact_text
+from nodwyn.log import Known, redact_text
 
 BLOCK = 4 * 1024 * 1024  # bytes redacted at once (a whole-file read or a grepped file is one block)
 

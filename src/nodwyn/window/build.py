@@ -43,25 +43,25 @@ from nodwyn.values.events import (
 from nodwyn.values.recipe import Flag, Recipe, Rules, Tuning
 from nodwyn.values.request import Request, ToolSpec
 from nodwyn.window import encode, units
-from nodwyn.window.caps import cap_for, is_fs_read
-from nodwyn.window.contexts import Context, Contexts, replies_between
-from nodwyn.window.entries import Entry, entry_of, payload_of
-from nodwyn.window.estimate import BYTES_PER_TOKEN, estimate, tokens_of_bytes
-from nodwyn.window.headers import with_header
-from nodwyn.window.moved import Snapshot
+from nodwyn.window.caps import _cap_for, _is_fs_read
+from nodwyn.window.contexts import Context, _Contexts, _replies_between
+from nodwyn.window.entries import _Entry, _entry_of, _payload_of
+from nodwyn.window.estimate import BYTES_PER_TOKEN, _tokens_of_bytes, estimate
+from nodwyn.window.headers import _with_header
+from nodwyn.window.moved import _Snapshot
 from nodwyn.window.moved import moved as moved_from
 from nodwyn.window.render import (
     Item,
-    Params,
-    RenderCache,
-    assistant_message,
-    marker_message,
+    _assistant_message,
+    _marker_message,
+    _Params,
+    _RenderCache,
+    _run_message,
     piece,
     render,
-    run_message,
 )
-from nodwyn.window.start import Start, start_of
-from nodwyn.window.summaries import Summary, accepted, summary_of
+from nodwyn.window.start import Start, _start_of
+from nodwyn.window.summaries import Summary, _summary_of, accepted
 from nodwyn.window.turn import TurnOptions, recorded_turn, recorded_withheld
 
 _NO_WITHHELD: Mapping[str, str] = {}
@@ -98,8 +98,8 @@ class Build:
 class _Shown:
     """One render of a context: its parts, the overhead its estimate counts, and the estimate."""
 
-    snap: Snapshot
-    cache: RenderCache
+    snap: _Snapshot
+    cache: _RenderCache
     items: list[Item]
     overhead: int
     estimate: int
@@ -126,10 +126,10 @@ class Window:
         self._tuning = tuning
         self._heads: dict[str, int] = {}  # v20: each context's head boundary, from its llm.req
         self._sizes: dict[int, int] = {}  # v20: content bytes of each entry, measured once
-        self._contexts = Contexts()
+        self._contexts = _Contexts()
         # per open context (by id): its view's last render, and the parts of its last request
-        self._renders: dict[str, RenderCache] = {}
-        self._last_reqs: dict[str, Snapshot] = {}
+        self._renders: dict[str, _RenderCache] = {}
+        self._last_reqs: dict[str, _Snapshot] = {}
         self._recipe: Recipe | None = None
         self._rules: Rules | None = None  # the recipe's, resolved when it is fed
         self._recipe_seqs: list[int] = []
@@ -141,7 +141,7 @@ class Window:
         self._fold_versions: dict[str, int] = {}
         self._summaries: dict[int, Summary] = {}
         self._revoked: set[int] = set()
-        self._entries: dict[int, Entry] = {}
+        self._entries: dict[int, _Entry] = {}
         self._events: dict[int, Event] = {}  # conversation events, for summaries' source digests
         self._first_seq = 0
         self._last_seq = 0
@@ -160,7 +160,7 @@ class Window:
     @property
     def start(self) -> Start:
         """Where the window now starts (see ``window.start``)."""
-        return start_of(
+        return _start_of(
             self._contexts,
             first_seq=self._first_seq,
             next_seq=self._last_seq + 1,
@@ -175,10 +175,10 @@ class Window:
             )
         if event.kind not in KINDS:
             raise CorruptLogError(f"event seq {event.seq} has unknown kind {event.kind!r}")
-        entry = entry_of(event)
+        entry = _entry_of(event)
         if entry is not None:
             if entry.kind in ("user", "plan") and self._recipe is not None:
-                entry = with_header(entry, self._recipe)
+                entry = _with_header(entry, self._recipe)
             self._contexts.add(entry, event.kind)
             self._entries[entry.seq] = entry
             self._events[entry.seq] = event
@@ -213,7 +213,7 @@ class Window:
     def _switch(self, event: Event) -> None:
         """A model switch that resized the window (ADR 0300): its recipe is in force from here
         on, and each context's v20 head is sized again for the new budget at its next request."""
-        recipe = payload_of(event, ModelSwitch).recipe
+        recipe = _payload_of(event, ModelSwitch).recipe
         if recipe is not None:
             self._set_recipe(event.seq, recipe)
             self._heads = {}
@@ -232,19 +232,19 @@ class Window:
         """The constants a growth trim uses: the recipe's (v22: its wide set for a cap above
         3,072), deepened for a scaled cap (v21)."""
         t = rules.tuning_for(cap)
-        return units.cap_tuning(t, cap) if rules.scaled_cap or rules.wide_cap else t
+        return units._cap_tuning(t, cap) if rules.scaled_cap or rules.wide_cap else t
 
     def _open(self, event: Event) -> None:
-        self._contexts.open(event.seq, event.ctx, payload_of(event, CtxOpen))
+        self._contexts.open(event.seq, event.ctx, _payload_of(event, CtxOpen))
 
     def _close(self, event: Event) -> None:
-        entry = self._contexts.close(event.seq, payload_of(event, CtxClose))
+        entry = self._contexts.close(event.seq, _payload_of(event, CtxClose))
         if entry is not None:
             self._entries[entry.seq] = entry
         self._drop_ended()
 
     def _widen(self, event: Event) -> None:
-        self._contexts.widen(event.seq, payload_of(event, CtxWiden))
+        self._contexts.widen(event.seq, _payload_of(event, CtxWiden))
         self._drop_ended()
 
     def _drop_ended(self) -> None:
@@ -254,7 +254,7 @@ class Window:
                 del held[cid]
 
     def _fold(self, event: Event) -> None:
-        p = payload_of(event, ResultFold)
+        p = _payload_of(event, ResultFold)
         entry = self._entries.get(p.target)
         if entry is None or entry.kind != "result":
             raise CorruptLogError(
@@ -266,20 +266,20 @@ class Window:
         self._mark_stale(view, p.target, event.seq)
 
     def _summary_add(self, event: Event) -> None:
-        p = payload_of(event, SummaryAdd)
+        p = _payload_of(event, SummaryAdd)
         source = sorted((e for s, e in self._events.items() if p.first <= s <= p.last), key=lambda e: e.seq)
-        self._summaries[event.seq] = summary_of(event.seq, event.ctx, p, source)
+        self._summaries[event.seq] = _summary_of(event.seq, event.ctx, p, source)
         self._elided = frozenset()
 
     def _summary_revoke(self, event: Event) -> None:
-        target = payload_of(event, SummaryRevoke).summary
+        target = _payload_of(event, SummaryRevoke).summary
         if target not in self._summaries:
             raise CorruptLogError(f"summary.revoke at seq {event.seq}: {target} is not a summary.add seq")
         self._revoked.add(target)
         self._elided = frozenset()
 
     def _req(self, event: Event) -> None:
-        p = payload_of(event, LlmReq)
+        p = _payload_of(event, LlmReq)
         if p.head is not None:
             self._heads[event.ctx] = p.head
         new = set(p.elided) - self._elided
@@ -304,7 +304,7 @@ class Window:
         return None
 
     def _mark_stale(self, view: Context, low: int, high: int) -> None:
-        marked = replies_between(view, low, high)
+        marked = _replies_between(view, low, high)
         if marked and not self._stale.issuperset(marked):
             self._stale = self._stale | frozenset(marked)
 
@@ -332,7 +332,7 @@ class Window:
         withheld: Mapping[str, str],
         elided: frozenset[int],
         stale: frozenset[int],
-    ) -> Params:
+    ) -> _Params:
         rules = self._need_rules()
         summaries: tuple[Summary, ...] = ()
         if rules.summaries and self._summaries:
@@ -351,7 +351,7 @@ class Window:
                     (d, r) for d, r in withheld.items() if any(shown(seq) for seq in view.images.get(d, ()))
                 )
             )
-        return Params(
+        return _Params(
             recipe=recipe,
             rules=rules,
             origin=origin if rules.blocks else None,
@@ -385,7 +385,7 @@ class Window:
                         f"({', '.join(sorted(catalog)) or 'empty'}); offer catalog tools only"
                     )
                 subset = tuple(t for t in recipe.tools if t.name in set(key))
-            cached = (subset, encode.tools_bytes(subset))
+            cached = (subset, encode._tools_bytes(subset))
         self._tools[key] = cached
         subset, raw = cached
         return subset, raw, None if key is None or turn.no_tools else [t.name for t in subset]
@@ -398,7 +398,7 @@ class Window:
         withheld: Mapping[str, str],
         elided: frozenset[int],
         stale: frozenset[int],
-    ) -> tuple[Snapshot, RenderCache, list[Item]]:
+    ) -> tuple[_Snapshot, _RenderCache, list[Item]]:
         recipe = self._recipe
         assert recipe is not None
         params = self._params(c, recipe, origin, withheld, elided, stale)
@@ -406,9 +406,9 @@ class Window:
         items = cache.messages()
         _, tools, _ = self._offered(c, recipe, turn)
         limits_out = recipe.limits.output_reserve if params.rules.output_cap else None
-        snap = Snapshot(
+        snap = _Snapshot(
             params=params,
-            system=encode.system_bytes(cache.system(c)),
+            system=encode._system_bytes(cache.system(c)),
             tools=tools,
             max_output=encode.max_output_bytes(limits_out),
             pieces=cache.pieces,
@@ -450,10 +450,10 @@ class Window:
         for e in c.entries:
             size = sizes.get(e.seq)
             if size is None:
-                size = sizes[e.seq] = units.content_bytes(e)
+                size = sizes[e.seq] = units._content_bytes(e)
             total += size
             replies += e.kind == "assistant"
-        return tokens_of_bytes(total), replies + 1
+        return _tokens_of_bytes(total), replies + 1
 
     def _capped_conversation(self, c: Context) -> int:
         """v22 (``shown_growth``): the view's conversation in tokens with each result as its cap
@@ -464,13 +464,13 @@ class Window:
         for e in c.entries:
             size = sizes.get(e.seq)
             if size is None:
-                size = sizes[e.seq] = units.content_bytes(e)
+                size = sizes[e.seq] = units._content_bytes(e)
             if e.kind == "result":
-                fs_read = is_fs_read(e.name, e.has_range)
-                shown = cap_for(limit, fs_read=fs_read, wide_reads=rules.wide_reads) * BYTES_PER_TOKEN
+                fs_read = _is_fs_read(e.name, e.has_range)
+                shown = _cap_for(limit, fs_read=fs_read, wide_reads=rules.wide_reads) * BYTES_PER_TOKEN
                 size = min(size, shown)
             total += size
-        return tokens_of_bytes(total)
+        return _tokens_of_bytes(total)
 
     def _need_recipe(self) -> Recipe:
         if self._recipe is None:
@@ -533,7 +533,7 @@ class Window:
         if rules.head:
             head = self._heads.get(c.id)
             if head is None:
-                head = units.head_boundary(
+                head = units._head_boundary(
                     items,
                     overhead=shown.overhead,
                     budget=limits.high_water,
@@ -561,8 +561,8 @@ class Window:
             cut=min(decision.elided) if decision.elided else None,
             shown=capped,
             sizes=units.Sizes(
-                marker_len=lambda item: len(piece(marker_message(item))),
-                run_len=lambda first, last: len(piece(run_message(first, last))),
+                marker_len=lambda item: len(piece(_marker_message(item))),
+                run_len=lambda first, last: len(piece(_run_message(first, last))),
                 unblocked_len=lambda item: len(piece(self._unblocked(item, params))),
             ),
         )
@@ -589,7 +589,7 @@ class Window:
         rules = self._need_rules()
         if decision.elided:
             stale = self._stale
-            marked = replies_between(c, min(decision.elided), self._last_seq + 1)
+            marked = _replies_between(c, min(decision.elided), self._last_seq + 1)
             if marked:
                 stale = stale | frozenset(marked)
             shown = self._shown(c, origin, turn, withheld, self._elided | decision.elided, stale)
@@ -644,9 +644,9 @@ class Window:
             moved=tuple(moved) if moved else None,
         )
 
-    def _unblocked(self, item: Item, params: Params) -> AssistantMessage:
+    def _unblocked(self, item: Item, params: _Params) -> AssistantMessage:
         entry = self._entries[item.seq]
-        return assistant_message(entry, params, with_blocks=False)
+        return _assistant_message(entry, params, with_blocks=False)
 
 
 def _withheld(items: list[Item]) -> list[WithheldImage]:
