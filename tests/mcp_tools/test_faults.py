@@ -23,7 +23,7 @@ from nodwyn.agent.sandbox import Sandbox, unavailable
 from nodwyn.errors import ToolError
 from nodwyn.mcp import Hub, ServerConfig, Started, make_tools
 from nodwyn.mcp.config import server_from_table
-from nodwyn.mcp.launch import UNCONFINED
+from nodwyn.mcp.launch import UNCONFINED, own_folders
 from nodwyn.mcp.results import MAX_RESULT_BYTES, outcome_of
 from nodwyn.mcp.stdio import MAX_MESSAGE
 
@@ -239,3 +239,25 @@ def test_in_a_session_a_broken_server_is_a_notice_its_stderr_is_redacted_and_ser
     assert "adding 1 2" in stderr and "sk-ant-api03-" + "x" * 40 not in stderr
     assert not _alive(pid)
     assert run.results()[0]["text"] == "3"
+
+
+@pytest.mark.needs("bwrap")
+def test_a_server_whose_files_are_under_tmp_starts_in_the_sandbox(tmp_path: Path, workspace: Path) -> None:
+    """The sandbox's /tmp is private: a server installed under /tmp (a clone of a project there, its
+    virtualenv, its node_modules) was hidden from itself and did not start. Its top folder under /tmp
+    is bound again, read-only (ADR 0422)."""
+    home = tmp_path / "srv"
+    home.mkdir()
+    script = home / "raw_server.py"
+    script.write_text(RAW.read_text())
+    top = Path("/tmp", *tmp_path.parts[2:3])
+    assert own_folders((sys.executable, str(script), "ok"), None) == (top,)
+    assert own_folders(("/usr/bin/python3", "relative.py", "/tmp"), None) == ()
+    h = Hub(env=os.environ, sandbox=BOX, workspace=workspace)
+    try:
+        table = {"command": sys.executable, "args": [str(script)]}
+        (started,) = h.start([server_from_table("under", table, Path("t"))])
+        assert started.error is None and [t.name for t in started.tools] == ["poke"]
+        assert h.call("under", "poke", {}, timeout=20).content
+    finally:
+        h.close()

@@ -62,6 +62,7 @@ class Sandbox:
     git_writable: bool = False
     hidden: tuple[Path, ...] = ()
     program: str | None = "/usr/bin/bwrap"
+    readable: tuple[Path, ...] = ()  # folders under /tmp bound read-only again over the private /tmp
 
     @property
     def confined(self) -> bool:
@@ -146,6 +147,8 @@ def bwrap_argv(
     if not sandbox.network:
         out.append("--unshare-net")
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in sandbox.readable:  # before the workspace's bind, which may lie inside one
+        out += ["--ro-bind", str(folder), str(folder)]
     if sandbox.mode == "read-only":  # bound again: a workspace under /tmp is under the private tmpfs
         out += ["--ro-bind", str(ws), str(ws)]
     if sandbox.mode == "workspace-write":

@@ -43,6 +43,21 @@ def server_env(server: ServerConfig, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def own_folders(argv: tuple[str, ...], cwd: Path | None) -> tuple[Path, ...]:
+    """The folders under /tmp that hold a stdio server's program, its file arguments or its folder
+    (each as its top folder under /tmp: a virtualenv or node_modules next to the file is needed
+    too). The sandbox's private /tmp would hide them; they are bound again, read-only (ADR 0422)."""
+    out: list[Path] = []
+    for text in (*argv, *(() if cwd is None else (str(cwd),))):
+        path = Path(os.path.abspath(text)) if os.path.isabs(text) else None
+        if path is None or len(path.parts) < 3 or path.parts[1] != "tmp" or not path.exists():
+            continue
+        top = Path("/tmp", path.parts[2])
+        if top not in out:
+            out.append(top)
+    return tuple(out)
+
+
 def server_sandbox(server: ServerConfig, session: Sandbox) -> Sandbox:
     """The session's sandbox with the entry's ``sandbox`` and ``network`` over it."""
     box = session if server.sandbox is None else replace(session, mode=server.sandbox)
@@ -69,10 +84,8 @@ def stdio_command(
     if server.command is None:
         raise ValueError(f"{server.where}: not a stdio server")
     whole = server_env(server, env)
-    return Launch(
-        argv=(_program(server, whole), *server.args),
-        env=whole,
-        cwd=server.cwd,
-        sandbox=server_sandbox(server, sandbox),
-        workspace=workspace,
-    )
+    argv = (_program(server, whole), *server.args)
+    box = server_sandbox(server, sandbox)
+    if box.confined:
+        box = replace(box, readable=own_folders(argv, server.cwd))
+    return Launch(argv=argv, env=whole, cwd=server.cwd, sandbox=box, workspace=workspace)
