@@ -50,6 +50,19 @@ def _last_result(request: Request) -> ToolMessage:
     return m
 
 
+def test_the_top_folder_is_listed_only_when_the_task_names_no_file_or_folder(tmp_path: Path) -> None:
+    """A task naming ``src/pkg`` was answered with the root's listing the first message showed
+    (the README's question, ADR 0444): the listing is for a task that names nothing."""
+    ws = tmp_path / "ws"
+    (ws / "src" / "pkg").mkdir(parents=True)
+    (ws / "notes.txt").write_text("n\n")
+    tools = builtin_tools()
+    vague = with_named_files("What does this project do?", tools, _ctx(ws), listing=True)
+    assert vague.startswith(f"What does this project do?\n\n{LISTED}\n") and "src/" in vague
+    for named in ("Which packages are in src/pkg? List the folder.", "What is in ./src?", "Read notes.txt."):
+        assert LISTED not in with_named_files(named, tools, _ctx(ws), listing=True), named
+
+
 def test_an_edit_without_its_block_is_a_tool_error_and_the_turn_goes_on(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -60,7 +73,7 @@ def test_an_edit_without_its_block_is_a_tool_error_and_the_turn_goes_on(tmp_path
         Step(
             reply={"calls": [{"name": "fs-write", "arguments": {"path": "greet.py"}}]},
             expect=lambda r: (
-                (f"Make greet.py shout.\n\n{LISTED}\ngreet.py  (12 bytes)\n\n{HEAD}" in _user(r))
+                (f"Make greet.py shout.\n\n{HEAD}" in _user(r) and LISTED not in _user(r))
                 and "--- greet.py\nprint('hi')\n" in _user(r)
             ),
         ),

@@ -123,7 +123,7 @@ class Agent:
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message (refused unrecorded if it cannot fit: ADR 0300), then model requests
         and tool calls until a reply without calls."""
-        text = strategies.with_named(self, text, first=self.last_build is None)
+        text = strategies.with_named(self, text, first=not self.state.asked_with)  # the session's first
         check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)

@@ -5,7 +5,9 @@ was asked to change) or answers from a guess (issue 25's realistic set). People 
 they mean ("add a --shout option to greet.py"), and peers put such files in front of the model
 (aider's files in the chat, Claude Code's @-mentions). ``with_named_files`` does that for the
 first message of a turn, when the session's settings ask for it (in-process models, ADR 0442),
-after, on the first turn a process makes, the workspace's top folder as fs-list lists it:
+after, on a session's first turn (not a resumed one's) and when the task names no file or folder, the
+workspace's top folder as fs-list lists it (a task that names ``src/nodwyn`` was answered with the
+listing of the root instead: ADR 0444):
 each word of the task that is the path of a file in the workspace (at most ``MAX_FILES``) is read
 with the ordinary fs-read tool (so the workspace confinement, nodwyn's protected files, redaction
 and the read cap apply), and its text appended under a header. The result is the user message the
@@ -24,6 +26,7 @@ from nodwyn.values.content import ToolCall
 MAX_FILES = 4
 MAX_CHARS = 6000  # a file longer than this is not shown (the model can read it)
 _PATHLIKE = re.compile(r"[\w./-]*\w\.\w+")
+_WORD = re.compile(r"[\w./-]+")
 HEAD = "The files named above, as they are now:"
 LISTED = "The project's top folder:"
 
@@ -43,18 +46,30 @@ def named_paths(text: str, ctx: ToolContext) -> list[str]:
     return found
 
 
+def names_a_folder(text: str, ctx: ToolContext) -> bool:
+    """Whether a word of ``text`` is the path of a folder in the workspace (``src/nodwyn``, ``tests``)."""
+    for m in _WORD.finditer(text):
+        word = m.group().strip("./")
+        plain = word and not m.group().startswith("/") and ".." not in word.split("/")
+        if plain and (ctx.workspace / word).is_dir():
+            return True
+    return False
+
+
 def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext, *, listing: bool = False) -> str:
     """``text`` followed by the files it names, each as fs-read shows it (none: ``text`` as is);
-    ``listing`` (a session's first turn): first the workspace's top folder as fs-list shows it."""
+    ``listing`` (a session's first turn): first the workspace's top folder as fs-list shows it,
+    unless ``text`` names a file or a folder of it."""
     head = ""
-    if listing and "fs-list" in tools:
+    paths = named_paths(text, ctx)
+    if listing and "fs-list" in tools and not paths and not names_a_folder(text, ctx):
         out = run_call(ToolCall(id="named", name="fs-list", arguments='{"path": ""}'), tools, ctx)
         if not out.error:
             head = f"\n\n{LISTED}\n{out.text}"
     if "fs-read" not in tools:
         return text + head
     shown: list[str] = []
-    for path in named_paths(text, ctx):
+    for path in paths:
         call = ToolCall(id="named", name="fs-read", arguments=json.dumps({"path": path}))
         out = run_call(call, tools, ctx)
         if out.error or len(out.text) > MAX_CHARS:

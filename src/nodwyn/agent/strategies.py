@@ -265,8 +265,9 @@ def outcome_for(
 
 
 def with_named(agent: Turns, text: str, *, first: bool) -> str:
-    """A turn's message with the files it names after it, and on the process's ``first`` turn the
-    top folder, when the session's settings ask for it (in-process models, ADR 0442)."""
+    """A turn's message with the files it names after it, and on the session's ``first`` turn (no
+    request yet: a resume's is not) the top folder, when the session's settings ask for it
+    (in-process models, ADRs 0442, 0444)."""
     if not agent.settings.named_files:
         return text
     return with_named_files(text, agent.settings.tools, agent.tool_context, listing=first)
