@@ -40,7 +40,7 @@ def _config(root: Path, url: str, servers: int, sandbox: str | None = None) -> d
     text += "context_size = 32000\n"
     for i in range(servers):
         text += f"\n[mcp.calc{i}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(CALC))}]\n"
-        text += 'approve = "auto"\n'
+        text += 'approve = "auto"\nstart_timeout = 300\n'  # measured, not cut off, on a busy machine
         if sandbox is not None:
             text += f"sandbox = {json.dumps(sandbox)}\n"
     (root / "config.toml").write_text(text)

@@ -143,8 +143,8 @@ def test_new_sessions_start_on_v21_and_v19_and_v20_sessions_resume_on_their_own_
         # a v20 session (this one, once asked for v20) resumes on v20 when nothing is asked
         opened = open_agent(env=env, workspace=workspace, resume=sid, yes=True)
         opened.close()
-    assert DEFAULT_VERSION == 21
-    assert recipes(events(env, new_sid)) == ["window-v21"]
+    assert DEFAULT_VERSION == 22
+    assert recipes(events(env, new_sid)) == ["window-v22"]
     assert recipes(events(env, sid)) == ["window-v19", "window-v19", "window-v19", "window-v20", "window-v20"]
     # (tests/conftest.py replays every request of both sessions on the recipe each recorded)
 
@@ -152,6 +152,6 @@ def test_new_sessions_start_on_v21_and_v19_and_v20_sessions_resume_on_their_own_
 def test_an_unknown_recipe_is_refused_before_a_session_starts(tmp_path: Path, workspace: Path) -> None:
     env = env_for(tmp_path)
     config(tmp_path / "config.toml", "http://127.0.0.1:9/v1")
-    with pytest.raises(ConfigError, match="recipe 'window-v22' is not one this nodwyn runs"):
-        open_agent(env=env, workspace=workspace, yes=True, recipe_version="window-v22")
+    with pytest.raises(ConfigError, match="recipe 'window-v23' is not one this nodwyn runs"):
+        open_agent(env=env, workspace=workspace, yes=True, recipe_version="window-v23")
     assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.jsonl"))

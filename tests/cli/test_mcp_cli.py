@@ -35,6 +35,7 @@ context_size = 32000
 [mcp.calc]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(str(CALC))}]
+start_timeout = 120
 
 [mcp.gone]
 command = "/nonexistent/server"

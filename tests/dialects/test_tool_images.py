@@ -38,6 +38,7 @@ def _request() -> Request:
 
 def _body(api: str) -> dict[str, Any]:
     wire = dialect_for(entry(api=api, takes_images=True)).encode(_request(), session_key=None, images=IMAGES)
+    assert wire.body is not None
     return wire.body
 
 

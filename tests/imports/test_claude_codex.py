@@ -264,17 +264,17 @@ def test_a_killed_import_leaves_no_session_and_the_next_one_imports_it_whole(
     tmp_path: Path, root: Path
 ) -> None:
     path = jsonl(tmp_path / "rollout-2025-12-28T12-18-30-long.jsonl", long_rollout(1500))
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [str(Path(sys.executable).parent / "nodwyn"), "import", str(path), "--root", str(root)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 120
-    while not any(f.stat().st_size > 0 for f in root.glob(".staging/*/sessions/*/log.jsonl")):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.002)
-    proc.kill()  # SIGKILL mid-write: no handler runs
-    proc.wait()
+    ) as proc:
+        deadline = time.monotonic() + 120
+        while not any(f.stat().st_size > 0 for f in root.glob(".staging/*/sessions/*/log.jsonl")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.002)
+        proc.kill()  # SIGKILL mid-write: no handler runs
+        proc.wait()
     assert Store(root).ids() == []  # nothing half-written among the sessions
     [left] = (root / ".staging").iterdir()
     res = CliRunner().invoke(cli, ["import", str(path), "--root", str(root)])

@@ -42,8 +42,7 @@ def test_second_writer_in_another_process_is_refused_naming_session_and_pid(tmp_
     with store.create() as log:
         log.append_raw("note", {"text": "one"})
         sid = log.id
-    proc = _holder(tmp_path, sid)
-    try:
+    with _holder(tmp_path, sid) as proc:  # its exit closes the holder's stdin (it lets go) and waits
         with pytest.raises(LockedError) as err:
             store.open(sid, write=True)
         message = str(err.value)
@@ -52,10 +51,6 @@ def test_second_writer_in_another_process_is_refused_naming_session_and_pid(tmp_
         assert "\n" not in message
         with store.open(sid) as reader:  # readers take no lock
             assert reader.last_seq == 1
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=10)
     with store.open(sid, write=True) as writer:  # released on close: the next writer gets it
         assert writer.stale_lock_pid is None
         assert writer.append_raw("note", {"text": "two"}).seq == 2
@@ -75,11 +70,11 @@ def test_lock_of_a_killed_writer_is_taken_over_and_named(tmp_path: Path) -> None
     store = Store(tmp_path)
     with store.create() as log:
         sid = log.id
-    proc = _holder(tmp_path, sid)
-    with pytest.raises(LockedError, match=str(proc.pid)):
-        store.open(sid, write=True)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    with _holder(tmp_path, sid) as proc:
+        with pytest.raises(LockedError, match=str(proc.pid)):
+            store.open(sid, write=True)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
     assert (store.sessions / sid / "lock").read_text().strip() == str(proc.pid)  # left behind
     with store.open(sid, write=True) as writer:
         assert writer.stale_lock_pid == proc.pid

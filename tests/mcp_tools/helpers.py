@@ -19,13 +19,14 @@ from nodwyn.testing import ScriptedBackend, isolated_env
 from nodwyn.values.events import TOOL_RESULT, Event
 
 CALC = Path(__file__).with_name("calc_server.py")
+SLOW_START = 120  # seconds a test server may take to start: importing the SDK took 38 s on a busy CI machine
 
 
 def calc(name: str = "calc", *flags: str, **keys: Any) -> str:
     """A ``[mcp.NAME]`` table that starts the calc server with ``flags``."""
     args = [str(CALC), *flags]
     lines = [f"[mcp.{name}]", f"command = {json.dumps(sys.executable)}", f"args = {json.dumps(args)}"]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in keys.items()]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in {"start_timeout": SLOW_START, **keys}.items()]
     return "\n".join(lines) + "\n"
 
 

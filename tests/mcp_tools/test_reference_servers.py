@@ -30,7 +30,8 @@ pytestmark = [
 
 def _entry(name: str, command: Path, *args: str, approve: str = '"auto"') -> str:
     quoted = ", ".join(f'"{a}"' for a in args)
-    return f'[mcp.{name}]\ncommand = "{command}"\nargs = [{quoted}]\napprove = {approve}\n'
+    head = f'[mcp.{name}]\ncommand = "{command}"\nargs = [{quoted}]\n'
+    return head + f"approve = {approve}\nstart_timeout = 120\n"
 
 
 def test_server_everything_content_progress_and_list_changed_in_a_session(

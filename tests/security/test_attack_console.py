@@ -27,30 +27,30 @@ NODWYN = str(Path(sys.executable).parent / "nodwyn")
 def _console(tmp_path: Path, *args: str) -> Iterator[str]:
     """``nodwyn console ARGS --port 0``; yields the port it printed, stops it after."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "NODWYN_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [NODWYN, "console", "--port", "0", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("nodwyn console on http://"), (line, proc.stderr and proc.stderr.read())
-        port = line.split("]:" if "[" in line else ":", 2)[-1].split("/", 1)[0]
-        deadline = time.monotonic() + 10
-        while True:  # the URL is printed before uvicorn starts serving the bound socket
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/api/sessions", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the console did not answer"
-                time.sleep(0.05)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert line.startswith("nodwyn console on http://"), (line, proc.stderr and proc.stderr.read())
+            port = line.split("]:" if "[" in line else ":", 2)[-1].split("/", 1)[0]
+            deadline = time.monotonic() + 10
+            while True:  # the URL is printed before uvicorn starts serving the bound socket
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/api/sessions", timeout=1)
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline, "the console did not answer"
+                    time.sleep(0.05)
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 def _status(port: str, host: str) -> int:

@@ -107,26 +107,26 @@ def test_query_cannot_find_a_held_value(home: tuple[dict[str, str], str], value:
 
 @contextmanager
 def _console(env: dict[str, str]) -> Iterator[str]:
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [NODWYN, "console", "--port", "0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("nodwyn console on http://"), line
-        base = line.split(" on ", 1)[1].split(" ", 1)[0].rstrip("/")
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                httpx.get(f"{base}/api/sessions", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert line.startswith("nodwyn console on http://"), line
+            base = line.split(" on ", 1)[1].split(" ", 1)[0].rstrip("/")
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    httpx.get(f"{base}/api/sessions", timeout=1)
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+            yield base
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 def test_console_routes_redact(home: tuple[dict[str, str], str]) -> None:

@@ -212,27 +212,27 @@ def _session_with_a_backgrounded_child(
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person_env(tmp_path, fake.url, f'sandbox = "{box.mode}"')
         ws = tmp_path / "ws"
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             [NODWYN, "run", "--yes", "--dangerously-no-sandbox", "start a server"],
             env=env,
             cwd=ws,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-        )
-        try:
-            end = time.monotonic() + 60
-            while not (ws / "started").exists() and time.monotonic() < end:
-                time.sleep(0.05)
-            time.sleep(0.2)
-            assert running(marker), "the command did not start"
-            if sig is not None:
-                proc.send_signal(sig)
-            proc.wait(30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        ) as proc:
+            try:
+                end = time.monotonic() + 60
+                while not (ws / "started").exists() and time.monotonic() < end:
+                    time.sleep(0.05)
+                time.sleep(0.2)
+                assert running(marker), "the command did not start"
+                if sig is not None:
+                    proc.send_signal(sig)
+                proc.wait(30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
     return wait_gone(marker)
 
 
@@ -260,7 +260,7 @@ def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -
     with FakeServer(api="openai-chat", script=script) as fake:
         env = person_env(tmp_path, fake.url)
         ws = tmp_path / "ws"
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             [NODWYN, "chat", "--yes"],
             env=env,
             cwd=ws,
@@ -268,24 +268,24 @@ def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write("start a server\n")
-            proc.stdin.flush()
-            end = time.monotonic() + 60
-            while not (ws / "started").exists() and time.monotonic() < end:
-                time.sleep(0.05)
-            time.sleep(0.2)
-            assert running("300.50"), "the command did not start"
-            proc.send_signal(signal.SIGINT)
-            assert wait_gone("300.50") == [], "the command outlived Ctrl-C"
-            assert proc.poll() is None  # the chat is still there
-            out, err = proc.communicate("what now?\n/quit\n", timeout=90)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        ) as proc:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write("start a server\n")
+                proc.stdin.flush()
+                end = time.monotonic() + 60
+                while not (ws / "started").exists() and time.monotonic() < end:
+                    time.sleep(0.05)
+                time.sleep(0.2)
+                assert running("300.50"), "the command did not start"
+                proc.send_signal(signal.SIGINT)
+                assert wait_gone("300.50") == [], "the command outlived Ctrl-C"
+                assert proc.poll() is None  # the chat is still there
+                out, err = proc.communicate("what now?\n/quit\n", timeout=90)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
     assert "interrupted" in err and "next answer" in out
 
 

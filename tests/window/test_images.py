@@ -88,7 +88,13 @@ def test_before_v12_images_are_not_in_the_window() -> None:
 
 # -- a tool result's images (an MCP tool's, on its tool.result) -----------------------------------
 
-SHOT = {"digest": "sha256:" + "ef" * 32, "media_type": "image/png", "width": 512, "height": 512}
+SHOT_DIGEST = "sha256:" + "ef" * 32
+SHOT: dict[str, Any] = {
+    "digest": SHOT_DIGEST,
+    "media_type": "image/png",
+    "width": 512,
+    "height": 512,
+}
 
 
 def _shot_batch(sim: Sim) -> tuple[int, int]:
@@ -111,7 +117,7 @@ def test_a_results_image_is_in_its_tool_message_counted_by_the_tile_rule_and_rep
     _shot_batch(sim)
     b = sim.request()
     shot, other = b.request.messages[-2:]
-    part = ImagePart(digest=SHOT["digest"], media_type="image/png", width=512, height=512)
+    part = ImagePart(digest=SHOT_DIGEST, media_type="image/png", width=512, height=512)
     assert shot == ToolMessage(call_id="c1", name="mcp__x__shot", text="a shot", images=(part,))
     assert isinstance(other, ToolMessage) and other.images == ()  # results still follow their calls
     assert b"ef" * 32 in b.canonical
@@ -125,11 +131,11 @@ def test_a_results_withheld_image_is_a_line_in_its_text_and_recorded() -> None:
     sim.user("shoot")
     _shot_batch(sim)
     reason = "model m takes no images"
-    b = sim.request(withheld={SHOT["digest"]: reason})
+    b = sim.request(withheld={SHOT_DIGEST: reason})
     shot = b.request.messages[-2]
     assert isinstance(shot, ToolMessage) and shot.images == ()
     assert shot.text == f"a shot\n[image sha256:efefefefefef ({'image/png'}, 512x512) was not sent: {reason}]"
-    assert b.record.withheld_images == (WithheldImage(digest=SHOT["digest"], reason=reason),)
+    assert b.record.withheld_images == (WithheldImage(digest=SHOT_DIGEST, reason=reason),)
     assert sim.replayed(sim.built[-1].seq).digest == b.digest
 
 

@@ -273,3 +273,12 @@ def test_v20_sessions_keep_every_property(sim: Sim) -> None:
 def test_v21_sessions_keep_every_property(sim: Sim) -> None:
     for check in V20_CHECKS:
         check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis
+
+
+# window-v22 (ADR 0460): every v20 property, on sessions that start on v22 (the default: capped growth,
+# the wide cap and its constants).
+@PROPS
+@given(sessions(versions=(22,)))
+def test_v22_sessions_keep_every_property(sim: Sim) -> None:
+    for check in V20_CHECKS:
+        check.hypothesis.inner_test(sim)  # type: ignore[attr-defined]  # hypothesis' stubs lack a @given test's .hypothesis

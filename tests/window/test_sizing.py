@@ -80,3 +80,22 @@ def test_v21_scales_a_fixed_windows_cap_with_its_budget() -> None:
         ).max_result_tokens
         == 2_000
     )
+
+
+def test_v22_widens_a_windows_cap_to_an_eighth_of_its_budget() -> None:
+    """ADR 0460: from v22 the cap is at least high water / 8 up to 5,120 (4,096 at 32Ki, 5,120 at
+    64Ki), 3,072 still at 16Ki; a set cap is kept; v21's rule is unchanged beside it."""
+    reply = 4096
+    for budget, cap in ((16 * 1024, 3_072), (32 * 1024, 4_096), (64 * 1024, 5_120), (256 * 1024, 5_120)):
+        fixed = ConfiguredLimits(high_water=budget, low_water=budget // 2)
+        assert size_limits(budget + reply, reply, fixed, wide_cap=True).max_result_tokens == cap
+        assert (
+            size_limits(budget + reply, reply, fixed, scaled_cap=True, wide_cap=True).max_result_tokens == cap
+        )
+    assert (
+        size_limits(36_864, 4_096, ConfiguredLimits(high_water=32_768), scaled_cap=True).max_result_tokens
+        == 3_072
+    )
+    assert size_limits(1_048_576, 8_192, wide_cap=True).max_result_tokens == 16_128  # a 48th is more
+    kept = ConfiguredLimits(max_result_tokens=2_000)
+    assert size_limits(1_048_576, 8_192, kept, wide_cap=True).max_result_tokens == 2_000

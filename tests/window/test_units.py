@@ -228,3 +228,67 @@ def test_v21_deepens_a_trim_with_the_square_root_of_a_scaled_cap() -> None:
     assert units.cap_tuning(V21_TUNING, 4_681).growth == pytest.approx(0.020 * sqrt(4_681 / 3_072))
     assert units.cap_tuning(V21_TUNING, 16_384).growth == pytest.approx(0.020 * sqrt(5_120 / 3_072))
     assert units.cap_tuning(V21_TUNING, 4_681).head == V21_TUNING.head
+
+
+def test_v22_growth_counts_results_as_their_cap_shows_them() -> None:
+    """ADR 0460 (``shown_growth``): g = the conversation with each result as capped / requests, so a
+    run whose results the cap cuts trims less deep than the same run measured uncut."""
+    assert growth_target(
+        V20, budget=3000, conversation=9000, requests=30, before=500, shown=4000
+    ) == 3000 - int(V20.growth * isqrt(9000 * 4000 * 2500 // 30))
+    capped = WindowLimits(  # a cap above 3,072: the wide rules
+        high_water=24_000, low_water=12_000, max_result_tokens=3_100, output_reserve=50, ceiling=28_000
+    )
+    flags = policy_for(22).flags
+    targets = {}
+    for name, window in (("v22", None), ("uncut", Window(flags=flags - {Flag.SHOWN_GROWTH}))):
+        sim = Sim(window=window) if window is not None else Sim()
+        sim.start(recipe(22, limits=capped))
+        sim.user("fix the parser")
+        for i in range(0, 80, 20):  # every 20th result 15 KB, cut to 9,300 bytes by the cap
+            grow(sim, 1, size=15_000, start=i)
+            grow(sim, 19, start=i + 1)
+        b = sim.built[first_trim(sim)]
+        targets[name] = b.build.record.target
+        if window is None:  # the default rules replay from the log alone
+            again = build_window(sim.before(b.seq), origin=b.origin)
+            assert again.digest == b.build.digest and again.record == b.build.record
+    assert targets["v22"] is not None and targets["uncut"] is not None
+    assert targets["v22"] > targets["uncut"]
+
+
+def test_v22_trims_with_its_wide_constants_above_a_3072_cap() -> None:
+    """ADR 0460: a window whose cap is wider than 3,072 (32Ki up) trims with the position's wide
+    constants; at 3,072 (16Ki) with v21's; v21 has no wide set."""
+    from nodwyn.values.recipe import TRIM_DEPTHS, V21_TUNING, V22_TUNING, WIDE_TRIM_DEPTHS, rules_for
+
+    v22, v21 = rules_for(22), rules_for(21)
+    assert v22.tuning_for(3_072) == V21_TUNING and v22.tuning_for(4_096) == V22_TUNING
+    assert v21.tuning_for(4_096) == V21_TUNING and v21.wide_tuning is None
+    assert V22_TUNING.head < V21_TUNING.head and V22_TUNING.growth < V21_TUNING.growth
+    for depth in TRIM_DEPTHS:
+        r = rules_for(22, (), depth)
+        assert r.tuning == TRIM_DEPTHS[depth] and r.wide_tuning == WIDE_TRIM_DEPTHS[depth]
+    wide = WindowLimits(
+        high_water=3000, low_water=1500, max_result_tokens=3_100, output_reserve=50, ceiling=3600
+    )
+    heads = {}
+    for version in (21, 22):
+        sim = started(version, limits=wide)
+        sim.user("fix the parser")
+        grow(sim, 20, size=300)
+        heads[version] = sim.built[first_trim(sim)].build.record.head
+    assert heads[21] is not None and heads[22] is not None
+    assert heads[22] <= heads[21]  # a smaller head
+
+
+def test_v22_with_a_cap_of_3072_or_less_builds_what_v21_builds() -> None:
+    """ADR 0460: at a narrow cap (a 16Ki window) v22's rules are v21's, request for request."""
+    digests = {}
+    for version in (21, 22):
+        sim = started(version, limits=LIM)
+        sim.user("fix the parser")
+        grow(sim, 30)
+        assert any(b.build.record.trim for b in sim.built)
+        digests[version] = [(b.build.digest, b.build.record.elided, b.build.record.target) for b in sim.built]
+    assert digests[21] == digests[22]

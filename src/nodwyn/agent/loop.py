@@ -17,7 +17,6 @@ from nodwyn.agent import ends, reply, strategies
 from nodwyn.agent.attach import image_ref, model_host, tool_images, withheld
 from nodwyn.agent.dispatch import recall_text, result_payload, tool_context
 from nodwyn.agent.fits import check_task
-from nodwyn.agent.named import with_named_files
 from nodwyn.agent.ports import Display, Quiet
 from nodwyn.agent.settings import AgentSettings, TurnResult, cache_ask
 from nodwyn.agent.state import rebuild
@@ -125,9 +124,7 @@ class Agent:
     def user_turn(self, text: str, images: Sequence[Path] = (), *, plan_first: bool = False) -> TurnResult:
         """The person's message (refused unrecorded if it cannot fit: ADR 0300), then model requests
         and tool calls until a reply without calls."""
-        if self.settings.named_files:
-            first = self.last_build is None  # this process's first turn: the folder is listed too
-            text = with_named_files(text, self.settings.tools, self.tool_context, listing=first)
+        text = strategies.with_named(self, text, first=self.last_build is None)
         check_task(self.settings.recipe, self.model, text)
         strategies.compact_if_due(self)
         strategies.hygiene(self)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from nodwyn.agent import ends
+from nodwyn.agent.named import with_named_files
 from nodwyn.agent.ports import Turns
 from nodwyn.agent.state import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool, run_call
@@ -261,6 +262,14 @@ def outcome_for(
     if call.name == SUB_AGENT and SUB_AGENT in tools and (offered is None or SUB_AGENT in offered):
         return sub_agent(agent, ctx, call)
     return run_call(call, tools, agent.tool_context, offered)
+
+
+def with_named(agent: Turns, text: str, *, first: bool) -> str:
+    """A turn's message with the files it names after it, and on the process's ``first`` turn the
+    top folder, when the session's settings ask for it (in-process models, ADR 0442)."""
+    if not agent.settings.named_files:
+        return text
+    return with_named_files(text, agent.settings.tools, agent.tool_context, listing=first)
 
 
 def arrived_notes(agent: Turns, ctx: str) -> None:

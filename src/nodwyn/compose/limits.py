@@ -28,9 +28,15 @@ def default_reserve(context_size: int) -> int:
 
 
 def session_limits(
-    window: WindowConfig, model: ModelSettings, path: Path | None = None, *, scaled_cap: bool = False
+    window: WindowConfig,
+    model: ModelSettings,
+    path: Path | None = None,
+    *,
+    scaled_cap: bool = False,
+    wide_cap: bool = False,
 ) -> WindowLimits:
-    """``scaled_cap``: the recipe's rule of that name (window-v21, ADR 0390)."""
+    """``scaled_cap``, ``wide_cap``: the recipe's rules of those names (window-v21 and v22, ADRs
+    0390 and 0460)."""
     ctx = model.context_size
     where = f"{path} [window]" if path else "[window]"
     if ctx < MIN_CONTEXT:  # before any advice is worked out from it (none could be positive)
@@ -63,6 +69,7 @@ def session_limits(
         reserve,
         ConfiguredLimits(high_water=high, low_water=low, max_result_tokens=cap),
         scaled_cap=scaled_cap,
+        wide_cap=wide_cap,
     )
 
 

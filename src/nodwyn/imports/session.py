@@ -36,7 +36,12 @@ from nodwyn.record.recorder import start_session
 from nodwyn.values.codec import message_from_json, message_to_json
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
+    IMPORT_VIEW,
+    LLM_RESP,
+    LLM_SEEN,
     SESSION_START,
+    TOOL_RESULT,
+    USER_MSG,
     CtxClose,
     CtxOpen,
     CtxWiden,
@@ -64,6 +69,8 @@ from nodwyn.values.request import Request, Response, Usage
 
 # What an imported session's recipe sizes nothing with: nodwyn builds none of its requests.
 NO_LIMITS = WindowLimits(high_water=0, low_water=0, max_result_tokens=0, output_reserve=0, ceiling=0)
+# The kinds ``read`` takes: the conversation, and the requests and views the other agent sent.
+_READ = frozenset({USER_MSG, LLM_RESP, TOOL_RESULT, LLM_SEEN, IMPORT_VIEW})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -264,6 +271,8 @@ def read(events: Iterable[Event]) -> Imported:
             assert isinstance(p, SessionStart)
             start = p
             continue
+        if ev.kind not in _READ:
+            continue  # not decoded: a damaged event of another kind is no business of the import's
         p = decode(ev)
         match p:
             case UserMsg():
@@ -299,7 +308,7 @@ def read(events: Iterable[Event]) -> Imported:
                 | ModelSwitch()
                 | LogRepaired()
             ):
-                pass  # not the other agent's conversation (a resumed session's own events)
+                pass  # not in _READ: not the other agent's conversation
             case _:
                 assert_never(p)
     if start is None or source is None:

@@ -164,7 +164,7 @@ class Connection:
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"{where}: cannot run {s.command!r} ({exc.strerror}); fix command in {s.where}"
         if isinstance(exc, SandboxError):
-            return f"{where}: {exc}; or set sandbox = \"off\" in {s.where} to run it unconfined"
+            return f'{where}: {exc}; or set sandbox = "off" in {s.where} to run it unconfined'
         if isinstance(exc, BaseExceptionGroup):
             inner = exc.exceptions[0] if exc.exceptions else exc
             return self._why(inner, seconds)

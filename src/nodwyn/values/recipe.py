@@ -39,6 +39,8 @@ class Flag(StrEnum):
     HEAD = "head"  # v20: the first units after the task are kept (a head)
     TUNED = "tuned"  # v21: the v21 constants (a smaller head), set by the recipe's trim-depth dial
     SCALED_CAP = "scaled_cap"  # v21: a fixed window's result cap grows with its budget (sizing)
+    WIDE_CAP = "wide_cap"  # v22: the cap grows faster (high water / 8), with its own trim constants
+    SHOWN_GROWTH = "shown_growth"  # v22: the growth rule's g counts results as the cap shows them
     # Flags of their own, named by a recipe beside its version (``Recipe.extra_flags``, ADR 0113):
     KEPT_HEADERS = "kept_headers"  # a message keeps the task/plan header it was first shown under
     SUPERSEDED = "superseded"  # a newer overlapping summary hides an older one even once dropped (ADR 0300)
@@ -61,13 +63,15 @@ _INTRODUCED: dict[int, tuple[Flag, ...]] = {
     19: (Flag.WIDE_READS,),
     20: (Flag.UNITS, Flag.GROWTH, Flag.HEAD),
     21: (Flag.TUNED, Flag.SCALED_CAP),
+    22: (Flag.WIDE_CAP, Flag.SHOWN_GROWTH),
 }
 
 KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
 LATEST_VERSION = max(KNOWN_VERSIONS)
-# The version a new session starts on: v21, which met the bar set for it on the workload benchmark
-# (docs/bench-workloads.md, ADRs 0150, 0390); a resumed session keeps its own unless asked (ADR 0151).
-DEFAULT_VERSION = 21
+# The version a new session starts on: v22, which met the bar set for it on the workload benchmark
+# (docs/bench-workloads.md, ADRs 0150, 0390, 0460); a resumed session keeps its own unless asked
+# (ADR 0151).
+DEFAULT_VERSION = 22
 CURRENT_VERSION = DEFAULT_VERSION  # the former name of DEFAULT_VERSION
 # The lowest version a resume records unless asked otherwise: a session recorded before v16 resumes
 # on v16 (the seed's amendment of 2026-10-04, "trimming preserves tool-call pairs"), so its next
@@ -158,6 +162,19 @@ TRIM_DEPTHS: dict[str, Tuning] = {
 }
 V21_TUNING = TRIM_DEPTHS[DEFAULT_TRIM_DEPTH]
 
+# window-v22 (``wide_cap``, ADR 0460): a window whose result cap is wider than ``NARROW_CAP`` (from
+# 32Ki up) trims with these constants instead; at 3,072 and below (16Ki) a position keeps its
+# TRIM_DEPTHS constants. The balanced position's: a smaller head (0.27) and a shallower growth
+# constant (times the cap's factor, ``units.cap_tuning``: 0.0209 at 32Ki, 0.0234 at 64Ki). Part of
+# the recipe, like TRIM_DEPTHS.
+NARROW_CAP = 3 * 1024
+WIDE_TRIM_DEPTHS: dict[str, Tuning] = {
+    "keep-more": TRIM_DEPTHS["keep-more"],
+    "balanced": Tuning(growth=0.01814, floor=0.4, ceiling=0.8, head=0.27, reserve=8192),
+    "pay-less": TRIM_DEPTHS["pay-less"],
+}
+V22_TUNING = WIDE_TRIM_DEPTHS[DEFAULT_TRIM_DEPTH]
+
 
 def trim_depth_tuning(name: str | None) -> Tuning:
     """The v21 constants of a dial position (None: the default); anything else is refused."""
@@ -196,12 +213,21 @@ class Rules:
     head: bool = False  # v20: the first units after the task are kept
     tuned: bool = False  # v21: the constants of the recipe's trim-depth dial position
     scaled_cap: bool = False  # v21: a fixed window's result cap grows with its budget
+    wide_cap: bool = False  # v22: the cap is at least high water / 8, with its own trim constants
+    shown_growth: bool = False  # v22: the growth rule's g counts results as the cap shows them (wide)
     kept_headers: bool = False  # a message keeps the header it was first shown under
     superseded: bool = False  # a summary a newer overlapping one superseded stays hidden (ADR 0300)
     tuning: Tuning = V20_TUNING  # the constants of units, growth and head
+    wide_tuning: Tuning | None = None  # v22: the constants for a cap wider than NARROW_CAP
 
     @classmethod
-    def of(cls, version: int, flags: Iterable[Flag], tuning: Tuning = V20_TUNING) -> Rules:
+    def of(
+        cls,
+        version: int,
+        flags: Iterable[Flag],
+        tuning: Tuning = V20_TUNING,
+        wide_tuning: Tuning | None = None,
+    ) -> Rules:
         """The rules of exactly these flags (a version's, or a measurement's own set)."""
         on = frozenset(flags)
         return cls(
@@ -224,10 +250,23 @@ class Rules:
             head=Flag.HEAD in on,
             tuned=Flag.TUNED in on,
             scaled_cap=Flag.SCALED_CAP in on,
+            wide_cap=Flag.WIDE_CAP in on,
+            shown_growth=Flag.SHOWN_GROWTH in on,
             kept_headers=Flag.KEPT_HEADERS in on,
             superseded=Flag.SUPERSEDED in on,
             tuning=tuning,
+            wide_tuning=wide_tuning,
         )
+
+    def wide_at(self, cap: int) -> bool:
+        """Whether a window whose result cap is ``cap`` trims by v22's wide rules (its wide
+        constants, results counted as capped in the growth rule): a cap above NARROW_CAP."""
+        return self.wide_tuning is not None and cap > NARROW_CAP
+
+    def tuning_for(self, cap: int) -> Tuning:
+        """The trim constants of a window whose result cap is ``cap`` (v22: its wide set above
+        NARROW_CAP), before a scaled cap deepens the growth constant (``units.cap_tuning``)."""
+        return self.wide_tuning if self.wide_tuning is not None and self.wide_at(cap) else self.tuning
 
     @property
     def flags(self) -> frozenset[Flag]:
@@ -249,10 +288,13 @@ def rules_for(version: int, extra_flags: tuple[Flag, ...] = (), trim_depth: str 
         if trim_depth is not None:
             raise UnknownRecipeError(
                 f"window-v{version} has no trim-depth dial (trim_depth {trim_depth!r}); "
-                "the dial is window-v21's: drop trim_depth or record window-v21"
+                "the dial is window-v21's and later: drop trim_depth or record window-v21 or later"
             )
         return Rules.of(version, flags)
-    return Rules.of(version, flags, trim_depth_tuning(trim_depth))
+    tuning = trim_depth_tuning(trim_depth)
+    if Flag.WIDE_CAP not in flags:
+        return Rules.of(version, flags, tuning)
+    return Rules.of(version, flags, tuning, WIDE_TRIM_DEPTHS[trim_depth or DEFAULT_TRIM_DEPTH])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,7 +323,8 @@ class Recipe:
     # they were recorded. Not read by the window: no request depends on it (ADR 0180).
     prices: tuple[tuple[str, Prices], ...] | None = None
     weights: str | None = None  # an in-process model's weights ("sha256:…"); None for a server's
-    # window-v21's trim-depth dial position (``TRIM_DEPTHS``); None: the default one (ADR 0390)
+    # the trim-depth dial position of window-v21 and later (``TRIM_DEPTHS``); None: the default one
+    # (ADRs 0390, 0460)
     trim_depth: str | None = None
 
     @property

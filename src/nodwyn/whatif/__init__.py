@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from nodwyn.values.model import Prices
-from nodwyn.values.recipe import DEFAULT_TRIM_DEPTH, TRIM_DEPTHS
+from nodwyn.values.recipe import DEFAULT_TRIM_DEPTH, DEFAULT_VERSION, TRIM_DEPTHS
 from nodwyn.whatif import compaction, condenser, engine, masking, prune, recorded, sliding
 from nodwyn.whatif.measure import Figures, Measured, figures
 from nodwyn.whatif.prepared import Conversation, Prepared, prepare
@@ -28,8 +28,8 @@ def _nodwyn(p: Prepared, budget: int) -> list[Measured]:
 
 
 def _dial(position: str) -> Replay:
-    """nodwyn's window at one position of window-v21's trim-depth dial (ADR 0390)."""
-    sizing = engine.Sizing(version=21, trim_depth=position)
+    """nodwyn's window at one position of the default recipe's trim-depth dial (ADRs 0390, 0460)."""
+    sizing = engine.Sizing(version=DEFAULT_VERSION, trim_depth=position)
     return lambda p, budget: engine.replay(p, budget, sizing).requests
 
 
@@ -42,7 +42,7 @@ POLICIES: dict[str, tuple[Replay, str]] = {
     "nodwyn": (_nodwyn, "nodwyn's window (the default recipe)"),
     # the other positions of the default recipe's trim-depth dial, "keep more" to "pay less"
     **{
-        f"nodwyn:{d}": (_dial(d), f"nodwyn's window, trim depth {d!r} (window-v21's dial)")
+        f"nodwyn:{d}": (_dial(d), f"nodwyn's window, trim depth {d!r} (window-v{DEFAULT_VERSION}'s dial)")
         for d in TRIM_DEPTHS
         if d != DEFAULT_TRIM_DEPTH
     },

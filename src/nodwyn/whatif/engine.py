@@ -94,8 +94,14 @@ class Sizing:
         configured = ConfiguredLimits(
             high_water=budget, low_water=low, max_result_tokens=self.max_result_tokens
         )
-        scaled = rules_for(self.version).scaled_cap  # the version's sizing rule
-        return size_limits(budget + self.output_reserve, self.output_reserve, configured, scaled_cap=scaled)
+        rules = rules_for(self.version)  # the version's sizing rules
+        return size_limits(
+            budget + self.output_reserve,
+            self.output_reserve,
+            configured,
+            scaled_cap=rules.scaled_cap,
+            wide_cap=rules.wide_cap,
+        )
 
     def recipe(self, p: Prepared, budget: int) -> Recipe:
         first = p.replies[0] if p.replies else len(p.messages)

@@ -43,9 +43,10 @@ from nodwyn.values.events import (
 from nodwyn.values.recipe import Flag, Recipe, Rules, Tuning
 from nodwyn.values.request import Request, ToolSpec
 from nodwyn.window import encode, units
+from nodwyn.window.caps import cap_for, is_fs_read
 from nodwyn.window.contexts import Context, Contexts, replies_between
 from nodwyn.window.entries import Entry, entry_of, payload_of
-from nodwyn.window.estimate import estimate, tokens_of_bytes
+from nodwyn.window.estimate import BYTES_PER_TOKEN, estimate, tokens_of_bytes
 from nodwyn.window.headers import with_header
 from nodwyn.window.moved import Snapshot
 from nodwyn.window.moved import moved as moved_from
@@ -222,12 +223,16 @@ class Window:
             return recipe.rules
         own = recipe.rules
         flags = own.flags if self._flags is None else self._flags | frozenset(recipe.extra_flags)
-        return Rules.of(recipe.version, flags, self._tuning or own.tuning)
+        if self._tuning is not None:  # one set of constants at every cap
+            return Rules.of(recipe.version, flags, self._tuning)
+        return Rules.of(recipe.version, flags, own.tuning, own.wide_tuning)
 
     @staticmethod
     def _growth_tuning(rules: Rules, cap: int) -> Tuning:
-        """The constants a growth trim uses: the recipe's, deepened for a scaled cap (v21)."""
-        return units.cap_tuning(rules.tuning, cap) if rules.scaled_cap else rules.tuning
+        """The constants a growth trim uses: the recipe's (v22: its wide set for a cap above
+        3,072), deepened for a scaled cap (v21)."""
+        t = rules.tuning_for(cap)
+        return units.cap_tuning(t, cap) if rules.scaled_cap or rules.wide_cap else t
 
     def _open(self, event: Event) -> None:
         self._contexts.open(event.seq, event.ctx, payload_of(event, CtxOpen))
@@ -450,6 +455,23 @@ class Window:
             replies += e.kind == "assistant"
         return tokens_of_bytes(total), replies + 1
 
+    def _capped_conversation(self, c: Context) -> int:
+        """v22 (``shown_growth``): the view's conversation in tokens with each result as its cap
+        shows it (the recipe's cap; twice it for an fs-read under v19's wide reads)."""
+        recipe, rules = self._need_recipe(), self._need_rules()
+        sizes, limit = self._sizes, recipe.limits.max_result_tokens
+        total = 0
+        for e in c.entries:
+            size = sizes.get(e.seq)
+            if size is None:
+                size = sizes[e.seq] = units.content_bytes(e)
+            if e.kind == "result":
+                fs_read = is_fs_read(e.name, e.has_range)
+                shown = cap_for(limit, fs_read=fs_read, wide_reads=rules.wide_reads) * BYTES_PER_TOKEN
+                size = min(size, shown)
+            total += size
+        return tokens_of_bytes(total)
+
     def _need_recipe(self) -> Recipe:
         if self._recipe is None:
             raise CorruptLogError(
@@ -512,11 +534,16 @@ class Window:
             head = self._heads.get(c.id)
             if head is None:
                 head = units.head_boundary(
-                    items, overhead=shown.overhead, budget=limits.high_water, t=rules.tuning
+                    items,
+                    overhead=shown.overhead,
+                    budget=limits.high_water,
+                    t=rules.tuning_for(limits.max_result_tokens),
                 )
             # while every unit fits in the head, it keeps them all (and is not fixed yet)
             keep = head if head is not None else self._last_seq + 1
         conversation, requests = self._conversation(c) if rules.growth else (0, 0)
+        wide = rules.shown_growth and rules.wide_at(limits.max_result_tokens)
+        capped = self._capped_conversation(c) if rules.growth and wide else None
         params = shown.cache.params
         chosen = units.choose(
             items,
@@ -532,6 +559,7 @@ class Window:
             keep_before=keep,
             pairs=rules.pairs,
             cut=min(decision.elided) if decision.elided else None,
+            shown=capped,
             sizes=units.Sizes(
                 marker_len=lambda item: len(piece(marker_message(item))),
                 run_len=lambda first, last: len(piece(run_message(first, last))),

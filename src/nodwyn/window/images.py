@@ -86,21 +86,13 @@ class ResultImages:
 
 
 def result_images(images: tuple[Image, ...], withheld: Mapping[str, str]) -> ResultImages:
-    parts: list[ImagePart] = []
-    lines: list[str] = []
-    held: list[tuple[str, str]] = []
-    tokens = 0
-    for image in images:
-        reason = withheld.get(image.digest)
-        if reason is not None:
-            shape = f"{image.media_type}, {image.width}x{image.height}"
-            lines.append(f"[image {image.name} ({shape}) was not sent: {reason}]")
-            held.append((image.digest, reason))
-            continue
-        parts.append(
-            ImagePart(
-                digest=image.digest, media_type=image.media_type, width=image.width, height=image.height
-            )
-        )
-        tokens += image.tokens
-    return ResultImages(parts=tuple(parts), lines=tuple(lines), tokens=tokens, withheld=tuple(held))
+    """A tool result's images as ``image_message`` sends them, without its framing lines (the
+    tool message frames them); a withheld one is a line for the result's text."""
+    r = image_message(images, withheld)
+    named = {image.digest: image for image in images}
+    lines = tuple(
+        f"[image {named[d].name} ({named[d].media_type}, {named[d].width}x{named[d].height}) "
+        f"was not sent: {reason}]"
+        for d, reason in r.withheld
+    )
+    return ResultImages(parts=r.parts, lines=lines, tokens=r.tokens, withheld=r.withheld)

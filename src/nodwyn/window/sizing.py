@@ -13,6 +13,8 @@ and never calls it. Rules:
   keeps 3,072;
 * from window-v21 (``scaled_cap``, ADR 0390) the cap is at least a 14th of high water up to 5,120
   tokens (4,681 at a 64Ki window; 3,072 still at 16Ki and 32Ki), for a window of configured size too;
+* from window-v22 (``wide_cap``, ADR 0460) at least an 8th of high water up to 5,120 instead (4,096
+  at a 32Ki window, 5,120 at 64Ki, 3,072 still at 16Ki);
 * the ceiling a headroom request may reach is the context less the reply cap.
 """
 
@@ -30,6 +32,7 @@ MAX_RESULT_CAP = 16 * 1024
 RESULT_CAP_DIVISOR = 48
 SCALED_CAP_DIVISOR = 14  # v21: the cap is at least high water / 14 ...
 SCALED_CAP_MAX = 5 * 1024  # ... up to this (ADR 0390)
+WIDE_CAP_DIVISOR = 8  # v22: at least high water / 8, up to SCALED_CAP_MAX (ADR 0460)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,9 +56,11 @@ def size_limits(
     configured: ConfiguredLimits = ConfiguredLimits(),
     *,
     scaled_cap: bool = False,
+    wide_cap: bool = False,
 ) -> WindowLimits:
     """The limits for a model of ``context_size`` tokens whose reply is capped at ``output_reserve``;
-    ``scaled_cap``: the recipe's rule of that name (v21), a result cap that grows with the budget."""
+    ``scaled_cap``, ``wide_cap``: the recipe's rules of those names (v21, v22), a result cap that
+    grows with the budget."""
     if context_size <= 0 or output_reserve < 0:
         raise ConfigError(
             f"context size {context_size} / output reserve {output_reserve} is not usable; "
@@ -86,8 +91,9 @@ def size_limits(
         cap = DEFAULT_RESULT_CAP
     else:
         cap = min(MAX_RESULT_CAP, max(DEFAULT_RESULT_CAP, high // RESULT_CAP_DIVISOR))
-    if scaled_cap and configured.max_result_tokens is None:
-        cap = max(cap, min(SCALED_CAP_MAX, high // SCALED_CAP_DIVISOR))
+    if (scaled_cap or wide_cap) and configured.max_result_tokens is None:
+        divisor = WIDE_CAP_DIVISOR if wide_cap else SCALED_CAP_DIVISOR
+        cap = max(cap, min(SCALED_CAP_MAX, high // divisor))
     cap = min(cap, max(1, low // 2))
     return WindowLimits(
         high_water=high,

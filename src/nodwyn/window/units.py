@@ -49,10 +49,14 @@ def cap_tuning(t: Tuning, cap: int) -> Tuning:
     return replace(t, growth=t.growth * sqrt(wide / BASE_CAP))
 
 
-def growth_target(t: Tuning, *, budget: int, conversation: int, requests: int, before: int) -> int:
-    """``B - c*sqrt(C*g*(B - P))`` with g = C / requests, clamped (all in tokens)."""
+def growth_target(
+    t: Tuning, *, budget: int, conversation: int, requests: int, before: int, shown: int | None = None
+) -> int:
+    """``B - c*sqrt(C*g*(B - P))`` with g = C / requests, clamped (all in tokens). ``shown`` (v22's
+    ``shown_growth``): g = shown / requests, the conversation with each result as its cap shows it."""
     room = max(budget - before, 0)
-    depth = t.growth * isqrt(conversation * conversation * room // max(requests, 1))
+    grown = conversation if shown is None else shown
+    depth = t.growth * isqrt(conversation * grown * room // max(requests, 1))
     low, high = int(t.floor * budget), int(t.ceiling * budget)
     return min(max(budget - int(depth), low), high)
 
@@ -233,12 +237,14 @@ def choose(
     pairs: bool,
     cut: int | None,
     sizes: Sizes,
+    shown: int | None = None,
 ) -> Decision:
     """Seqs to elide, oldest first, until the estimate reaches the target (as far as protection
     allows). ``units``: whole units in one pass, runs joined; else results first, then replies
     (the v16 rules, ``trim.py``). ``growth``: the target from the run's growth, else low water.
     ``keep_before``: nothing with a lower seq is elided (the head). ``cut``: the earliest seq
-    already newly elided (results left out with their batch)."""
+    already newly elided (results left out with their batch). ``shown``: the growth rule's g from
+    the conversation as capped (v22), else from ``conversation``."""
     p = _Pass(
         items,
         overhead=overhead,
@@ -255,7 +261,12 @@ def choose(
     target = low_water
     if growth is not None:
         target = growth_target(
-            growth, budget=budget, conversation=conversation, requests=requests, before=p.before(kinds)
+            growth,
+            budget=budget,
+            conversation=conversation,
+            requests=requests,
+            before=p.before(kinds),
+            shown=shown,
         )
     for phase in kinds:
         for i in range(len(items)):

@@ -93,8 +93,8 @@ def _missing(spec: ToolSpec, key: str) -> str:
         block = "the whole new file in a fenced code block:\n```\nthe file's lines\n```"
     else:
         block = (
-            "the change as:\n<<<<<<< SEARCH\nthe lines now in the file\n=======\n"
-            "the new lines\n>>>>>>> REPLACE"
+            "a line <<<<<<< SEARCH, the lines to change copied exactly from the file, a line "
+            "=======, the lines to put instead, and a line >>>>>>> REPLACE"
         )
     return (
         f"no {key!r} block followed the call, so nothing was done; call it with {call}, "

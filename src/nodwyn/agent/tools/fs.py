@@ -494,9 +494,9 @@ BLOCK_EDIT_TOOLS = (
     Tool(
         spec=_spec(
             "fs-edit",
-            "Replace one exact piece of a file. The call gives only the path; right after the call, "
-            "write the lines to change, exactly as they are in the file, and the new lines, as:\n"
-            "<<<<<<< SEARCH\nthe lines now in the file\n=======\nthe new lines\n>>>>>>> REPLACE",
+            "Replace one exact piece of a file. The call gives only the path. Right after the call, "
+            "write a line <<<<<<< SEARCH, then the lines to change copied exactly from the file, "
+            "then a line =======, then the lines to put instead, then a line >>>>>>> REPLACE.",
             {
                 "path": _PATH,
                 "old": {"type": "string", BLOCK_KEY: "search"},
