@@ -26,7 +26,8 @@ from typing import Any
 
 import orjson
 
-from nodwyn.log.redact import Known, redact
+from nodwyn.log import Holdback
+from nodwyn.log.redact import Known, redact, redact_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,6 +102,13 @@ def load_old(path: Path, values: list[str]) -> Callable[[Any], Any]:
     return old
 
 
+def stream(text: str, known: Known) -> str:
+    """``text`` let out through a Holdback in 4-character pieces, as a streamed reply is."""
+    held = Holdback(known)
+    out = [held.feed(text[i : i + 4]) for i in range(0, len(text), 4)]
+    return "".join(out) + held.flush()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -114,6 +122,12 @@ def main() -> None:
         metavar="N",
         help="with --old: also time new and old alternately N times each and compare the fastest of "
         "each (a shared machine's load moves a median by 2-3x; the fastest moves least)",
+    )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="also time a reply streamed through log.Holdback in 4-character pieces (what the screen "
+        "does, ADR 0430) against one redaction of the whole text",
     )
     args = parser.parse_args()
     values = ["kc-" + "9f8e7d6c5b4a" * 3, "corpTok9/Xq2+Lm7Zv4Rw8Ps"]  # a keychain value, one with / and +
@@ -134,6 +148,20 @@ def main() -> None:
             was = timed(partial(old, payload), args.runs)
             row += f" {was * 1e6:,.1f} µs | {new / was:.2f}x |"
         print(row)
+    if args.stream:
+        print()
+        print("| text | redact whole (baseline) | streamed in 4-char pieces | vs baseline | pieces |")
+        print("|---|---:|---:|---:|---:|")
+        for name, payload in payloads().items():
+            text = payload.get("text")
+            if not isinstance(text, str):
+                continue
+            whole = timed(partial(redact_text, text, known), args.runs)
+            streamed = timed(partial(stream, text, known), args.runs)
+            print(
+                f"| {name} | {whole * 1e6:,.1f} µs | {streamed * 1e6:,.1f} µs | {streamed / whole:.1f}x "
+                f"| {-(-len(text) // 4):,} |"
+            )
     if old and args.interleave:
         print()
         print("| payload | redact, fastest | old redact, fastest | new vs old |")

@@ -34,7 +34,8 @@ _LONG_RUN: Final = 16 << 10  # a run without a blank is let out (redacted whole,
 _PEM_HOLD: Final = 64 << 10  # an unterminated key block is held back up to this many characters
 _RUN_TAIL: Final = 4096
 _sre: Any = None  # re._parser, which measures a pattern's width (no public API does), when first asked
-_QUOTED: Final = re.compile(rf"(?i:{_WORDS}|token)\\?[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*\\?([\"'])")
+# a secret's name and its assignment, ending at the quote that opens its value
+_QUOTED: Final = re.compile(rf"(?i:{_WORDS}|token)\\?[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*\\?([\"'])\Z")
 _BREAK: Final = re.compile(r"(\S+)[ \t]*(?:\\?\r?\n|(?:\\r)?\\n)[ \t]*\S*\Z")
 
 
@@ -87,6 +88,22 @@ def context() -> int:
     return max(widths)
 
 
+def _open_quotes(text: str, line: int, run: int) -> list[int]:
+    """Quotes of the line that may open a value still coming: of each kind, the last one if it is
+    unclosed, or the one before it when the last closes it inside the trailing run (the value's
+    match may still grow). Only these are matched against a secret's name (a regex per quote)."""
+    out = []
+    for ch in "\"'":
+        last = text.rfind(ch, line)
+        if last < 0:
+            continue
+        before = text.rfind(ch, line, last)
+        out.append(last)  # unclosed (or an opening one; the name's regex decides)
+        if before >= 0 and last >= run:
+            out.append(before)  # closed by the run still coming
+    return out
+
+
 def held_from(text: str, base: int, known: Known) -> int:
     """Where the part of ``text`` that could still become a secret starts (at least ``base``:
     ``text[:base]`` has been let out already)."""
@@ -97,18 +114,16 @@ def held_from(text: str, base: int, known: Known) -> int:
     run = hold
     # an open quote let out would have held everything after it: look from a name's width back
     line = max(text.rfind("\n", 0, n) + 1, base - LOOK_BEHIND)
-    for m in _QUOTED.finditer(text, line):
-        quote = m.start(1)
-        close = text.find(text[quote], quote + 1)
-        if close < 0 or close >= run:  # still open, or closed by the run still coming
+    for quote in _open_quotes(text, line, run):
+        if _QUOTED.search(text, max(line, quote - LOOK_BEHIND), quote + 1) is not None:
             hold = min(hold, quote)
-            break
     begin = text.rfind("-----BEGIN", max(0, n - _PEM_HOLD))
     if begin >= 0 and "-----END " not in text[begin:]:
         header_end = text.find("-----", begin + 10)
         if header_end < 0 or "PRIVATE KEY" in text[begin:header_end]:
             hold = min(hold, begin)
-    broken = _BREAK.search(text, max(0, n - 512)) if known else None
+    tail = text[max(0, n - 512) :]
+    broken = _BREAK.search(text, max(0, n - 512)) if known and ("\n" in tail or "\\n" in tail) else None
     if broken is not None and any(p in broken.group(1) for p in known.probes):
         hold = min(hold, broken.start(1))  # a held value's first half, maybe
     return max(base, hold)
