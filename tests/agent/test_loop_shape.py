@@ -30,7 +30,7 @@ STRATEGIES = ("plan", "sub_agent", "compact", "compact_if_due", "hygiene", "swit
 def test_the_loop_is_one_short_file_and_the_strategies_are_functions_beside_it() -> None:
     assert len(Path(loop.__file__).read_text().splitlines()) <= 180
     methods = {n for n, v in vars(Agent).items() if inspect.isfunction(v) and n != "__init__"}
-    assert methods == {"append", "request", "settle", "user_turn", "run", "stop", "answer"}
+    assert methods == {"append", "request", "settle", "user_turn", "run", "stop", "run_tool"}
     assert all(inspect.isfunction(getattr(strategies, name)) for name in STRATEGIES)
     assert not set(STRATEGIES) & set(vars(Agent))
     params = inspect.signature(Agent).parameters
