@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nodwyn.agent import ends
+from nodwyn.agent import unfinished
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.settings import EMPTY_REPLY, AgentSettings, TurnResult
 from nodwyn.agent.tools import builtin_tools, catalog
@@ -37,7 +37,7 @@ def _turn(
 ) -> tuple[TurnResult, list[Any]]:
     ws = tmp_path / "ws"
     ws.mkdir(parents=True)
-    (ws / "a.py").write_text("X = 3\n")
+    (ws / "a.py").write_text("X = 3  # three\n")
     tools = builtin_tools()
     rec = recipe(tools=catalog(tools.values()))
     store = Store(tmp_path / "home", fsync=False)
@@ -66,21 +66,21 @@ def test_an_empty_reply_after_a_call_is_asked_once_to_go_on_and_the_turn_answers
     script = [
         Step(reply=READ),
         Step(reply={"text": ""}),
-        Step(reply={"text": "X is 3."}, expect=lambda r: _last_user(r).endswith(ends.NUDGE)),
+        Step(reply={"text": "X is 3."}, expect=lambda r: _last_user(r).endswith(unfinished.EMPTY)),
     ]
     result, events = _turn(tmp_path, script)
     assert result.text == "X is 3." and result.stopped is None and result.requests == 3
     kinds = [k for k, _ in events]
     nudge_at = kinds.index(USER_MSG, kinds.index(USER_MSG) + 1)  # the second user message
-    assert kinds[nudge_at - 1] == NOTE and events[nudge_at - 1][1].text == ends.NUDGED
-    assert events[nudge_at][1].text == ends.NUDGE  # in the log, so replay rebuilds what was sent
+    assert kinds[nudge_at - 1] == NOTE and events[nudge_at - 1][1].text == unfinished.EMPTIED
+    assert events[nudge_at][1].text == unfinished.EMPTY  # in the log, so replay rebuilds what was sent
 
 
 def test_a_second_empty_reply_ends_the_turn_as_an_empty_reply(tmp_path: Path) -> None:
     script = [Step(reply=READ), Step(reply={"text": ""}), Step(reply={"text": ""})]
     result, events = _turn(tmp_path, script)
     assert result.stopped == EMPTY_REPLY and result.requests == 3
-    assert sum(1 for k, p in events if k == USER_MSG and p.text == ends.NUDGE) == 1
+    assert sum(1 for k, p in events if k == USER_MSG and p.text == unfinished.EMPTY) == 1
 
 
 def test_no_nudge_before_any_call_at_the_step_limit_or_without_the_setting(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_no_nudge_before_any_call_at_the_step_limit_or_without_the_setting(tmp_p
     last, _ = _turn(tmp_path / "b", [Step(reply=READ), Step(reply={"text": ""})], steps=2)
     assert last.stopped == EMPTY_REPLY and last.requests == 2  # no step left for the nudge
     off, events = _turn(tmp_path / "c", [Step(reply=READ), Step(reply={"text": ""})], nudge=False)
-    assert off.stopped == EMPTY_REPLY and all(getattr(p, "text", "") != ends.NUDGE for _, p in events)
+    assert off.stopped == EMPTY_REPLY and all(getattr(p, "text", "") != unfinished.EMPTY for _, p in events)
 
 
 def test_an_answer_that_writes_a_call_as_text_is_asked_once_to_make_it(tmp_path: Path) -> None:
@@ -99,21 +99,50 @@ def test_an_answer_that_writes_a_call_as_text_is_asked_once_to_make_it(tmp_path:
     )
     script = [
         Step(reply={"text": as_text}),
-        Step(reply=READ, expect=lambda r: _last_user(r).endswith(ends.text_call_nudge("fs-grep"))),
+        Step(reply=READ, expect=lambda r: _last_user(r).endswith(unfinished.text_call("fs-grep").text)),
         Step(reply={"text": "X is 3."}),
     ]
     result, events = _turn(tmp_path, script)
     assert result.text == "X is 3." and result.stopped is None and result.requests == 3
     notes = [p.text for k, p in events if k == NOTE]
-    assert notes == ["the model wrote a tool call as text instead of calling it; asked it once to go on"]
+    assert notes == [unfinished.text_call("fs-grep").note]
+
+
+def test_an_answer_that_shows_a_read_file_changed_is_asked_once_to_change_it(tmp_path: Path) -> None:
+    """A run of the realistic set answered with the fixed function in a code block, file unchanged."""
+    shown = "The fix:\n```python\nX = 3  # three\nY = X + 1\n```"
+    quoted = "It says:\n```python\nX = 3  # three\n```"  # a quote of the file as it is asks nothing
+    edit = {
+        "calls": [
+            {"name": "fs-write", "arguments": {"path": "a.py", "content": "X = 3  # three\nY = X + 1\n"}}
+        ]
+    }
+    script = [
+        Step(reply=READ),
+        Step(reply={"text": shown}),
+        Step(reply=edit, expect=lambda r: _last_user(r).endswith(unfinished.change_shown("a.py").text)),
+        Step(reply={"text": quoted}),
+    ]
+    result, events = _turn(tmp_path, script)
+    assert result.text == quoted and result.stopped is None and result.requests == 4
+    assert [p.text for k, p in events if k == NOTE] == [unfinished.change_shown("a.py").note]
+    assert (tmp_path / "ws" / "a.py").read_text() == "X = 3  # three\nY = X + 1\n"
+
+
+def test_what_counts_as_a_file_shown_changed() -> None:
+    files = {"pages.py": "def page_count(items, per_page):\n    return items // per_page\n"}
+    fixed = "```python\ndef page_count(items, per_page):\n    return -(-items // per_page)\n```"
+    assert unfinished.shown_change(fixed, files) == "pages.py"
+    assert unfinished.shown_change(fixed.replace("-(-items // per_page)", "items // per_page"), files) is None
+    assert unfinished.shown_change("```python\nprint(1)\n```", files) is None  # no line of the file
 
 
 def test_what_counts_as_a_call_written_as_text() -> None:
     tools = ("fs-grep", "fs-read")
-    assert ends.as_text_call("```sh\nfs-grep fakes src\n```", tools) == "fs-grep"
-    assert ends.as_text_call('```\n{"name": "fs-read", "arguments": {}}\n```', tools) == "fs-read"
+    assert unfinished.as_text_call("```sh\nfs-grep fakes src\n```", tools) == "fs-grep"
+    assert unfinished.as_text_call('```\n{"name": "fs-read", "arguments": {}}\n```', tools) == "fs-read"
     for prose in ("```python\nprint(1)\n```", "Use fs-grep to search.", '```\n{"name": "shell"}\n```'):
-        assert ends.as_text_call(prose, tools) is None, prose
+        assert unfinished.as_text_call(prose, tools) is None, prose
 
 
 def test_sessions_on_in_process_models_are_nudged_and_others_are_not(tmp_path: Path) -> None:

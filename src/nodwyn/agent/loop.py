@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from nodwyn.agent import ends, reply, strategies
+from nodwyn.agent import ends, reply, strategies, unfinished
 from nodwyn.agent.attach import image_ref, model_host, tool_images, withheld
 from nodwyn.agent.dispatch import recall_text, result_payload, tool_context
 from nodwyn.agent.fits import check_task
@@ -135,34 +135,23 @@ class Agent:
 
     def run(self, ctx: str, offered: Sequence[str] | None = None) -> TurnResult:
         """Requests in ``ctx`` until a reply without calls, or the step limit."""
-        start, steps = self.requests, self.settings.max_steps
+        start, steps, nudged = self.requests, self.settings.max_steps, False
         turn = TurnOptions(offered_tools=None if offered is None else tuple(offered))
         previous: ToolCall | None = None
-        nudged = False
         for step in range(steps):
             _, response = self.request(turn, ctx)
             for n, call in enumerate(response.calls):
                 self.run_tool(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
                 previous = call
             end = None if response.calls else ends.of_reply(response, self.model.name)
-            ask = None
-            if not response.calls and not nudged and step < steps - 1 and self.settings.nudges:
-                ask = ends.nudge_for(response, end, self.offered(offered), called=previous is not None)
-            if ask is not None:  # once a turn, instead of ending it (in-process models, ADR 0445)
-                nudged = True
-                self.append(Note(text=ends.nudged_note(ask)), ctx=ctx)
-                self.display.notice(ends.nudged_note(ask))
-                self.append(UserMsg(text=ask), ctx=ctx)
+            if not nudged and unfinished.nudged(self, ctx, response, offered, previous, steps - step - 1):
+                nudged = True  # asked once a turn to go on, instead of ending it (ADR 0445)
                 continue
             if not response.calls and end is None:
                 return TurnResult(text=response.text, requests=self.requests - start)
             if end is not None:
                 return self.stop(ctx, end, start)
         return self.stop(ctx, ends.step_limit(steps), start)
-
-    def offered(self, offered: Sequence[str] | None) -> Sequence[str]:
-        """The tools this context's requests offer (None: the session's catalog)."""
-        return tuple(self.settings.tools) if offered is None else offered
 
     def stop(self, ctx: str, end: ends.End, start: int) -> TurnResult:
         """A turn that ends without a whole answer: why, in the log and on the display."""
