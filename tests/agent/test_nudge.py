@@ -130,11 +130,17 @@ def test_an_answer_that_shows_a_read_file_changed_is_asked_once_to_change_it(tmp
 
 
 def test_what_counts_as_a_file_shown_changed() -> None:
-    files = {"pages.py": "def page_count(items, per_page):\n    return items // per_page\n"}
+    was = "def page_count(items, per_page):\n    return items // per_page\n"
+    files = {"pages.py": (was,)}
     fixed = "```python\ndef page_count(items, per_page):\n    return -(-items // per_page)\n```"
     assert unfinished.shown_change(fixed, files) == "pages.py"
     assert unfinished.shown_change(fixed.replace("-(-items // per_page)", "items // per_page"), files) is None
     assert unfinished.shown_change("```python\nprint(1)\n```", files) is None  # no line of the file
+    # a file the model clobbered is tied to the block by the text the task's message showed of it
+    message = f"Fix pages.py.\n\nThe files named above, as they are now:\n\n--- pages.py\n{was}"
+    assert unfinished.shown_in(message, "pages.py") == was and unfinished.shown_in(message, "a.py") == ""
+    assert unfinished.shown_change(fixed, {"pages.py": ("<|args|>", was)}) == "pages.py"
+    assert unfinished.shown_change(fixed, {"pages.py": ("<|args|>", "")}) is None
 
 
 def test_what_counts_as_a_call_written_as_text() -> None:

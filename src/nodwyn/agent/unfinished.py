@@ -54,16 +54,28 @@ def as_text_call(text: str, tools: Collection[str]) -> str | None:
     return None
 
 
-def shown_change(text: str, files: Mapping[str, str]) -> str | None:
-    """The file (of ``files``: path -> its text now) a code block of ``text`` shows changed: the
-    block has a line of the file (at least SHARED_LINE characters, stripped) and a line it lacks."""
+def shown_change(text: str, files: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The file a code block of ``text`` shows changed. ``files``: path -> its text now, then the
+    texts the conversation showed of it; the block has a line of one of them (at least
+    SHARED_LINE characters, stripped) and a line the file lacks now."""
     for m in _FENCE.finditer(text):
         lines = {ln.strip() for ln in m.group(1).splitlines() if ln.strip()}
-        for path, body in files.items():
-            have = {ln.strip() for ln in body.splitlines()}
-            if any(len(ln) >= SHARED_LINE and ln in have for ln in lines) and lines - have:
+        for path, (now, *before) in files.items():
+            have = {ln.strip() for ln in now.splitlines()}
+            seen = have.union(*({ln.strip() for ln in b.splitlines()} for b in before))
+            if any(len(ln) >= SHARED_LINE and ln in seen for ln in lines) and lines - have:
                 return path
     return None
+
+
+def shown_in(message: str, path: str) -> str:
+    """The text a message shows of ``path`` under its ``--- PATH`` line (``agent.named``), or ''."""
+    at = message.find(f"\n--- {path}\n")
+    if at < 0:
+        return ""
+    start = at + len(path) + 6
+    end = message.find("\n--- ", start)
+    return message[start:] if end < 0 else message[start:end]
 
 
 def text_call(name: str) -> Ask:
@@ -77,8 +89,8 @@ def text_call(name: str) -> Ask:
 def change_shown(path: str) -> Ask:
     return Ask(
         note=f"the model showed changed lines of {path} without changing it; asked it once to go on",
-        text=f"Your reply shows changed code for {path}, but {path} was not changed. If the task is "
-        "to change it, make the change now with a tool call; if not, answer the user.",
+        text=f"Your reply shows code for {path} that {path} does not hold. If the task is to change "
+        "it, make the change now with a tool call; if not, answer the user.",
     )
 
 
@@ -97,17 +109,18 @@ def ask_for(
     return None if path is None else change_shown(path)
 
 
-def files_seen(agent: Turns, ctx: str) -> dict[str, str]:
-    """The files ``ctx`` read, wrote or edited, and those its latest message names, as fs-read
-    shows them now (what an answer's code block is compared with)."""
+def files_seen(agent: Turns, ctx: str) -> dict[str, tuple[str, ...]]:
+    """The files ``ctx`` read, wrote or edited, and those its latest message names: each as
+    fs-read shows it now, then as that message showed it (what an answer's block is compared with)."""
+    said = agent.state.said.get(ctx, "")
     paths = [r.path for r in agent.state.results if r.ctx == ctx and r.path and not r.error]
-    paths += named_paths(agent.state.said.get(ctx, ""), agent.tool_context)
-    files: dict[str, str] = {}
+    paths += named_paths(said, agent.tool_context)
+    files: dict[str, tuple[str, ...]] = {}
     for path in dict.fromkeys(paths):
         call = ToolCall(id="seen", name="fs-read", arguments=json.dumps({"path": path}))
         out = run_call(call, agent.settings.tools, agent.tool_context)
         if not out.error:
-            files[path] = out.text
+            files[path] = (out.text, shown_in(said, path))
     return files
 
 
