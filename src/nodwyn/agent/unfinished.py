@@ -95,7 +95,12 @@ def change_shown(path: str) -> Ask:
 
 
 def ask_for(
-    response: Response, end: End | None, tools: Collection[str], files: Mapping[str, str], *, called: bool
+    response: Response,
+    end: End | None,
+    tools: Collection[str],
+    files: Mapping[str, tuple[str, ...]],
+    *,
+    called: bool,
 ) -> Ask | None:
     """What a reply without calls is asked instead of ending the turn (None: it ends)."""
     if end is not None:
