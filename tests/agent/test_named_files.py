@@ -84,7 +84,7 @@ def test_an_edit_without_its_block_is_a_tool_error_and_the_turn_goes_on(tmp_path
             expect=lambda r: (
                 _last_result(r).error
                 and "no 'content' block followed the call, so nothing was done" in _last_result(r).text
-                and '{"path": <string>}' in _last_result(r).text
+                and 'call it with {"path": "greet.py"}, then' in _last_result(r).text
                 and "```" in _last_result(r).text
             ),
         ),

@@ -470,6 +470,7 @@ def open_agent(
             limits_for=partial(session_limits, config.window, path=config.path),
             sandbox=box,
             named_files=api_profile(model).in_process,
+            nudges=api_profile(model).in_process,
         )
         recorded = {"sandbox": box.mode, "network": box.network, "approval": approval}  # not in a digest
         if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed

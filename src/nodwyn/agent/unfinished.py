@@ -1,0 +1,154 @@
+"""A reply that ends a turn unfinished, asked once a turn to go on (ADR 0445).
+
+A small in-process model often stops short of the task: an empty reply right after an edit that
+worked, an answer that writes a tool call as text in a code block (prose the parser rightly
+leaves as prose, so nothing ran), or an answer that shows the changed lines of a file it read
+without changing the file. Instead of ending the turn there, the loop appends a ``note`` saying
+why and a user message asking for the answer or the next call, once a turn and only with a step
+left (``AgentSettings.nudges``: in-process models). Both are in the log, so replay rebuilds
+exactly what the model was shown; a second such reply ends the turn as before.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from nodwyn.agent.ends import End, of_reply
+from nodwyn.agent.named import named_paths
+from nodwyn.agent.ports import Turns
+from nodwyn.agent.settings import EMPTY_REPLY
+from nodwyn.agent.tools import run_call
+from nodwyn.values.content import ToolCall
+from nodwyn.values.events import Note, UserMsg
+from nodwyn.values.request import Response
+
+EMPTY = "Your reply was empty. If the task is done, answer the user now; if not, make the next tool call."
+EMPTIED = "the model answered with no text and no tool calls after a tool result; asked it once to go on"
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+SHARED_LINE = 6  # a block's line this long (stripped) that the file also has ties the block to it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    note: str  # why, for the log and the person
+    text: str  # the user message the model is sent
+
+
+def as_text_call(text: str, tools: Collection[str]) -> str | None:
+    """The offered tool a code block of ``text`` calls as text, if any: a JSON object naming it
+    (``{"name": "fs-grep", "arguments": {...}}``), or a line that starts with its name."""
+    for m in _FENCE.finditer(text):
+        body = m.group(1).strip()
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and value.get("name") in tools:
+            return str(value["name"])
+        first = body.split(None, 1)[0] if body else ""
+        if first in tools:
+            return first
+    return None
+
+
+def shown_change(text: str, files: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The file a code block of ``text`` shows changed. ``files``: path -> its text now, then the
+    texts the conversation showed of it; the block has a line of one of them (at least
+    SHARED_LINE characters, stripped) and a line the file lacks now."""
+    for m in _FENCE.finditer(text):
+        lines = {ln.strip() for ln in m.group(1).splitlines() if ln.strip()}
+        for path, (now, *before) in files.items():
+            have = {ln.strip() for ln in now.splitlines()}
+            seen = have.union(*({ln.strip() for ln in b.splitlines()} for b in before))
+            if any(len(ln) >= SHARED_LINE and ln in seen for ln in lines) and lines - have:
+                return path
+    return None
+
+
+def shown_in(message: str, path: str) -> str:
+    """The text a message shows of ``path`` under its ``--- PATH`` line (``agent.named``), or ''."""
+    at = message.find(f"\n--- {path}\n")
+    if at < 0:
+        return ""
+    start = at + len(path) + 6
+    end = message.find("\n--- ", start)
+    return message[start:] if end < 0 else message[start:end]
+
+
+def text_call(name: str) -> Ask:
+    return Ask(
+        note="the model wrote a tool call as text instead of calling it; asked it once to go on",
+        text=f"Your reply wrote a {name} call as text in a code block, so nothing was run. If you "
+        "need its result, make the call now as a tool call; if not, answer the user.",
+    )
+
+
+def change_shown(path: str) -> Ask:
+    return Ask(
+        note=f"the model showed changed lines of {path} without changing it; asked it once to go on",
+        text=f"Your reply shows code for {path} that {path} does not hold. If the task is to change "
+        "it, make the change now with a tool call; if not, answer the user.",
+    )
+
+
+def ask_for(
+    response: Response,
+    end: End | None,
+    tools: Collection[str],
+    files: Mapping[str, tuple[str, ...]],
+    *,
+    called: bool,
+) -> Ask | None:
+    """What a reply without calls is asked instead of ending the turn (None: it ends)."""
+    if end is not None:
+        if end.stopped == EMPTY_REPLY and called:
+            return Ask(note=EMPTIED, text=EMPTY)
+        return None
+    name = as_text_call(response.text, tools)
+    if name is not None:
+        return text_call(name)
+    path = shown_change(response.text, files)
+    return None if path is None else change_shown(path)
+
+
+def files_seen(agent: Turns, ctx: str) -> dict[str, tuple[str, ...]]:
+    """The files ``ctx`` read, wrote or edited, and those its latest message names: each as
+    fs-read shows it now, then as that message showed it (what an answer's block is compared with)."""
+    said = agent.state.said.get(ctx, "")
+    paths = [r.path for r in agent.state.results if r.ctx == ctx and r.path and not r.error]
+    paths += named_paths(said, agent.tool_context)
+    files: dict[str, tuple[str, ...]] = {}
+    for path in dict.fromkeys(paths):
+        call = ToolCall(id="seen", name="fs-read", arguments=json.dumps({"path": path}))
+        out = run_call(call, agent.settings.tools, agent.tool_context)
+        if not out.error:
+            files[path] = (out.text, shown_in(said, path))
+    return files
+
+
+def nudged(
+    agent: Turns,
+    ctx: str,
+    response: Response,
+    offered: Sequence[str] | None,
+    previous: ToolCall | None,
+    left: int,
+) -> bool:
+    """Whether a reply that would end the turn in ``ctx`` is asked to go on instead (the note and
+    the user message appended, and shown): a reply without calls, with ``left`` steps to go, on a
+    session whose settings ask for it; ``previous``: the turn's last call so far."""
+    if response.calls or left < 1 or not agent.settings.nudges:
+        return False
+    end = of_reply(response, agent.model.name)
+    files = files_seen(agent, ctx) if "```" in response.text else {}
+    tools = tuple(agent.settings.tools) if offered is None else offered
+    ask = ask_for(response, end, tools, files, called=previous is not None)
+    if ask is None:
+        return False
+    agent.append(Note(text=ask.note), ctx=ctx)
+    agent.display.notice(ask.note)
+    agent.append(UserMsg(text=ask.text), ctx=ctx)
+    return True
