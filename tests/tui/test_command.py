@@ -21,16 +21,12 @@ from nodwyn.log import Store
 def test_nodwyn_alone_on_a_terminal_opens_the_tui(env: dict[str, str]) -> None:
     with FakeServer(api="openai-chat", script=[{"text": "Hello from the fake."}]) as fake:
         configure(env, fake.url)
-        term = Terminal(env)
-        try:
+        with Terminal(env) as term:
             term.expect("ready", timeout=60)
             term.type("hi there\r")
             term.expect("Hello from the fake.", timeout=60)
             term.type("\x11")  # Ctrl+Q
             code = term.close()
-        finally:
-            if term.proc.poll() is None:
-                term.proc.kill()
         bodies = chat_bodies(fake)
     assert code == 0
     assert len(bodies) == 1 and bodies[0]["messages"][-1]["content"].endswith("hi there")
@@ -61,8 +57,7 @@ def test_on_a_terminal_the_pickers_open_at_once_and_an_unpriced_cost_is_unknown(
         configure(env, fake.url)
         config = Path(env["NODWYN_CONFIG"])
         config.write_text(config.read_text().replace('model = "fake"', 'model = "other"', 1))
-        term = FullScreen(env, "tui", columns=140)
-        try:
+        with FullScreen(env, "tui", columns=140) as term:
             term.expect("ready", timeout=60)
             assert "cost unknown" in term.text and "$0.0000" not in term.text
             opens = (("\x12", "Resume a session"), ("\x0f", "Switch model"), ("/resume\r", "Resume a"))
@@ -82,9 +77,6 @@ def test_on_a_terminal_the_pickers_open_at_once_and_an_unpriced_cost_is_unknown(
             term.until(showing("Switch model", not_=True), "the model picker closed")
             term.type("\x11")  # Ctrl+Q
             code = term.close()
-        finally:
-            if term.proc.poll() is None:
-                term.proc.kill()
     assert code == 0, term.text[-2000:]
 
 
