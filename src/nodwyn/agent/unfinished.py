@@ -1,12 +1,12 @@
-"""A reply that ends a turn unfinished, asked once a turn to go on (ADR 0445).
+"""A reply that ends a turn unfinished, asked to go on (ADR 0445).
 
 A small in-process model often stops short of the task: an empty reply right after an edit that
 worked, an answer that writes a tool call as text in a code block (prose the parser rightly
 leaves as prose, so nothing ran), or an answer that shows the changed lines of a file it read
 without changing the file. Instead of ending the turn there, the loop appends a ``note`` saying
-why and a user message asking for the answer or the next call, once a turn and only with a step
-left (``AgentSettings.nudges``: in-process models). Both are in the log, so replay rebuilds
-exactly what the model was shown; a second such reply ends the turn as before.
+why and a user message asking for the answer or the next call, at most ``NUDGES`` times a turn
+and only with a step left (``AgentSettings.nudges``: in-process models). Both are in the log, so
+replay rebuilds exactly what the model was shown; past that, such a reply ends the turn as before.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from nodwyn.values.events import Note, UserMsg
 from nodwyn.values.request import Response
 
 EMPTY = "Your reply was empty. If the task is done, answer the user now; if not, make the next tool call."
-EMPTIED = "the model answered with no text and no tool calls after a tool result; asked it once to go on"
+EMPTIED = "the model answered with no text and no tool calls after a tool result; asked it to go on"
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+NUDGES = 2  # asks a turn at most (a second ask answered a first with a call written as text)
 SHARED_LINE = 6  # a block's line this long (stripped) that the file also has ties the block to it
 
 
@@ -63,7 +64,8 @@ def shown_change(text: str, files: Mapping[str, tuple[str, ...]]) -> str | None:
         for path, (now, *before) in files.items():
             have = {ln.strip() for ln in now.splitlines()}
             seen = have.union(*({ln.strip() for ln in b.splitlines()} for b in before))
-            if any(len(ln) >= SHARED_LINE and ln in seen for ln in lines) and lines - have:
+            new = {ln for ln in lines - have if not ln.startswith(("#", "//"))}  # a "# slug.py" label
+            if any(len(ln) >= SHARED_LINE and ln in seen for ln in lines) and new:
                 return path
     return None
 
@@ -80,7 +82,7 @@ def shown_in(message: str, path: str) -> str:
 
 def text_call(name: str) -> Ask:
     return Ask(
-        note="the model wrote a tool call as text instead of calling it; asked it once to go on",
+        note="the model wrote a tool call as text instead of calling it; asked it to go on",
         text=f"Your reply wrote a {name} call as text in a code block, so nothing was run. If you "
         "need its result, make the call now as a tool call; if not, answer the user.",
     )
@@ -88,7 +90,7 @@ def text_call(name: str) -> Ask:
 
 def change_shown(path: str) -> Ask:
     return Ask(
-        note=f"the model showed changed lines of {path} without changing it; asked it once to go on",
+        note=f"the model showed changed lines of {path} without changing it; asked it to go on",
         text=f"Your reply shows code for {path} that {path} does not hold. If the task is to change "
         "it, make the change now with a tool call; if not, answer the user.",
     )
