@@ -24,13 +24,12 @@ from nodwyn.values.events import (
     Event,
     GatePlan,
     ImageRef,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
     LogRepaired,
     ModelSwitch,
     Note,
+    Observed,
     Payload,
     ResultFold,
     SessionResume,
@@ -121,7 +120,7 @@ class LoopState:
             self.asked_with[event.ctx] = p.model
             if event.ctx == self.ctx:
                 self.last_estimate = p.estimate
-        elif isinstance(p, GatePlan | Note | SummaryAdd | SummaryRevoke | LogRepaired | LlmSeen | ImportView):
+        elif isinstance(p, GatePlan | Note | SummaryAdd | SummaryRevoke | LogRepaired | Observed):
             pass  # nothing the loop follows
         else:
             assert_never(p)

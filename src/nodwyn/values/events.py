@@ -117,6 +117,20 @@ class Payload:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Bookkeeping(Payload):
+    """The kinds that carry no message of the conversation: contexts opened, closed and widened,
+    folds, summaries and their revocations, model switches, repairs of the log (ADR 0480). A
+    dispatch that treats them alike names this one class; a new kind is a class of its own, so
+    ``assert_never`` still finds every dispatch that misses it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observed(Payload):
+    """The kinds only an imported session holds: the requests another agent sent (``llm.seen``)
+    and the messages it sent as it wrote them (``import.view``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _RecipePayload(Payload):
     """The recipe in force from here on, and the [control] model. ``recipe`` None: a legacy
     session (written before recipes were recorded), refused by exact replay as such.
@@ -468,7 +482,7 @@ class Note(_TextPayload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ResultFold(Payload):
+class ResultFold(Bookkeeping):
     KIND: ClassVar[str] = RESULT_FOLD
     target: int  # seq of the tool.result folded
     text: str
@@ -482,7 +496,7 @@ class ResultFold(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryAdd(Payload):
+class SummaryAdd(Bookkeeping):
     KIND: ClassVar[str] = SUMMARY_ADD
     first: int  # first seq of the source span
     last: int  # last seq of the source span
@@ -509,7 +523,7 @@ class SummaryAdd(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryRevoke(Payload):
+class SummaryRevoke(Bookkeeping):
     KIND: ClassVar[str] = SUMMARY_REVOKE
     summary: int  # seq of the summary.add
 
@@ -522,7 +536,7 @@ class SummaryRevoke(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CtxOpen(Payload):
+class CtxOpen(Bookkeeping):
     KIND: ClassVar[str] = CTX_OPEN
     id: str
     kind: Literal["narrow", "sub"]
@@ -558,7 +572,7 @@ class CtxOpen(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CtxClose(Payload):
+class CtxClose(Bookkeeping):
     KIND: ClassVar[str] = CTX_CLOSE
     id: str
     result: str | None = None
@@ -574,7 +588,7 @@ class CtxClose(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CtxWiden(Payload):
+class CtxWiden(Bookkeeping):
     """A narrowing ends and its conversation joins its parent's (the window checks the id names
     an open narrowing)."""
 
@@ -590,7 +604,7 @@ class CtxWiden(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModelSwitch(Payload):
+class ModelSwitch(Bookkeeping):
     """The model entry later requests go to. ``recipe``: the recipe in force from here on when the
     switch resized the window to the new model's context (ADR 0300); None (every switch recorded
     before, and one to a model of the same context) keeps the recipe as it was."""
@@ -618,7 +632,7 @@ class ModelSwitch(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LogRepaired(Payload):
+class LogRepaired(Bookkeeping):
     KIND: ClassVar[str] = LOG_REPAIRED
     truncated_bytes: int
     offset: int
@@ -639,7 +653,7 @@ SeenItem = int | tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LlmSeen(Payload):
+class LlmSeen(Observed):
     """A request another agent sent, as its own files record it (``nodwyn import``; ADR 0280).
     nodwyn did not build it, so it has no digest and exact replay does not claim it: it is read
     back, not rebuilt. ``messages``: the events it held, in order (system prompt and tools are the
@@ -682,7 +696,7 @@ class LlmSeen(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ImportView(Payload):
+class ImportView(Observed):
     """A message another agent sent in place of part of its conversation (a summary, a masked
     observation), logged once and named by the ``llm.seen`` requests that held it. ``why`` says
     what made it; ``of`` lists the message events it stands for, when the source tells."""
