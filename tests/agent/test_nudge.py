@@ -94,12 +94,11 @@ def test_no_nudge_before_any_call_at_the_step_limit_or_without_the_setting(tmp_p
 
 def test_an_answer_that_writes_a_call_as_text_is_asked_once_to_make_it(tmp_path: Path) -> None:
     """The README's resumed question was answered with a fenced fs-grep the parser leaves as prose."""
-    as_text = (
-        "I will search for it:\n```python\n" + '{"name": "fs-grep", "arguments": {"pattern": "X"}}' + "\n```"
-    )
+    call = '{"name": "fs-grep", "arguments": {"pattern": "X"}}'
+    as_text = f"I will search for it:\n```python\n{call}\n```"
     script = [
         Step(reply={"text": as_text}),
-        Step(reply=READ, expect=lambda r: _last_user(r).endswith(unfinished.text_call("fs-grep").text)),
+        Step(reply=READ, expect=lambda r: _last_user(r).endswith(unfinished.text_call("fs-grep", call).text)),
         Step(reply={"text": "X is 3."}),
     ]
     result, events = _turn(tmp_path, script)
@@ -145,11 +144,23 @@ def test_what_counts_as_a_file_shown_changed() -> None:
 
 
 def test_what_counts_as_a_call_written_as_text() -> None:
-    tools = ("fs-grep", "fs-read")
-    assert unfinished.as_text_call("```sh\nfs-grep fakes src\n```", tools) == "fs-grep"
-    assert unfinished.as_text_call('```\n{"name": "fs-read", "arguments": {}}\n```', tools) == "fs-read"
-    for prose in ("```python\nprint(1)\n```", "Use fs-grep to search.", '```\n{"name": "shell"}\n```'):
+    tools = {t.spec.name: t.spec for t in builtin_tools("search").values()}
+    assert unfinished.as_text_call('```\nshell "python3 t.py"\n```', tools) == (
+        "shell",
+        '{"name": "shell", "arguments": {"command": "python3 t.py"}}',
+    )
+    assert unfinished.as_text_call("```sh\nfs-grep fakes src\n```", tools) == ("fs-grep", None)  # 1 of 2 args
+    assert unfinished.as_text_call("```sh\nfs-edit slug.py\n```", tools) == (
+        "fs-edit",
+        '{"name": "fs-edit", "arguments": {"path": "slug.py"}}',  # its block's fields are not arguments
+    )
+    assert unfinished.as_text_call('```\n{"name": "fs-read", "arguments": {}}\n```', tools) == (
+        "fs-read",
+        '{"name": "fs-read", "arguments": {}}',
+    )
+    for prose in ("```python\nprint(1)\n```", "Use fs-grep to search.", '```\n{"name": "teleport"}\n```'):
         assert unfinished.as_text_call(prose, tools) is None, prose
+    assert unfinished.text_call("shell").text.endswith("Make the call now as a tool call")
 
 
 def test_sessions_on_in_process_models_are_nudged_and_others_are_not(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nodwyn.agent.ends import End, of_reply
@@ -23,7 +23,7 @@ from nodwyn.agent.settings import EMPTY_REPLY
 from nodwyn.agent.tools import run_call
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Note, UserMsg
-from nodwyn.values.request import Response
+from nodwyn.values.request import BLOCK_KEY, Response, ToolSpec
 
 EMPTY = "Your reply was empty. If the task is done, answer the user now; if not, make the next tool call."
 EMPTIED = "the model answered with no text and no tool calls after a tool result; asked it to go on"
@@ -38,9 +38,11 @@ class Ask:
     text: str  # the user message the model is sent
 
 
-def as_text_call(text: str, tools: Collection[str]) -> str | None:
-    """The offered tool a code block of ``text`` calls as text, if any: a JSON object naming it
-    (``{"name": "fs-grep", "arguments": {...}}``), or a line that starts with its name."""
+def as_text_call(text: str, tools: Mapping[str, ToolSpec]) -> tuple[str, str | None] | None:
+    """The offered tool a code block of ``text`` calls as text, if any, and the call's JSON when it
+    can be read: a JSON object naming it (``{"name": "fs-grep", "arguments": {...}}``), or a line
+    that starts with its name (``shell "python3 t.py"``: the rest of the line is the argument of a
+    tool that requires one string)."""
     for m in _FENCE.finditer(text):
         body = m.group(1).strip()
         try:
@@ -48,11 +50,28 @@ def as_text_call(text: str, tools: Collection[str]) -> str | None:
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict) and value.get("name") in tools:
-            return str(value["name"])
-        first = body.split(None, 1)[0] if body else ""
+            args = value.get("arguments")
+            shown = {"name": value["name"], "arguments": args} if isinstance(args, dict) else None
+            return str(value["name"]), None if shown is None else json.dumps(shown, ensure_ascii=False)
+        first, _, rest = body.split("\n", 1)[0].partition(" ")
         if first in tools:
-            return first
+            return first, _one_argument(first, tools[first], _word(rest.strip()))
     return None
+
+
+def _word(rest: str) -> str:
+    """One argument written after a tool's name: a quoted string, or one word ('' otherwise)."""
+    if len(rest) > 1 and rest[0] in "'\"" and rest[-1] == rest[0] and rest[0] not in rest[1:-1]:
+        return rest[1:-1]
+    return "" if any(c.isspace() for c in rest) else rest
+
+
+def _one_argument(name: str, spec: ToolSpec, value: str) -> str | None:
+    props = spec.parameters.get("properties", {})
+    required = [k for k in spec.parameters.get("required", []) if BLOCK_KEY not in props.get(k, {})]
+    if not value or len(required) != 1 or props.get(required[0], {}).get("type") != "string":
+        return None
+    return json.dumps({"name": name, "arguments": {required[0]: value}}, ensure_ascii=False)
 
 
 def shown_change(text: str, files: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -80,11 +99,12 @@ def shown_in(message: str, path: str) -> str:
     return message[start:] if end < 0 else message[start:end]
 
 
-def text_call(name: str) -> Ask:
+def text_call(name: str, call: str | None = None) -> Ask:
+    how = f" as a tool call: {call}" if call else " as a tool call"
     return Ask(
         note="the model wrote a tool call as text instead of calling it; asked it to go on",
-        text=f"Your reply wrote a {name} call as text in a code block, so nothing was run. If you "
-        "need its result, make the call now as a tool call; if not, answer the user.",
+        text=f"Your reply wrote a {name} call as text in a code block, so nothing was run. Make "
+        f"the call now{how}",
     )
 
 
@@ -99,7 +119,7 @@ def change_shown(path: str) -> Ask:
 def ask_for(
     response: Response,
     end: End | None,
-    tools: Collection[str],
+    tools: Mapping[str, ToolSpec],
     files: Mapping[str, tuple[str, ...]],
     *,
     called: bool,
@@ -109,9 +129,9 @@ def ask_for(
         if end.stopped == EMPTY_REPLY and called:
             return Ask(note=EMPTIED, text=EMPTY)
         return None
-    name = as_text_call(response.text, tools)
-    if name is not None:
-        return text_call(name)
+    found = as_text_call(response.text, tools)
+    if found is not None:
+        return text_call(*found)
     path = shown_change(response.text, files)
     return None if path is None else change_shown(path)
 
@@ -146,7 +166,7 @@ def nudged(
         return False
     end = of_reply(response, agent.model.name)
     files = files_seen(agent, ctx) if "```" in response.text else {}
-    tools = tuple(agent.settings.tools) if offered is None else offered
+    tools = {n: t.spec for n, t in agent.settings.tools.items() if offered is None or n in offered}
     ask = ask_for(response, end, tools, files, called=previous is not None)
     if ask is None:
         return False
