@@ -136,6 +136,11 @@ def test_what_counts_as_a_file_shown_changed() -> None:
     assert unfinished.shown_change(fixed.replace("-(-items // per_page)", "items // per_page"), files) is None
     assert unfinished.shown_change("```python\nprint(1)\n```", files) is None  # no line of the file
     assert unfinished.shown_change(f"```python\n# pages.py\n{was}```", files) is None  # a label line
+    # a file shown as the task's message shows files, with only a closing fence (rename-across)
+    main = {"main.py": ("from cart import calc_total\n\nprint(calc_total([3]))\n",)}
+    section = "Here's the updated content:\n\n--- main.py\nfrom cart import total_price\n```\n\nDone."
+    assert unfinished.shown_change(section, main) == "main.py"
+    assert unfinished.shown_change(section.replace("main.py", "other.py"), main) is None
     # a file the model clobbered is tied to the block by the text the task's message showed of it
     message = f"Fix pages.py.\n\nThe files named above, as they are now:\n\n--- pages.py\n{was}"
     assert unfinished.shown_in(message, "pages.py") == was and unfinished.shown_in(message, "a.py") == ""

@@ -28,6 +28,7 @@ from nodwyn.values.request import BLOCK_KEY, Response, ToolSpec
 EMPTY = "Your reply was empty. If the task is done, answer the user now; if not, make the next tool call."
 EMPTIED = "the model answered with no text and no tool calls after a tool result; asked it to go on"
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+_SECTION = re.compile(r"^--- (\S+)\n(.*?)(?=```|\n\n\n|\n--- |\Z)", re.S | re.M)
 NUDGES = 2  # asks a turn at most (a second ask answered a first with a call written as text)
 SHARED_LINE = 6  # a block's line this long (stripped) that the file also has ties the block to it
 
@@ -77,14 +78,19 @@ def _one_argument(name: str, spec: ToolSpec, value: str) -> str | None:
 def shown_change(text: str, files: Mapping[str, tuple[str, ...]]) -> str | None:
     """The file a code block of ``text`` shows changed. ``files``: path -> its text now, then the
     texts the conversation showed of it; the block has a line of one of them (at least
-    SHARED_LINE characters, stripped) and a line the file lacks now."""
-    for m in _FENCE.finditer(text):
-        lines = {ln.strip() for ln in m.group(1).splitlines() if ln.strip()}
+    SHARED_LINE characters, stripped), or follows a ``--- PATH`` line as the task's message shows
+    files (``agent.named``), and has a line the file lacks now."""
+    blocks: list[tuple[str | None, str]] = [(None, m.group(1)) for m in _FENCE.finditer(text)]
+    blocks += [(m.group(1), m.group(2)) for m in _SECTION.finditer(text) if m.group(1) in files]
+    for named, block in blocks:
+        lines = {ln.strip() for ln in block.splitlines() if ln.strip()}
         for path, (now, *before) in files.items():
+            if named not in (None, path):
+                continue
             have = {ln.strip() for ln in now.splitlines()}
             seen = have.union(*({ln.strip() for ln in b.splitlines()} for b in before))
             new = {ln for ln in lines - have if not ln.startswith(("#", "//"))}  # a "# slug.py" label
-            if any(len(ln) >= SHARED_LINE and ln in seen for ln in lines) and new:
+            if (named or any(len(ln) >= SHARED_LINE and ln in seen for ln in lines)) and new:
                 return path
     return None
 
@@ -165,7 +171,7 @@ def nudged(
     if response.calls or left < 1 or not agent.settings.nudges:
         return False
     end = of_reply(response, agent.model.name)
-    files = files_seen(agent, ctx) if "```" in response.text else {}
+    files = files_seen(agent, ctx) if "```" in response.text or "--- " in response.text else {}
     tools = {n: t.spec for n, t in agent.settings.tools.items() if offered is None or n in offered}
     ask = ask_for(response, end, tools, files, called=previous is not None)
     if ask is None:
