@@ -119,12 +119,21 @@ def test_an_answer_that_shows_a_read_file_changed_is_asked_once_to_change_it(tmp
     script = [
         Step(reply=READ),
         Step(reply={"text": shown}),
-        Step(reply=edit, expect=lambda r: _last_user(r).endswith(unfinished.change_shown("a.py").text)),
+        Step(
+            reply=edit,
+            expect=lambda r: _last_user(r).endswith(
+                unfinished.change_shown("a.py", ("fs-edit", "fs-write")).text
+            ),
+        ),
         Step(reply={"text": quoted}),  # tied to a.py, but a.py holds it now: no ask
     ]
     result, events = _turn(tmp_path, script)
     assert result.text == quoted and result.stopped is None and result.requests == 4
     assert [p.text for k, p in events if k == NOTE] == [unfinished.change_shown("a.py").note]
+    assert (
+        "call fs-edit or call fs-write on a.py now"
+        in unfinished.change_shown("a.py", ("fs-edit", "fs-write")).text
+    )
     assert (tmp_path / "ws" / "a.py").read_text() == "X = 3  # three\nY = X + 1\n"
 
 

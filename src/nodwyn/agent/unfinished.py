@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from nodwyn.agent.ends import End, of_reply
@@ -114,11 +114,13 @@ def text_call(name: str, call: str | None = None) -> Ask:
     )
 
 
-def change_shown(path: str) -> Ask:
+def change_shown(path: str, tools: Collection[str] = ()) -> Ask:
+    edits = [t for t in ("fs-edit", "fs-write") if t in tools]
+    how = " or ".join(f"call {t}" for t in edits) or "make a tool call"
     return Ask(
         note=f"the model showed changed lines of {path} without changing it; asked it to go on",
-        text=f"Your reply shows code for {path} that {path} does not hold. If the task is to change "
-        "it, make the change now with a tool call; if not, answer the user.",
+        text=f"Your reply shows code for {path} that {path} does not hold, so {path} is unchanged. "
+        f"If the task is to change it, {how} on {path} now; if not, answer the user.",
     )
 
 
@@ -139,7 +141,7 @@ def ask_for(
     if found is not None:
         return text_call(*found)
     path = shown_change(response.text, files)
-    return None if path is None else change_shown(path)
+    return None if path is None else change_shown(path, tools)
 
 
 def files_seen(agent: Turns, ctx: str) -> dict[str, tuple[str, ...]]:
