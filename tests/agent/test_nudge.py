@@ -1,6 +1,6 @@
 """An empty reply after the turn's tool results (ADR 0445): with ``AgentSettings.nudges``
-(in-process models), the turn goes on once with a logged user message asking for the answer or
-the next call; a second empty reply, an empty reply before any call, or one at the step limit
+(in-process models), the turn goes on with a logged user message asking for the answer or the
+next call, at most NUDGES times a turn; past that, an empty reply before any call, or one at the step limit
 ends the turn as before (exit 17). Over a real fake (ScriptedBackend): the request that follows
 the nudge is checked as it went over the wire, and the log replays."""
 
@@ -76,11 +76,11 @@ def test_an_empty_reply_after_a_call_is_asked_once_to_go_on_and_the_turn_answers
     assert events[nudge_at][1].text == unfinished.EMPTY  # in the log, so replay rebuilds what was sent
 
 
-def test_a_second_empty_reply_ends_the_turn_as_an_empty_reply(tmp_path: Path) -> None:
-    script = [Step(reply=READ), Step(reply={"text": ""}), Step(reply={"text": ""})]
+def test_empty_replies_past_the_asks_of_a_turn_end_it_as_an_empty_reply(tmp_path: Path) -> None:
+    script = [Step(reply=READ), *(Step(reply={"text": ""}) for _ in range(unfinished.NUDGES + 1))]
     result, events = _turn(tmp_path, script)
-    assert result.stopped == EMPTY_REPLY and result.requests == 3
-    assert sum(1 for k, p in events if k == USER_MSG and p.text == unfinished.EMPTY) == 1
+    assert result.stopped == EMPTY_REPLY and result.requests == unfinished.NUDGES + 2
+    assert sum(1 for k, p in events if k == USER_MSG and p.text == unfinished.EMPTY) == unfinished.NUDGES
 
 
 def test_no_nudge_before_any_call_at_the_step_limit_or_without_the_setting(tmp_path: Path) -> None:
@@ -94,12 +94,11 @@ def test_no_nudge_before_any_call_at_the_step_limit_or_without_the_setting(tmp_p
 
 def test_an_answer_that_writes_a_call_as_text_is_asked_once_to_make_it(tmp_path: Path) -> None:
     """The README's resumed question was answered with a fenced fs-grep the parser leaves as prose."""
-    as_text = (
-        "I will search for it:\n```python\n" + '{"name": "fs-grep", "arguments": {"pattern": "X"}}' + "\n```"
-    )
+    call = '{"name": "fs-grep", "arguments": {"pattern": "X"}}'
+    as_text = f"I will search for it:\n```python\n{call}\n```"
     script = [
         Step(reply={"text": as_text}),
-        Step(reply=READ, expect=lambda r: _last_user(r).endswith(unfinished.text_call("fs-grep").text)),
+        Step(reply=READ, expect=lambda r: _last_user(r).endswith(unfinished.text_call("fs-grep", call).text)),
         Step(reply={"text": "X is 3."}),
     ]
     result, events = _turn(tmp_path, script)
@@ -120,12 +119,21 @@ def test_an_answer_that_shows_a_read_file_changed_is_asked_once_to_change_it(tmp
     script = [
         Step(reply=READ),
         Step(reply={"text": shown}),
-        Step(reply=edit, expect=lambda r: _last_user(r).endswith(unfinished.change_shown("a.py").text)),
-        Step(reply={"text": quoted}),
+        Step(
+            reply=edit,
+            expect=lambda r: _last_user(r).endswith(
+                unfinished.change_shown("a.py", ("fs-edit", "fs-write")).text
+            ),
+        ),
+        Step(reply={"text": quoted}),  # tied to a.py, but a.py holds it now: no ask
     ]
     result, events = _turn(tmp_path, script)
     assert result.text == quoted and result.stopped is None and result.requests == 4
     assert [p.text for k, p in events if k == NOTE] == [unfinished.change_shown("a.py").note]
+    assert (
+        "call fs-edit or call fs-write on a.py now"
+        in unfinished.change_shown("a.py", ("fs-edit", "fs-write")).text
+    )
     assert (tmp_path / "ws" / "a.py").read_text() == "X = 3  # three\nY = X + 1\n"
 
 
@@ -136,6 +144,12 @@ def test_what_counts_as_a_file_shown_changed() -> None:
     assert unfinished.shown_change(fixed, files) == "pages.py"
     assert unfinished.shown_change(fixed.replace("-(-items // per_page)", "items // per_page"), files) is None
     assert unfinished.shown_change("```python\nprint(1)\n```", files) is None  # no line of the file
+    assert unfinished.shown_change(f"```python\n# pages.py\n{was}```", files) is None  # a label line
+    # a file shown as the task's message shows files, with only a closing fence (rename-across)
+    main = {"main.py": ("from cart import calc_total\n\nprint(calc_total([3]))\n",)}
+    section = "Here's the updated content:\n\n--- main.py\nfrom cart import total_price\n```\n\nDone."
+    assert unfinished.shown_change(section, main) == "main.py"
+    assert unfinished.shown_change(section.replace("main.py", "other.py"), main) is None
     # a file the model clobbered is tied to the block by the text the task's message showed of it
     message = f"Fix pages.py.\n\nThe files named above, as they are now:\n\n--- pages.py\n{was}"
     assert unfinished.shown_in(message, "pages.py") == was and unfinished.shown_in(message, "a.py") == ""
@@ -144,11 +158,23 @@ def test_what_counts_as_a_file_shown_changed() -> None:
 
 
 def test_what_counts_as_a_call_written_as_text() -> None:
-    tools = ("fs-grep", "fs-read")
-    assert unfinished.as_text_call("```sh\nfs-grep fakes src\n```", tools) == "fs-grep"
-    assert unfinished.as_text_call('```\n{"name": "fs-read", "arguments": {}}\n```', tools) == "fs-read"
-    for prose in ("```python\nprint(1)\n```", "Use fs-grep to search.", '```\n{"name": "shell"}\n```'):
+    tools = {t.spec.name: t.spec for t in builtin_tools("search").values()}
+    assert unfinished.as_text_call('```\nshell "python3 t.py"\n```', tools) == (
+        "shell",
+        '{"name": "shell", "arguments": {"command": "python3 t.py"}}',
+    )
+    assert unfinished.as_text_call("```sh\nfs-grep fakes src\n```", tools) == ("fs-grep", None)  # 1 of 2 args
+    assert unfinished.as_text_call("```sh\nfs-edit slug.py\n```", tools) == (
+        "fs-edit",
+        '{"name": "fs-edit", "arguments": {"path": "slug.py"}}',  # its block's fields are not arguments
+    )
+    assert unfinished.as_text_call('```\n{"name": "fs-read", "arguments": {}}\n```', tools) == (
+        "fs-read",
+        '{"name": "fs-read", "arguments": {}}',
+    )
+    for prose in ("```python\nprint(1)\n```", "Use fs-grep to search.", '```\n{"name": "teleport"}\n```'):
         assert unfinished.as_text_call(prose, tools) is None, prose
+    assert unfinished.text_call("shell").text.endswith("Make the call now as a tool call")
 
 
 def test_sessions_on_in_process_models_are_nudged_and_others_are_not(tmp_path: Path) -> None:

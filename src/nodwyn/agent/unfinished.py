@@ -1,12 +1,12 @@
-"""A reply that ends a turn unfinished, asked once a turn to go on (ADR 0445).
+"""A reply that ends a turn unfinished, asked to go on (ADR 0445).
 
 A small in-process model often stops short of the task: an empty reply right after an edit that
 worked, an answer that writes a tool call as text in a code block (prose the parser rightly
 leaves as prose, so nothing ran), or an answer that shows the changed lines of a file it read
 without changing the file. Instead of ending the turn there, the loop appends a ``note`` saying
-why and a user message asking for the answer or the next call, once a turn and only with a step
-left (``AgentSettings.nudges``: in-process models). Both are in the log, so replay rebuilds
-exactly what the model was shown; a second such reply ends the turn as before.
+why and a user message asking for the answer or the next call, at most ``NUDGES`` times a turn
+and only with a step left (``AgentSettings.nudges``: in-process models). Both are in the log, so
+replay rebuilds exactly what the model was shown; past that, such a reply ends the turn as before.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ from nodwyn.agent.settings import EMPTY_REPLY
 from nodwyn.agent.tools import run_call
 from nodwyn.values.content import ToolCall
 from nodwyn.values.events import Note, UserMsg
-from nodwyn.values.request import Response
+from nodwyn.values.request import BLOCK_KEY, Response, ToolSpec
 
 EMPTY = "Your reply was empty. If the task is done, answer the user now; if not, make the next tool call."
-EMPTIED = "the model answered with no text and no tool calls after a tool result; asked it once to go on"
+EMPTIED = "the model answered with no text and no tool calls after a tool result; asked it to go on"
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+_SECTION = re.compile(r"^--- (\S+)\n(.*?)(?=```|\n\n\n|\n--- |\Z)", re.S | re.M)
+NUDGES = 2  # asks a turn at most (a second ask answered a first with a call written as text)
 SHARED_LINE = 6  # a block's line this long (stripped) that the file also has ties the block to it
 
 
@@ -37,9 +39,11 @@ class Ask:
     text: str  # the user message the model is sent
 
 
-def as_text_call(text: str, tools: Collection[str]) -> str | None:
-    """The offered tool a code block of ``text`` calls as text, if any: a JSON object naming it
-    (``{"name": "fs-grep", "arguments": {...}}``), or a line that starts with its name."""
+def as_text_call(text: str, tools: Mapping[str, ToolSpec]) -> tuple[str, str | None] | None:
+    """The offered tool a code block of ``text`` calls as text, if any, and the call's JSON when it
+    can be read: a JSON object naming it (``{"name": "fs-grep", "arguments": {...}}``), or a line
+    that starts with its name (``shell "python3 t.py"``: the rest of the line is the argument of a
+    tool that requires one string)."""
     for m in _FENCE.finditer(text):
         body = m.group(1).strip()
         try:
@@ -47,23 +51,46 @@ def as_text_call(text: str, tools: Collection[str]) -> str | None:
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict) and value.get("name") in tools:
-            return str(value["name"])
-        first = body.split(None, 1)[0] if body else ""
+            args = value.get("arguments")
+            shown = {"name": value["name"], "arguments": args} if isinstance(args, dict) else None
+            return str(value["name"]), None if shown is None else json.dumps(shown, ensure_ascii=False)
+        first, _, rest = body.split("\n", 1)[0].partition(" ")
         if first in tools:
-            return first
+            return first, _one_argument(first, tools[first], _word(rest.strip()))
     return None
+
+
+def _word(rest: str) -> str:
+    """One argument written after a tool's name: a quoted string, or one word ('' otherwise)."""
+    if len(rest) > 1 and rest[0] in "'\"" and rest[-1] == rest[0] and rest[0] not in rest[1:-1]:
+        return rest[1:-1]
+    return "" if any(c.isspace() for c in rest) else rest
+
+
+def _one_argument(name: str, spec: ToolSpec, value: str) -> str | None:
+    props = spec.parameters.get("properties", {})
+    required = [k for k in spec.parameters.get("required", []) if BLOCK_KEY not in props.get(k, {})]
+    if not value or len(required) != 1 or props.get(required[0], {}).get("type") != "string":
+        return None
+    return json.dumps({"name": name, "arguments": {required[0]: value}}, ensure_ascii=False)
 
 
 def shown_change(text: str, files: Mapping[str, tuple[str, ...]]) -> str | None:
     """The file a code block of ``text`` shows changed. ``files``: path -> its text now, then the
     texts the conversation showed of it; the block has a line of one of them (at least
-    SHARED_LINE characters, stripped) and a line the file lacks now."""
-    for m in _FENCE.finditer(text):
-        lines = {ln.strip() for ln in m.group(1).splitlines() if ln.strip()}
+    SHARED_LINE characters, stripped), or follows a ``--- PATH`` line as the task's message shows
+    files (``agent.named``), and has a line the file lacks now."""
+    blocks: list[tuple[str | None, str]] = [(None, m.group(1)) for m in _FENCE.finditer(text)]
+    blocks += [(m.group(1), m.group(2)) for m in _SECTION.finditer(text) if m.group(1) in files]
+    for named, block in blocks:
+        lines = {ln.strip() for ln in block.splitlines() if ln.strip()}
         for path, (now, *before) in files.items():
+            if named not in (None, path):
+                continue
             have = {ln.strip() for ln in now.splitlines()}
             seen = have.union(*({ln.strip() for ln in b.splitlines()} for b in before))
-            if any(len(ln) >= SHARED_LINE and ln in seen for ln in lines) and lines - have:
+            new = {ln for ln in lines - have if not ln.startswith(("#", "//"))}  # a "# slug.py" label
+            if (named or any(len(ln) >= SHARED_LINE and ln in seen for ln in lines)) and new:
                 return path
     return None
 
@@ -78,26 +105,29 @@ def shown_in(message: str, path: str) -> str:
     return message[start:] if end < 0 else message[start:end]
 
 
-def text_call(name: str) -> Ask:
+def text_call(name: str, call: str | None = None) -> Ask:
+    how = f" as a tool call: {call}" if call else " as a tool call"
     return Ask(
-        note="the model wrote a tool call as text instead of calling it; asked it once to go on",
-        text=f"Your reply wrote a {name} call as text in a code block, so nothing was run. If you "
-        "need its result, make the call now as a tool call; if not, answer the user.",
+        note="the model wrote a tool call as text instead of calling it; asked it to go on",
+        text=f"Your reply wrote a {name} call as text in a code block, so nothing was run. Make "
+        f"the call now{how}",
     )
 
 
-def change_shown(path: str) -> Ask:
+def change_shown(path: str, tools: Collection[str] = ()) -> Ask:
+    edits = [t for t in ("fs-edit", "fs-write") if t in tools]
+    how = " or ".join(f"call {t}" for t in edits) or "make a tool call"
     return Ask(
-        note=f"the model showed changed lines of {path} without changing it; asked it once to go on",
-        text=f"Your reply shows code for {path} that {path} does not hold. If the task is to change "
-        "it, make the change now with a tool call; if not, answer the user.",
+        note=f"the model showed changed lines of {path} without changing it; asked it to go on",
+        text=f"Your reply shows code for {path} that {path} does not hold, so {path} is unchanged. "
+        f"If the task is to change it, {how} on {path} now; if not, answer the user.",
     )
 
 
 def ask_for(
     response: Response,
     end: End | None,
-    tools: Collection[str],
+    tools: Mapping[str, ToolSpec],
     files: Mapping[str, tuple[str, ...]],
     *,
     called: bool,
@@ -107,11 +137,11 @@ def ask_for(
         if end.stopped == EMPTY_REPLY and called:
             return Ask(note=EMPTIED, text=EMPTY)
         return None
-    name = as_text_call(response.text, tools)
-    if name is not None:
-        return text_call(name)
+    found = as_text_call(response.text, tools)
+    if found is not None:
+        return text_call(*found)
     path = shown_change(response.text, files)
-    return None if path is None else change_shown(path)
+    return None if path is None else change_shown(path, tools)
 
 
 def files_seen(agent: Turns, ctx: str) -> dict[str, tuple[str, ...]]:
@@ -143,8 +173,8 @@ def nudged(
     if response.calls or left < 1 or not agent.settings.nudges:
         return False
     end = of_reply(response, agent.model.name)
-    files = files_seen(agent, ctx) if "```" in response.text else {}
-    tools = tuple(agent.settings.tools) if offered is None else offered
+    files = files_seen(agent, ctx) if "```" in response.text or "--- " in response.text else {}
+    tools = {n: t.spec for n, t in agent.settings.tools.items() if offered is None or n in offered}
     ask = ask_for(response, end, tools, files, called=previous is not None)
     if ask is None:
         return False
