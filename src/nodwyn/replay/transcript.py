@@ -48,6 +48,7 @@ from nodwyn.values.events import (
     LogRepaired,
     ModelSwitch,
     Note,
+    Observed,
     ResultFold,
     SessionResume,
     SessionStart,
@@ -324,8 +325,7 @@ def in_words(ev: Event) -> str | None:
             | ToolResult()
             | GatePlan()
             | Note()
-            | LlmSeen()
-            | ImportView()
+            | Observed()
             | None
         ):
             return None  # shown by their own text; None: the payload does not decode
