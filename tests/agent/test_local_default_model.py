@@ -85,6 +85,7 @@ def test_the_default_model_reads_then_answers_and_reuses_its_prefix(
 
     # the last request's prefill against the first's, cold (nothing cached: a fresh state folder,
     # forgotten) on a prompt that the last one extends token for token, so no longer to prefill cold
+    # (its prefill_ms also holds saving the shared prefix's state, a fraction of a second; ADR 0471)
     assert first["usage"]["cached_tokens"] == 0 and tokens[-1][: len(tokens[0])] == tokens[0]
     cold_ms, cold_prompt = first["timings"]["prefill_ms"], first["usage"]["prompt_tokens"]
     ratio = warm_ms / cold_ms
