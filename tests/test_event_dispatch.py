@@ -23,7 +23,7 @@ from nodwyn.imports import conversation, find, load, source_of, write
 from nodwyn.log import Store
 from nodwyn.replay.transcript import LABELS, in_words, render_event
 from nodwyn.stats.totals import Aggregator
-from nodwyn.values.events import KINDS, PAYLOADS, AnyPayload, Event, decode
+from nodwyn.values.events import KINDS, PAYLOADS, AnyPayload, Bookkeeping, Event, Observed, decode
 from nodwyn.window.entries import _entry_of
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -61,6 +61,25 @@ def samples(imported: tuple[Store, str]) -> dict[str, Event]:
 def test_the_union_is_every_kind_and_the_labels_name_each() -> None:
     assert {cls.KIND for cls in get_args(AnyPayload)} == KINDS == set(PAYLOADS)
     assert set(LABELS) == KINDS  # the transcript's and the export's word for each kind
+
+
+def test_the_groups_a_dispatch_may_name_are_these_kinds() -> None:
+    """ADR 0480: a kind joins a group on purpose; every dispatch naming the group then handles it."""
+    members = {
+        group: {c.KIND for c in get_args(AnyPayload) if issubclass(c, group)}
+        for group in (Bookkeeping, Observed)
+    }
+    assert members[Bookkeeping] == {
+        "result.fold",
+        "summary.add",
+        "summary.revoke",
+        "ctx.open",
+        "ctx.close",
+        "ctx.widen",
+        "model.switch",
+        "log.repaired",
+    }
+    assert members[Observed] == {"llm.seen", "import.view"}
 
 
 def test_every_kind_has_a_sample(samples: dict[str, Event]) -> None:

@@ -17,23 +17,15 @@ from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     LLM_RESP,
     TOOL_RESULT,
-    CtxClose,
-    CtxOpen,
-    CtxWiden,
+    Bookkeeping,
     GatePlan,
-    ImportView,
     LineRange,
     LlmReq,
     LlmResp,
-    LlmSeen,
-    LogRepaired,
-    ModelSwitch,
     Note,
-    ResultFold,
+    Observed,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -87,20 +79,7 @@ def recall_text(log: SessionLog, seq: int) -> str:
             if reply is not None and answer is not None and answer.req == seq:
                 return _unit(log, reply.seq, reply.ctx, answer)
             raise ToolError(f"recall: seq {seq} is a request that got no reply; nothing to bring back")
-        case (
-            SessionStart()
-            | SessionResume()
-            | ResultFold()
-            | SummaryAdd()
-            | SummaryRevoke()
-            | CtxOpen()
-            | CtxClose()
-            | CtxWiden()
-            | ModelSwitch()
-            | LogRepaired()
-            | LlmSeen()
-            | ImportView()
-        ):
+        case SessionStart() | SessionResume() | Bookkeeping() | Observed():
             raise ToolError(f"recall: seq {seq} is a {event.kind} event, which has no text to bring back")
         case _:
             assert_never(p)

@@ -24,13 +24,12 @@ from nodwyn.values.events import (
     Event,
     GatePlan,
     ImageRef,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
     LogRepaired,
     ModelSwitch,
     Note,
+    Observed,
     Payload,
     ResultFold,
     SessionResume,
@@ -78,6 +77,7 @@ class LoopState:
     # what the next request asks the provider's cache diagnosis against (ADR 0312)
     replies: dict[str, tuple[str, str]] = field(default_factory=dict)
     asked_with: dict[str, str] = field(default_factory=dict)  # ctx -> model entry of its last request
+    said: dict[str, str] = field(default_factory=dict)  # ctx -> the text of its latest user message
 
     def follow(self, event: Event) -> None:
         p = decode(event)
@@ -94,6 +94,7 @@ class LoopState:
         elif isinstance(p, ResultFold):
             self.folded.add(p.target)
         elif isinstance(p, UserMsg):
+            self.said[event.ctx] = p.text
             for ref in p.images or ():
                 self.images[ref.digest] = ref
         elif isinstance(p, ModelSwitch):
@@ -119,7 +120,7 @@ class LoopState:
             self.asked_with[event.ctx] = p.model
             if event.ctx == self.ctx:
                 self.last_estimate = p.estimate
-        elif isinstance(p, GatePlan | Note | SummaryAdd | SummaryRevoke | LogRepaired | LlmSeen | ImportView):
+        elif isinstance(p, GatePlan | Note | SummaryAdd | SummaryRevoke | LogRepaired | Observed):
             pass  # nothing the loop follows
         else:
             assert_never(p)

@@ -9,6 +9,7 @@ progress, ``--json`` prints one JSON object instead of the answer.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -299,45 +300,44 @@ class Output:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Confine:
-    """``--yes``, ``--approval``, ``--sandbox``, ``--dangerously-no-sandbox``."""
+class Options:
+    """The options every session command takes (``_session_options``), and a new session's
+    (``_new_options``: ``--workspace``, ``--image``, ``--continue``)."""
 
-    yes: bool = False
-    approval: str | None = None
-    sandbox: str | None = None
-    dangerously_no_sandbox: bool = False
+    model: str | None
+    yes: bool
+    quiet: bool
+    as_json: bool
+    recipe: str | None
+    approval: str | None
+    sandbox: str | None
+    no_sandbox: bool  # --dangerously-no-sandbox
+    no_project_doc: bool
+    workspace: Path | None = None
+    images: tuple[Path, ...] = ()
+    cont: bool = False
 
 
-def _open(
-    model: str | None,
-    workspace: Path | None,
-    confine: Confine,
-    out: Output,
-    resume: str | None = None,
-    images: tuple[Path, ...] = (),
-    recipe: str | None = None,
-    task: str | None = None,
-    no_project_doc: bool = False,
-) -> Opened:
+def _open(opts: Options, out: Output, resume: str | None = None, task: str | None = None) -> Opened:
     # SIGTERM and SIGHUP (the terminal closed) end the session as Ctrl-C does: through the
     # `finally` that kills what its shell commands left running and releases the log.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _end_on_signal)
     opened = open_agent(
         env=os.environ,
-        workspace=workspace or Path.cwd(),
-        model_name=model,
+        workspace=opts.workspace or Path.cwd(),
+        model_name=opts.model,
         resume=resume,
-        yes=confine.yes,
+        yes=opts.yes,
         ask=_ask,
         display=out.display,
-        recipe_version=recipe,
+        recipe_version=opts.recipe,
         task=task,
-        sandbox=confine.sandbox,
-        approval=confine.approval,
-        dangerously_no_sandbox=confine.dangerously_no_sandbox,
-        project_doc=not no_project_doc,
-        images=len(images),
+        sandbox=opts.sandbox,
+        approval=opts.approval,
+        dangerously_no_sandbox=opts.no_sandbox,
+        project_doc=not opts.no_project_doc,
+        images=len(opts.images),
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
@@ -389,7 +389,20 @@ def _task(task: str | None) -> str | None:
     return task
 
 
+def _gathered(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f`` called with its session options gathered into one ``opts`` (``Options``)."""
+    names = set(Options.__dataclass_fields__)
+
+    @functools.wraps(f)
+    def call(**kwargs: Any) -> Any:
+        given = {k: kwargs.pop(k) for k in names & kwargs.keys()}
+        return f(opts=Options(**given), **kwargs)
+
+    return call
+
+
 def _session_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = _gathered(f)
     f = click.option(
         "--recipe",
         "recipe",
@@ -439,7 +452,7 @@ def _session_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _new_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = _session_options(f)
+    f = _session_options(f)  # gathers these three too
     f = click.option(
         "-c", "--continue", "cont", is_flag=True, help="Continue the latest session instead of a new one."
     )(f)
@@ -481,22 +494,7 @@ def _one_turn(opened: Opened, task: str, images: tuple[Path, ...], out: Output) 
     is_flag=True,
     help="Print the run as JSON Lines while it happens (docs/jsonl.md); the last line is --json's object.",
 )
-def run(
-    task: str | None,
-    jsonl: bool,
-    model: str | None,
-    workspace: Path | None,
-    yes: bool,
-    images: tuple[Path, ...],
-    cont: bool,
-    quiet: bool,
-    as_json: bool,
-    recipe: str | None,
-    approval: str | None,
-    sandbox: str | None,
-    no_sandbox: bool,
-    no_project_doc: bool,
-) -> None:
+def run(task: str | None, jsonl: bool, opts: Options) -> None:
     """Run one task (one turn): the answer on stdout, progress and figures on stderr.
 
     TASK `-` (or no TASK) reads the task from stdin; with a TASK, piped input is context for it.
@@ -504,22 +502,11 @@ def run(
     text = _task(task)
     if text is None:
         raise click.UsageError("no TASK: give one, or `-` with the task on stdin")
-    for path in images:
+    for path in opts.images:
         read_image(path)  # a bad image is refused before a session starts
-    out = Output(quiet=quiet, as_json=as_json, jsonl=jsonl)
-    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
-    opened = _open(
-        model,
-        workspace,
-        confine,
-        out,
-        resume="latest" if cont else None,
-        images=images,
-        recipe=recipe,
-        task=text,
-        no_project_doc=no_project_doc,
-    )
-    _one_turn(opened, text, images, out)
+    out = Output(quiet=opts.quiet, as_json=opts.as_json, jsonl=jsonl)
+    opened = _open(opts, out, resume="latest" if opts.cont else None, task=text)
+    _one_turn(opened, text, opts.images, out)
 
 
 SLASH = {
@@ -680,39 +667,16 @@ class _Chat:
 
 @click.command()
 @_new_options
-def chat(
-    model: str | None,
-    workspace: Path | None,
-    yes: bool,
-    images: tuple[Path, ...],
-    cont: bool,
-    quiet: bool,
-    as_json: bool,
-    recipe: str | None,
-    approval: str | None,
-    sandbox: str | None,
-    no_sandbox: bool,
-    no_project_doc: bool,
-) -> None:
+def chat(opts: Options) -> None:
     """Interactive turns with line editing and history: /plan TASK, /compact, /model NAME, /models,
     /help, /quit."""
-    for path in images:
+    for path in opts.images:
         read_image(path)
-    out = Output(quiet=quiet, as_json=as_json)
-    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
-    opened = _open(
-        model,
-        workspace,
-        confine,
-        out,
-        resume="latest" if cont else None,
-        images=images,
-        recipe=recipe,
-        no_project_doc=no_project_doc,
-    )
+    out = Output(quiet=opts.quiet, as_json=opts.as_json)
+    opened = _open(opts, out, resume="latest" if opts.cont else None)
     agent = opened.agent
     try:
-        _chat_loop(opened, images, out)
+        _chat_loop(opened, opts.images, out)
     finally:
         out.finish(agent)
         opened.close()
@@ -722,30 +686,15 @@ def chat(
 @click.argument("session", shell_complete=complete_sessions)
 @click.argument("task", required=False)
 @_session_options
-def resume(
-    session: str,
-    task: str | None,
-    model: str | None,
-    yes: bool,
-    quiet: bool,
-    as_json: bool,
-    recipe: str | None,
-    approval: str | None,
-    sandbox: str | None,
-    no_sandbox: bool,
-    no_project_doc: bool,
-) -> None:
+def resume(session: str, task: str | None, opts: Options) -> None:
     """Continue SESSION (an id, its random suffix, a unique prefix, or latest/last): run TASK as its
     next turn (`-` reads it from stdin), or chat if no TASK is given on a terminal. It keeps the
     window recipe it last ran with unless --recipe asks for another (e.g. --recipe window-v20)."""
     text = _task(task) if task is not None or not sys.stdin.isatty() else None
-    out = Output(quiet=quiet, as_json=as_json)
+    out = Output(quiet=opts.quiet, as_json=opts.as_json)
     if text is None and not sys.stdin.isatty():
         raise click.UsageError("no TASK given and no terminal to chat in; pass TASK or pipe it with `-`")
-    confine = Confine(yes=yes, approval=approval, sandbox=sandbox, dangerously_no_sandbox=no_sandbox)
-    opened = _open(
-        model, None, confine, out, resume=session, recipe=recipe, task=text, no_project_doc=no_project_doc
-    )
+    opened = _open(opts, out, resume=session, task=text)
     if text is not None:
         _one_turn(opened, text, (), out)
         return

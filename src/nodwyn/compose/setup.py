@@ -428,26 +428,12 @@ def open_agent(
         workspace = was.workspace or workspace
         model_name = model_name or was.model
     model = config.model(model_name)
-    if images and not model.takes_images:
-        raise ConfigError(
-            f"model {model.name!r} takes no images, and {images} image(s) are attached: pick a model "
-            f"that does (-m NAME), or set takes_images = true in its [models.{model.name}] entry"
-        )
+    _check_images(model, images)
     ext = load_extensions(workspace, env)
     tools = {**offered_builtins(model), **ext.tools}
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    entries, skipped = configured(config, workspace, env)
-    servers = start_servers(
-        entries,
-        env=env,
-        known=store.known,
-        keychain=_keychain(env, config, entries),
-        tool_timeout=config.tool_timeout,
-        taken=set(tools),
-        sandbox=box,
-        workspace=workspace,
-    )
+    servers, skipped = _servers(env, config, workspace, store.known, set(tools), box)
     try:
         tools = _catalog_of(config, {**tools, **servers.tools})
         wanted = project_doc and config.project_doc
@@ -457,20 +443,6 @@ def open_agent(
         recipe = make_recipe(config, model, ext, tools, version, doc)
         if task is not None:
             check_task(recipe, model, task)
-        settings = AgentSettings(
-            recipe=recipe,
-            tools=tools,
-            models=config.models,
-            model=model.name,
-            workspace=workspace,
-            shell_timeout=config.shell_timeout,
-            tool_timeout=config.tool_timeout,
-            shell_env=shell_env(env, config),
-            protected=protected(env),
-            limits_for=partial(session_limits, config.window, path=config.path),
-            sandbox=box,
-            named_files=api_profile(model).in_process,
-        )
         recorded = {"sandbox": box.mode, "network": box.network, "approval": approval}  # not in a digest
         if was is not None:  # a session its events cannot be rebuilt from is refused before it is changed
             check = lambda log: rebuild(log, Window(), model.name)  # noqa: E731
@@ -481,38 +453,28 @@ def open_agent(
         if servers.hub is not None:
             servers.hub.close()
         raise
+    say = display.notice if display is not None else None
     if servers.hub is not None:
-        servers.hub.bind(log.path, log.attachments.put, display.notice if display is not None else None)
+        servers.hub.bind(log.path, log.attachments.put, say)
     made: Backends | None = None
     if backend_for is None:
-        backend_for = made = Backends(env, config, display.notice if display is not None else None)
+        backend_for = made = Backends(env, config, say)
     agent = Agent(
         log=log,
-        settings=settings,
+        settings=_settings(env, config, model, recipe, tools, workspace, box),
         backend_for=backend_for,
         approve=approver(config, approval, ask, always_ask=always_ask, sandbox=box),
         display=display,
         check_model=None if made is None else (lambda m: preflight(env, config, m)),
         notes=None if servers.hub is None else servers.hub.notes,
     )
-    if resume is not None and agent.settle() and display is not None:
-        display.notice("answered the calls an interruption left without a result")
-    cannot = unavailable(box)  # said before the first request: never silently unsandboxed
-    sandbox_notes = [] if cannot is None else [f"shell commands cannot run: {cannot}"]
-    if not box.confined:
-        sandbox_notes.append("the sandbox is off: shell commands run as you, with your files and network")
+    if resume is not None and agent.settle() and say is not None:
+        say("answered the calls an interruption left without a result")
+    said = [*wrote, *shrunk(config.window, recipe.limits), *ext.messages, *_sandbox_notes(box)]
     cut = [] if doc is None or not doc.cut else [f"{doc.banner()}: the project instructions were cut"]
-    for message in [
-        *wrote,
-        *shrunk(config.window, recipe.limits),
-        *ext.messages,
-        *sandbox_notes,
-        *skipped,
-        *servers.messages,
-        *cut,
-    ]:
-        if display is not None:
-            display.notice(message)
+    for message in [*said, *skipped, *servers.messages, *cut]:
+        if say is not None:
+            say(message)
     return Opened(
         agent=agent,
         config=config,
@@ -522,6 +484,67 @@ def open_agent(
         servers=servers,
         project_doc=doc,
     )
+
+
+def _check_images(model: ModelEntry, images: int) -> None:
+    if images and not model.takes_images:
+        raise ConfigError(
+            f"model {model.name!r} takes no images, and {images} image(s) are attached: pick a model "
+            f"that does (-m NAME), or set takes_images = true in its [models.{model.name}] entry"
+        )
+
+
+def _servers(
+    env: Mapping[str, str], config: Config, workspace: Path, known: Known, taken: set[str], box: Sandbox
+) -> tuple[Servers, list[str]]:
+    """The MCP servers started (config.toml's and a trusted workspace's), and what was skipped."""
+    entries, skipped = configured(config, workspace, env)
+    servers = start_servers(
+        entries,
+        env=env,
+        known=known,
+        keychain=_keychain(env, config, entries),
+        tool_timeout=config.tool_timeout,
+        taken=taken,
+        sandbox=box,
+        workspace=workspace,
+    )
+    return servers, skipped
+
+
+def _settings(
+    env: Mapping[str, str],
+    config: Config,
+    model: ModelEntry,
+    recipe: Recipe,
+    tools: Mapping[str, Tool],
+    workspace: Path,
+    box: Sandbox,
+) -> AgentSettings:
+    return AgentSettings(
+        recipe=recipe,
+        tools=tools,
+        models=config.models,
+        model=model.name,
+        workspace=workspace,
+        shell_timeout=config.shell_timeout,
+        tool_timeout=config.tool_timeout,
+        shell_env=shell_env(env, config),
+        protected=protected(env),
+        limits_for=partial(session_limits, config.window, path=config.path),
+        sandbox=box,
+        named_files=api_profile(model).in_process,
+        nudges=api_profile(model).in_process,
+    )
+
+
+def _sandbox_notes(box: Sandbox) -> list[str]:
+    """Said before the first request: a session is never silently unsandboxed."""
+    cannot = unavailable(box)
+    notes = [] if cannot is None else [f"shell commands cannot run: {cannot}"]
+    if not box.confined:
+        notes.append("the sandbox is off: shell commands run as you, with your files and network")
+    return notes
 
 
 def _keychain(env: Mapping[str, str], config: Config, entries: Mapping[str, ServerConfig]) -> Credentials:

@@ -9,23 +9,17 @@ from nodwyn.replay import in_words, label
 from nodwyn.values.codec import usage_to_json
 from nodwyn.values.content import AssistantMessage, ImagePart, TextPart, ToolMessage, UserMessage
 from nodwyn.values.events import (
+    Bookkeeping,
     CtxClose,
-    CtxOpen,
-    CtxWiden,
     Event,
     GatePlan,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
-    LogRepaired,
-    ModelSwitch,
     Note,
+    Observed,
     ResultFold,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -80,22 +74,14 @@ def event_json(e: Event) -> dict[str, Any]:
         case SessionStart() | SessionResume():
             version = "" if p.recipe is None else f"window-v{p.recipe.version}"
             out["text"] = f"model {p.model}, recipe {version}" + confinement(p)
-        case (
-            CtxOpen()
-            | CtxClose()
-            | CtxWiden()
-            | ResultFold()
-            | SummaryAdd()
-            | SummaryRevoke()
-            | ModelSwitch()
-            | LogRepaired()
-        ):  # bookkeeping: one sentence, then what it carries
+        case Bookkeeping():  # one sentence, then what it carries
             out["sentence"] = in_words(e)
             carried = p.text if isinstance(p, ResultFold) else p.result if isinstance(p, CtxClose) else None
             out.update(clip(carried) if carried is not None else {"text": None})
             if isinstance(p, ResultFold):
                 out["target"] = p.target
-        case LlmSeen() | ImportView() | None:  # an imported session's, or a damaged payload: its fields
+        case Observed() | None:
+            # an imported session's, or a damaged payload: its fields
             out["text"] = ", ".join(f"{k}: {_s(v)[:80]}" for k, v in data.items())
         case _:
             assert_never(p)

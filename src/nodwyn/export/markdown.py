@@ -21,23 +21,18 @@ from nodwyn.values.events import (
     MAIN_CTX,
     TOOL_RESULT,
     AnyPayload,
+    Bookkeeping,
     CtxClose,
     CtxOpen,
-    CtxWiden,
     Event,
     GatePlan,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
-    LogRepaired,
-    ModelSwitch,
     Note,
+    Observed,
     ResultFold,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -183,18 +178,9 @@ class _Transcript:
                 yield from (f"**Plan**{where}", "", p.text, "")
             case Note():
                 yield from (f"*Note: {p.text}*", "")
-            case (
-                CtxOpen()
-                | CtxClose()
-                | CtxWiden()
-                | ResultFold()
-                | SummaryAdd()
-                | SummaryRevoke()
-                | ModelSwitch()
-                | LogRepaired()
-            ):
+            case Bookkeeping():
                 yield from _in_words(ev, p)
-            case LlmReq() | LlmSeen() | ImportView():
+            case LlmReq() | Observed():
                 pass  # a request, or an imported session's bookkeeping: no text of the conversation
             case _:
                 assert_never(p)

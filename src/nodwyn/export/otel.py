@@ -26,23 +26,17 @@ from urllib.parse import urlsplit
 from nodwyn.values.content import Origin
 from nodwyn.values.events import (
     MAIN_CTX,
+    Bookkeeping,
     CtxClose,
     CtxOpen,
-    CtxWiden,
     Event,
     GatePlan,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
-    LogRepaired,
-    ModelSwitch,
     Note,
-    ResultFold,
+    Observed,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -185,14 +179,8 @@ class _Tracer:
                 | UserMsg()
                 | GatePlan()
                 | Note()
-                | ResultFold()
-                | SummaryAdd()
-                | SummaryRevoke()
-                | CtxWiden()
-                | ModelSwitch()
-                | LogRepaired()
-                | LlmSeen()
-                | ImportView()
+                | Bookkeeping()
+                | Observed()
                 | None
             ):
                 pass  # no span of their own (the spans are the agent, its contexts, requests, tools)

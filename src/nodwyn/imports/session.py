@@ -42,23 +42,16 @@ from nodwyn.values.events import (
     SESSION_START,
     TOOL_RESULT,
     USER_MSG,
-    CtxClose,
-    CtxOpen,
-    CtxWiden,
+    Bookkeeping,
     Event,
     GatePlan,
     ImportView,
     LlmReq,
     LlmResp,
     LlmSeen,
-    LogRepaired,
-    ModelSwitch,
     Note,
-    ResultFold,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -293,21 +286,7 @@ def read(events: Iterable[Event]) -> Imported:
             case LlmSeen():
                 seen[ev.seq] = p
                 requests[ev.seq] = _expand(p, ev.seq, conversation, messages)
-            case (
-                SessionStart()
-                | SessionResume()
-                | LlmReq()
-                | GatePlan()
-                | Note()
-                | ResultFold()
-                | SummaryAdd()
-                | SummaryRevoke()
-                | CtxOpen()
-                | CtxClose()
-                | CtxWiden()
-                | ModelSwitch()
-                | LogRepaired()
-            ):
+            case SessionStart() | SessionResume() | LlmReq() | GatePlan() | Note() | Bookkeeping():
                 pass  # not in _READ: not the other agent's conversation
             case _:
                 assert_never(p)

@@ -146,42 +146,50 @@ def server_from_table(
                 f"{where}: {key} may be set for a server in your config.toml only, not in a "
                 f"workspace's file; add it to [mcp.{name}] in config.toml"
             )
-    if has_cmd:
-        box = table.get("sandbox")
-        if box is not None and box not in SANDBOX_MODES:
-            raise ConfigError(
-                f"{where} sandbox must be one of {', '.join(repr(m) for m in SANDBOX_MODES)} "
-                '(the server\'s own sandbox mode; "off" runs it unconfined, as you)'
-            )
-        network = table.get("network")
-        if network is not None and not isinstance(network, bool):
-            raise ConfigError(f"{where} network must be true or false")
-        command = table["command"]
-        if not isinstance(command, str) or not command:
-            raise ConfigError(f'{where} command must be the program to run, e.g. "npx"')
-        for key in ("url", "headers", "credential"):
-            if key in table:
-                raise ConfigError(
-                    f"{where}: {key} is for a url server; a stdio server takes command, args, env"
-                )
-        cwd = None
-        if "cwd" in table:
-            if not isinstance(table["cwd"], str) or not table["cwd"]:
-                raise ConfigError(f"{where} cwd must be a folder")
-            cwd = Path(table["cwd"]).expanduser()
-            if not cwd.is_absolute() and base is not None:
-                cwd = base / cwd
-        return ServerConfig(
-            transport="stdio",
-            command=command,
-            args=_strs(table.get("args", []), f"{where} args"),
-            env=_table(table.get("env", {}), f"{where} env"),
-            pass_env=_strs(table.get("pass_env", []), f"{where} pass_env"),
-            cwd=cwd,
-            sandbox=box,
-            network=network,
-            **common,
+    return _stdio(table, common, base) if has_cmd else _http(table, common)
+
+
+def _stdio(table: Mapping[str, Any], common: dict[str, Any], base: Path | None) -> ServerConfig:
+    """A stdio server's entry: its command, arguments, environment, folder and sandbox."""
+    where = common["where"]
+    box = table.get("sandbox")
+    if box is not None and box not in SANDBOX_MODES:
+        raise ConfigError(
+            f"{where} sandbox must be one of {', '.join(repr(m) for m in SANDBOX_MODES)} "
+            '(the server\'s own sandbox mode; "off" runs it unconfined, as you)'
         )
+    network = table.get("network")
+    if network is not None and not isinstance(network, bool):
+        raise ConfigError(f"{where} network must be true or false")
+    command = table["command"]
+    if not isinstance(command, str) or not command:
+        raise ConfigError(f'{where} command must be the program to run, e.g. "npx"')
+    for key in ("url", "headers", "credential"):
+        if key in table:
+            raise ConfigError(f"{where}: {key} is for a url server; a stdio server takes command, args, env")
+    cwd = None
+    if "cwd" in table:
+        if not isinstance(table["cwd"], str) or not table["cwd"]:
+            raise ConfigError(f"{where} cwd must be a folder")
+        cwd = Path(table["cwd"]).expanduser()
+        if not cwd.is_absolute() and base is not None:
+            cwd = base / cwd
+    return ServerConfig(
+        transport="stdio",
+        command=command,
+        args=_strs(table.get("args", []), f"{where} args"),
+        env=_table(table.get("env", {}), f"{where} env"),
+        pass_env=_strs(table.get("pass_env", []), f"{where} pass_env"),
+        cwd=cwd,
+        sandbox=box,
+        network=network,
+        **common,
+    )
+
+
+def _http(table: Mapping[str, Any], common: dict[str, Any]) -> ServerConfig:
+    """A streamable-HTTP server's entry: its URL, headers and credential."""
+    where = common["where"]
     url = table["url"]
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f'{where} url must be an http(s) URL, e.g. "http://127.0.0.1:8000/mcp"')

@@ -16,24 +16,7 @@ from typing import Any, assert_never
 from nodwyn.errors import NodwynError
 from nodwyn.log import CTX_ID
 from nodwyn.values.events import (
-    CTX_CLOSE,
-    CTX_OPEN,
-    CTX_WIDEN,
-    GATE_PLAN,
-    IMPORT_VIEW,
-    LLM_REQ,
-    LLM_RESP,
-    LLM_SEEN,
-    LOG_REPAIRED,
-    MODEL_SWITCH,
-    NOTE,
     PAYLOADS,
-    RESULT_FOLD,
-    SESSION_RESUME,
-    SESSION_START,
-    SUMMARY_ADD,
-    SUMMARY_REVOKE,
-    TOOL_RESULT,
     USER_MSG,
     AnyPayload,
     CtxClose,
@@ -48,6 +31,7 @@ from nodwyn.values.events import (
     LogRepaired,
     ModelSwitch,
     Note,
+    Observed,
     ResultFold,
     SessionResume,
     SessionStart,
@@ -255,24 +239,24 @@ def _body(ev: Event, p: AnyPayload) -> list[str]:
 
 # What a person calls each kind of event (the console's transcript and the Markdown export).
 LABELS = {
-    SESSION_START: "session started",
-    SESSION_RESUME: "session resumed",
-    USER_MSG: "person",
-    LLM_REQ: "request",
-    LLM_RESP: "reply",
-    TOOL_RESULT: "tool result",
-    GATE_PLAN: "plan",
-    RESULT_FOLD: "tool result folded",
-    SUMMARY_ADD: "summary",
-    SUMMARY_REVOKE: "summary withdrawn",
-    CTX_OPEN: "context opened",
-    CTX_CLOSE: "context closed",
-    CTX_WIDEN: "context widened",
-    MODEL_SWITCH: "model switched",
-    NOTE: "note",
-    LOG_REPAIRED: "log repaired",
-    LLM_SEEN: "observed request",
-    IMPORT_VIEW: "imported message",
+    SessionStart.KIND: "session started",
+    SessionResume.KIND: "session resumed",
+    UserMsg.KIND: "person",
+    LlmReq.KIND: "request",
+    LlmResp.KIND: "reply",
+    ToolResult.KIND: "tool result",
+    GatePlan.KIND: "plan",
+    ResultFold.KIND: "tool result folded",
+    SummaryAdd.KIND: "summary",
+    SummaryRevoke.KIND: "summary withdrawn",
+    CtxOpen.KIND: "context opened",
+    CtxClose.KIND: "context closed",
+    CtxWiden.KIND: "context widened",
+    ModelSwitch.KIND: "model switched",
+    Note.KIND: "note",
+    LogRepaired.KIND: "log repaired",
+    LlmSeen.KIND: "observed request",
+    ImportView.KIND: "imported message",
 }
 
 
@@ -324,8 +308,7 @@ def in_words(ev: Event) -> str | None:
             | ToolResult()
             | GatePlan()
             | Note()
-            | LlmSeen()
-            | ImportView()
+            | Observed()
             | None
         ):
             return None  # shown by their own text; None: the payload does not decode

@@ -33,23 +33,16 @@ from nodwyn.values.events import (
     TOOL_RESULT,
     USER_MSG,
     AnyPayload,
-    CtxClose,
-    CtxOpen,
-    CtxWiden,
+    Bookkeeping,
     Event,
     GatePlan,
     ImportView,
     LlmReq,
     LlmResp,
     LlmSeen,
-    LogRepaired,
-    ModelSwitch,
     Note,
-    ResultFold,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -286,21 +279,7 @@ class Aggregator:
                 case UserMsg():
                     if event.ctx == MAIN_CTX:  # a new turn
                         self._turn += 1
-                case (
-                    ToolResult()
-                    | GatePlan()
-                    | Note()
-                    | ResultFold()
-                    | SummaryAdd()
-                    | SummaryRevoke()
-                    | CtxOpen()
-                    | CtxClose()
-                    | CtxWiden()
-                    | ModelSwitch()
-                    | LogRepaired()
-                    | ImportView()
-                    | None
-                ):
+                case ToolResult() | GatePlan() | Note() | Bookkeeping() | ImportView() | None:
                     pass  # not in _READ (or a reply too damaged to count): the totals read none of them
                 case _:
                     assert_never(p)

@@ -17,7 +17,9 @@ refuse is refused before anything is written (ADR 0340).
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast, get_args
 
@@ -86,6 +88,32 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
         out[key] = value
 
 
+_DECLARED: dict[type, tuple[tuple[str, tuple[Any, ...]], ...]] = {}
+
+
+def _declared(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """``(name, (type, default?))`` for each field of a payload class with plain fields: ``int``,
+    ``str``, ``dict[...]``, and ``X | None = None`` (read with the default None); found once."""
+    if cls in _DECLARED:
+        return _DECLARED[cls]
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name == "extra":
+            continue
+        typ = hints[f.name]
+        args = typing.get_args(typ)
+        optional = type(None) in args
+        if optional:
+            (typ,) = (a for a in args if a is not type(None))
+        base = typing.get_origin(typ) or typ
+        if base not in (int, str, dict):
+            raise TypeError(f"{cls.__name__}.{f.name}: {typ} is read by the class itself")
+        out.append((f.name, (base, None) if optional else (base,)))
+    _DECLARED[cls] = tuple(out)
+    return _DECLARED[cls]
+
+
 # -- payloads ----------------------------------------------------------------------------------
 
 
@@ -106,14 +134,34 @@ class Payload:
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        raise NotImplementedError
+        """Each field read as its annotation declares it (``_declared``); a kind with a field of
+        another shape (a recipe, a response, a checked choice) reads and writes itself."""
+        return cls(**{name: r.get(name, *how) for name, how in _declared(cls)}, extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The declared fields in their order, an optional one only when recorded (None: absent)."""
+        out: dict[str, Any] = {}
+        for name, _ in _declared(type(self)):
+            _put(out, name, getattr(self, name))
+        return out
 
     def to_data(self) -> dict[str, Any]:
         """The payload as the log holds it."""
         return {**self.extra, **self._fields()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bookkeeping(Payload):
+    """The kinds that carry no message of the conversation: contexts opened, closed and widened,
+    folds, summaries and their revocations, model switches, repairs of the log (ADR 0480). A
+    dispatch that treats them alike names this one class; a new kind is a class of its own, so
+    ``assert_never`` still finds every dispatch that misses it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observed(Payload):
+    """The kinds only an imported session holds: the requests another agent sent (``llm.seen``)
+    and the messages it sent as it wrote them (``import.view``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -447,13 +495,6 @@ class ToolResult(Payload):
 class _TextPayload(Payload):
     text: str
 
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(text=r.get("text", str), extra=r.extra())
-
-    def _fields(self) -> dict[str, Any]:
-        return {"text": self.text}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatePlan(_TextPayload):
@@ -468,61 +509,29 @@ class Note(_TextPayload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ResultFold(Payload):
+class ResultFold(Bookkeeping):
     KIND: ClassVar[str] = RESULT_FOLD
     target: int  # seq of the tool.result folded
     text: str
 
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(target=r.get("target", int), text=r.get("text", str), extra=r.extra())
-
-    def _fields(self) -> dict[str, Any]:
-        return {"target": self.target, "text": self.text}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryAdd(Payload):
+class SummaryAdd(Bookkeeping):
     KIND: ClassVar[str] = SUMMARY_ADD
     first: int  # first seq of the source span
     last: int  # last seq of the source span
     text: str
     source_digest: str
 
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(
-            first=r.get("first", int),
-            last=r.get("last", int),
-            text=r.get("text", str),
-            source_digest=r.get("source_digest", str),
-            extra=r.extra(),
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        return {
-            "first": self.first,
-            "last": self.last,
-            "text": self.text,
-            "source_digest": self.source_digest,
-        }
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryRevoke(Payload):
+class SummaryRevoke(Bookkeeping):
     KIND: ClassVar[str] = SUMMARY_REVOKE
     summary: int  # seq of the summary.add
 
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(summary=r.get("summary", int), extra=r.extra())
-
-    def _fields(self) -> dict[str, Any]:
-        return {"summary": self.summary}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CtxOpen(Payload):
+class CtxOpen(Bookkeeping):
     KIND: ClassVar[str] = CTX_OPEN
     id: str
     kind: Literal["narrow", "sub"]
@@ -558,39 +567,23 @@ class CtxOpen(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CtxClose(Payload):
+class CtxClose(Bookkeeping):
     KIND: ClassVar[str] = CTX_CLOSE
     id: str
     result: str | None = None
 
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(id=r.get("id", str), result=r.get("result", str, None), extra=r.extra())
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id}
-        _put(out, "result", self.result)
-        return out
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CtxWiden(Payload):
+class CtxWiden(Bookkeeping):
     """A narrowing ends and its conversation joins its parent's (the window checks the id names
     an open narrowing)."""
 
     KIND: ClassVar[str] = CTX_WIDEN
     id: str
 
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(id=r.get("id", str), extra=r.extra())
-
-    def _fields(self) -> dict[str, Any]:
-        return {"id": self.id}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModelSwitch(Payload):
+class ModelSwitch(Bookkeeping):
     """The model entry later requests go to. ``recipe``: the recipe in force from here on when the
     switch resized the window to the new model's context (ADR 0300); None (every switch recorded
     before, and one to a model of the same context) keeps the recipe as it was."""
@@ -618,19 +611,10 @@ class ModelSwitch(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LogRepaired(Payload):
+class LogRepaired(Bookkeeping):
     KIND: ClassVar[str] = LOG_REPAIRED
     truncated_bytes: int
     offset: int
-
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(
-            truncated_bytes=r.get("truncated_bytes", int), offset=r.get("offset", int), extra=r.extra()
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        return {"truncated_bytes": self.truncated_bytes, "offset": self.offset}
 
 
 # One item of an observed request's messages: the seq of one message event, or an inclusive range
@@ -639,7 +623,7 @@ SeenItem = int | tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LlmSeen(Payload):
+class LlmSeen(Observed):
     """A request another agent sent, as its own files record it (``nodwyn import``; ADR 0280).
     nodwyn did not build it, so it has no digest and exact replay does not claim it: it is read
     back, not rebuilt. ``messages``: the events it held, in order (system prompt and tools are the
@@ -682,7 +666,7 @@ class LlmSeen(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ImportView(Payload):
+class ImportView(Observed):
     """A message another agent sent in place of part of its conversation (a summary, a masked
     observation), logged once and named by the ``llm.seen`` requests that held it. ``why`` says
     what made it; ``of`` lists the message events it stands for, when the source tells."""

@@ -15,24 +15,16 @@ from nodwyn.values.events import (
     LLM_RESP,
     TOOL_RESULT,
     USER_MSG,
-    CtxClose,
-    CtxOpen,
-    CtxWiden,
+    Bookkeeping,
     Event,
     GatePlan,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
-    LogRepaired,
-    ModelSwitch,
     Note,
+    Observed,
     Payload,
-    ResultFold,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decode,
@@ -100,22 +92,7 @@ def _entry_of(event: Event) -> _Entry | None:
             )
         case GatePlan():
             return _Entry(seq=event.seq, ctx=event.ctx, kind="plan", text=p.text)
-        case (
-            SessionStart()
-            | SessionResume()
-            | LlmReq()
-            | Note()
-            | ResultFold()
-            | SummaryAdd()
-            | SummaryRevoke()
-            | CtxOpen()
-            | CtxClose()
-            | CtxWiden()
-            | ModelSwitch()
-            | LogRepaired()
-            | LlmSeen()
-            | ImportView()
-        ):
+        case SessionStart() | SessionResume() | LlmReq() | Note() | Bookkeeping() | Observed():
             return None  # not in _SHOWN: the fold handles them, or the window shows none of them
         case _:
             assert_never(p)
