@@ -56,6 +56,7 @@ def log_of(env: dict[str, str], sid: str) -> list[Event]:
         return list(log.read(1))
 
 
+@pytest.mark.needs("bwrap")
 def test_bad_tool_calls_each_get_one_clear_result_and_the_session_goes_on(
     tmp_path: Path, workspace: Path
 ) -> None:
@@ -105,6 +106,7 @@ def test_bad_tool_calls_each_get_one_clear_result_and_the_session_goes_on(
     assert len(sent) == 8 and all(m["content"] for m in sent)
 
 
+@pytest.mark.needs("bwrap")
 def test_an_empty_reply_ends_the_turn_with_a_message(tmp_path: Path, workspace: Path) -> None:
     with FakeServer(api="openai-chat", script=[{"text": ""}, {"text": "Back."}]) as fake:
         env = env_for(tmp_path, fake.url)

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nodwyn.agent import strategies
 from nodwyn.compose.setup import open_agent
 from nodwyn.fakes import FakeServer
@@ -59,6 +61,7 @@ def assert_every_request_replays(env: dict[str, str], session_id: str) -> int:
     return len(reqs)
 
 
+@pytest.mark.needs("bwrap")
 def test_a_session_with_every_tool_and_strategy(
     tmp_path: Path, workspace: Path, make_png: Callable[..., bytes]
 ) -> None:

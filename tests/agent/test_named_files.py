@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from nodwyn.agent.loop import Agent
 from nodwyn.agent.named import HEAD, IMPORTED, LISTED, MAX_CHARS, imported_paths, with_named_files
 from nodwyn.agent.settings import AgentSettings
@@ -143,6 +145,7 @@ def test_the_prompt_format_decides_the_edit_tools_and_in_process_models_get_no_s
     assert "x-block" not in str(offered_builtins(tiny)["fs-edit"].spec.parameters)
 
 
+@pytest.mark.needs("bwrap")
 def test_shell_output_shows_workspace_paths_relative_to_it(tmp_path: Path) -> None:
     ws = (tmp_path / "ws").resolve()
     ws.mkdir()

@@ -179,6 +179,7 @@ def test_write_and_edit_ask_and_stay_inside(ws: Path) -> None:
     assert (ws / "src/m.py").read_text().endswith("return 2\n")
 
 
+@pytest.mark.needs("bwrap")
 def test_declined_approval_changes_nothing(ws: Path) -> None:
     c = ctx(ws, allow=False)
     text, err = call(c, "fs-write", path="a.txt", content="gone")
@@ -187,6 +188,7 @@ def test_declined_approval_changes_nothing(ws: Path) -> None:
     assert err and "declined" in text and not (ws / "made").exists()
 
 
+@pytest.mark.needs("bwrap")
 def test_shell_output_status_and_timeout(ws: Path) -> None:
     c = ctx(ws, timeout=1.0)
     text, err = call(c, "shell", command="echo hi; echo oops >&2; exit 3")
@@ -211,6 +213,7 @@ def _running(marker: str) -> bool:
     return bool(found.stdout.split())
 
 
+@pytest.mark.needs("bwrap")
 def test_shell_output_past_the_cap_keeps_its_head_and_tail(ws: Path) -> None:
     text, err = call(
         ctx(ws), "shell", command="echo first; head -c 600000 /dev/zero | tr '\\0' x; echo; echo last"

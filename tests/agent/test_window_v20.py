@@ -71,6 +71,7 @@ def big_workspace(workspace: Path) -> Path:
     return workspace
 
 
+@pytest.mark.needs("bwrap")
 def test_a_v20_session_sends_run_markers_and_recall_brings_a_unit_back(
     tmp_path: Path, big_workspace: Path
 ) -> None:

@@ -34,6 +34,7 @@ def _replays(env: dict[str, str], sid: str) -> int:
     return len(verdicts)
 
 
+@pytest.mark.needs("bwrap")
 def test_mcp_tools_join_the_catalog_sorted_with_the_builtins_and_answer_calls(
     tmp_path: Path, workspace: Path
 ) -> None:
@@ -53,6 +54,7 @@ def test_mcp_tools_join_the_catalog_sorted_with_the_builtins_and_answer_calls(
     assert not any(r["error"] for r in results)
 
 
+@pytest.mark.needs("bwrap")
 def test_list_changed_between_requests_changes_no_byte_of_the_tools_and_replays_without_the_server(
     tmp_path: Path, workspace: Path
 ) -> None:
@@ -80,6 +82,7 @@ def test_list_changed_between_requests_changes_no_byte_of_the_tools_and_replays_
     assert _replays(run.env, run.sid) == 5
 
 
+@pytest.mark.needs("bwrap")
 def test_a_resume_lists_again_and_records_the_changed_catalog(tmp_path: Path, workspace: Path) -> None:
     with session(tmp_path, workspace, [{"text": "first"}, {"text": "second"}], calc()) as run:
         with run.open() as opened:
@@ -103,6 +106,7 @@ def test_a_resume_lists_again_and_records_the_changed_catalog(tmp_path: Path, wo
     assert f"resume at seq {resume_seq}" in describe(moved)  # named by `nodwyn cache`
 
 
+@pytest.mark.needs("bwrap")
 def test_a_call_asks_as_a_write_does_and_the_prompt_names_the_server(tmp_path: Path, workspace: Path) -> None:
     asked: list[str] = []
 
@@ -123,6 +127,7 @@ def test_a_call_asks_as_a_write_does_and_the_prompt_names_the_server(tmp_path: P
     assert echo == {**echo, "text": "hi", "error": False}  # listed in approve: no question
 
 
+@pytest.mark.needs("bwrap")
 def test_arguments_are_checked_against_the_schema_before_the_server_sees_them(
     tmp_path: Path, workspace: Path
 ) -> None:
@@ -146,6 +151,7 @@ def _image_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.needs("bwrap")
 def test_an_image_result_goes_to_a_model_that_takes_images_as_an_image_part_and_replays(
     tmp_path: Path, workspace: Path
 ) -> None:
@@ -173,6 +179,7 @@ def test_an_image_result_goes_to_a_model_that_takes_images_as_an_image_part_and_
     assert _replays(run.env, run.sid) == 3  # replay rebuilds the image part from the log's digest
 
 
+@pytest.mark.needs("bwrap")
 def test_an_image_result_to_a_model_that_takes_none_says_so_in_its_text(
     tmp_path: Path, workspace: Path
 ) -> None:
