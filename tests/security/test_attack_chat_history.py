@@ -91,6 +91,7 @@ def _chat(env: dict[str, str], cwd: Path, lines: list[str]) -> str:
     return raw.decode(errors="replace")
 
 
+@pytest.mark.needs("bwrap")
 @pytest.mark.parametrize("old_history", [False, True], ids=["new-history", "old-clear-0644-history"])
 def test_typed_credentials_are_not_kept_in_clear(
     tmp_path: Path, person: Callable[..., dict[str, str]], old_history: bool

@@ -133,6 +133,7 @@ def test_a_model_supplied_timeout_never_lifts_the_cap(asked: object, cap: float,
     assert capped_timeout(asked, cap) == got
 
 
+@pytest.mark.needs("bwrap")
 @pytest.mark.parametrize("asked", [10_000, 2**62, 2**53 + 1])
 def test_a_shell_command_is_killed_at_the_cap_whatever_timeout_the_model_asks(
     tmp_path: Path, asked: object

@@ -105,6 +105,7 @@ def env_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     yield result[0]["data"]["text"], log_text, wire
 
 
+@pytest.mark.needs("bwrap")
 @pytest.mark.parametrize("name", sorted(SECRETS))
 def test_the_shell_environment_holds_no_credential(env_session: tuple[str, str, str], name: str) -> None:
     output, log_text, wire = env_session
@@ -114,6 +115,7 @@ def test_the_shell_environment_holds_no_credential(env_session: tuple[str, str, 
     assert value not in output and value not in log_text and value not in wire
 
 
+@pytest.mark.needs("bwrap")
 def test_a_variable_allowed_by_name_is_kept(env_session: tuple[str, str, str]) -> None:
     output, log_text, wire = env_session
     # the shell had it (allowed by name); its value is still a secret-named assignment, which the
@@ -161,6 +163,7 @@ def wait_gone(marker: str, seconds: float = 10) -> list[int]:
 MODES = [pytest.param(Sandbox(), id="sandboxed"), pytest.param(Sandbox(mode="off"), id="unsandboxed")]
 
 
+@pytest.mark.needs("bwrap")
 def test_a_flood_of_output_is_capped_while_it_runs(tmp_path: Path) -> None:
     """Defect 10: `yes` wrote 2.8 GB to /tmp in 4 s; now nothing goes to disk and it is stopped."""
     started = time.monotonic()
@@ -181,6 +184,7 @@ def test_a_backgrounded_flood_is_stopped_too(tmp_path: Path) -> None:
     assert not groups.running(), "a background `yes` was still running"
 
 
+@pytest.mark.needs("bwrap")
 @pytest.mark.parametrize("box", MODES)
 def test_a_timeout_kills_the_whole_group(tmp_path: Path, box: Sandbox) -> None:
     text, err = run_shell(ctx(tmp_path, timeout=1, sandbox=box), "sleep 300.101 & sleep 300.102; wait")
@@ -188,6 +192,7 @@ def test_a_timeout_kills_the_whole_group(tmp_path: Path, box: Sandbox) -> None:
     assert wait_gone("300.10") == []
 
 
+@pytest.mark.needs("bwrap")
 def test_what_a_command_backgrounds_ends_with_the_session(tmp_path: Path) -> None:
     """Unsandboxed, a background child may serve the session until it ends; sandboxed it ends
     with its call (the PID namespace)."""
@@ -236,6 +241,7 @@ def _session_with_a_backgrounded_child(
     return wait_gone(marker)
 
 
+@pytest.mark.needs("bwrap")
 @pytest.mark.parametrize("box", MODES)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_interrupting_a_session_mid_tool_leaves_no_process(
@@ -246,12 +252,14 @@ def test_interrupting_a_session_mid_tool_leaves_no_process(
     assert _session_with_a_backgrounded_child(tmp_path, sig, command, box, "300.30") == []
 
 
+@pytest.mark.needs("bwrap")
 @pytest.mark.parametrize("box", MODES)
 def test_the_end_of_a_session_leaves_no_process(tmp_path: Path, box: Sandbox) -> None:
     command = "sleep 300.401 >/dev/null 2>&1 & touch started; sleep 1"
     assert _session_with_a_backgrounded_child(tmp_path, None, command, box, "300.40") == []
 
 
+@pytest.mark.needs("bwrap")
 def test_ctrl_c_in_chat_kills_the_command_and_the_chat_goes_on(tmp_path: Path) -> None:
     """Ctrl-C in `chat` while a command runs: the command's group is gone at once (not only at the
     end of the session), and the chat takes the next message."""

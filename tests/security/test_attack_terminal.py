@@ -119,6 +119,7 @@ def test_the_log_keeps_the_bytes_as_they_came(session: dict[str, Any]) -> None:
     assert any(EVIL_REPLY in t for t in texts)
 
 
+@pytest.mark.needs("bwrap")
 def test_the_approval_prompt_shows_the_whole_command_escaped(tmp_path: Path, person: Person) -> None:
     """Through a real terminal (a pty): the prompt holds all 300+ characters, spelled out."""
     script: list[dict[str, Any]] = [

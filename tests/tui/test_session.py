@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.cli.test_habits import chat_bodies, configure
 from tests.cli.test_run import call
 from textual.widgets import Input, OptionList, Static
@@ -63,6 +64,7 @@ async def _a_turn(env: dict[str, str]) -> None:
 # -- a whole tool-using session with approvals: once, for this session, declined --------------
 
 
+@pytest.mark.needs("bwrap")
 def test_tool_session_with_approvals_once_session_and_decline(env: dict[str, str]) -> None:
     asyncio.run(_approvals(env))
 
@@ -124,6 +126,7 @@ def _running(marker: str) -> bool:
     return bool(found.stdout.split())
 
 
+@pytest.mark.needs("bwrap")
 def test_escape_cancels_a_running_tool_and_its_process_ends(env: dict[str, str]) -> None:
     asyncio.run(_cancel(env))
 
@@ -390,6 +393,7 @@ async def _cancel_request(env: dict[str, str]) -> None:
 # -- a result the window cut is drawn as the request sent it ------------------------------------
 
 
+@pytest.mark.needs("bwrap")
 def test_a_result_the_window_cut_is_shown_as_sent(env: dict[str, str]) -> None:
     asyncio.run(_cut(env))
 

@@ -24,6 +24,9 @@ from nodwyn.tui.screens import ApprovalScreen, PickerScreen
 
 from .conftest import opened, until
 
+# the recorded session runs a shell command in its sandbox, and the status line names the sandbox
+pytestmark = pytest.mark.needs("bwrap")
+
 SHOWN = "20260101T090000Z-0000c0de"
 OTHER = "20251231T180000Z-0000beef"
 
