@@ -88,7 +88,9 @@ class Machine:
 @pytest.fixture
 def machine(tmp_path: Path) -> Iterator[Machine]:
     m = Machine(tmp_path)
-    assert m.sandbox.mode == "workspace-write" and m.sandbox.program is not None
+    assert (
+        m.sandbox.mode == "workspace-write"
+    )  # its program None without bwrap: the tests that run it need it
     yield m
     shutil.rmtree(m.far)
 
