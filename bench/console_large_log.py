@@ -37,27 +37,35 @@ from nodwyn.values.request import ToolSpec, Usage  # noqa: E402
 RESULT_BYTES = 64 * 1024
 
 
-def _recipe() -> Recipe:
-    limits = WindowLimits(
-        high_water=600000, low_water=300000, max_result_tokens=30000, output_reserve=8000, ceiling=900000
-    )
+# the bench's window: a million-token model's, so requests grow to about 1.4 MB before a trim
+LIMITS = WindowLimits(
+    high_water=600000, low_water=300000, max_result_tokens=30000, output_reserve=8000, ceiling=900000
+)
+
+
+def _recipe(limits: WindowLimits) -> Recipe:
     tools = (ToolSpec(name="fs-read", description="read a file", parameters={"type": "object"}),)
     return Recipe(
         version=19, system="You are a careful agent.", tools=tools, limits=limits, context_size=1000000
     )
 
 
-def _result_text(i: int) -> str:
+def _result_text(i: int, size: int = RESULT_BYTES) -> str:
     line = f"{i:06d}: def handler_{i}(request):  # reads the request and answers it with a plain body\n"
-    return (line * (RESULT_BYTES // len(line) + 1))[:RESULT_BYTES]
+    return (line * (size // len(line) + 1))[:size]
 
 
-def write_session(log: SessionLog, target_bytes: int) -> int:
+def write_session(
+    log: SessionLog, target_bytes: int, limits: WindowLimits = LIMITS, result_bytes: int = RESULT_BYTES
+) -> int:
     """Append a long coding session of about ``target_bytes`` to ``log`` through the recording path
     the agent uses (every request's digest real; the window trims as it would); returns its
-    request count."""
+    request count. ``limits`` (the window's) and ``result_bytes`` (each tool result's size) are
+    the bench's unless asked: writing the session, and replaying it, cost the requests' count times
+    their size (every request holds every earlier message), so a test of what the console reads
+    asks for a smaller window and fewer, larger results (ADR 0471)."""
     origin = Origin(model="glm-5.3-flash", server="openrouter")
-    s = SessionBuilder(_recipe(), log=log, model="glm")
+    s = SessionBuilder(_recipe(limits), log=log, model="glm")
     written = 0
     prompt = 4000
     requests = 0
@@ -81,8 +89,8 @@ def write_session(log: SessionLog, target_bytes: int) -> int:
             usage=Usage(prompt_tokens=prompt, cached_tokens=max(cached, 0), output_tokens=60),
             model=None,
         )
-        s.result(call, _result_text(i))
-        written += RESULT_BYTES + 1500
+        s.result(call, _result_text(i, result_bytes))
+        written += result_bytes + 1500
         i += 1
     return requests
 

@@ -354,12 +354,20 @@ edits = "json"
 """
 
 
-def realistic_spec(runs: int, variants: list[tuple[str, str | None, str]], timeout: int) -> str:
-    """SPEC.toml for the realistic set: its [[task]] tables (workspaces made absolute) and a
-    [[variant]] per ``(NAME, RECIPE, MODEL)`` (no recipe: the default)."""
+def realistic_spec(
+    runs: int, variants: list[tuple[str, str | None, str]], timeout: int, only: str = ""
+) -> str:
+    """SPEC.toml for the realistic set: its [[task]] tables (workspaces made absolute; ``only``:
+    the tasks named, comma-separated) and a [[variant]] per ``(NAME, RECIPE, MODEL)`` (no recipe:
+    the default)."""
     import tomllib
 
     tasks = tomllib.loads((REALISTIC / "tasks.toml").read_text())["task"]
+    wanted = {n for n in only.split(",") if n}
+    unknown = wanted - {t["name"] for t in tasks}
+    if unknown:
+        raise SystemExit(f"--tasks: no realistic task {', '.join(sorted(unknown))}")
+    tasks = [t for t in tasks if not wanted or t["name"] in wanted]
     out = [f"runs = {runs}", 'order = "balanced"', ""]
     for t in tasks:
         out += [
@@ -434,7 +442,7 @@ def run_realistic(args: argparse.Namespace) -> None:
     home = args.home.resolve()
     home.mkdir(parents=True, exist_ok=True)
     spec = home / "spec.toml"
-    spec.write_text(realistic_spec(args.runs, variants, args.timeout))
+    spec.write_text(realistic_spec(args.runs, variants, args.timeout, args.tasks))
     config = home / "config.toml"
     config.write_text(f'[control]\nmodel = "{model}"\n\n{JSON_ENTRY}')
     env = {**os.environ, "NODWYN_HOME": str(home / "data"), "NODWYN_CONFIG": str(config)}

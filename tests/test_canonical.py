@@ -91,3 +91,12 @@ def test_keys_sort_by_utf16_code_units() -> None:
 def test_values_without_canonical_form_are_refused(bad: Any) -> None:
     with pytest.raises(CanonicalError):
         canonical_bytes(bad)
+
+
+def test_a_refusal_names_where_the_value_is() -> None:
+    # the one-walk fast path hands anything it does not take to the normalising walk, which names
+    # the place (ADR 0471)
+    with pytest.raises(CanonicalError, match=r"\$\.a\[1\]\.b"):
+        canonical_bytes({"a": [{"ok": (1, True, None)}, {"b": 0.5}]})
+    with pytest.raises(CanonicalError, match=r"\$\[0\]\.n"):
+        canonical_bytes([{"n": -(2**53)}])

@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 
 from nodwyn.agent.loop import Agent
-from nodwyn.agent.named import HEAD, LISTED, MAX_CHARS, with_named_files
+from nodwyn.agent.named import HEAD, IMPORTED, LISTED, MAX_CHARS, imported_paths, with_named_files
 from nodwyn.agent.settings import AgentSettings
 from nodwyn.agent.tools import SUB_AGENT, ToolContext, builtin_tools, catalog, run_call
 from nodwyn.compose.config import BUILTINS
@@ -37,6 +37,25 @@ def test_the_files_a_task_names_follow_it_as_fs_read_shows_them(tmp_path: Path) 
     out = with_named_files(text, builtin_tools(), _ctx(ws))
     assert out == f"{text}\n\n{HEAD}\n\n--- greet.py\nprint('hi')\n\n--- pkg/util.py\nX = 1\n"
     assert with_named_files("List the files.", builtin_tools(), _ctx(ws)) == "List the files."
+
+
+def test_the_project_files_a_named_python_file_imports_follow_it(tmp_path: Path) -> None:
+    """The realistic set's two-reads: server.py imports its port from settings.py (ADR 0445)."""
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "server.py").write_text("import os\nfrom settings import DEFAULTS\nimport pkg.meta\n")
+    (ws / "settings.py").write_text('DEFAULTS = {"port": 8472}\n')
+    (ws / "pkg" / "meta.py").write_text("V = 1\n")
+    out = with_named_files("Which port does server.py use?", builtin_tools(), _ctx(ws))
+    assert out == (
+        f"Which port does server.py use?\n\n{HEAD}\n\n--- server.py\n"
+        "import os\nfrom settings import DEFAULTS\nimport pkg.meta\n"
+        f"\n{IMPORTED}\n\n--- settings.py\n"
+        'DEFAULTS = {"port": 8472}\n\n--- pkg/meta.py\nV = 1\n'
+    )
+    assert imported_paths("server.txt", "import settings", _ctx(ws)) == []  # Python files only
+    both = with_named_files("Read server.py and settings.py.", builtin_tools(), _ctx(ws))
+    assert both.count("--- settings.py") == 1 and "--- pkg/meta.py" in both  # named ones once
 
 
 def _user(request: Request) -> str:
@@ -84,7 +103,7 @@ def test_an_edit_without_its_block_is_a_tool_error_and_the_turn_goes_on(tmp_path
             expect=lambda r: (
                 _last_result(r).error
                 and "no 'content' block followed the call, so nothing was done" in _last_result(r).text
-                and '{"path": <string>}' in _last_result(r).text
+                and 'call it with {"path": "greet.py"}, then' in _last_result(r).text
                 and "```" in _last_result(r).text
             ),
         ),

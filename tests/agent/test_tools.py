@@ -353,6 +353,25 @@ def test_edit_miss_by_indentation_only_says_so(ws: Path) -> None:
     )
 
 
+def test_edit_old_lines_without_the_files_blank_lines_match_once(ws: Path) -> None:
+    """The realistic set's fix-test: the SEARCH lines left out the two blank lines between the
+    constant and the def (ADR 0445); the edit is made, and the result says how it matched."""
+    src = "TAX_RATE = 0.2\n\n\ndef with_tax(net):\n    return round(net + TAX_RATE, 2)  \n"
+    (ws / "prices.py").write_text(src)
+    old = "TAX_RATE = 0.2\ndef with_tax(net):\n    return round(net + TAX_RATE, 2)"
+    new = "TAX_RATE = 0.2\n\n\ndef with_tax(net):\n    return round(net * (1 + TAX_RATE), 2)"
+    text, err = call(ctx(ws), "fs-edit", path="prices.py", old=old, new=new)
+    assert not err and text == (
+        "edited prices.py at line 1 (its old lines matched with blank lines and trailing spaces ignored)"
+    )
+    assert (ws / "prices.py").read_text() == new + "\n"
+    (ws / "twice.py").write_text("a = 1\n\nb = 2\na = 1\nb = 2\n")  # two loose matches: none made
+    text, err = call(ctx(ws), "fs-edit", path="twice.py", old="a = 1\n b = 2", new="x")
+    assert err and "not found" in text
+    text, err = call(ctx(ws), "fs-edit", path="twice.py", old="a = 1\nb = 2  ", new="x")
+    assert err and "not found" in text and (ws / "twice.py").read_text() == "a = 1\n\nb = 2\na = 1\nb = 2\n"
+
+
 def test_edit_hopeless_miss_keeps_the_short_message(ws: Path) -> None:
     (ws / "items.py").write_text(ITEMS)
     for old in ("last()", "class Config:\n    debug = False"):

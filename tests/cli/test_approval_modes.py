@@ -36,12 +36,12 @@ def _line_run(env: dict[str, str], *args: str, answers: list[str]) -> Terminal:
     script: list[dict[str, Any]] = [{"calls": [WRITE]}, {"calls": [SHELL]}, {"text": "Done."}]
     with FakeServer(api="openai-chat", script=script) as fake:
         configure(env, fake.url)
-        term = Terminal(env, "run", "Make a file, then run a command.", *args)
-        for answer in answers:
-            term.expect("[y/N]")
-            term.type(answer + "\r")
-        term.expect("Done.")
-        assert term.close() == 0
+        with Terminal(env, "run", "Make a file, then run a command.", *args) as term:
+            for answer in answers:
+                term.expect("[y/N]")
+                term.type(answer + "\r")
+            term.expect("Done.")
+            assert term.close() == 0
         assert "[y/N]" not in term.text[term.seen :]  # asked no more than expected
     return term
 
@@ -93,12 +93,11 @@ def test_a_command_padded_with_blanks_shows_what_runs(env: dict[str, str]) -> No
     script: list[dict[str, Any]] = [{"calls": [call("shell", "s1", command=command)]}, {"text": "Done."}]
     with FakeServer(api="openai-chat", script=script) as fake:
         configure(env, fake.url)
-        term = Terminal(env, "run", "Build the docs.", columns=80, lines=24)
-        term.expect("[y/N]")
-        shown = term.text
-        term.type("n\r")
-        term.expect("Done.")
-        term.close()
+        with Terminal(env, "run", "Build the docs.", columns=80, lines=24) as term:
+            term.expect("[y/N]")
+            shown = term.text
+            term.type("n\r")
+            term.expect("Done.")
     assert f"{len(command):,} characters" in shown
     flat = shown.replace("\r\n  ", "").replace("\n  ", "")
     assert "touch X ;⟨3000 spaces⟩⟨U+3000 ×3000⟩⟨U+2800 ×5⟩echo building docs" in flat
@@ -124,8 +123,8 @@ def test_tui_auto_edit_asks_only_for_the_command_and_names_its_sandbox(env: dict
         term.type("n")
         term.expect("All done.")
         term.type("\x11")  # Ctrl-Q
-        term.close()
     finally:
+        term.close()
         fake.__exit__(None, None, None)
     assert Path(env["WS"], "made.txt").read_text() == "written\n"
     assert not Path(env["WS"], "ran.txt").exists()
@@ -144,8 +143,8 @@ def test_tui_ask_asks_for_the_write_too(env: dict[str, str]) -> None:
         term.type("y")  # the command
         term.expect("All done.")
         term.type("\x11")
-        term.close()
     finally:
+        term.close()
         fake.__exit__(None, None, None)
     assert Path(env["WS"], "made.txt").exists() and Path(env["WS"], "ran.txt").exists()
     start, results = _results(env)

@@ -14,7 +14,7 @@ import subprocess
 import termios
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -39,16 +39,21 @@ class Terminal:
         self.leader, follower = pty.openpty()
         size = struct.pack("HHHH", lines, columns, 0, 0)
         fcntl.ioctl(follower, termios.TIOCSWINSZ, size)  # what a full-screen face reads
-        self.proc = subprocess.Popen(
-            [*NODWYN, *args],
-            env={**env, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(lines)},
-            cwd=env["WS"],
-            stdin=follower,
-            stdout=follower,
-            stderr=follower,
-            preexec_fn=_own_terminal,
-        )
-        os.close(follower)
+        try:
+            self.proc = subprocess.Popen(
+                [*NODWYN, *args],
+                env={**env, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(lines)},
+                cwd=env["WS"],
+                stdin=follower,
+                stdout=follower,
+                stderr=follower,
+                preexec_fn=_own_terminal,
+            )
+        except BaseException:
+            os.close(self.leader)
+            raise
+        finally:
+            os.close(follower)
         self.raw = b""
         self.seen = 0  # what expect() has matched up to
 
@@ -82,15 +87,28 @@ class Terminal:
     def type(self, keys: str) -> None:
         os.write(self.leader, keys.encode())
 
-    def close(self) -> int:
-        end = time.monotonic() + 60
+    def close(self, wait: float = 60) -> int:
+        """Read on while the command ends (up to ``wait`` seconds), kill it if it has not, reap it
+        and close the pty: nothing of it is left for the garbage collector (ADR 0417). Closing
+        again gives the same exit code."""
+        if self.leader < 0:
+            return self.proc.wait()
+        end = time.monotonic() + wait
         while self.proc.poll() is None and time.monotonic() < end:
             self._pump(0.2)
         if self.proc.poll() is None:
             self.proc.kill()
         code = self.proc.wait()
         os.close(self.leader)
+        self.leader = -1
         return code
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        """A test that failed kills the command at once; one that passed closed it already."""
+        self.close(wait=60 if error is None else 0)
 
 
 def _running(marker: str) -> list[str]:

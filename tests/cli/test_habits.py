@@ -181,20 +181,25 @@ def _on_terminal(env: dict[str, str], *args: str) -> bytes:
     os.close(follower)
     chunks: list[bytes] = []
     end = time.monotonic() + 60
-    while time.monotonic() < end:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                data = os.read(leader, 4096)
-            except OSError:
+    try:
+        while time.monotonic() < end:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(leader, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
                 break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(leader)
+        proc.wait(timeout=30)
+    finally:  # reaped and closed even when it hung (ADR 0417)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
     return b"".join(chunks)
 
 

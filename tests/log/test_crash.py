@@ -6,6 +6,9 @@ restart does) and appends events as fast as it can, writing each seq to a pipe o
 checks the log: it opens, seqs run 1..N with no gap, every acknowledged event is there with its
 exact data, and what is not acknowledged is at most the event in flight (plus the ``log.repaired``
 of the child's open, which is written before the first acknowledgement).
+
+The children are forked by a small server process (``tests/log/crash_writer.py``), not by the
+test process, whose size made each fork and kill cost a quarter of a second (ADR 0471).
 """
 
 from __future__ import annotations
@@ -18,23 +21,12 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.log.crash_writer import Forks
 
 from nodwyn.log import Store
 from nodwyn.values.events import Event
 
 ROUNDS = 200
-
-
-def _child(root: Path, sid: str, wfd: int, seed: int) -> None:
-    rng = random.Random(seed)
-    log = Store(root).open(sid, write=True)  # fsync on: the policy under test
-    os.write(wfd, b"open %d\n" % log.last_seq)
-    i = 0
-    while True:
-        size = rng.choice([0, 50, 500, 5000, 20000])
-        event = log.append_raw("note", {"pid": os.getpid(), "i": i, "pad": "p" * size})
-        os.write(wfd, b"ack %d %d %d\n" % (event.seq, i, size))
-        i += 1
 
 
 def _check(acked: dict[int, tuple[int, int, int]], events: list[Event]) -> None:
@@ -85,22 +77,17 @@ def test_sigkilled_writer_loses_no_acknowledged_event(
     figures = {"acked": 0, "unacked_tail": 0, "killed_before_open": 0, "kills": 0}
     verified = 0  # seqs checked by earlier rounds
     started = time.monotonic()
+    forks = Forks()
     for _ in range(ROUNDS):
         rfd, wfd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child never returns
-            try:
-                os.close(rfd)
-                _child(tmp_path, sid, wfd, rng.randrange(1 << 30))
-            finally:
-                os._exit(0)
+        pid = forks.start(tmp_path, sid, wfd, rng.randrange(1 << 30))
         os.close(wfd)
         received = b""
         if rng.random() < 0.85:  # most kills land among appends; the rest anywhere, opening included
             received = _wait_open(rfd)
         time.sleep(rng.uniform(0, 0.04))
         os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        status = forks.status()
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         figures["kills"] += 1
         # each line is one write() to a pipe, so whole; drop anything after the last newline anyway
@@ -128,6 +115,7 @@ def test_sigkilled_writer_loses_no_acknowledged_event(
             assert len(notes) <= 1 and len(notes) + len(repairs) == len(tail), [e.kind for e in tail]
             figures["unacked_tail"] += len(notes)
             verified = log.last_seq
+    forks.close()
     with store.open(sid, write=True) as log:  # and a writer can still open it
         total = log.last_seq
         everything = list(log.read())

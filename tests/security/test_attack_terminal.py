@@ -135,23 +135,28 @@ def test_the_approval_prompt_shows_the_whole_command_escaped(tmp_path: Path, per
         seen = b""
         deadline = time.monotonic() + 60
         answered = False
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.5)
+                if ready:
+                    try:
+                        chunk = os.read(master, 65536)
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    seen += chunk
+                    if not answered and b"[y/N]" in seen:
+                        os.write(master, b"n\n")
+                        answered = True
+                elif proc.poll() is not None:
                     break
-                if not chunk:
-                    break
-                seen += chunk
-                if not answered and b"[y/N]" in seen:
-                    os.write(master, b"n\n")
-                    answered = True
-            elif proc.poll() is not None:
-                break
-        proc.wait(timeout=30)
-        os.close(master)
+            proc.wait(timeout=30)
+        finally:  # reaped and closed even when it hung (ADR 0417)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            os.close(master)
     text = seen.decode("utf-8", "replace")
     prompt = text[text.index("shell (sandbox") :]
     prompt = prompt[: prompt.index("[y/N]")].replace("\r\n  ", "")  # the command, folded, unfolded

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from nodwyn.agent import ends, reply, strategies
+from nodwyn.agent import ends, reply, strategies, unfinished
 from nodwyn.agent.attach import image_ref, model_host, tool_images, withheld
 from nodwyn.agent.dispatch import recall_text, result_payload, tool_context
 from nodwyn.agent.fits import check_task
@@ -135,15 +135,18 @@ class Agent:
 
     def run(self, ctx: str, offered: Sequence[str] | None = None) -> TurnResult:
         """Requests in ``ctx`` until a reply without calls, or the step limit."""
-        start, steps = self.requests, self.settings.max_steps
-        turn = TurnOptions(offered_tools=None if offered is None else tuple(offered))
-        previous: ToolCall | None = None
-        for _ in range(steps):
+        start, steps, nudged = self.requests, self.settings.max_steps, 0
+        turn, previous = TurnOptions(offered_tools=None if offered is None else tuple(offered)), None
+        for step in range(steps):
             _, response = self.request(turn, ctx)
             for n, call in enumerate(response.calls):
                 self.run_tool(ctx, call, offered, previous, cut_at=ends.cut_call(response, n))
                 previous = call
             end = None if response.calls else ends.of_reply(response, self.model.name)
+            left = min(steps - step - 1, unfinished.NUDGES - nudged)  # steps and asks to go
+            if unfinished.nudged(self, ctx, response, offered, previous, left):
+                nudged += 1  # asked to go on instead of ending the turn (ADR 0445)
+                continue
             if not response.calls and end is None:
                 return TurnResult(text=response.text, requests=self.requests - start)
             if end is not None:

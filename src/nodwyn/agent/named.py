@@ -10,8 +10,10 @@ workspace's top folder as fs-list lists it (a task that names ``src/nodwyn`` was
 listing of the root instead: ADR 0444):
 each word of the task that is the path of a file in the workspace (at most ``MAX_FILES``) is read
 with the ordinary fs-read tool (so the workspace confinement, nodwyn's protected files, redaction
-and the read cap apply), and its text appended under a header. The result is the user message the
-log records, so replay rebuilds exactly what the model was shown.
+and the read cap apply), and its text appended under a header; then, under a header of their own,
+the workspace's Python files those files import (``from settings import DEFAULTS``: a port
+answered from a guess, ADR 0445), within the same ``MAX_FILES``. The result is the user message
+the log records, so replay rebuilds exactly what the model was shown.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ MAX_CHARS = 6000  # a file longer than this is not shown (the model can read it)
 _PATHLIKE = re.compile(r"[\w./-]*\w\.\w+")
 _WORD = re.compile(r"[\w./-]+")
 HEAD = "The files named above, as they are now:"
+IMPORTED = "The project's files they import:"
 LISTED = "The project's top folder:"
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+))", re.M)
 
 
 def named_paths(text: str, ctx: ToolContext) -> list[str]:
@@ -56,6 +60,35 @@ def names_a_folder(text: str, ctx: ToolContext) -> bool:
     return False
 
 
+def imported_paths(path: str, text: str, ctx: ToolContext) -> list[str]:
+    """The workspace's Python files that a Python file ``path`` (its ``text``) imports by absolute
+    name (``from settings import X``, ``import pkg.meta``): each module's ``.py`` file or package
+    ``__init__.py`` under the workspace root or ``path``'s folder, in the order imported (ADR 0445)."""
+    if not path.endswith(".py"):
+        return []
+    found: list[str] = []
+    folder = path.rpartition("/")[0]
+    for m in _IMPORT.finditer(text):
+        module = (m.group(1) or m.group(2)).replace(".", "/")
+        for base in dict.fromkeys(("", folder)):
+            for rel in (f"{module}.py", f"{module}/__init__.py"):
+                rel = f"{base}/{rel}" if base else rel
+                if rel not in found and rel != path and (ctx.workspace / rel).is_file():
+                    found.append(rel)
+    return found
+
+
+def _shown(paths: list[str], tools: Mapping[str, Tool], ctx: ToolContext) -> list[tuple[str, str]]:
+    """Each of ``paths`` as fs-read reads it (those it refuses, or too long, left out)."""
+    out: list[tuple[str, str]] = []
+    for path in paths:
+        call = ToolCall(id="named", name="fs-read", arguments=json.dumps({"path": path}))
+        got = run_call(call, tools, ctx)
+        if not got.error and len(got.text) <= MAX_CHARS:
+            out.append((path, got.text if got.text.endswith("\n") else got.text + "\n"))
+    return out
+
+
 def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext, *, listing: bool = False) -> str:
     """``text`` followed by the files it names, each as fs-read shows it (none: ``text`` as is);
     ``listing`` (a session's first turn): first the workspace's top folder as fs-list shows it,
@@ -68,14 +101,12 @@ def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext, *, 
             head = f"\n\n{LISTED}\n{out.text}"
     if "fs-read" not in tools:
         return text + head
-    shown: list[str] = []
-    for path in paths:
-        call = ToolCall(id="named", name="fs-read", arguments=json.dumps({"path": path}))
-        out = run_call(call, tools, ctx)
-        if out.error or len(out.text) > MAX_CHARS:
-            continue
-        body = out.text if out.text.endswith("\n") else out.text + "\n"
-        shown.append(f"--- {path}\n{body}")
+    shown = _shown(paths, tools, ctx)
     if not shown:
         return text + head
-    return f"{text}{head}\n\n{HEAD}\n\n" + "\n".join(shown)
+    message = f"{text}{head}\n\n{HEAD}\n\n" + "\n".join(f"--- {p}\n{body}" for p, body in shown)
+    more = [i for p, body in shown for i in imported_paths(p, body, ctx) if i not in paths]
+    imported = _shown(list(dict.fromkeys(more))[: max(0, MAX_FILES - len(shown))], tools, ctx)
+    if imported:
+        message += f"\n{IMPORTED}\n\n" + "\n".join(f"--- {p}\n{body}" for p, body in imported)
+    return message

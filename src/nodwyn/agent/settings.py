@@ -34,6 +34,7 @@ class AgentSettings:
     sandbox: Sandbox = Sandbox()  # what shell commands may touch (agent.sandbox, ADR 0350)
     max_steps: int = MAX_STEPS  # model requests in one turn before it stops and asks
     named_files: bool = False  # a turn's message shows the files it names (agent.named, ADR 0442)
+    nudges: bool = False  # a reply that ends a turn unfinished is asked once to go on (ADR 0445)
     # the window a switch to a model of another context gets (ADR 0300); None: it keeps its size
     limits_for: Callable[[ModelEntry], WindowLimits] | None = None
 

@@ -77,6 +77,7 @@ class LoopState:
     # what the next request asks the provider's cache diagnosis against (ADR 0312)
     replies: dict[str, tuple[str, str]] = field(default_factory=dict)
     asked_with: dict[str, str] = field(default_factory=dict)  # ctx -> model entry of its last request
+    said: dict[str, str] = field(default_factory=dict)  # ctx -> the text of its latest user message
 
     def follow(self, event: Event) -> None:
         p = decode(event)
@@ -93,6 +94,7 @@ class LoopState:
         elif isinstance(p, ResultFold):
             self.folded.add(p.target)
         elif isinstance(p, UserMsg):
+            self.said[event.ctx] = p.text
             for ref in p.images or ():
                 self.images[ref.digest] = ref
         elif isinstance(p, ModelSwitch):

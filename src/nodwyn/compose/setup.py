@@ -534,6 +534,7 @@ def _settings(
         limits_for=partial(session_limits, config.window, path=config.path),
         sandbox=box,
         named_files=api_profile(model).in_process,
+        nudges=api_profile(model).in_process,
     )
 
 

@@ -128,6 +128,7 @@ class NodwynApp(App[None]):
         ("Enter / Space", "open or close the focused thinking or result"),
         ("y / a / n", "approval: once / for this session / decline"),
         ("Esc (in a dialog)", "close it (an approval: decline)"),
+        ("Ctrl+O / Ctrl+R (in a picker)", "close it and open that picker instead"),
     ]
 
     def __init__(

@@ -144,10 +144,31 @@ def age(t: str | None, now: datetime) -> str:
     return f"{int(s)}s"
 
 
-class PickerScreen(ModalScreen[str | None]):
+class _Picker(ModalScreen[str | None]):
+    """A picker: Esc closes it, and the other picker's key closes it and opens that one.
+
+    On a terminal Esc is also the first byte of a key's escape sequence, so Esc and a key typed
+    right after it (within Textual's ESCDELAY, or read in one go by a busy app) arrive as that key
+    alone (Alt+key), the Esc lost: Esc then Ctrl+O must still give the model picker (ADR 0433)."""
+
+    BINDINGS = [
+        Binding("escape", "dismiss_none", "Close"),
+        Binding("ctrl+o", "instead('models')", "Model", show=False),
+        Binding("ctrl+r", "instead('resume')", "Resume", show=False),
+    ]
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+    def action_instead(self, action: str) -> None:
+        """Close this picker, then run the app's ``action`` (which opens the other picker)."""
+        self.dismiss(None)
+        self.app.call_later(self.app.run_action, action)
+
+
+class PickerScreen(_Picker):
     """Sessions, newest first: age, model, token cache share, first message; typing filters."""
 
-    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
     DEFAULT_CSS = """
     PickerScreen { align: center middle; }
     PickerScreen > Vertical {
@@ -214,12 +235,10 @@ class PickerScreen(ModalScreen[str | None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
 
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)
 
+class ModelScreen(_Picker):
+    """The configured models, the current one starred; Enter switches."""
 
-class ModelScreen(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
     DEFAULT_CSS = """
     ModelScreen { align: center middle; }
     ModelScreen > Vertical {
@@ -249,9 +268,6 @@ class ModelScreen(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
-
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)
 
 
 class HelpScreen(ModalScreen[None]):

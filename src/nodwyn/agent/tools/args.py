@@ -40,7 +40,7 @@ def parse_arguments(spec: ToolSpec, raw: str) -> dict[str, Any]:
     props: dict[str, Any] = spec.parameters.get("properties", {})
     for req in spec.parameters.get("required", []):
         if req not in value:
-            raise ToolError(f"{name}: {_missing(spec, req)}")
+            raise ToolError(f"{name}: {_missing(spec, req, value)}")
     for key, val in value.items():
         if key not in props:
             raise ToolError(
@@ -80,15 +80,16 @@ def _escaped(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _missing(spec: ToolSpec, key: str) -> str:
+def _missing(spec: ToolSpec, key: str, given: dict[str, Any]) -> str:
     """What a call without ``key`` lacks, and the shape expected: an edit block's text (ADR 0440)
-    is missing when no block followed the call."""
+    is missing when no block followed the call; the call to write again is shown with the
+    arguments it was given (its own path, ADR 0445)."""
     props: dict[str, Any] = spec.parameters.get("properties", {})
     mark = props.get(key, {}).get(BLOCK_KEY) if isinstance(props.get(key), dict) else None
     if mark is None:
         return f"missing required argument {key!r}; expected {_example(spec)}"
     bare = {k: v for k, v in props.items() if not (isinstance(v, dict) and BLOCK_KEY in v)}
-    call = "{" + ", ".join(f'"{k}": <{bare[k].get("type", "value")}>' for k in bare) + "}"
+    call = "{" + ", ".join(f'"{k}": {_given(given, k, bare[k])}' for k in bare) + "}"
     if mark == "fence":
         block = "the whole new file in a fenced code block:\n```\nthe file's lines\n```"
     else:
@@ -100,6 +101,14 @@ def _missing(spec: ToolSpec, key: str) -> str:
         f"no {key!r} block followed the call, so nothing was done; call it with {call}, "
         f"then right after the call write {block}"
     )
+
+
+def _given(given: dict[str, Any], key: str, schema: dict[str, Any]) -> str:
+    """The value a call gave ``key`` as JSON (a short string or number), else its type's placeholder."""
+    value = given.get(key)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool) and len(str(value)) <= 200:
+        return json.dumps(value, ensure_ascii=False)
+    return f"<{schema.get('type', 'value')}>"
 
 
 def _example(spec: ToolSpec) -> str:

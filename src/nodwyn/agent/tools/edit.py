@@ -53,3 +53,20 @@ def apply_edit(
         f"fs-edit: the edit in {name} would change how a redacted value next to it reads; "
         "include less of the text beside the [redacted:…] marker, or edit the file yourself"
     )
+
+
+def loose_match(seen: str, old: str) -> str | None:
+    """The one piece of ``seen`` (whole lines) that ``old`` matches once blank lines and trailing
+    spaces are left out of both (a small model drops the blank lines between a constant and a
+    def, ADR 0445), or None: no such piece, or more than one."""
+    want = [ln.rstrip() for ln in old.split("\n") if ln.strip()]
+    if not want:
+        return None
+    lines = seen.split("\n")
+    kept = [(i, ln.rstrip()) for i, ln in enumerate(lines) if ln.strip()]
+    found = [k for k in range(len(kept) - len(want) + 1) if [t for _, t in kept[k : k + len(want)]] == want]
+    if len(found) != 1:
+        return None
+    first, last = kept[found[0]][0], kept[found[0] + len(want) - 1][0]
+    piece = "\n".join(lines[first : last + 1])
+    return piece if seen.count(piece) == 1 else None

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 from nodwyn.agent.tools import view
 from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, declined, fail
 from nodwyn.agent.tools.deadline import Deadline
-from nodwyn.agent.tools.edit import apply_edit
+from nodwyn.agent.tools.edit import apply_edit, loose_match
 from nodwyn.agent.tools.near import not_found
 from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry
 from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
@@ -360,7 +360,9 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
         return fail("fs-edit: old is empty; give the exact text to replace")
     text = data.decode("utf-8", errors="replace")
     seen = view.text(io.BytesIO(data), ctx.known, deadline)  # found, counted and shown in the view
-    count = seen.count(old)
+    count, loose = seen.count(old), ""
+    if count == 0 and (piece := loose_match(seen, old)) is not None:
+        old, count, loose = piece, 1, " (its old lines matched with blank lines and trailing spaces ignored)"
     if count == 0:
         return fail(not_found(name, seen, old, deadline))
     if count > 1:
@@ -382,7 +384,7 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
                 f"fs-edit: {name} changed while waiting for approval; read it again and redo the edit"
             )
         write_entry(loc, result.encode("utf-8"))
-    return Outcome(text=f"edited {name} at line {seen.count(chr(10), 0, seen.index(old)) + 1}")
+    return Outcome(text=f"edited {name} at line {seen.count(chr(10), 0, seen.index(old)) + 1}{loose}")
 
 
 SHOWN_MATCHES = 5  # lines shown for an old text found more than once
