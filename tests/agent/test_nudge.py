@@ -110,7 +110,7 @@ def test_an_answer_that_writes_a_call_as_text_is_asked_once_to_make_it(tmp_path:
 def test_an_answer_that_shows_a_read_file_changed_is_asked_once_to_change_it(tmp_path: Path) -> None:
     """A run of the realistic set answered with the fixed function in a code block, file unchanged."""
     shown = "The fix:\n```python\nX = 3  # three\nY = X + 1\n```"
-    quoted = "It says:\n```python\nX = 3  # three\n```"  # a quote of the file as it is asks nothing
+    reworded = "Done:\n```python\nX = 3  # three\nY = 1 + X\n```"  # a.py is written now: no ask
     edit = {
         "calls": [
             {"name": "fs-write", "arguments": {"path": "a.py", "content": "X = 3  # three\nY = X + 1\n"}}
@@ -125,10 +125,10 @@ def test_an_answer_that_shows_a_read_file_changed_is_asked_once_to_change_it(tmp
                 unfinished.change_shown("a.py", ("fs-edit", "fs-write")).text
             ),
         ),
-        Step(reply={"text": quoted}),  # tied to a.py, but a.py holds it now: no ask
+        Step(reply={"text": reworded}),
     ]
     result, events = _turn(tmp_path, script)
-    assert result.text == quoted and result.stopped is None and result.requests == 4
+    assert result.text == reworded and result.stopped is None and result.requests == 4
     assert [p.text for k, p in events if k == NOTE] == [unfinished.change_shown("a.py").note]
     assert (
         "call fs-edit or call fs-write on a.py now"

@@ -109,3 +109,13 @@ def test_a_reply_never_writes_a_tool_response_tag() -> None:
     scores = np.zeros(llm.n_vocab(), dtype=np.float32)
     ban(np.array([1, 2]), scores)
     assert not np.count_nonzero(scores)
+
+
+def test_an_opening_completed_by_a_token_that_runs_past_it_still_opens_the_grammar() -> None:
+    """A tag written as text tokens can end in one ``>\\n`` token: the reply then never ends with
+    the tag, and the call was decoded free (unescaped quotes in a ``content``; ADR 0445)."""
+    tag = b"<tool_call>"
+    assert local._opens(b"<tool_call>", 0, tag) and local._opens(b"ok <tool_call>\n", 12, tag)
+    assert not local._opens(b"<tool_call>\n{", 12, tag)  # completed by an earlier token
+    assert not local._opens(b"<tool_call>{", 0, tag)  # more than whitespace after it
+    assert not local._opens(b"<tool_", 0, tag)

@@ -145,13 +145,15 @@ def ask_for(
 
 
 def files_seen(agent: Turns, ctx: str) -> dict[str, tuple[str, ...]]:
-    """The files ``ctx`` read, wrote or edited, and those its latest message names: each as
+    """The files ``ctx`` read and those its latest message names, but none it wrote or edited
+    (an answer that shows what it wrote, a little reworded, is no change left undone): each as
     fs-read shows it now, then as that message showed it (what an answer's block is compared with)."""
     said = agent.state.said.get(ctx, "")
-    paths = [r.path for r in agent.state.results if r.ctx == ctx and r.path and not r.error]
-    paths += named_paths(said, agent.tool_context)
+    mine = [r for r in agent.state.results if r.ctx == ctx and r.path and not r.error]
+    changed = {r.path for r in mine if r.name in ("fs-write", "fs-edit")}
+    paths = [r.path for r in mine if r.path] + named_paths(said, agent.tool_context)
     files: dict[str, tuple[str, ...]] = {}
-    for path in dict.fromkeys(paths):
+    for path in dict.fromkeys(p for p in paths if p not in changed):
         call = ToolCall(id="seen", name="fs-read", arguments=json.dumps({"path": path}))
         out = run_call(call, agent.settings.tools, agent.tool_context)
         if not out.error:

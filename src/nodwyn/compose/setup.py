@@ -428,26 +428,12 @@ def open_agent(
         workspace = was.workspace or workspace
         model_name = model_name or was.model
     model = config.model(model_name)
-    if images and not model.takes_images:
-        raise ConfigError(
-            f"model {model.name!r} takes no images, and {images} image(s) are attached: pick a model "
-            f"that does (-m NAME), or set takes_images = true in its [models.{model.name}] entry"
-        )
+    _check_images(model, images)
     ext = load_extensions(workspace, env)
     tools = {**offered_builtins(model), **ext.tools}
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    entries, skipped = configured(config, workspace, env)
-    servers = start_servers(
-        entries,
-        env=env,
-        known=store.known,
-        keychain=_keychain(env, config, entries),
-        tool_timeout=config.tool_timeout,
-        taken=set(tools),
-        sandbox=box,
-        workspace=workspace,
-    )
+    servers, skipped = _servers(env, config, workspace, store.known, set(tools), box)
     try:
         tools = _catalog_of(config, {**tools, **servers.tools})
         wanted = project_doc and config.project_doc
@@ -498,6 +484,32 @@ def open_agent(
         servers=servers,
         project_doc=doc,
     )
+
+
+def _check_images(model: ModelEntry, images: int) -> None:
+    if images and not model.takes_images:
+        raise ConfigError(
+            f"model {model.name!r} takes no images, and {images} image(s) are attached: pick a model "
+            f"that does (-m NAME), or set takes_images = true in its [models.{model.name}] entry"
+        )
+
+
+def _servers(
+    env: Mapping[str, str], config: Config, workspace: Path, known: Known, taken: set[str], box: Sandbox
+) -> tuple[Servers, list[str]]:
+    """The MCP servers started (config.toml's and a trusted workspace's), and what was skipped."""
+    entries, skipped = configured(config, workspace, env)
+    servers = start_servers(
+        entries,
+        env=env,
+        known=known,
+        keychain=_keychain(env, config, entries),
+        tool_timeout=config.tool_timeout,
+        taken=taken,
+        sandbox=box,
+        workspace=workspace,
+    )
+    return servers, skipped
 
 
 def _settings(

@@ -154,36 +154,39 @@ def run_eval(
     )
     out: list[Recorded] = []
     for item in source:
-        if isinstance(item, tuple):
-            job, reason = item
-            rec = Recorded(
-                eval_id=spec.eval_id,
-                key=job.key,
-                session=None,
-                solved=False,
-                reason=reason,
-                attempt=2,
-                counted=False,
-            )
-            append_unsessioned(store, rec)
-        else:
-            try:
-                rec = gather(store, spec.eval_id, item)
-            except GatherError as exc:
-                rec = Recorded(
-                    eval_id=spec.eval_id,
-                    key=item.key,
-                    session=None,
-                    solved=False,
-                    reason=f"{item.reason}; {exc}" if item.reason.startswith("timeout") else str(exc),
-                    attempt=item.attempt,
-                    counted=item.reason.startswith("timeout"),  # a timeout is unsolved; the rest lost
-                )
-                append_unsessioned(store, rec)
-            else:
-                key = item.key
-                work = eval_folder(store, spec.eval_id) / "work" / key.task / key.variant / str(key.run)
-                shutil.rmtree(work, ignore_errors=True)
+        rec = _recorded(store, spec.eval_id, item)
         out.append(rec)
         on_run(rec)
     return out
+
+
+def _recorded(store: Store, eval_id: str, item: Attempt | tuple[Job, str]) -> Recorded:
+    """One finished run, gathered into the store (its work folder then removed), or recorded
+    without a session when it was lost or could not be gathered."""
+    if isinstance(item, tuple):
+        job, reason = item
+        lost = Recorded(
+            eval_id=eval_id, key=job.key, session=None, solved=False, reason=reason, attempt=2, counted=False
+        )
+        append_unsessioned(store, lost)
+        return lost
+    try:
+        rec = gather(store, eval_id, item)
+    except GatherError as exc:
+        timeout = item.reason.startswith("timeout")
+        rec = Recorded(
+            eval_id=eval_id,
+            key=item.key,
+            session=None,
+            solved=False,
+            reason=f"{item.reason}; {exc}" if timeout else str(exc),
+            attempt=item.attempt,
+            counted=timeout,  # a timeout is unsolved; the rest lost
+        )
+        append_unsessioned(store, rec)
+        return rec
+    key = item.key
+    shutil.rmtree(
+        eval_folder(store, eval_id) / "work" / key.task / key.variant / str(key.run), ignore_errors=True
+    )
+    return rec

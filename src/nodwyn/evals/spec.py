@@ -73,6 +73,24 @@ def _names(items: list[Any], what: str, path: Path) -> list[dict[str, Any]]:
     return items
 
 
+def _task(t: dict[str, Any], where: str, path: Path) -> Task:
+    """One ``[[task]]`` table of the spec at ``path``."""
+    _unknown(t, TASK_KEYS, where)
+    timeout = t.get("timeout", 600)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise ConfigError(f"{where}: `timeout` must be a positive number of seconds, not {timeout!r}")
+    ws = (path.parent / str(_text(t, "workspace", where))).resolve()
+    if not ws.is_dir():
+        raise ConfigError(f"{where}: workspace {ws} is not a folder; give a folder to copy for each run")
+    return Task(
+        name=str(_text(t, "name", where)),
+        workspace=ws,
+        prompt=str(_text(t, "prompt", where)),
+        check=str(_text(t, "check", where)),
+        timeout=float(timeout),
+    )
+
+
 def load_spec(path: Path) -> Spec:
     """Read ``path``; a task's workspace is relative to the spec's folder."""
     try:
@@ -91,25 +109,10 @@ def load_spec(path: Path) -> Spec:
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"{path}: `seed` must be a whole number, not {seed!r}")
-    tasks = []
-    for i, t in enumerate(_names(raw.get("task", []), "task", path), 1):
-        where = f"{path}: [[task]] {i}"
-        _unknown(t, TASK_KEYS, where)
-        timeout = t.get("timeout", 600)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise ConfigError(f"{where}: `timeout` must be a positive number of seconds, not {timeout!r}")
-        ws = (path.parent / str(_text(t, "workspace", where))).resolve()
-        if not ws.is_dir():
-            raise ConfigError(f"{where}: workspace {ws} is not a folder; give a folder to copy for each run")
-        tasks.append(
-            Task(
-                name=str(_text(t, "name", where)),
-                workspace=ws,
-                prompt=str(_text(t, "prompt", where)),
-                check=str(_text(t, "check", where)),
-                timeout=float(timeout),
-            )
-        )
+    tasks = [
+        _task(t, f"{path}: [[task]] {i}", path)
+        for i, t in enumerate(_names(raw.get("task", []), "task", path), 1)
+    ]
     variants = []
     for i, v in enumerate(_names(raw.get("variant", []), "variant", path), 1):
         where = f"{path}: [[variant]] {i}"

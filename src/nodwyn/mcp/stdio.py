@@ -89,6 +89,29 @@ def _start(launch: Launch, stderr: IO[str]) -> subprocess.Popen[bytes]:
     )
 
 
+async def _reader(fd: int, read_send: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    """The server's stdout as messages, one a line; a line over ``MAX_MESSAGE`` is one ``TooLarge``."""
+    buf, skipping = bytearray(), False
+    async with read_send:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            while chunk := await _read(fd):
+                start = 0
+                while True:
+                    end = chunk.find(b"\n", start)
+                    if not skipping:
+                        buf += chunk[start : None if end < 0 else end]
+                        if len(buf) > MAX_MESSAGE:
+                            buf.clear()
+                            skipping = True
+                            await read_send.send(TooLarge(f"a message of more than {MAX_MESSAGE} bytes"))
+                    if end < 0:
+                        break
+                    if not skipping and buf.strip():
+                        await read_send.send(parse(bytes(buf)))
+                    buf.clear()
+                    skipping, start = False, end + 1
+
+
 @asynccontextmanager
 async def stdio_transport(
     launch: Launch, stderr: IO[str], on_spawn: Callable[[int], None]
@@ -101,27 +124,6 @@ async def stdio_transport(
     os.set_blocking(stdout.fileno(), False)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
-
-    async def reader() -> None:
-        buf, skipping = bytearray(), False
-        async with read_send:
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                while chunk := await _read(stdout.fileno()):
-                    start = 0
-                    while True:
-                        end = chunk.find(b"\n", start)
-                        if not skipping:
-                            buf += chunk[start : None if end < 0 else end]
-                            if len(buf) > MAX_MESSAGE:
-                                buf.clear()
-                                skipping = True
-                                await read_send.send(TooLarge(f"a message of more than {MAX_MESSAGE} bytes"))
-                        if end < 0:
-                            break
-                        if not skipping and buf.strip():
-                            await read_send.send(parse(bytes(buf)))
-                        buf.clear()
-                        skipping, start = False, end + 1
 
     async def writer() -> None:
         async with write_recv:
@@ -138,7 +140,7 @@ async def stdio_transport(
 
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(reader)
+            tg.start_soon(_reader, stdout.fileno(), read_send)
             tg.start_soon(writer)
             try:
                 yield read_recv, write_send

@@ -303,7 +303,7 @@ def generate(
     gen = llm.generate(tokens, **sampling)
     out: list[int] = []
     openings = [(opening.encode(), grammar) for opening, grammar in grammars]
-    constrained = False
+    constrained, reply = False, b""
     try:
         while True:
             try:
@@ -314,9 +314,9 @@ def generate(
             if token in stops:
                 return _Written(out=out, finish="stop", cut=None, constrained=constrained)
             out.append(token)
-            reply = llm.detokenize(out)
+            before, reply = len(reply), llm.detokenize(out)
             deltas.feed(reply)
-            opened = None if constrained else next((g for o, g in openings if reply.endswith(o)), None)
+            opened = None if constrained else next((g for o, g in openings if _opens(reply, before, o)), None)
             if opened is not None:
                 gen.close()  # the same tokens, and from here only what the grammar allows
                 gen = llm.generate(tokens + out, grammar=_grammar(opened), **sampling)
@@ -330,6 +330,14 @@ def generate(
                 return _Written(out=out, finish="length", cut=None, constrained=constrained)
     finally:
         gen.close()
+
+
+def _opens(reply: bytes, before: int, opening: bytes) -> bool:
+    """Whether the token that made ``reply`` out of its first ``before`` bytes completed
+    ``opening``, followed by at most whitespace (a tag written as text tokens can end in one
+    ``>\n``, which the grammar's leading whitespace accepts: ADR 0445)."""
+    at = reply.rfind(opening)
+    return at >= 0 and at + len(opening) > before and not reply[at + len(opening) :].strip(b" \t\n")
 
 
 # A call written as fenced JSON, as Qwen2.5-Coder-1.5B mostly writes them (ADR 0441).

@@ -163,19 +163,22 @@ def _shell(args: dict[str, Any], ctx: ToolContext) -> Outcome:
         if timed_out or out.flooded.is_set():
             kill_group(pgid)
         groups.forget(pgid)
-    # Paths inside the workspace are shown relative to it, as the tools take them (ADR 0442): a
-    # traceback's absolute paths cost a small model more to read than the error itself.
-    text = out.text().replace(f"{ctx.workspace}{os.sep}", "")
+    text = out.text().replace(f"{ctx.workspace}{os.sep}", "") + _ending(out, timed_out, timeout, code, box)
+    return Outcome(text=text, error=timed_out or out.flooded.is_set() or code != 0, sandbox=box.mode)
+
+
+def _ending(out: _Output, timed_out: bool, timeout: float, code: int, box: Sandbox) -> str:
+    """The line after a command's output: why it stopped. Paths inside the workspace are shown
+    relative to it above, as the tools take them (ADR 0442): a traceback's absolute paths cost a
+    small model more to read than the error itself."""
     if out.flooded.is_set():
-        text += (
+        return (
             f"[stopped: the command wrote more than {MAX_STREAM // (1024 * 1024)} MiB of output; "
             "send it to a file and read a range]"
         )
-    elif timed_out:
-        text += f"[timed out after {timeout:g} s; the command was killed]"
-    else:
-        text += f"[exit {code}{confinement(box) if code != 0 else ''}]"
-    return Outcome(text=text, error=timed_out or out.flooded.is_set() or code != 0, sandbox=box.mode)
+    if timed_out:
+        return f"[timed out after {timeout:g} s; the command was killed]"
+    return f"[exit {code}{confinement(box) if code != 0 else ''}]"
 
 
 def confinement(box: Sandbox) -> str:
