@@ -65,7 +65,7 @@ def _absent() -> dict[str, str]:
 
     path = os.environ.get("NODWYN_TEST_PATH")
     absent = {}
-    if not Path(CHROMIUM).exists():
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):  # as which() looks
         absent["chromium"] = (
             f"chromium is not installed ({CHROMIUM}): apt-get install chromium (./scripts/test does, as root)"
         )
