@@ -325,7 +325,12 @@ def test_cli_fake_serve_prints_its_url_and_serves_the_script(tmp_path: Path) -> 
             assert again.status_code == 410
         finally:
             proc.terminate()
-            proc.wait(timeout=10)  # the with closes its pipes
+            try:
+                assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""
+            except subprocess.TimeoutExpired:
+                proc.kill()  # never leave the with's own wait to hang the suite
+                proc.wait()
+                raise
 
 
 def test_responses_reasoning_by_id_needs_a_stored_response_or_its_encrypted_content() -> None:

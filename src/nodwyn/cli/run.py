@@ -558,7 +558,15 @@ def _reader(opened: Opened) -> Callable[[], str]:
 
 
 def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> None:
-    chat = _Chat(opened, first_images, out)
+    """Chat until /quit or the end of input; then the session's figures, and the session closed."""
+    try:
+        _chat(_Chat(opened, first_images, out), opened, out)
+    finally:
+        out.finish(opened.agent)
+        opened.close()
+
+
+def _chat(chat: _Chat, opened: Opened, out: Output) -> None:
     extra = "".join(f", /{name}" for name in sorted(chat.strategies))
     out.info(f"chat: type a message; /plan TASK, /compact, /model NAME, /models{extra}, /help, /quit")
     read = _reader(opened)
@@ -673,13 +681,7 @@ def chat(opts: Options) -> None:
     for path in opts.images:
         read_image(path)
     out = Output(quiet=opts.quiet, as_json=opts.as_json)
-    opened = _open(opts, out, resume="latest" if opts.cont else None)
-    agent = opened.agent
-    try:
-        _chat_loop(opened, opts.images, out)
-    finally:
-        out.finish(agent)
-        opened.close()
+    _chat_loop(_open(opts, out, resume="latest" if opts.cont else None), opts.images, out)
 
 
 @click.command()
@@ -697,10 +699,5 @@ def resume(session: str, task: str | None, opts: Options) -> None:
     opened = _open(opts, out, resume=session, task=text)
     if text is not None:
         _one_turn(opened, text, (), out)
-        return
-    agent = opened.agent
-    try:
+    else:
         _chat_loop(opened, (), out)
-    finally:
-        out.finish(agent)
-        opened.close()
