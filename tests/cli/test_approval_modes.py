@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 from nodwyn.values.events import TOOL_RESULT, SessionStart, ToolResult, decode
@@ -46,6 +48,7 @@ def _line_run(env: dict[str, str], *args: str, answers: list[str]) -> Terminal:
     return term
 
 
+@pytest.mark.needs("bwrap")
 def test_ask_asks_for_the_write_and_the_command(env: dict[str, str]) -> None:
     term = _line_run(env, answers=["n", "y"])
     assert "allow fs-write" in term.text
@@ -61,6 +64,7 @@ def test_ask_asks_for_the_write_and_the_command(env: dict[str, str]) -> None:
     assert "Sandbox                 workspace-write  (shell commands: 1 under workspace-write)" in stats
 
 
+@pytest.mark.needs("bwrap")
 def test_auto_edit_writes_without_asking_and_asks_for_the_command(env: dict[str, str]) -> None:
     term = _line_run(env, "--approval", "auto-edit", answers=["n"])
     assert "allow fs-write" not in term.text and "shell (sandbox workspace-write" in term.text
@@ -71,6 +75,7 @@ def test_auto_edit_writes_without_asking_and_asks_for_the_command(env: dict[str,
     assert results[1].error and "declined" in results[1].text
 
 
+@pytest.mark.needs("bwrap")
 def test_full_auto_asks_for_nothing(env: dict[str, str]) -> None:
     term = _line_run(env, "--yes", answers=[])
     assert "approval full-auto" in term.text  # the banner
@@ -78,6 +83,7 @@ def test_full_auto_asks_for_nothing(env: dict[str, str]) -> None:
     assert _results(env)[0].approval == "full-auto"
 
 
+@pytest.mark.needs("bwrap")
 def test_read_only_sandbox_is_named_in_the_question(env: dict[str, str]) -> None:
     term = _line_run(env, "--approval", "auto-edit", "--sandbox", "read-only", answers=["y"])
     assert "shell (sandbox read-only, no network):" in term.text
@@ -86,6 +92,7 @@ def test_read_only_sandbox_is_named_in_the_question(env: dict[str, str]) -> None
     assert results[1].sandbox == "read-only" and "Read-only file system" in results[1].text
 
 
+@pytest.mark.needs("bwrap")
 def test_a_command_padded_with_blanks_shows_what_runs(env: dict[str, str]) -> None:
     """Issue 21, item 4: `touch X ;` + 3,000 spaces, 3,000 U+3000 and U+2800 + `echo building
     docs`, at 80x24: the start, every blank run and the length are on screen; y runs it."""
@@ -114,6 +121,7 @@ def _tui(env: dict[str, str], *args: str) -> tuple[Terminal, FakeServer]:
     return term, fake
 
 
+@pytest.mark.needs("bwrap")
 def test_tui_auto_edit_asks_only_for_the_command_and_names_its_sandbox(env: dict[str, str]) -> None:
     term, fake = _tui(env, "--approval", "auto-edit")
     try:
@@ -132,6 +140,7 @@ def test_tui_auto_edit_asks_only_for_the_command_and_names_its_sandbox(env: dict
     assert "declined: shell" in sent
 
 
+@pytest.mark.needs("bwrap")
 def test_tui_ask_asks_for_the_write_too(env: dict[str, str]) -> None:
     term, fake = _tui(env)
     try:

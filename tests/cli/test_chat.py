@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
+import pytest
+
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
 
@@ -120,6 +122,7 @@ def shell(command: str, cid: str) -> dict[str, Any]:
     return {"name": "shell", "id": cid, "arguments": {"command": command}}
 
 
+@pytest.mark.needs("bwrap")
 def test_chat_on_a_terminal(env: dict[str, str]) -> None:
     script: list[dict[str, Any]] = [
         {"calls": [shell("touch sh.started; sleep 300.613", "s1")]},

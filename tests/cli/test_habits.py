@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from nodwyn.fakes import FakeServer
 from nodwyn.log import Store
@@ -56,6 +57,7 @@ def sessions_of(env: dict[str, str]) -> list[str]:
 # -- 1. streams: the answer on stdout, the rest on stderr; --quiet; --json ------------------------
 
 
+@pytest.mark.needs("bwrap")
 def test_run_redirected_leaves_only_the_answer_and_json_carries_session_and_cost(
     env: dict[str, str], tmp_path: Path
 ) -> None:

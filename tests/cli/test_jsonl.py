@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import orjson
+import pytest
 
 from nodwyn.cli.jsonl import JSONL_VERSION, SHOWN
 from nodwyn.fakes import FakeServer
@@ -34,6 +35,7 @@ def test_the_schema_is_itself_valid_and_versioned() -> None:
     assert str(JSONL_VERSION) in SCHEMA["$id"]
 
 
+@pytest.mark.needs("bwrap")
 def test_a_real_run_as_json_lines_matches_the_schema_and_the_log(env: dict[str, str]) -> None:
     Path(env["WS"], "big.txt").write_text("".join(f"line {n}\n" for n in range(1000)))
     script: list[dict[str, Any]] = [
@@ -83,6 +85,7 @@ def test_a_real_run_as_json_lines_matches_the_schema_and_the_log(env: dict[str, 
     assert "llm.req" not in done.stderr and "[request" not in done.stderr  # stdout is the stream
 
 
+@pytest.mark.needs("bwrap")
 def test_a_turn_without_an_answer_carries_its_reason_on_the_last_line(env: dict[str, str]) -> None:
     with FakeServer(api="openai-chat", script=[{"text": ""}]) as fake:
         configure(env, fake.url)
@@ -96,6 +99,7 @@ def test_a_turn_without_an_answer_carries_its_reason_on_the_last_line(env: dict[
     assert sum("no text and no tool calls" in line for line in done.stderr.splitlines()) == 1  # for people
 
 
+@pytest.mark.needs("bwrap")
 def test_lines_arrive_while_the_run_is_still_going(env: dict[str, str]) -> None:
     script: list[dict[str, Any]] = [{"calls": [call("shell", "s1", command="sleep 4")]}, {"text": "Slept."}]
     with FakeServer(api="openai-chat", script=script) as fake:

@@ -47,6 +47,7 @@ enabled = false
     )
 
 
+@pytest.mark.needs("bwrap")
 def test_mcp_list_shows_each_server_its_status_and_tools(env: dict[str, str]) -> None:
     _config(env)
     done = nodwyn(env, "mcp", "list")
@@ -70,6 +71,7 @@ def test_mcp_list_shows_each_server_its_status_and_tools(env: dict[str, str]) ->
     ]
 
 
+@pytest.mark.needs("bwrap")
 def test_mcp_test_name_exits_non_zero_with_the_reason(env: dict[str, str]) -> None:
     _config(env)
     ok = nodwyn(env, "mcp", "test", "calc")
@@ -88,6 +90,7 @@ def test_mcp_test_name_exits_non_zero_with_the_reason(env: dict[str, str]) -> No
     )
 
 
+@pytest.mark.needs("bwrap")
 def test_the_banner_says_what_instructions_and_servers_the_session_loaded(env: dict[str, str]) -> None:
     Path(env["WS"], "AGENTS.md").write_text("Always answer in French.\n" * 90)
     with FakeServer(api="openai-chat", script=[{"text": "bonjour"}, {"text": "salut"}]) as fake:
