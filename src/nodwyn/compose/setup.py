@@ -521,6 +521,7 @@ def _settings(
     workspace: Path,
     box: Sandbox,
 ) -> AgentSettings:
+    in_process = api_profile(model).in_process
     return AgentSettings(
         recipe=recipe,
         tools=tools,
@@ -533,8 +534,8 @@ def _settings(
         protected=protected(env),
         limits_for=partial(session_limits, config.window, path=config.path),
         sandbox=box,
-        named_files=api_profile(model).in_process,
-        nudges=api_profile(model).in_process,
+        named_files=in_process,  # a small in-process model is shown the files it names
+        nudges=in_process,  # and asked to go on when it stops short (ADR 0445)
     )
 
 
