@@ -34,8 +34,7 @@ from nodwyn.dialects.wire import (
     int_or_none,
     join_text,
     json_object,
-    loads,
-    not_object,
+    load_object,
     opt_dict,
     opt_list,
     opt_str,
@@ -60,6 +59,13 @@ from nodwyn.values.request import CacheReport, Request, Response, Usage
 VERSION = "2023-06-01"
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 DIAGNOSIS_BETA = "cache-diagnosis-2026-04-07"
+# a content_block_delta's type -> (its field, the block's key its pieces join into)
+_DELTAS = {
+    "text_delta": ("text", "text"),
+    "thinking_delta": ("thinking", "thinking"),
+    "signature_delta": ("signature", "signature"),
+    "input_json_delta": ("partial_json", "partial"),
+}
 
 
 def _image(p: ImagePart, images: Mapping[str, bytes], settings: ModelEntry, where: str) -> dict[str, Any]:
@@ -304,9 +310,8 @@ class AnthropicDecoder:
             self.transformations(d, "message_delta.delta")
 
     def feed(self, ev: StreamEvent) -> list[Fragment]:
-        data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
-        if not isinstance(data, dict):
-            raise not_object(self.provider, f"a {ev.event or 'stream'} event")
+        what = f"a {ev.event or 'stream'} event"
+        data = load_object(ev.data, what, what, self.provider)
         kind = data.get("type", ev.event)
         if kind == "error":
             raise stream_error(self.provider, data)
@@ -336,22 +341,12 @@ class AnthropicDecoder:
                 f"{self.provider}: a content_block_delta for a block never started", provider=self.provider
             )
         t = d.get("type")
-        p = self.provider
-        if t == "text_delta":
-            piece = opt_str(d.get("text"), "content_block_delta.delta.text", p) or ""
-            self.pieces.setdefault((index, "text"), []).append(piece)
-            return [("text", piece)] if piece else []
-        if t == "thinking_delta":
-            piece = opt_str(d.get("thinking"), "content_block_delta.delta.thinking", p) or ""
-            self.pieces.setdefault((index, "thinking"), []).append(piece)
-            return [("thinking", piece)] if piece else []
-        if t == "signature_delta":
-            piece = opt_str(d.get("signature"), "content_block_delta.delta.signature", p) or ""
-            self.pieces.setdefault((index, "signature"), []).append(piece)
-        elif t == "input_json_delta":
-            piece = opt_str(d.get("partial_json"), "content_block_delta.delta.partial_json", p) or ""
-            self.pieces.setdefault((index, "partial"), []).append(piece)
-        return []
+        if not isinstance(t, str) or t not in _DELTAS:
+            return []
+        field, key = _DELTAS[t]
+        piece = opt_str(d.get(field), f"content_block_delta.delta.{field}", self.provider) or ""
+        self.pieces.setdefault((index, key), []).append(piece)
+        return [(key, piece)] if piece and key in ("text", "thinking") else []
 
     def _join_pieces(self) -> None:
         """Each block's streamed pieces after what its start gave, joined once."""

@@ -6,11 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodwyn.dialects.errors import parse_error
-from nodwyn.dialects.wire import Decoder, WireRequest, loads, not_object
+from nodwyn.dialects.wire import WireRequest, load_object
 from nodwyn.errors import DecodeError, ProviderError
-from nodwyn.values.content import Origin
 from nodwyn.values.model import ModelEntry
-from nodwyn.values.request import Response
 
 
 class DialectBase:
@@ -42,18 +40,9 @@ class DialectBase:
     ) -> ProviderError:
         return parse_error(self.provider, status, body, headers)
 
-    def decoder(self, origin: Origin) -> Decoder:
-        raise NotImplementedError
-
-    def decode_body(self, body: bytes, origin: Origin) -> Response:
-        raise NotImplementedError
-
     def _load_body(self, body: bytes) -> dict[str, Any]:
         """A reply that was not streamed: one JSON object, or a DecodeError naming the provider."""
-        value = loads(body, "the reply body", self.provider)
-        if not isinstance(value, dict):
-            raise not_object(self.provider, "the reply")
-        return value
+        return load_object(body, "the reply body", "the reply", self.provider)
 
 
 # Where a model list publishes a model's context window, as each provider documents it:

@@ -115,25 +115,27 @@ def _fields(value: Any, body_text: str) -> tuple[str, str | None, str | None, st
     return text, None, None, None, None
 
 
+def _seconds(text: str | None) -> float | None:
+    """A number of seconds (never negative), or None for no number."""
+    try:
+        return max(float(text), 0.0) if text is not None else None
+    except ValueError:
+        return None
+
+
 def retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds, or an HTTP date read
     against the reply's own ``Date`` header: the dialect reads no clock)."""
     if not headers:
         return None
     low = {k.lower(): v for k, v in headers.items()}
-    ms = low.get("retry-after-ms")
+    ms = _seconds(low.get("retry-after-ms"))
     if ms is not None:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
+        return ms / 1000.0
     ra = low.get("retry-after")
-    if ra is None:
-        return None
-    try:
-        return max(float(ra), 0.0)
-    except ValueError:
-        pass
+    seconds = _seconds(ra)
+    if ra is None or seconds is not None:
+        return seconds
     when = parsedate_tz(ra)
     now = parsedate_tz(low.get("date", ""))
     if when is None or now is None:

@@ -37,8 +37,7 @@ from nodwyn.dialects.wire import (
     image_base64,
     int_or_none,
     join_text,
-    loads,
-    not_object,
+    load_object,
     opt_dict,
     opt_list,
     opt_str,
@@ -304,9 +303,8 @@ class ResponsesDecoder:
             # OpenRouter's /responses ends its stream so after response.completed. The terminal
             # event alone makes the reply complete: a [DONE] before it leaves it incomplete.
             return []
-        data = loads(ev.data, f"a {ev.event or 'stream'} event", self.provider)
-        if not isinstance(data, dict):
-            raise not_object(self.provider, f"a {ev.event or 'stream'} event")
+        what = f"a {ev.event or 'stream'} event"
+        data = load_object(ev.data, what, what, self.provider)
         kind = data.get("type") if isinstance(data.get("type"), str) else ev.event
         if kind == "error":
             raise stream_error(self.provider, data)

@@ -21,24 +21,19 @@ def session_key(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
 
-def session_headers(settings: ModelEntry) -> tuple[str, ...]:
-    """The headers that carry the key: the family's own (its profile), else X-Session-Id and
-    X-Session-Affinity."""
-    return profile_for(settings).session_headers
-
-
 def key_fields(
     settings: ModelEntry, key: str | None, *, plan_usage: bool, body_field: bool = True
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(headers, body fields) that carry the key for this model entry.
 
-    ``cache_key = "session"``: body ``prompt_cache_key`` and the session headers;
+    ``cache_key = "session"``: body ``prompt_cache_key`` and the session headers (the family's
+    profile's: its own, else X-Session-Id and X-Session-Affinity);
     ``"header"``: the header only (servers that refuse unknown body fields); ``"off"`` or no key:
     nothing. A ChatGPT-plan credential adds Codex's three headers whenever the key is sent.
     """
     if key is None or settings.cache_key == "off":
         return {}, {}
-    headers = dict.fromkeys(session_headers(settings), key)
+    headers = dict.fromkeys(profile_for(settings).session_headers, key)
     if plan_usage:
         headers.update(dict.fromkeys(PLAN_HEADERS, key))
     body = {"prompt_cache_key": key} if settings.cache_key == "session" and body_field else {}

@@ -98,8 +98,7 @@ class SseParser:
         close right after their last ``data:`` line are common, and the decoder judges whether
         the reply is complete."""
         rest = self._lines.rest()
-        out = self.feed(rest + b"\n\n") if rest else self.feed(b"\n")
-        return out
+        return self.feed(rest + b"\n\n") if rest else self.feed(b"\n")
 
 
 class NdjsonParser:

@@ -124,6 +124,14 @@ def loads(data: str | bytes, where: str, provider: str) -> Any:
         ) from exc
 
 
+def load_object(data: str | bytes, where: str, what: str, provider: str) -> dict[str, Any]:
+    """``loads`` of what must be a JSON object (``what`` names it in the error if it is not)."""
+    value = loads(data, where, provider)
+    if not isinstance(value, dict):
+        raise not_object(provider, what)
+    return value
+
+
 def block_json(data: str, where: str) -> Any:
     """A kept block's data parsed back, or an EncodeError: the log holds what is not its JSON."""
     try:
@@ -327,26 +335,16 @@ def stream_incomplete(provider: str, what: str) -> DecodeError:
 
 def kind_of(value: Any) -> str:
     """A JSON value's kind as an error names it (object, array, string, number, boolean, null)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, dict) else type(value).__name__
+    kinds = ((type(None), "null"), (bool, "a boolean"), (int | float, "a number"), (str, "a string"))
+    for kind, word in (*kinds, (list, "an array"), (dict, "an object")):
+        if isinstance(value, kind):
+            return word
+    return type(value).__name__
 
 
 def wrong_type(provider: str, where: str, value: Any, expected: str) -> DecodeError:
     """A field of the reply whose JSON type the dialect cannot read: never dropped in silence."""
-    return DecodeError(
-        f"{provider}: {where} is {kind_of(value)}, expected {expected}; the server sent a shape this "
-        "dialect cannot read (check the model entry's api and family)",
-        provider=provider,
-    )
+    return _reply_field(provider)(f"{where} is {kind_of(value)}, expected {expected}")
 
 
 def _reply_field(provider: str) -> Callable[[str], DecodeError]:

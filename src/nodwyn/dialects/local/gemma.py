@@ -38,9 +38,13 @@ def _assistant_text(m: AssistantMessage) -> str:
     return m.text + "".join(f"{CALL_OPEN}{call_json(c)}{CALL_CLOSE}" for c in m.calls)
 
 
-def _tool_text(m: ToolMessage) -> str:
-    status = " error" if m.error else ""
-    return f'<tool_result name="{m.name}" id="{m.call_id}"{status}>\n{m.text}\n</tool_result>'
+def _role_text(m: Message) -> tuple[str, str]:
+    if isinstance(m, AssistantMessage):
+        return "model", _assistant_text(m)
+    if isinstance(m, ToolMessage):
+        status = " error" if m.error else ""
+        return "user", f'<tool_result name="{m.name}" id="{m.call_id}"{status}>\n{m.text}\n</tool_result>'
+    return "user", user_text(m)
 
 
 def _turn(role: str, text: str, preamble: str = "") -> list[Piece]:
@@ -75,26 +79,13 @@ class Gemma:
     def render(self, request: Request) -> tuple[Piece, ...]:
         """Every message is its own turn, so appending messages extends the prompt."""
         preamble = _preamble(request)
+        turns = [_role_text(m) for m in request.messages]
         pieces: list[Piece] = []
-        messages: list[Message] = list(request.messages)
-        first = True
-        for m in messages:
-            if isinstance(m, AssistantMessage):
-                role, text = "model", _assistant_text(m)
-            elif isinstance(m, ToolMessage):
-                role, text = "user", _tool_text(m)
-            else:
-                role, text = "user", user_text(m)
-            if first and preamble and role == "user":
-                pieces += _turn(role, text, preamble)
-                first = False
-                continue
-            if first and preamble:
-                pieces += _turn("user", "", preamble)
-            first = False
+        if preamble:  # it opens the first user turn, or a turn of its own before the model's
+            first = turns.pop(0)[1] if turns and turns[0][0] == "user" else ""
+            pieces += _turn("user", first, preamble)
+        for role, text in turns:
             pieces += _turn(role, text)
-        if first and preamble:
-            pieces += _turn("user", "", preamble)
         pieces += [Piece(START, special=True), Piece("model\n")]
         return tuple(p for p in pieces if p.text)
 

@@ -34,24 +34,12 @@ _BASE = (
     'array ::= "[" ws (value (ws "," ws value)*)? ws "]"',
 )
 _PRIMITIVES = {"string", "integer", "number", "boolean", "null"}
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def literal(text: str) -> str:
     """``text`` as a GBNF literal (matched character for character)."""
-    out = []
-    for c in text:
-        if c in '"\\':
-            out.append("\\" + c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\r":
-            out.append("\\r")
-        elif ord(c) < 0x20:
-            out.append(f"\\x{ord(c):02X}")
-        else:
-            out.append(c)
+    out = (_ESCAPES.get(c) or (f"\\x{ord(c):02X}" if ord(c) < 0x20 else c) for c in text)
     return '"' + "".join(out) + '"'
 
 
