@@ -249,10 +249,8 @@ def prompt_of(body: dict[str, Any]) -> tuple[Prompt, str]:
         if "cache_control" in value:
             ttl = str((value["cache_control"] or {}).get("ttl", ttl))
             value = {k: v for k, v in value.items() if k != "cache_control"}
-            units.append(unit({**(extra or {}), **value}))
-            marks.append(len(units))
-        else:
-            units.append(unit({**(extra or {}), **value}))
+            marks.append(len(units) + 1)  # after this unit
+        units.append(unit({**(extra or {}), **value}))
 
     for tool in body.get("tools", []):
         add(tool)

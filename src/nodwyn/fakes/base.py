@@ -69,37 +69,26 @@ class ApiError(Exception):
         return {} if self.retry_after is None else {"retry-after": f"{self.retry_after:g}"}
 
 
+@dataclass(slots=True, kw_only=True)
 class State:
     """One fake server's mutable state; ``lock`` serialises request handling."""
 
-    def __init__(
-        self,
-        *,
-        api: str,
-        family: str | None,
-        cache: CacheModel,
-        script: Script,
-        api_key: str | None,
-        models: tuple[str, ...],
-        name: str,
-        model_fields: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> None:
-        self.api = api
-        self.family = family
-        self.cache = cache
-        self.script = script
-        self.api_key = api_key
-        self.models = models
-        self.model_fields = dict(model_fields or {})  # per model id: what its model-list entry adds
-        self.name = name  # distinguishes this server's minted tokens from another's
-        self.lock = threading.Lock()
-        self.requests: list[ReceivedRequest] = []
-        self.minted: set[str] = set()
-        self.lookups: list[Lookup] = []
-        self.counter = 0
-        self.extra: dict[str, Any] = {}  # per-API memory (e.g. which reasoning item a call followed)
-        self.stall: Stall | None = None  # the stall of the item the request being handled took
-        self.closing = threading.Event()  # set when the server closes: stalls end
+    api: str
+    family: str | None
+    cache: CacheModel
+    script: Script
+    api_key: str | None
+    models: tuple[str, ...]
+    name: str  # distinguishes this server's minted tokens from another's
+    model_fields: Mapping[str, Mapping[str, Any]]  # per model id: what its model-list entry adds
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    requests: list[ReceivedRequest] = field(default_factory=list)
+    minted: set[str] = field(default_factory=set)
+    lookups: list[Lookup] = field(default_factory=list)
+    counter: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)  # per-API memory (which reasoning a call followed)
+    stall: Stall | None = None  # the stall of the item the request being handled took
+    closing: threading.Event = field(default_factory=threading.Event)  # the server closes: stalls end
 
     def next_id(self, prefix: str) -> str:
         self.counter += 1
@@ -157,13 +146,19 @@ def error_kind(status: int, api: str) -> str:
     return "invalid_request_error"
 
 
-def dumps(value: Any) -> bytes:
-    return orjson.dumps(value)
+def openai_error(e: ApiError | ScriptError, api: str) -> dict[str, Any]:
+    """The error object of OpenAI's APIs (under ``"error"``, but by cerebras over HTTP)."""
+    return {
+        "message": e.message,
+        "type": e.type or error_kind(e.status, api),
+        "param": e.param,
+        "code": e.code,
+    }
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
     head = f"event: {event}\n".encode() if event else b""
-    payload = data if isinstance(data, bytes) else dumps(data)
+    payload = data if isinstance(data, bytes) else orjson.dumps(data)
     return head + b"data: " + payload + b"\n\n"
 
 
@@ -176,7 +171,7 @@ def json_reply(status: int, value: Any, headers: Mapping[str, str] | None = None
     return Reply(
         status=status,
         headers={"content-type": "application/json", **(headers or {})},
-        chunks=[dumps(value)],
+        chunks=[orjson.dumps(value)],
     )
 
 

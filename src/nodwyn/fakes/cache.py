@@ -112,9 +112,6 @@ class Expiry:
         if not self.seconds > 0:
             raise ValueError(f"cache expiry must be a positive number of seconds, not {self.seconds!r}")
 
-    def now(self) -> float:
-        return self.clock()
-
     def alive(self, used: float, now: float) -> bool:
         return now - used <= self.seconds
 
@@ -133,7 +130,7 @@ class SingleSlot:
     def lookup(self, prompt: Prompt) -> Lookup:
         data = prompt.data
         if self.expiry is not None:
-            now = self.expiry.now()
+            now = self.expiry.clock()
             if self.loaded is not None and not self.expiry.alive(self.used, now):
                 self.unload()  # the keep-alive ran out
             self.used = now
@@ -165,7 +162,7 @@ class Blocks:
     def lookup(self, prompt: Prompt, now: int = 0) -> Lookup:
         data = prompt.data
         total = tokens(len(data))
-        moment = self.expiry.now() if self.expiry is not None else 0.0
+        moment = self.expiry.clock() if self.expiry is not None else 0.0
         self._evict(now, moment)
         shared = [common_prefix(s, data) for s, _, _ in self.stored]
         best = max(shared, default=0)
@@ -231,7 +228,7 @@ class Breakpoints:
         """Drop the prefixes unused for the expiry's seconds; the time now (0 without expiry)."""
         if self.expiry is None:
             return 0.0
-        now, expiry = self.expiry.now(), self.expiry
+        now, expiry = self.expiry.clock(), self.expiry
         self.written = {d: used for d, used in self.written.items() if expiry.alive(used, now)}
         return now
 

@@ -15,6 +15,8 @@ import base64
 import binascii
 from typing import Any
 
+import orjson
+
 from nodwyn.fakes.base import (
     EVAL_NS_PER_TOKEN,
     FIXED_TIME,
@@ -23,7 +25,6 @@ from nodwyn.fakes.base import (
     ReceivedRequest,
     Reply,
     State,
-    dumps,
     json_reply,
     out_tokens,
     split_text,
@@ -32,6 +33,7 @@ from nodwyn.fakes.cache import Lookup, Prompt, SingleSlot, units_of
 from nodwyn.fakes.script import ScriptItem
 
 LOAD_NS = 2_000_000_000
+_ROLES = {"system", "user", "assistant", "tool"}
 
 
 def handle(state: State, req: ReceivedRequest) -> Reply:
@@ -77,12 +79,7 @@ def validate(state: State, body: Any) -> dict[str, Any]:
     if not isinstance(messages, list):
         raise ApiError(400, "json: cannot unmarshal messages: expected an array")
     for m in messages:
-        if not isinstance(m, dict) or str(m.get("role", "")).lower() not in {
-            "system",
-            "user",
-            "assistant",
-            "tool",
-        }:
+        if not isinstance(m, dict) or str(m.get("role", "")).lower() not in _ROLES:
             raise ApiError(400, f"invalid role in message {m!r:.60}")
         for call in m.get("tool_calls") or []:
             args = (call.get("function") or {}).get("arguments") if isinstance(call, dict) else None
@@ -137,14 +134,14 @@ def reply(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) 
             "created_at": FIXED_TIME,
             "message": {"role": "assistant", "content": "", **message},
         }
-        return dumps({**value, "done": False, **(extra or {})}) + b"\n"
+        return orjson.dumps({**value, "done": False, **(extra or {})}) + b"\n"
 
     chunks = [line({"thinking": frag}) for frag in split_text(item.thinking)]
     chunks += [line({"content": frag}) for frag in split_text(item.text)]
     if calls:
         chunks.append(line({"tool_calls": calls}))
     if item.error is not None:  # mid-stream: Ollama sends an error line with the status already 200
-        chunks.append(dumps({"error": item.error.message}) + b"\n")
+        chunks.append(orjson.dumps({"error": item.error.message}) + b"\n")
     elif not item.cut:
         chunks.append(line({}, done))
     return Reply(headers={"content-type": "application/x-ndjson"}, chunks=chunks)

@@ -30,6 +30,7 @@ from nodwyn.fakes.base import (
     error_kind,
     event_stream,
     json_reply,
+    openai_error,
     out_tokens,
     split_text,
     sse,
@@ -230,9 +231,8 @@ def check_user_content(content: Any, i: int) -> None:
 
 def error_reply(state: State, exc: ApiError) -> Reply:
     family = state.family or "compatible"
-    kind = exc.type or error_kind(exc.status, "openai-chat")
     if family == "cerebras":
-        body: dict[str, Any] = {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}
+        body: dict[str, Any] = openai_error(exc, "openai-chat")
     elif family == "openrouter":
         meta: dict[str, Any] = {"provider_name": "Fake"}
         if exc.type == "openrouter-upstream":
@@ -240,7 +240,7 @@ def error_reply(state: State, exc: ApiError) -> Reply:
             meta["raw"] = orjson.dumps({"message": raw}).decode()
         body = {"error": {"code": exc.status, "message": exc.message, "metadata": meta}}
     else:
-        body = {"error": {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}}
+        body = {"error": openai_error(exc, "openai-chat")}
     return json_reply(exc.status, body, exc.retry_headers())
 
 
@@ -290,14 +290,14 @@ class _Reply:
         self.details: list[dict[str, Any]] = []
         self.calls: list[dict[str, Any]] = []
 
-    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
         value: dict[str, Any] = {
             **self.base,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
         if self.include_usage:
             value["usage"] = None
-        return sse(value)
+        return sse({**value, **extra})
 
     def add(self, delta: dict[str, Any]) -> None:
         self.chunks.append(self.chunk(delta))
@@ -344,21 +344,6 @@ class _Reply:
             self.add({"tool_calls": [{"index": j, "function": {"arguments": frag}}]})
         return args
 
-    def last(self, finish: str, lookup: Lookup, completion: int) -> bytes:
-        """The chunk with the finish reason (llama.cpp adds its timings to it)."""
-        last = self.chunk({}, finish)
-        if self.family != "llamacpp":
-            return last
-        value = orjson.loads(last[len(b"data: ") :])
-        value["timings"] = {
-            "cache_n": lookup.cached_tokens,
-            "prompt_n": lookup.prompt_tokens - lookup.cached_tokens,
-            "prompt_ms": float(lookup.prompt_tokens - lookup.cached_tokens),
-            "predicted_n": completion,
-            "predicted_ms": float(completion * 5),
-        }
-        return sse(value)
-
     def message(self) -> dict[str, Any]:
         """The assistant message of a reply that is not streamed."""
         item = self.item
@@ -378,17 +363,28 @@ class _Reply:
             message["tool_calls"] = self.calls
         return message
 
-    def whole(self, finish: str, last: bytes, usage: dict[str, Any]) -> Reply:
+    def whole(self, finish: str, usage: dict[str, Any], timings: dict[str, Any]) -> Reply:
         """One chat.completion object."""
         whole = {
             **self.base,
             "object": "chat.completion",
             "choices": [{"index": 0, "message": self.message(), "finish_reason": finish}],
             "usage": usage,
+            **timings,
         }
-        if self.family == "llamacpp":
-            whole["timings"] = orjson.loads(last[len(b"data: ") :])["timings"]
         return json_reply(200, whole)
+
+
+def _timings(lookup: Lookup, completion: int) -> dict[str, Any]:
+    """llama.cpp's ``timings``, on the chunk with the finish reason (or the whole reply)."""
+    uncached = lookup.prompt_tokens - lookup.cached_tokens
+    return {
+        "cache_n": lookup.cached_tokens,
+        "prompt_n": uncached,
+        "prompt_ms": float(uncached),
+        "predicted_n": completion,
+        "predicted_ms": float(completion * 5),
+    }
 
 
 def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup) -> Reply:
@@ -412,11 +408,11 @@ def stream(state: State, body: dict[str, Any], item: ScriptItem, lookup: Lookup)
         return event_stream(reply.chunks)
     finish = item.finish or ("tool_calls" if item.calls else "stop")
     completion = out_tokens(item.text, item.thinking, *arg_texts)
-    last = reply.last(finish, lookup, completion)
-    reply.chunks.append(last)
+    timings = {"timings": _timings(lookup, completion)} if reply.family == "llamacpp" else {}
+    reply.chunks.append(reply.chunk({}, finish, **timings))
     counted = usage(reply.family, lookup, completion, out_tokens(item.thinking))
     if body.get("stream") is not True or "whole_reply" in item.quirks:
-        return reply.whole(finish, last, counted)
+        return reply.whole(finish, counted, timings)
     if reply.include_usage:
         reply.chunks.append(sse({**reply.base, "choices": [], "usage": counted}))
     reply.chunks.append(sse(b"[DONE]"))
@@ -456,4 +452,4 @@ def stream_error(family: str, base: dict[str, Any], e: ScriptError) -> dict[str,
         return {**base, "error": err, "choices": [choice]}
     # Every family wraps it in "error" mid-stream (the HTTP error body of cerebras is unwrapped):
     # without the key, the official SDK reads the event as a chunk and ends in silence.
-    return {"error": {"message": e.message, "type": kind, "param": e.param, "code": e.code}}
+    return {"error": openai_error(e, "openai-chat")}

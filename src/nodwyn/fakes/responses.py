@@ -26,6 +26,7 @@ from nodwyn.fakes.base import (
     error_kind,
     event_stream,
     json_reply,
+    openai_error,
     out_tokens,
     split_text,
     sse,
@@ -57,12 +58,7 @@ def handle(state: State, req: ReceivedRequest) -> Reply:
         lookup = state.lookup(prompt)
         return stream(state, body, item, lookup, _diagnosis(state, body, key, inputs, lookup))
     except ApiError as exc:
-        kind = exc.type or error_kind(exc.status, "responses")
-        return json_reply(
-            exc.status,
-            {"error": {"message": exc.message, "type": kind, "param": exc.param, "code": exc.code}},
-            exc.retry_headers(),
-        )
+        return json_reply(exc.status, {"error": openai_error(exc, "responses")}, exc.retry_headers())
 
 
 def _diagnosis(

@@ -53,21 +53,6 @@ import orjson
 
 from nodwyn.errors import ConfigError
 
-_KEYS = {
-    "text",
-    "thinking",
-    "calls",
-    "reasoning_details",
-    "blocks",
-    "error",
-    "cut",
-    "empty_output",
-    "phase",
-    "quirks",
-    "stall",
-    "flood",
-    "finish",
-}
 QUIRKS = frozenset(
     {"done_marker", "empty_signature", "list_content", "no_call_ids", "delta_transformations", "whole_reply"}
 )
@@ -93,6 +78,7 @@ ITEM_KEYS: dict[str, str] = {
     "(64 KB deltas, or one data: line)",
     "finish": 'openai-chat: the finish reason sent instead of "stop"/"tool_calls", e.g. "length"',
 }
+_KEYS = frozenset(ITEM_KEYS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, get_args
 
@@ -139,11 +140,16 @@ class FakeServer:
         self.api = api
         self._script = Script(script)
         expiry = Expiry(seconds=cache_ttl_seconds) if cache_ttl_seconds is not None else None
-        self._cache = make_cache(cache or DEFAULT_CACHE[api], replicas=replicas, seed=seed, expiry=expiry)
-        self._family = family
-        self._api_key = api_key
-        self._models = models
-        self._model_fields = model_fields
+        self._new_state = partial(
+            State,
+            api=api,
+            family=family,
+            cache=make_cache(cache or DEFAULT_CACHE[api], replicas=replicas, seed=seed, expiry=expiry),
+            script=self._script,
+            api_key=api_key,
+            models=models,
+            model_fields=model_fields or {},
+        )
         self._port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -156,16 +162,7 @@ class FakeServer:
                 f"fake {self.api}: cannot listen on 127.0.0.1:{self._port} ({exc.strerror}); "
                 "pick another --port (0 picks a free one)"
             ) from None
-        server.state = State(
-            api=self.api,
-            family=self._family,
-            cache=self._cache,
-            script=self._script,
-            api_key=self._api_key,
-            models=self._models,
-            name=f"fake-{self.api}-{server.server_address[1]}",
-            model_fields=self._model_fields,
-        )
+        server.state = self._new_state(name=f"fake-{self.api}-{server.server_address[1]}")
         server.handler = HANDLERS[self.api]
         self._server = server
         self._thread = threading.Thread(
