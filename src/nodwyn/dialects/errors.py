@@ -99,8 +99,7 @@ def _fields(value: Any, body_text: str) -> tuple[str, str | None, str | None, st
             return _one_line(body_text) or "(empty body)", None, None, None, None
         typ = src.get("type") if isinstance(src.get("type"), str) and src.get("type") != "error" else None
         param = src.get("param") if isinstance(src.get("param"), str) else None
-        code = src.get("code")
-        code_s = code if isinstance(code, str) else None
+        code = src.get("code") if isinstance(src.get("code"), str) else None
         error_type = None
         meta = src.get("metadata")
         if isinstance(meta, dict):
@@ -108,9 +107,8 @@ def _fields(value: Any, body_text: str) -> tuple[str, str | None, str | None, st
             name = meta.get("provider_name")
             if raw:
                 message = f"{message}: {name}: {raw}" if isinstance(name, str) else f"{message}: {raw}"
-            et = meta.get("error_type")
-            error_type = et if isinstance(et, str) else None
-        return message, typ, param, code_s, error_type
+            error_type = meta.get("error_type") if isinstance(meta.get("error_type"), str) else None
+        return message, typ, param, code, error_type
     text = body_text.strip().splitlines()[0] if body_text.strip() else "(empty body)"
     return text, None, None, None, None
 
@@ -143,6 +141,16 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
     return float(max(mktime_tz(when) - mktime_tz(now), 0))
 
 
+_CLASS_HINTS: dict[type[ProviderError], str] = {
+    AuthError: "check the model entry's credential",
+    ContextLengthError: (
+        "the prompt is over the model's context: check context_size and the window's high water"
+    ),
+    RateLimitError: "rate limited: wait, or lower the request rate",
+    ProviderUnavailable: "the server is unavailable or overloaded: try again later",
+}
+
+
 def _hint(cls: type[ProviderError], field: str | None, message: str) -> str:
     f = field or ""
     for family, profile in PROFILES.items():
@@ -160,15 +168,7 @@ def _hint(cls: type[ProviderError], field: str | None, message: str) -> str:
         return "this model wants max_completion_tokens: set the model entry's family accordingly"
     if "signature" in message and "thinking" in message:
         return "a reasoning block was refused; it went back as it came, so report the session"
-    if cls is AuthError:
-        return "check the model entry's credential"
-    if cls is ContextLengthError:
-        return "the prompt is over the model's context: check context_size and the window's high water"
-    if cls is RateLimitError:
-        return "rate limited: wait, or lower the request rate"
-    if cls is ProviderUnavailable:
-        return "the server is unavailable or overloaded: try again later"
-    return ""
+    return _CLASS_HINTS.get(cls, "")
 
 
 def _class(

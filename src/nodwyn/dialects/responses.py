@@ -61,9 +61,12 @@ from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import CacheReport, Request, Response, ToolSpec, Usage
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_DELTAS = frozenset(
-    {"response.output_text.delta", "response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
-)
+# the delta events, as what they show (reasoning_text is shown only: the reply takes it from its item)
+_DELTAS = {
+    "response.output_text.delta": "text",
+    "response.reasoning_summary_text.delta": "thinking",
+    "response.reasoning_text.delta": "thinking",
+}
 
 
 def _user_item(
@@ -311,17 +314,13 @@ class ResponsesDecoder:
         resp = data.get("response")
         if isinstance(resp, dict) and isinstance(resp.get("model"), str):
             self.model = resp["model"]
-        delta = ""
         if kind in _DELTAS:
             delta = opt_str(data.get("delta"), f"{kind}.delta", self.provider) or ""
-        if kind == "response.output_text.delta":
-            self.text_deltas.append(delta)
-            return [("text", delta)] if delta else []
-        if kind == "response.reasoning_summary_text.delta":
-            self.thinking_deltas.append(delta)
-            return [("thinking", delta)] if delta else []
-        if kind == "response.reasoning_text.delta":  # shown; the reply takes it from its item
-            return [("thinking", delta)] if delta else []
+            if kind == "response.output_text.delta":
+                self.text_deltas.append(delta)
+            elif kind == "response.reasoning_summary_text.delta":
+                self.thinking_deltas.append(delta)
+            return [(_DELTAS[kind], delta)] if delta else []
         if kind == "response.output_item.done":
             item, idx = data.get("item"), data.get("output_index")
             if isinstance(item, dict):

@@ -36,7 +36,7 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 import orjson
@@ -253,8 +253,7 @@ class Replicas:
         else:
             index = self.rng.randrange(len(self.replicas))
         self.now += 1
-        found = self.replicas[index].lookup(prompt, self.now)
-        return Lookup(prompt_tokens=found.prompt_tokens, cached_tokens=found.cached_tokens, replica=index)
+        return replace(self.replicas[index].lookup(prompt, self.now), replica=index)
 
 
 def make_cache(

@@ -1,33 +1,10 @@
 """Reply scripts: what a fake server answers, one item per request, in order.
 
-A script item (one JSON object per line in a ``.jsonl`` file)::
-
-    {"text": "...", "thinking": "...",
-     "calls": [{"name": "fs-read", "arguments": {"path": "a.py"}, "id": "optional"}],
-     "reasoning_details": [...],          # OpenRouter: sent back as streamed, merged by the client
-     "blocks": [{"type": "thinking", "thinking": "...", "position": 0},
-                {"type": "redacted_thinking", "position": 1}],   # Anthropic / Responses reasoning
-     "error": {"status": 429, "message": "...", "retry_after": 2, "type": "...", "param": "...",
-               "mid_stream": false},      # true: HTTP 200, the reply's text, then an error event
-     "cut": true,                          # end the stream before its terminal event
-     "empty_output": true,                 # Responses: a terminal event whose output is []
-     "phase": "commentary",                # Responses: the message item's phase
-     "quirks": ["done_marker", ...],       # what real servers send that a client must read
-     "stall": {"when": "accept", "interval": 0.05},   # a provider fault (below)
-     "flood": {"bytes": 200000000, "line": false},    # openai-chat: a reply this large
-     "finish": "length"}                   # openai-chat: the finish reason sent (the reply was cut)
-
-A call's ``arguments`` may be a string (APIs whose arguments are JSON text): sent as written, so a
-script can send arguments that do not parse.
-
-A ``stall`` makes the server misbehave in time, until the client goes away or the server closes:
-``accept`` reads the request and answers nothing; ``headers`` sends the 200 headers and then
-nothing; ``keepalive`` sends the headers and then an SSE comment every ``interval`` seconds;
-``drip`` (openai-chat) sends the reply and then one more text delta every ``interval`` seconds,
-never its end; ``pace`` (any API) sends the reply whole, ``interval`` seconds between its chunks
-(a slow model: a client must show text before the reply ends). A ``flood`` (openai-chat) streams
-a reply whose text is ``bytes`` long, made as it is sent (never held whole), in 64 KB deltas, or as
-one ``data:`` line when ``line`` is true.
+A script item is one JSON object (one a line in a ``.jsonl`` file) whose keys do what ``ITEM_KEYS``
+says (``nodwyn fake serve --help`` shows it), e.g. ``{"text": "...", "calls": [{"name": "fs-read",
+"arguments": {"path": "a.py"}}]}``. A call's ``arguments`` may be a string (APIs whose arguments are
+JSON text): sent as written, so a script can send arguments that do not parse. A ``stall`` lasts
+until the client goes away or the server closes; a ``flood`` is made as it is sent, never held whole.
 
 An ``error`` item answers that HTTP error in the API's own shape instead of a reply. ``quirks``
 (each recorded from a real server): ``done_marker`` (Responses: ``data: [DONE]`` after the

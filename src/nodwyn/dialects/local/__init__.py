@@ -8,7 +8,7 @@ markers (``gemma``); which one a model uses is a property of its weights (``tran
 from __future__ import annotations
 
 from nodwyn.dialects.local.base import Piece, PromptFormat, shared_prefix, text_of
-from nodwyn.dialects.local.blocks import Block, block_of, blocks_of, render_block
+from nodwyn.dialects.local.blocks import Block, blocks_of
 from nodwyn.dialects.local.calls import parse_calls, reply_end
 from nodwyn.dialects.local.chatml import CHATML
 from nodwyn.dialects.local.gemma import GEMMA
@@ -18,11 +18,9 @@ __all__ = [
     "Block",
     "Piece",
     "PromptFormat",
-    "block_of",
     "blocks_of",
     "format_for",
     "parse_calls",
-    "render_block",
     "reply_end",
     "shared_prefix",
     "text_of",
