@@ -71,13 +71,11 @@ def model_context(reply: Any, model: str) -> tuple[int, str] | None:
 def model_ids(reply: Any, settings: ModelEntry) -> list[str]:
     """Model ids from a model-list reply: Ollama ``models[].name``, else ``data[].id`` (Together:
     a bare array of the same objects)."""
-    if isinstance(reply, list):
-        return [str(m["id"]) for m in reply if isinstance(m, dict) and "id" in m]
-    if isinstance(reply, dict):
-        if isinstance(reply.get("models"), list):
-            return [str(m.get("name") or m.get("model")) for m in reply["models"] if isinstance(m, dict)]
-        if isinstance(reply.get("data"), list):
-            return [str(m["id"]) for m in reply["data"] if isinstance(m, dict) and "id" in m]
+    if isinstance(reply, dict) and isinstance(reply.get("models"), list):
+        return [str(m.get("name") or m.get("model")) for m in reply["models"] if isinstance(m, dict)]
+    entries = reply.get("data") if isinstance(reply, dict) else reply
+    if isinstance(entries, list):
+        return [str(m["id"]) for m in entries if isinstance(m, dict) and "id" in m]
     raise DecodeError(
         f"{settings.name}: the model list has neither models[] nor data[]; check that the entry's api "
         f"({settings.api}) is the one the server at base_url speaks"

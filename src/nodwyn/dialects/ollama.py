@@ -172,14 +172,10 @@ class OllamaDecoder:
         shown: list[Fragment] = []
         p = self.provider
         msg = opt_dict(obj.get("message"), "message", p)
-        thinking = opt_str(msg.get("thinking"), "message.thinking", p)
-        if thinking is not None:
-            self.thinking.append(thinking)
-            shown += [("thinking", thinking)] if thinking else []
-        content = opt_str(msg.get("content"), "message.content", p)
-        if content is not None:
-            self.text.append(content)
-            shown += [("text", content)] if content else []
+        for key, kind, pieces in (("thinking", "thinking", self.thinking), ("content", "text", self.text)):
+            piece = opt_str(msg.get(key), f"message.{key}", p) or ""
+            pieces.append(piece)
+            shown += [(kind, piece)] if piece else []
         for n, tc in enumerate(opt_list(msg.get("tool_calls"), "message.tool_calls", p)):
             self.calls.append(self._call(tc, f"message.tool_calls[{n}]"))
         if obj.get("done") is True:

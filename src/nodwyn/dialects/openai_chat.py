@@ -336,11 +336,8 @@ class ChatDecoder:
         r = opt_str(d.get("reasoning"), f"{where}.reasoning", p)
         if r is None:
             r = opt_str(d.get("reasoning_content"), f"{where}.reasoning_content", p)
-        if r is not None:
-            self.thinking.append(r)
-            if r:
-                shown.append(("thinking", r))
-        for kind, piece in content_pieces(d.get("content"), f"{where}.content", p):
+        reasoning: list[Fragment] = [] if r is None else [("thinking", r)]
+        for kind, piece in reasoning + content_pieces(d.get("content"), f"{where}.content", p):
             (self.text if kind == "text" else self.thinking).append(piece)
             if piece:
                 shown.append((kind, piece))

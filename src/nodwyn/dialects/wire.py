@@ -245,19 +245,15 @@ def arrange(message: AssistantMessage) -> list[tuple[str, Any]]:
     it (a block's ``position`` is how many of the reply's calls came before it); blocks whose
     position is past the last call go last. Yields ("block", b), ("text", str), ("call", c).
     """
-    out: list[tuple[str, Any]] = []
     by_pos: dict[int, list[ThinkingBlock]] = {}
     for b in message.blocks:
         by_pos.setdefault(min(max(b.position, 0), len(message.calls)), []).append(b)
-    out.extend(("block", b) for b in by_pos.get(0, []))
+    out: list[tuple[str, Any]] = [("block", b) for b in by_pos.get(0, [])]
     if message.text:
         out.append(("text", message.text))
-    for i, c in enumerate(message.calls):
-        if i > 0:
-            out.extend(("block", b) for b in by_pos.get(i, []))
+    for i, c in enumerate(message.calls, 1):
         out.append(("call", c))
-    if message.calls:
-        out.extend(("block", b) for b in by_pos.get(len(message.calls), []))
+        out.extend(("block", b) for b in by_pos.get(i, []))
     return out
 
 

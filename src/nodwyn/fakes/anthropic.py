@@ -376,17 +376,16 @@ def stream(
     lookup: Lookup,
     ttl: str,
     dropped: list[dict[str, str]],
-    diagnosis: tuple[Seen, dict[str, Any] | None] | None = None,
+    diagnosis: tuple[Seen, dict[str, Any] | None],
 ) -> Reply:
     """Thinking at position 0, the text, then each call (with the thinking placed before it)."""
     reply = _Reply(state, item)
     usage = _usage(lookup, ttl)
     message = _message(state, body, usage)
-    if diagnosis is not None:
-        seen, said = diagnosis
-        remember(state, message["id"], seen)
-        if "diagnostics" in body:
-            message["diagnostics"] = said
+    seen, said = diagnosis
+    remember(state, message["id"], seen)
+    if "diagnostics" in body:
+        message["diagnostics"] = said
     late = "delta_transformations" in item.quirks  # named on message_delta instead
     if dropped and not late:
         message["input_transformations"] = dropped

@@ -49,6 +49,7 @@ class ApiError(Exception):
         param: str | None = None,
         type: str | None = None,
         code: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -56,13 +57,7 @@ class ApiError(Exception):
         self.param = param
         self.type = type
         self.code = code
-        self.retry_after: float | None = None
-
-    @classmethod
-    def scripted(cls, e: ScriptError) -> ApiError:
-        err = cls(e.status, e.message, param=e.param, type=e.type, code=e.code)
-        err.retry_after = e.retry_after
-        return err
+        self.retry_after = retry_after
 
     def retry_headers(self) -> dict[str, str]:
         """``retry-after`` when the script gave one, else nothing."""
@@ -120,8 +115,11 @@ class State:
                 type="invalid_request_error",
             )
         self.stall = item.stall
-        if item.error is not None and not item.error.mid_stream:
-            raise ApiError.scripted(item.error)
+        e = item.error
+        if e is not None and not e.mid_stream:
+            raise ApiError(
+                e.status, e.message, param=e.param, type=e.type, code=e.code, retry_after=e.retry_after
+            )
         return item
 
 

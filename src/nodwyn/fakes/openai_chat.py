@@ -330,14 +330,9 @@ class _Reply:
             "type": "function",
             "function": {"name": call.name, "arguments": args},
         }
-        head: dict[str, Any] = {
-            "index": j,
-            "id": call_id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }
         if "no_call_ids" in self.item.quirks:  # Gemini's and Ollama's compatible servers
-            del whole_call["id"], head["id"]
+            del whole_call["id"]
+        head = {"index": j, **whole_call, "function": {"name": call.name, "arguments": ""}}
         self.calls.append(whole_call)
         self.add({"tool_calls": [head]})
         for frag in split_text(args, 2):

@@ -343,13 +343,12 @@ def stream(
     body: dict[str, Any],
     item: ScriptItem,
     lookup: Lookup,
-    diagnosis: tuple[Seen, dict[str, Any] | None] | None = None,
+    diagnosis: tuple[Seen, dict[str, Any] | None],
 ) -> Reply:
     """Reasoning at position 0, the text, then each call (with the reasoning placed before it)."""
     reply = _Reply(state, body, item)
-    if diagnosis is not None:
-        seen, reply.diagnostics = diagnosis
-        remember(state, reply.resp["id"], seen)
+    seen, reply.diagnostics = diagnosis
+    remember(state, reply.resp["id"], seen)
     reply.start()
     reply.reasoning_at(0)
     if item.text:

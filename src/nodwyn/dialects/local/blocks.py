@@ -134,12 +134,17 @@ def _search(text: str, start: int, final: bool) -> Read | None:
 _NO_DIVIDER = "the block needs a ======= line after its SEARCH lines and >>>>>>> REPLACE after the new ones"
 
 
+def skip_space(text: str, i: int) -> int:
+    """The index of the first character at or after ``i`` that is not whitespace."""
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
 def read_block(text: str, at: int, block: Block, *, final: bool) -> Read | None:
     """The block after a call that ends at ``at``; None while it may still be coming (``final``
     False). A fence around a SEARCH/REPLACE block is read through."""
-    i = at
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
+    i = skip_space(text, at)
     rest = text[i:]
     if not rest:
         return None if not final else Read(values=None, end=len(text), problem="nothing follows the call")
@@ -166,9 +171,7 @@ def read_block(text: str, at: int, block: Block, *, final: bool) -> Read | None:
         return got
     end = got.end
     if fenced:
-        k = end
-        while k < len(text) and text[k] in " \t\r\n":
-            k += 1
+        k = skip_space(text, end)
         if text.startswith(FENCE_CLOSE, k):
             end = k + len(FENCE_CLOSE)
         elif not final and FENCE_CLOSE.startswith(text[k:]):

@@ -30,7 +30,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nodwyn.dialects.local.blocks import Block, read_block
+from nodwyn.dialects.local.blocks import Block, read_block, skip_space
 from nodwyn.values.content import ToolCall
 
 CALL_OPEN = "<tool_call>"
@@ -76,12 +76,6 @@ def _object_at(text: str, i: int) -> tuple[Any, int] | None:
         return None
 
 
-def _skip_space(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
-    return i
-
-
 def _tagged(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
     """A ``<tool_call>`` block at ``i``: the call (or None if its body is no call) and where it ends;
     None while the block is not closed (a finished reply's unclosed block ends with the reply)."""
@@ -97,7 +91,7 @@ def _tagged(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
         body = body[len(FENCE) :]
         body = body[body.find("\n") + 1 :] if "\n" in body else ""
         body = body.rstrip().removesuffix(FENCE)
-    parsed = _object_at(body, _skip_space(body, 0)) if body else None
+    parsed = _object_at(body, skip_space(body, 0)) if body else None
     call = _as_call(parsed[0]) if parsed is not None else None
     if call is None:  # a call the model began but did not write whole: the runner says what is wrong
         name, arguments = _unreadable(body)
@@ -142,14 +136,14 @@ def _fenced(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
     if line_end < 0:
         return (None, len(text)) if final else None
     info = text[i + len(FENCE) : line_end].strip()
-    body_start = _skip_space(text, line_end + 1)
+    body_start = skip_space(text, line_end + 1)
     if info not in ("", "json", "JSON", "tool_call") or (body_start < len(text) and text[body_start] != "{"):
         return _past_fence(text, line_end + 1) or ((None, len(text)) if final else None)
     parsed = _object_at(text, body_start) if body_start < len(text) else None
     if parsed is None:
         return _past_fence(text, body_start) or ((None, len(text)) if final else None)
     call = _as_call(parsed[0])
-    after = _skip_space(text, parsed[1])
+    after = skip_space(text, parsed[1])
     if text.startswith(FENCE, after):
         end = after + len(FENCE)
     elif after >= len(text) or FENCE.startswith(text[after:]):
