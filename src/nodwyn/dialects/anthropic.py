@@ -241,16 +241,13 @@ def cache_report(value: Any, where: str, provider: str) -> CacheReport | None:
 def _kept(b: dict[str, Any], origin: Origin, position: int) -> ThinkingBlock:
     """A thinking block (its signature as its data) or a redacted one, kept to be given back
     before the call at ``position``."""
-    if b.get("type") == "thinking":
-        return ThinkingBlock(
-            type="thinking",
-            origin=origin,
-            data=str(b.get("signature", "")),
-            text=str(b.get("thinking", "")),
-            position=position,
-        )
+    thinking = b.get("type") == "thinking"
     return ThinkingBlock(
-        type="redacted_thinking", origin=origin, data=str(b.get("data", "")), position=position
+        type="thinking" if thinking else "redacted_thinking",
+        origin=origin,
+        data=str(b.get("signature" if thinking else "data", "")),
+        text=str(b.get("thinking", "")) if thinking else "",
+        position=position,
     )
 
 
@@ -369,11 +366,9 @@ class AnthropicDecoder:
             t = b.get("type")
             if t == "text":
                 texts.append(str(b.get("text", "")))
-            elif t == "thinking":
-                thoughts.append(str(b.get("thinking", "")))
+            elif t in ("thinking", "redacted_thinking"):
                 blocks.append(_kept(b, self.origin, len(calls)))
-            elif t == "redacted_thinking":
-                blocks.append(_kept(b, self.origin, len(calls)))
+                thoughts.append(blocks[-1].text)  # a redacted block's is empty: join_text skips it
             elif t == "tool_use":
                 args = b["partial"] if b["partial"] else dumps(b.get("input", {}))
                 calls.append(ToolCall(id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=args))

@@ -414,11 +414,8 @@ class ChatDecoder:
             return Usage()
         ptd = sub(u, "prompt_tokens_details")
         ctd = sub(u, "completion_tokens_details")
-        cached = None
-        for path in CACHE_READS:  # every family's field, whatever the entry's family
-            cached = self._field(path)
-            if cached is not None:
-                break
+        # every family's field, whatever the entry's family
+        cached = next((n for n in map(self._field, CACHE_READS) if n is not None), None)
         return Usage(
             prompt_tokens=int_or_none(u.get("prompt_tokens")),
             cached_tokens=cached,

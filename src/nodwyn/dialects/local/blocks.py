@@ -102,16 +102,13 @@ class Read:
     problem: str = ""  # why there is no block, said to the model
 
 
-def _fence(text: str, i: int, final: bool) -> Read | None:
-    """A fenced block at ``i`` (its opening line may name a language)."""
-    line_end = text.find("\n", i + 3)
-    if line_end < 0:
-        return None if not final else Read(values=None, end=len(text), problem="the code block is not closed")
-    start = line_end + 1
-    close = text.find(FENCE_CLOSE, start)
+def _fence(text: str, i: int, final: bool, field: str) -> Read | None:
+    """A fenced block at ``i`` (its opening line may name a language), its text the ``field``'s."""
+    start = text.find("\n", i + 3) + 1
+    close = text.find(FENCE_CLOSE, start) if start > 0 else -1
     if close < 0:
         return None if not final else Read(values=None, end=len(text), problem="the code block is not closed")
-    return Read(values={"": text[start:close]}, end=close + len(FENCE_CLOSE))
+    return Read(values={field: text[start:close]}, end=close + len(FENCE_CLOSE))
 
 
 def _search(text: str, start: int, final: bool) -> Read | None:
@@ -153,10 +150,7 @@ def read_block(text: str, at: int, block: Block, *, final: bool) -> Read | None:
             if not final and "```".startswith(rest):
                 return None
             return Read(values=None, end=i, problem="no code block follows the call")
-        got = _fence(text, i, final)
-        if got is None or got.values is None:
-            return got
-        return Read(values={block.field: got.values[""]}, end=got.end)
+        return _fence(text, i, final, block.field)
     fenced = rest.startswith("```")
     j = text.find("\n", i) + 1 if fenced else i
     if fenced and j <= 0:

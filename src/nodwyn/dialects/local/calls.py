@@ -68,6 +68,10 @@ def _as_call(value: Any) -> tuple[str, str] | None:
     return value["name"], json.dumps(args, ensure_ascii=False)
 
 
+def _found(start: int, end: int, call: tuple[str, str] | None) -> Found | None:
+    return Found(start=start, end=end, name=call[0], arguments=call[1]) if call else None
+
+
 def _object_at(text: str, i: int) -> tuple[Any, int] | None:
     """The JSON value starting at ``text[i]`` and the index after it, if one parses there."""
     try:
@@ -82,10 +86,7 @@ def _tagged(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
     close = text.find(CALL_CLOSE, i + len(CALL_OPEN))
     if close < 0 and not final:
         return None
-    if close < 0:
-        close = end = len(text)
-    else:
-        end = close + len(CALL_CLOSE)
+    close, end = (close, close + len(CALL_CLOSE)) if close >= 0 else (len(text), len(text))
     body = text[i + len(CALL_OPEN) : close].strip()
     if body.startswith(FENCE):  # a fence inside the tags
         body = body[len(FENCE) :]
@@ -93,10 +94,9 @@ def _tagged(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
         body = body.rstrip().removesuffix(FENCE)
     parsed = _object_at(body, skip_space(body, 0)) if body else None
     call = _as_call(parsed[0]) if parsed is not None else None
-    if call is None:  # a call the model began but did not write whole: the runner says what is wrong
-        name, arguments = _unreadable(body)
-        return Found(start=i, end=end, name=name, arguments=arguments), end
-    return Found(start=i, end=end, name=call[0], arguments=call[1]), end
+    # not a call object: a call the model began but did not write whole (the runner says what is wrong)
+    name, arguments = call if call is not None else _unreadable(body)
+    return Found(start=i, end=end, name=name, arguments=arguments), end
 
 
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -152,9 +152,7 @@ def _fenced(text: str, i: int, final: bool) -> tuple[Found | None, int] | None:
         end = len(text)
     else:
         return _past_fence(text, after) or ((None, len(text)) if final else None)
-    if call is None:
-        return None, end
-    return Found(start=i, end=end, name=call[0], arguments=call[1]), end
+    return _found(i, end, call), end
 
 
 _ELEMENT = re.compile(r'<([A-Za-z][\w.-]*)((?:\s+[A-Za-z_][\w-]*\s*=\s*"[^"]*")*)\s*/>')
@@ -228,14 +226,7 @@ def scan(
             got = (element, element.end) if element is not None else (None, i + 1)
         else:
             parsed = _object_at(text[:limit], i)
-            if parsed is None:
-                got = (None, i + 1)
-            else:
-                call = _as_call(parsed[0])
-                got = (
-                    Found(start=i, end=parsed[1], name=call[0], arguments=call[1]) if call else None,
-                    parsed[1],
-                )
+            got = (None, i + 1) if parsed is None else (_found(i, parsed[1], _as_call(parsed[0])), parsed[1])
         if got is None:  # an open block: what follows is not read until it closes
             break
         call_found, i = got
