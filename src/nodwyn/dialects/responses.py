@@ -341,9 +341,10 @@ class ResponsesDecoder:
     def finish(self) -> Response:
         """The reply from the terminal response's output, or from the streamed items when that is
         empty (or from the streamed deltas when there are no items at all)."""
-        if self.final is None:
+        final = self.final
+        if final is None:
             raise stream_incomplete(self.provider, "its terminal response.completed event")
-        out = self.final.get("output")
+        out = final.get("output")
         streamed = [self.items[k] for k in sorted(self.items)]
         output: list[Any] = out if isinstance(out, list) and out else streamed
         done_by_id = {it.get("id"): it for it in streamed if it.get("id") is not None}
@@ -357,21 +358,20 @@ class ResponsesDecoder:
             thinking=join_text(read.thoughts),
             calls=tuple(read.calls),
             blocks=tuple(read.blocks),
-            usage=self._usage(),
-            finish=self._finish(read.calls),
+            usage=self._usage(final),
+            finish=self._finish(final, read.calls),
             model=self.model,
             notes=tuple(read.notes),
             phase=read.phase,
-            id=opt_str(self.final.get("id"), "response.id", self.provider) if self.diagnostics else None,
-            cache_report=self._report() if self.diagnostics else None,
+            id=opt_str(final.get("id"), "response.id", self.provider) if self.diagnostics else None,
+            cache_report=self._report(final) if self.diagnostics else None,
         )
 
-    def _report(self) -> CacheReport | None:
+    def _report(self, final: dict[str, Any]) -> CacheReport | None:
         """``prompt_cache_diagnostics``: ``cache_hit`` is no divergence; ``cache_miss`` its reason
         and ``cache_missed_tokens``; ``comparison_response_not_found`` and ``unavailable`` as said."""
-        assert self.final is not None
         where = "response.prompt_cache_diagnostics"
-        d = opt_dict(self.final.get("prompt_cache_diagnostics"), where, self.provider)
+        d = opt_dict(final.get("prompt_cache_diagnostics"), where, self.provider)
         if not d:
             return None
         kind = opt_str(d.get("type"), f"{where}.type", self.provider) or "unknown"
@@ -382,17 +382,15 @@ class ResponsesDecoder:
             return CacheReport(reason=reason, missed_tokens=int_or_none(d.get("cache_missed_tokens")))
         return CacheReport(reason=kind)
 
-    def _finish(self, calls: list[ToolCall]) -> str | None:
-        assert self.final is not None
+    def _finish(self, final: dict[str, Any], calls: list[ToolCall]) -> str | None:
         if self.final_kind != "response.incomplete":
             return "tool_calls" if calls else "stop"
-        details = self.final.get("incomplete_details")
+        details = final.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None
         return finish_reason(reason if isinstance(reason, str) else "incomplete")
 
-    def _usage(self) -> Usage:
-        assert self.final is not None
-        u = self.final.get("usage")
+    def _usage(self, final: dict[str, Any]) -> Usage:
+        u = final.get("usage")
         if not isinstance(u, dict):
             return Usage()
         itd = sub(u, "input_tokens_details")

@@ -37,6 +37,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Literal, Protocol
 
 import orjson
@@ -200,21 +201,16 @@ class Breakpoints:
         moment = self._evict()
         if not prompt.breakpoints:
             return Lookup(prompt_tokens=total, cached_tokens=0)
-        offsets = [0]
-        for u in prompt.units:
-            offsets.append(offsets[-1] + len(u))
+        offsets = [0, *accumulate(len(u) for u in prompt.units)]
         last_bp = max(prompt.breakpoints)
         digests: list[bytes] = []
         h = hashlib.sha256()
         for u in prompt.units[:last_bp]:
             h.update(u)
             digests.append(h.copy().digest())
-        read_units = 0
-        for n in range(last_bp, 0, -1):
-            if digests[n - 1] in self.written:
-                read_units = n
-                self.written[digests[n - 1]] = moment
-                break
+        read_units = next((n for n in range(last_bp, 0, -1) if digests[n - 1] in self.written), 0)
+        if read_units:
+            self.written[digests[read_units - 1]] = moment
         read = prefix_tokens(offsets[read_units])
         upto = prefix_tokens(offsets[last_bp])
         if upto < MIN_CACHED:  # below the minimum cacheable length the ask is a silent no-op
@@ -246,12 +242,11 @@ class Replicas:
         self.now = 0
 
     def lookup(self, prompt: Prompt) -> Lookup:
+        n = len(self.replicas)
         if prompt.key:
-            index = int.from_bytes(hashlib.sha256(prompt.key.encode()).digest()[:8], "big") % len(
-                self.replicas
-            )
+            index = int.from_bytes(hashlib.sha256(prompt.key.encode()).digest()[:8], "big") % n
         else:
-            index = self.rng.randrange(len(self.replicas))
+            index = self.rng.randrange(n)
         self.now += 1
         return replace(self.replicas[index].lookup(prompt, self.now), replica=index)
 

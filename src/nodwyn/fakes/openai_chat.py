@@ -84,17 +84,15 @@ def model_list(state: State) -> Reply:
 
 
 def session_key(body: dict[str, Any], req: ReceivedRequest) -> str | None:
-    for value in (
+    named = (
         body.get("session_id"),
         req.headers.get("x-session-id"),
         body.get("prompt_cache_key"),
         req.headers.get("session-id"),
         req.headers.get("x-session-affinity"),
         req.headers.get("x-baseten-session-id"),
-    ):
-        if isinstance(value, str) and value:
-            return value
-    return None
+    )
+    return next((v for v in named if isinstance(v, str) and v), None)
 
 
 def prompt_of(body: dict[str, Any], req: ReceivedRequest) -> Prompt:
