@@ -51,15 +51,10 @@ def _one_line(text: str) -> str:
 
 
 def _field_from_message(message: str) -> str | None:
-    starts = [0] + [m.end() for m in re.finditer(r": ", message)]
-    for start in starts:
+    for start in [0] + [m.end() for m in re.finditer(r": ", message)]:
         m = _PATH_PREFIX.match(message, start)
-        if m:
-            path = m.group(1)
-            if path.startswith("body."):
-                return path[5:]
-            if "." in path:
-                return path
+        if m and "." in m.group(1):  # a path (body.messages.0, …), not a word before a colon
+            return m.group(1).removeprefix("body.")
     for pat in _FIELD_PATTERNS:
         m = pat.search(message)
         if m:

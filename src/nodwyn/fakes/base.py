@@ -179,8 +179,6 @@ def out_tokens(*texts: str) -> int:
 
 def split_text(text: str, parts: int = 3) -> list[str]:
     """Cut a text into a few stream fragments (so clients must join them)."""
-    if not text:
-        return []
     size = max(1, -(-len(text) // parts))
     return [text[i : i + size] for i in range(0, len(text), size)]
 

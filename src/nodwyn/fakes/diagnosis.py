@@ -51,8 +51,7 @@ def compare(state: State, earlier_id: str, now: Seen, read: int) -> Verdict:
     offset = 0
     last = len(before.sections) - 1
     for i, ((reason, was), (_, is_now)) in enumerate(zip(before.sections, now.sections, strict=True)):
-        grows = i == last
-        if was == is_now or (grows and is_now.startswith(was)):
+        if was == is_now or (i == last and is_now.startswith(was)):  # the last section may grow
             offset += len(was) if reason not in KEYED else 0
             continue
         shared = 0 if reason in KEYED else prefix_tokens(offset + common_prefix(was, is_now))

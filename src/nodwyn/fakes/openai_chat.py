@@ -420,19 +420,15 @@ def flood(spec: Flood, chunk: Callable[[dict[str, Any]], bytes]) -> Iterator[byt
     ``data:`` line whose JSON string is written in pieces (a line no client can read in one go)."""
     if not spec.line:
         whole, rest = divmod(spec.bytes, FLOOD_PIECE)
-        piece = chunk({"content": "x" * FLOOD_PIECE})
-        for _ in range(whole):
-            yield piece
+        yield from itertools.repeat(chunk({"content": "x" * FLOOD_PIECE}), whole)
         if rest:
             yield chunk({"content": "x" * rest})
         return
     head, tail = chunk({"content": "\x00"}).split(b"\\u0000", 1)
     yield head
-    left = spec.bytes
     block = b"x" * FLOOD_PIECE
-    while left > 0:
-        yield block[: min(left, FLOOD_PIECE)]
-        left -= FLOOD_PIECE
+    for left in range(spec.bytes, 0, -FLOOD_PIECE):
+        yield block[:left]
     yield tail
 
 

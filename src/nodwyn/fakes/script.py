@@ -181,10 +181,6 @@ def _error(e: Any, where: str) -> ScriptError | None:
     )
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _stall(raw: Any, where: str) -> Stall | None:
     if raw is None:
         return None
@@ -193,7 +189,7 @@ def _stall(raw: Any, where: str) -> Stall | None:
             f'{where}: stall must be {{"when": one of {", ".join(STALLS)}, "interval": seconds}}'
         )
     interval = raw.get("interval", 0.05)
-    if not _number(interval) or not 0 < interval <= 60:
+    if not isinstance(interval, int | float) or isinstance(interval, bool) or not 0 < interval <= 60:
         raise ConfigError(f"{where}: stall interval must be a number of seconds in (0, 60]")
     return Stall(when=raw["when"], interval=float(interval))
 

@@ -30,6 +30,7 @@ tools block (the template's other branch), which changes its first turn.
 from __future__ import annotations
 
 import json
+from itertools import groupby
 
 from nodwyn.dialects.local.base import Piece, call_parts, split_tags, user_text
 from nodwyn.dialects.local.blocks import Block, blocks_of, shown
@@ -133,23 +134,16 @@ class ChatML:
     def render(self, request: Request) -> tuple[Piece, ...]:
         pieces = _system(request)
         blocks = blocks_of(request.tools)
-        in_results = False
-        for m in request.messages:
-            if isinstance(m, ToolMessage):
-                if not in_results:
-                    pieces += _open("user")
-                    in_results = True
-                pieces.append(Piece(_result(m)))
-                continue
-            if in_results:
+        for results, run in groupby(request.messages, key=lambda m: isinstance(m, ToolMessage)):
+            if results:  # a run of results shares one user turn
+                pieces += [*_open("user"), *(Piece(_result(m)) for m in run if isinstance(m, ToolMessage))]
                 pieces += _close()
-                in_results = False
-            if isinstance(m, UserMessage):
-                pieces += [*_open("user\n"), Piece(user_text(m)), *_close()]
-            else:
-                pieces += [*_open("assistant\n"), *_reply(m, blocks), *_close()]
-        if in_results:
-            pieces += _close()
+                continue
+            for m in run:
+                if isinstance(m, UserMessage):
+                    pieces += [*_open("user\n"), Piece(user_text(m)), *_close()]
+                elif isinstance(m, AssistantMessage):
+                    pieces += [*_open("assistant\n"), *_reply(m, blocks), *_close()]
         pieces += _open("assistant\n")
         return tuple(p for p in pieces if p.text)
 
