@@ -109,7 +109,6 @@ class AnthropicDialect(DialectBase):
                 f"model {settings.name!r}: Anthropic requires max_tokens and the request has no max_output "
                 "(a recipe before window-v8); start a new session to send it to Anthropic"
             )
-        carries_blocks = any(isinstance(m, AssistantMessage) and m.blocks for m in request.messages)
         body: dict[str, Any] = {"model": settings.model, "max_tokens": request.max_output}
         if request.system:
             body["system"] = request.system
@@ -124,7 +123,7 @@ class AnthropicDialect(DialectBase):
         if settings.reasoning_effort is not None:
             body["thinking"] = {"type": "adaptive"}
             body["output_config"] = {"effort": settings.reasoning_effort}
-        if carries_blocks:
+        if any(isinstance(m, AssistantMessage) and m.blocks for m in request.messages):
             body["thinking"] = {
                 "type": "adaptive",
                 "block_binding": {"prefix_mismatch_behavior": "drop_block"},
@@ -168,9 +167,8 @@ class AnthropicDialect(DialectBase):
     ) -> list[dict[str, Any]]:
         content: list[dict[str, Any]] = []
         for j, p in enumerate(m.parts):
-            if isinstance(p, TextPart):
-                if p.text:
-                    content.append({"type": "text", "text": p.text})
+            if isinstance(p, TextPart) and p.text:
+                content.append({"type": "text", "text": p.text})
             elif isinstance(p, ImagePart):
                 content.append(_image(p, images, settings, f"{where}.parts[{j}]"))
         if not content:

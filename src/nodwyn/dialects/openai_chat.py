@@ -11,6 +11,7 @@ them. ``reasoning_details_only`` (an OpenRouter route to Claude) sends no text w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -268,26 +269,24 @@ def _signed_only(data: str) -> tuple[str | None, list[str]]:
     return (dumps(kept) if kept else None), notes
 
 
+@dataclass(slots=True)
 class ChatDecoder:
-    def __init__(
-        self, provider: str, origin: Origin, *, keep_details: bool, checks_signatures: bool = False
-    ) -> None:
-        self.provider = provider
-        self.origin = origin
-        self.keep_details = keep_details
-        self.checks_signatures = checks_signatures  # the route refuses unsigned reasoning.text
-        self.text: list[str] = []
-        self.thinking: list[str] = []
-        self.details: list[dict[str, Any]] | None = None
-        self.details_raw: str | None = None  # a non-streamed array, kept as it came
-        self.calls: dict[int, dict[str, str]] = {}
-        self.arg_pieces: dict[int, list[str]] = {}  # each call's streamed arguments
-        self.finish_raw: str | None = None
-        self.usage: dict[str, Any] | None = None
-        self.timings: dict[str, Any] | None = None
-        self.time_info: dict[str, Any] | None = None
-        self.model: str | None = None
-        self.done = False
+    provider: str
+    origin: Origin
+    keep_details: bool
+    checks_signatures: bool = False  # the route refuses unsigned reasoning.text
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    details: list[dict[str, Any]] | None = None
+    details_raw: str | None = None  # a non-streamed array, kept as it came
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    arg_pieces: dict[int, list[str]] = field(default_factory=dict)  # each call's streamed arguments
+    finish_raw: str | None = None
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    time_info: dict[str, Any] | None = None
+    model: str | None = None
+    done: bool = False
 
     @property
     def complete(self) -> bool:

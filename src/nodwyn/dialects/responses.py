@@ -18,6 +18,7 @@ that output is empty (ChatGPT-plan backends). A stream without a terminal event 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodwyn.dialects.base import DialectBase
@@ -208,22 +209,20 @@ class ResponsesDialect(DialectBase):
         return dec.finish()
 
 
+@dataclass(slots=True)
 class _Output:
     """A reply's output items read in order: text, thinking, calls, kept reasoning blocks, notes."""
 
-    def __init__(
-        self, provider: str, origin: Origin, keep: bool, done_by_id: dict[Any, dict[str, Any]]
-    ) -> None:
-        self.p = provider
-        self.origin = origin
-        self.keep = keep
-        self.done_by_id = done_by_id  # the items as output_item.done gave them, by id
-        self.texts: list[str] = []
-        self.thoughts: list[str] = []
-        self.calls: list[ToolCall] = []
-        self.blocks: list[ThinkingBlock] = []
-        self.phase: str | None = None
-        self.notes: list[str] = []
+    p: str  # the provider
+    origin: Origin
+    keep: bool
+    done_by_id: dict[Any, dict[str, Any]]  # the items as output_item.done gave them, by id
+    texts: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    blocks: list[ThinkingBlock] = field(default_factory=list)
+    phase: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     def item(self, n: int, item: Any) -> None:
         if not isinstance(item, dict):

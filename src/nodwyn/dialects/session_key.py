@@ -22,7 +22,7 @@ def session_key(session_id: str) -> str:
 
 
 def key_fields(
-    settings: ModelEntry, key: str | None, *, plan_usage: bool, body_field: bool = True
+    settings: ModelEntry, key: str | None, *, plan_usage: bool
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(headers, body fields) that carry the key for this model entry.
 
@@ -36,5 +36,5 @@ def key_fields(
     headers = dict.fromkeys(profile_for(settings).session_headers, key)
     if plan_usage:
         headers.update(dict.fromkeys(PLAN_HEADERS, key))
-    body = {"prompt_cache_key": key} if settings.cache_key == "session" and body_field else {}
+    body = {"prompt_cache_key": key} if settings.cache_key == "session" else {}
     return headers, body

@@ -201,9 +201,8 @@ def _call_id(call: Any, path: str) -> str:
 def validate(state: State, body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "We could not parse the JSON body of your request.", type="invalid_request_error")
-    messages = _check_top(body)
     turns = _Turns(state, body)
-    for i, m in enumerate(messages):
+    for i, m in enumerate(_check_top(body)):
         turns.message(i, m)
     if turns.pending:
         raise ApiError(400, _UNANSWERED + ", ".join(turns.pending), param="messages")
@@ -228,10 +227,9 @@ def check_user_content(content: Any, i: int) -> None:
 
 
 def error_reply(state: State, exc: ApiError) -> Reply:
-    family = state.family or "compatible"
-    if family == "cerebras":
+    if state.family == "cerebras":
         body: dict[str, Any] = openai_error(exc, "openai-chat")
-    elif family == "openrouter":
+    elif state.family == "openrouter":
         meta: dict[str, Any] = {"provider_name": "Fake"}
         if exc.type == "openrouter-upstream":
             raw = f"{exc.param}: Invalid signature in thinking block"

@@ -50,10 +50,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        path = self.path.split("?", 1)[0]
         received = ReceivedRequest(
             method=self.command,
-            path=path,
+            path=self.path.split("?", 1)[0],
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
             raw=raw,

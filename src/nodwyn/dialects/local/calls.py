@@ -246,10 +246,7 @@ def _find_element(text: str, i: int, tools: Collection[str]) -> int:
     """Where the next ``<tool …/>`` element naming an offered tool starts (-1: none)."""
     if not tools:
         return -1
-    for m in _ELEMENT.finditer(text, i):
-        if m.group(1) in tools:
-            return m.start()
-    return -1
+    return next((m.start() for m in _ELEMENT.finditer(text, i) if m.group(1) in tools), -1)
 
 
 def reply_end(
