@@ -222,9 +222,7 @@ def cache_control(settings: ModelEntry) -> dict[str, str] | None:
     """The model entry's top-level ``cache_control`` (OpenAI-compatible gateways and Anthropic)."""
     if settings.cache_control is None:
         return None
-    if settings.cache_control == "1h":
-        return {"type": "ephemeral", "ttl": "1h"}
-    return {"type": "ephemeral"}
+    return {"type": "ephemeral", "ttl": "1h"} if settings.cache_control == "1h" else {"type": "ephemeral"}
 
 
 def function_tools(tools: tuple[ToolSpec, ...]) -> list[Json]:

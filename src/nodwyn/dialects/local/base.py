@@ -86,13 +86,11 @@ def call_json(call: ToolCall) -> str:
 def call_parts(call: ToolCall, block: Block | None) -> tuple[str, str]:
     """The call's JSON (``call_json``) and, for a tool taking an edit block, the block after it:
     its block properties leave the JSON and are written as the block (``blocks.render_block``)."""
-    if block is None:
-        return call_json(call), ""
     try:
-        args = load_arguments(call.arguments) if call.arguments.strip() else {}
+        args = load_arguments(call.arguments) if block is not None and call.arguments.strip() else {}
     except ArgumentsError:
-        return call_json(call), ""
-    if not isinstance(args, dict):
+        args = None
+    if block is None or not isinstance(args, dict):
         return call_json(call), ""
     kept = {k: v for k, v in args.items() if k not in block.fields}
     bare = ToolCall(id=call.id, name=call.name, arguments=json.dumps(kept, ensure_ascii=False))
