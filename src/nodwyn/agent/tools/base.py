@@ -55,11 +55,29 @@ class ToolContext:
     sandbox: Sandbox = Sandbox()  # what the shell's commands may touch (agent.sandbox)
 
 
+Run = Callable[[dict[str, Any], ToolContext], Outcome]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
     spec: ToolSpec
-    run: Callable[[dict[str, Any], ToolContext], Outcome] = field(compare=False)
+    run: Run = field(compare=False)
     mutating: bool = False  # asks for approval unless allowed
+
+
+def tool(
+    name: str,
+    description: str,
+    props: dict[str, Any],
+    required: list[str],
+    run: Run,
+    *,
+    mutating: bool = False,
+) -> Tool:
+    """A built-in tool, whose arguments are an object of ``props`` and nothing else."""
+    parameters = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    spec = ToolSpec(name=name, description=description, parameters=parameters)
+    return Tool(spec=spec, run=run, mutating=mutating)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

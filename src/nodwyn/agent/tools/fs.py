@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from nodwyn.agent.tools import view
-from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, ToolContext, declined, fail, tool
 from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.agent.tools.edit import apply_edit, loose_match
 from nodwyn.agent.tools.near import not_found
@@ -21,7 +21,7 @@ from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
 from nodwyn.agent.tools.walk import MAX_DEPTH, Walked, walk_files
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
-from nodwyn.values.request import BLOCK_KEY, ToolSpec
+from nodwyn.values.request import BLOCK_KEY
 
 _SNIFF = 8192
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "node_modules", "__pycache__", ".nodwyn"})
@@ -410,69 +410,37 @@ def _many(name: str, seen: str, old: str, count: int) -> str:
     )
 
 
-def _spec(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSpec:
-    return ToolSpec(
-        name=name,
-        description=description,
-        parameters={
-            "type": "object",
-            "properties": props,
-            "required": required,
-            "additionalProperties": False,
-        },
-    )
-
-
 _PATH = {"type": "string", "description": "a path relative to the workspace"}
+_LINES = {"type": "string", "description": 'a 1-based range "A-B", e.g. "10-40"'}
+_PATTERN = {"type": "string", "description": "a Python regular expression"}
+_GLOB = {"type": "string", "description": 'only files whose name matches, e.g. "*.py"'}
+_TEXT = {"type": "string"}
+_READ = "Read a text file, whole or a range of lines. A ranged read starts with [lines A-B of N]."
 
 FS_TOOLS = (
-    Tool(
-        spec=_spec(
-            "fs-read",
-            "Read a text file, whole or a range of lines. A ranged read starts with [lines A-B of N].",
-            {
-                "path": _PATH,
-                "lines": {"type": "string", "description": 'a 1-based range "A-B", e.g. "10-40"'},
-            },
-            ["path"],
-        ),
-        run=_read,
+    tool("fs-read", _READ, {"path": _PATH, "lines": _LINES}, ["path"], _read),
+    tool("fs-list", "List a directory of the workspace.", {"path": _PATH}, [], _list),
+    tool(
+        "fs-grep",
+        "Search files for a regular expression; prints path:line: text.",
+        {"pattern": _PATTERN, "path": _PATH, "glob": _GLOB},
+        ["pattern"],
+        _grep,
     ),
-    Tool(
-        spec=_spec("fs-list", "List a directory of the workspace.", {"path": _PATH}, []),
-        run=_list,
-    ),
-    Tool(
-        spec=_spec(
-            "fs-grep",
-            "Search files for a regular expression; prints path:line: text.",
-            {
-                "pattern": {"type": "string", "description": "a Python regular expression"},
-                "path": _PATH,
-                "glob": {"type": "string", "description": 'only files whose name matches, e.g. "*.py"'},
-            },
-            ["pattern"],
-        ),
-        run=_grep,
-    ),
-    Tool(
-        spec=_spec(
-            "fs-write",
-            "Create or overwrite a file with the given content.",
-            {"path": _PATH, "content": {"type": "string"}},
-            ["path", "content"],
-        ),
-        run=_write,
+    tool(
+        "fs-write",
+        "Create or overwrite a file with the given content.",
+        {"path": _PATH, "content": _TEXT},
+        ["path", "content"],
+        _write,
         mutating=True,
     ),
-    Tool(
-        spec=_spec(
-            "fs-edit",
-            "Replace one exact occurrence of old with new in a file.",
-            {"path": _PATH, "old": {"type": "string"}, "new": {"type": "string"}},
-            ["path", "old", "new"],
-        ),
-        run=_edit,
+    tool(
+        "fs-edit",
+        "Replace one exact occurrence of old with new in a file.",
+        {"path": _PATH, "old": _TEXT, "new": _TEXT},
+        ["path", "old", "new"],
+        _edit,
         mutating=True,
     ),
 )
@@ -480,33 +448,28 @@ FS_TOOLS = (
 
 # The edit tools as a prompt format with edit blocks offers them (``dialects.local.blocks``, ADR
 # 0440): the same tools, their text arguments marked to be written as plain text after the call.
-_BLOCK_TEXT = {"type": "string", BLOCK_KEY: "fence"}
 BLOCK_EDIT_TOOLS = (
-    Tool(
-        spec=_spec(
-            "fs-write",
-            "Create or overwrite a file. The call gives only the path; right after the call, write "
-            "the file's whole new content in a fenced code block, ``` on a line before and after it.",
-            {"path": _PATH, "content": _BLOCK_TEXT},
-            ["path", "content"],
-        ),
-        run=_write,
+    tool(
+        "fs-write",
+        "Create or overwrite a file. The call gives only the path; right after the call, write "
+        "the file's whole new content in a fenced code block, ``` on a line before and after it.",
+        {"path": _PATH, "content": {"type": "string", BLOCK_KEY: "fence"}},
+        ["path", "content"],
+        _write,
         mutating=True,
     ),
-    Tool(
-        spec=_spec(
-            "fs-edit",
-            "Replace one exact piece of a file. The call gives only the path. Right after the call, "
-            "write a line <<<<<<< SEARCH, then the lines to change copied exactly from the file, "
-            "then a line =======, then the lines to put instead, then a line >>>>>>> REPLACE.",
-            {
-                "path": _PATH,
-                "old": {"type": "string", BLOCK_KEY: "search"},
-                "new": {"type": "string", BLOCK_KEY: "replace"},
-            },
-            ["path", "old", "new"],
-        ),
-        run=_edit,
+    tool(
+        "fs-edit",
+        "Replace one exact piece of a file. The call gives only the path. Right after the call, "
+        "write a line <<<<<<< SEARCH, then the lines to change copied exactly from the file, "
+        "then a line =======, then the lines to put instead, then a line >>>>>>> REPLACE.",
+        {
+            "path": _PATH,
+            "old": {"type": "string", BLOCK_KEY: "search"},
+            "new": {"type": "string", BLOCK_KEY: "replace"},
+        },
+        ["path", "old", "new"],
+        _edit,
         mutating=True,
     ),
 )
