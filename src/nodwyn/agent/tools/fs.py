@@ -16,7 +16,7 @@ from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, ToolContext, decli
 from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.agent.tools.edit import apply_edit, loose_match
 from nodwyn.agent.tools.near import not_found
-from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry
+from nodwyn.agent.tools.paths import Location, kind_of, locate, open_entry, write_entry
 from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
 from nodwyn.agent.tools.walk import MAX_DEPTH, Walked, walk_files
 from nodwyn.errors import ToolError
@@ -67,21 +67,22 @@ def parse_lines(raw: str) -> tuple[int, int | None]:
 
 
 @contextlib.contextmanager
-def _open_text(ctx: ToolContext, raw: object) -> Iterator[tuple[BinaryIO | None, os.stat_result, str]]:
-    """The located entry opened for reading (``None`` for a directory), its stat and shown name."""
+def _open_text(ctx: ToolContext, raw: object) -> Iterator[tuple[BinaryIO | None, os.stat_result, Location]]:
+    """The located entry opened for reading (``None`` for a directory), its stat and location."""
     with locate(ctx.workspace, raw, protected=ctx.protected) as loc:
         fd, st = open_entry(loc, raw)
         if stat.S_ISDIR(st.st_mode):
             os.close(fd)
-            yield None, st, loc.shown
+            yield None, st, loc
             return
         with os.fdopen(fd, "rb") as f:
-            yield f, st, loc.shown
+            yield f, st, loc
 
 
 def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     deadline = Deadline("fs-read", ctx.tool_timeout)
-    with _open_text(ctx, args["path"]) as (f, st, name):
+    with _open_text(ctx, args["path"]) as (f, st, loc):
+        name = loc.shown
         if f is None:
             return fail(f"{name} is a directory; list it with fs-list")
         size = st.st_size
@@ -190,10 +191,8 @@ def _grep_file(
     newline). With ``whole`` (the pattern with ``^``/``$`` at line edges), one pass over the file
     finds where matches can be; a line with a match of its own lies within the span of one of the
     whole-file matches, so only the lines those spans touch are tried one by one."""
-    if ctx.views is not None:
-        text = ctx.views.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
-    else:
-        text = view.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
+    read = view.text if ctx.views is None else ctx.views.text
+    text = read(f, ctx.known, deadline, MAX_GREP_FILE + 1)
     lines = text.split("\n") if text else []
     if text.endswith("\n"):
         lines.pop()
@@ -339,7 +338,8 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> Outcome:
 
 
 def _read_whole(ctx: ToolContext, raw: object) -> tuple[bytes | None, str]:
-    with _open_text(ctx, raw) as (f, st, name):
+    with _open_text(ctx, raw) as (f, st, loc):
+        name = loc.shown
         if f is None or _is_binary(f):
             return None, name
         if st.st_size > MAX_EDIT_FILE:
@@ -371,15 +371,8 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     if not ctx.approve("fs-edit", f"edit {name}"):
         return declined("fs-edit", f"change {name}")
     # Resolve and read again after the prompt: a file swapped or changed meanwhile is not written.
-    with locate(ctx.workspace, args["path"], protected=ctx.protected) as loc:
-        fd, st = open_entry(loc, args["path"])
-        now: bytes | None = None
-        if stat.S_ISREG(st.st_mode):
-            with os.fdopen(fd, "rb") as f:
-                now = f.read()
-        else:
-            os.close(fd)
-        if loc.shown != name or now != data:
+    with _open_text(ctx, args["path"]) as (f, _, loc):
+        if loc.shown != name or (None if f is None else f.read()) != data:
             return fail(
                 f"fs-edit: {name} changed while waiting for approval; read it again and redo the edit"
             )
