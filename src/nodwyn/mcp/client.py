@@ -18,9 +18,9 @@ import contextlib
 import math
 import queue
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -229,14 +229,6 @@ class Connection:
             self._stop.set()
 
 
-@dataclass(slots=True)
-class Progress:
-    """A call's progress, handed from the hub's loop to the caller's thread."""
-
-    lines: queue.SimpleQueue[str] = field(default_factory=queue.SimpleQueue)
-    last: float = 0.0
-
-
 class Hub:
     """Every MCP server of one session, on one event loop in a thread of its own."""
 
@@ -307,11 +299,11 @@ class Hub:
         conn = self.connections.get(server)
         if conn is None:
             raise ToolError(f"mcp server {server} is not configured in this session")
-        box = Progress()
+        lines: queue.SimpleQueue[str] = queue.SimpleQueue()  # from the hub's loop to this thread
 
         def progress(done: float, total: float | None, message: str | None) -> None:
             of = "" if total is None else f"/{total:g}"
-            box.lines.put(f"{server}: {tool} {done:g}{of}" + (f" {message}" if message else ""))
+            lines.put(f"{server}: {tool} {done:g}{of}" + (f" {message}" if message else ""))
 
         future: concurrent.futures.Future[types.CallToolResult]
         future = self._portal.start_task_soon(conn.call, tool, args, timeout, progress)
@@ -322,12 +314,10 @@ class Hub:
                     result = future.result(timeout=0.1)
                     break
                 except concurrent.futures.TimeoutError:
-                    self._show(box, on_progress)
+                    self._show(lines, on_progress)
                     if time.monotonic() > end:
                         future.cancel()
-                        raise ToolError(
-                            f"mcp server {server}: {tool}: no answer after {timeout:g} s (the call's timeout)"
-                        ) from None
+                        raise ToolError(_no_answer(server, tool, timeout)) from None
         except KeyboardInterrupt:
             future.cancel()  # the SDK sends notifications/cancelled for the request
             raise
@@ -335,14 +325,14 @@ class Hub:
             raise ToolError(_mcp_error(server, tool, exc, timeout)) from None
         except concurrent.futures.CancelledError:
             raise ToolError(f"mcp server {server}: {tool}: the call was cancelled") from None
-        self._show(box, on_progress)
+        self._show(lines, on_progress)
         return result
 
     @staticmethod
-    def _show(box: Progress, on_progress: Callable[[str], None] | None) -> None:
+    def _show(lines: queue.SimpleQueue[str], on_progress: Callable[[str], None] | None) -> None:
         with contextlib.suppress(queue.Empty):
             while True:
-                line = box.lines.get_nowait()
+                line = lines.get_nowait()
                 if on_progress is not None:
                     on_progress(line)
 
@@ -382,13 +372,14 @@ class Hub:
             with contextlib.suppress(Exception):
                 self._portal_cm.__exit__(None, None, None)
 
-    def __iter__(self) -> Iterator[Connection]:
-        return iter(self.connections.values())
+
+def _no_answer(server: str, tool: str, timeout: float) -> str:
+    return f"mcp server {server}: {tool}: no answer after {timeout:g} s (the call's timeout)"
 
 
 def _mcp_error(server: str, tool: str, exc: MCPError, timeout: float) -> str:
     if exc.error.code == types.REQUEST_TIMEOUT:
-        return f"mcp server {server}: {tool}: no answer after {timeout:g} s (the call's timeout)"
+        return _no_answer(server, tool, timeout)
     if exc.error.code == types.CONNECTION_CLOSED:
         return f"mcp server {server}: {tool}: the server closed the connection ({exc.error.message})"
     return f"mcp server {server}: {tool}: {exc.error.message}"
