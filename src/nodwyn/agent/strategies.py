@@ -60,40 +60,23 @@ def hygiene_folds(records: Sequence[ResultRecord], folded: Iterable[int], ctx: s
     for i, r in enumerate(mine):
         if r.seq in done:
             continue
-        later = mine[i + 1 :]
+        later = [x for x in mine[i + 1 :] if not x.error]
         if r.error:
-            fixed = next(
-                (x for x in later if x.name == r.name and x.target == r.target and not x.error), None
-            )
+            fixed = next((x for x in later if x.name == r.name and x.target == r.target), None)
             if fixed is not None:
-                folds.append(
-                    Fold(
-                        target=r.seq,
-                        text=f"[failed {r.name} attempt folded (superseded at seq {fixed.seq}): "
-                        f"{r.first_line[:160]}; recall seq {r.seq} to see it]",
-                    )
-                )
-            continue
-        if r.name == "fs-read" and r.path is not None:
-            newer = next(
-                (
-                    x
-                    for x in later
-                    if x.path == r.path
-                    and not x.error
-                    and ((x.name == "fs-read" and x.whole) or x.name in ("fs-write", "fs-edit"))
-                ),
-                None,
-            )
+                why = f"failed {r.name} attempt folded (superseded at seq {fixed.seq}): {r.first_line[:160]}"
+                folds.append(Fold(target=r.seq, text=f"[{why}; recall seq {r.seq} to see it]"))
+        elif r.name == "fs-read" and r.path is not None:
+            newer = next((x for x in later if x.path == r.path and _replaces_read(x)), None)
             if newer is not None:
-                folds.append(
-                    Fold(
-                        target=r.seq,
-                        text=f"[stale read of {r.path} folded ({newer.name} at seq {newer.seq}); "
-                        f"recall seq {r.seq} to see it]",
-                    )
-                )
+                why = f"stale read of {r.path} folded ({newer.name} at seq {newer.seq})"
+                folds.append(Fold(target=r.seq, text=f"[{why}; recall seq {r.seq} to see it]"))
     return folds
+
+
+def _replaces_read(r: ResultRecord) -> bool:
+    """A result that makes an earlier read of its file stale: a whole read, a write or an edit."""
+    return (r.name == "fs-read" and r.whole) or r.name in ("fs-write", "fs-edit")
 
 
 def note_system(note: str, base: str) -> str:

@@ -150,11 +150,7 @@ class Connection:
 
     def _why(self, exc: BaseException, seconds: float) -> str:
         s, where = self.server, f"mcp server {self.name}"
-        tail = (
-            ""
-            if self.sink is None or not self.sink.tail
-            else f"; its stderr ends: {self.sink.tail[-1][:200]}"
-        )
+        tail = f"; its stderr ends: {self.sink.tail[-1][:200]}" if self.sink and self.sink.tail else ""
         if isinstance(exc, TimeoutError):
             return (
                 f"{where}: no answer to initialize and tools/list within {s.start_timeout:g} s "

@@ -15,7 +15,7 @@ from nodwyn.agent.tools import view
 from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, ToolContext, declined, fail, tool
 from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.agent.tools.edit import apply_edit, loose_match
-from nodwyn.agent.tools.near import not_found
+from nodwyn.agent.tools.near import file_lines, not_found
 from nodwyn.agent.tools.paths import Location, kind_of, locate, open_entry, write_entry
 from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
 from nodwyn.agent.tools.walk import MAX_DEPTH, Walked, walk_files
@@ -193,9 +193,7 @@ def _grep_file(
     whole-file matches, so only the lines those spans touch are tried one by one."""
     read = view.text if ctx.views is None else ctx.views.text
     text = read(f, ctx.known, deadline, MAX_GREP_FILE + 1)
-    lines = text.split("\n") if text else []
-    if text.endswith("\n"):
-        lines.pop()
+    lines = file_lines(text) if text else []
     if whole is None:
         candidates: Iterable[int] = range(len(lines))
     else:
