@@ -200,8 +200,7 @@ def resized_recipe(agent: Turns, model: ModelEntry) -> Recipe | None:
     limits_for = agent.settings.limits_for
     if limits_for is None or model.context_size == recipe.context_size:
         return None
-    limits = limits_for(model)
-    return replace(recipe, limits=limits, context_size=model.context_size)
+    return replace(recipe, limits=limits_for(model), context_size=model.context_size)
 
 
 def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None) -> bool:

@@ -99,7 +99,7 @@ class Connection:
             if scope.cancelled_caught and not started.done():
                 raise TimeoutError
         except Exception as exc:  # every fault is a line naming the server; the session goes on
-            why = self._why(exc, time.monotonic() - t0)
+            why = self._why(exc)
             self.gone = why
             if not started.done():
                 started.set_result(Started(server=self.server, error=why, seconds=time.monotonic() - t0))
@@ -148,7 +148,7 @@ class Connection:
                 return tuple(tools)
         raise ToolError(f"mcp server {self.name}: tools/list gave more than {MAX_PAGES} pages")
 
-    def _why(self, exc: BaseException, seconds: float) -> str:
+    def _why(self, exc: BaseException) -> str:
         s, where = self.server, f"mcp server {self.name}"
         tail = f"; its stderr ends: {self.sink.tail[-1][:200]}" if self.sink and self.sink.tail else ""
         if isinstance(exc, TimeoutError):
@@ -162,7 +162,7 @@ class Connection:
             return f'{where}: {exc}; or set sandbox = "off" in {s.where} to run it unconfined'
         if isinstance(exc, BaseExceptionGroup):
             inner = exc.exceptions[0] if exc.exceptions else exc
-            return self._why(inner, seconds)
+            return self._why(inner)
         if isinstance(exc, pydantic_core.ValidationError):
             first = exc.errors()[0]
             at = ".".join(str(p) for p in first["loc"])
