@@ -99,8 +99,7 @@ class Connection:
             if scope.cancelled_caught and not started.done():
                 raise TimeoutError
         except Exception as exc:  # every fault is a line naming the server; the session goes on
-            why = self._why(exc)
-            self.gone = why
+            self.gone = why = self._why(exc)
             if not started.done():
                 started.set_result(Started(server=self.server, error=why, seconds=time.monotonic() - t0))
         except BaseException:

@@ -26,6 +26,7 @@ from nodwyn.errors import ToolError
 MAX_LINKS = 40  # symlinks followed in one path (the kernel's own limit)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -296,12 +297,7 @@ def _write_entry(loc: Location, data: bytes) -> None:
     for _ in range(8):
         tmp = _tmp_name(loc.name)
         try:
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o666,
-                dir_fd=loc.dir_fd,
-            )
+            fd = os.open(tmp, _CREATE_FLAGS, 0o666, dir_fd=loc.dir_fd)
             break
         except FileExistsError:
             continue
