@@ -109,12 +109,10 @@ class LoopState:
                 self.open_subs[p.id] = event
         elif isinstance(p, CtxClose):
             self.open_subs.pop(p.id, None)
-        elif isinstance(p, CtxWiden) and p.id == self.ctx:
-            # a narrowing widened back: the conversation goes on in the context it narrowed
-            self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)
-            self.last_estimate = 0
         elif isinstance(p, CtxWiden):
-            pass  # another context's narrowing widened: not the one the loop is in
+            if p.id == self.ctx:  # a narrowing widened back (not another context's, which the loop is not in)
+                self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)  # it goes on in the one it narrowed
+                self.last_estimate = 0
         elif isinstance(p, SessionStart | SessionResume):
             self.model = p.model
         elif isinstance(p, LlmReq):

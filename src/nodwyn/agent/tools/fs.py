@@ -121,9 +121,8 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             last = number
     if start > total:
         return fail(f"{name} has {total} lines; lines {start}- is past its end")
-    header = f"[lines {start}-{last} of {total}]\n"
-    body = "".join(shown_lines)
-    return Outcome(text=header + body, range=FileRange(start=start, end=last, total=total))
+    text = f"[lines {start}-{last} of {total}]\n" + "".join(shown_lines)
+    return Outcome(text=text, range=FileRange(start=start, end=last, total=total))
 
 
 def _count_lines(f: BinaryIO, deadline: Deadline) -> int:
@@ -287,14 +286,11 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
                             more += _grep_file(opened, rel, regex, whole, matches, deadline, ctx)
         finally:
             os.close(fd)
-    notes = _left_out(walked)
     if not matches:
-        return Outcome(
-            text=f"no match for {args['pattern']!r} under {where}" + "".join(f"\n{n}" for n in notes)
-        )
-    if more:
+        matches.append(f"no match for {args['pattern']!r} under {where}")
+    elif more:
         matches.append(f"[{more} more matches not shown; narrow the pattern or the path]")
-    return Outcome(text="\n".join([*matches, *notes]))
+    return Outcome(text="\n".join([*matches, *_left_out(walked)]))
 
 
 def _left_out(walked: Walked) -> list[str]:
