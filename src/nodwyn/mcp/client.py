@@ -126,8 +126,7 @@ class Connection:
                 self._hub.processes.keep(pid)  # a session of its own: its group id is its pid
                 sink.spawned()
 
-            read, write = await stack.enter_async_context(stdio_transport(launch, sink.writer, spawned))
-            return read, write
+            return await stack.enter_async_context(stdio_transport(launch, sink.writer, spawned))
         assert s.url is not None
         client = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(30.0, read=300.0))
         await stack.enter_async_context(client)

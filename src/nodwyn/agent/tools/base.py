@@ -80,7 +80,7 @@ def tool(
     return Tool(spec=spec, run=run, mutating=mutating)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -94,7 +94,7 @@ def escaped(text: str) -> str:
     """``text`` with every lone surrogate written as an escape: a file name that is not UTF-8
     (``b"\\xff"`` reads as ``"\\udcff"``) shows as ``\\xff``, so an answer is always text the log
     can hold."""
-    return _SURROGATE.sub(_escape, text)
+    return SURROGATE.sub(_escape, text)
 
 
 def fail(text: str) -> Outcome:

@@ -24,7 +24,7 @@ from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.errors import ToolError
 
 MAX_LINKS = 40  # symlinks followed in one path (the kernel's own limit)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -225,7 +225,7 @@ class _Walker:
         if not stat.S_ISDIR(st.st_mode):
             raise ToolError(f"{self.raw}: {self.shown(comp)} is a {kind_of(st.st_mode)}, not a directory")
         try:
-            fd = os.open(comp, _DIR_FLAGS, dir_fd=cur)
+            fd = os.open(comp, DIR_FLAGS, dir_fd=cur)
         except OSError as exc:
             raise _changed(self.raw, exc) from None
         self.stack.append((fd, comp))
