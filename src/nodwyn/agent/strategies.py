@@ -21,6 +21,7 @@ from nodwyn.agent.ports import Turns
 from nodwyn.agent.state import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
+from nodwyn.agent.tools.base import fail
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
@@ -110,16 +111,14 @@ def sub_agent(agent: Turns, parent: str, call: ToolCall) -> Outcome:
     try:
         args = parse_arguments(tools[SUB_AGENT].spec, call.arguments)
     except ToolError as exc:
-        return Outcome(text=str(exc), error=True)
+        return fail(str(exc))
     task = args["task"]
     if not task.strip():
-        return Outcome(text='sub-agent: "task" is empty; say what the sub-agent should do', error=True)
+        return fail('sub-agent: "task" is empty; say what the sub-agent should do')
     wanted = args.get("tools", ["fs-read"])
     unknown = sorted(set(wanted) - set(tools) | ({SUB_AGENT} & set(wanted)))
     if unknown:
-        return Outcome(
-            text=f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog", error=True
-        )
+        return fail(f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog")
     sub_id = new_context(agent, "sub")
     offered = sorted(wanted)
     opened = CtxOpen(
@@ -219,10 +218,9 @@ def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None
 
 def repeated(call: ToolCall) -> Outcome:
     """The answer to a repeated call, which is not run again: what the model needs is already above."""
-    return Outcome(
-        text=f"{call.name} was just called with these same arguments and its result is above; "
-        "answer from it, or make a different call",
-        error=True,
+    return fail(
+        f"{call.name} was just called with these same arguments and its result is above; "
+        "answer from it, or make a different call"
     )
 
 
