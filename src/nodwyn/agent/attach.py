@@ -100,9 +100,8 @@ def withheld(
         if not settings.takes_images:
             reasons[digest] = f"model {settings.name} takes no images"
             continue
-        confirmed = ref.host
-        if confirmed is not None and confirmed != host:
-            reasons[digest] = f"the image was confirmed for {confirmed}, not {host}"
+        if ref.host is not None and ref.host != host:
+            reasons[digest] = f"the image was confirmed for {ref.host}, not {host}"
             continue
         try:
             images[digest] = attachments.get(digest)  # checks the digest again

@@ -40,9 +40,7 @@ def tool_context(
     """The session's tool context: a ranged fs-read stops within the window's read cap; the file
     tools see files with the log's held values redacted and never touch nodwyn's own files."""
     recipe = settings.recipe
-    cap = recipe.limits.max_result_tokens
-    if recipe.rules.wide_reads:
-        cap *= 2
+    cap = recipe.limits.max_result_tokens * (2 if recipe.rules.wide_reads else 1)
     return ToolContext(
         workspace=settings.workspace,
         read_budget_tokens=int(cap * READ_MARGIN),

@@ -99,9 +99,7 @@ def with_named_files(text: str, tools: Mapping[str, Tool], ctx: ToolContext, *, 
         out = run_call(ToolCall(id="named", name="fs-list", arguments='{"path": ""}'), tools, ctx)
         if not out.error:
             head = f"\n\n{LISTED}\n{out.text}"
-    if "fs-read" not in tools:
-        return text + head
-    shown = _shown(paths, tools, ctx)
+    shown = _shown(paths, tools, ctx)  # none without fs-read
     if not shown:
         return text + head
     message = f"{text}{head}\n\n{HEAD}\n\n" + "\n".join(f"--- {p}\n{body}" for p, body in shown)

@@ -28,23 +28,12 @@ class Display(Protocol):
 
 
 class Quiet:
-    def delta(self, kind: str, fragment: str) -> None:
-        pass
-
-    def request(self, event: Event) -> None:
-        pass
-
-    def response(self, event: Event, response: Response) -> None:
-        pass
-
-    def tool_call(self, ctx: str, call: ToolCall) -> None:
-        pass
-
-    def tool_result(self, ctx: str, call: ToolCall, outcome: Outcome) -> None:
-        pass
-
-    def notice(self, text: str) -> None:
-        pass
+    def delta(self, kind: str, fragment: str) -> None: ...
+    def request(self, event: Event) -> None: ...
+    def response(self, event: Event, response: Response) -> None: ...
+    def tool_call(self, ctx: str, call: ToolCall) -> None: ...
+    def tool_result(self, ctx: str, call: ToolCall, outcome: Outcome) -> None: ...
+    def notice(self, text: str) -> None: ...
 
 
 class Turns(Protocol):

@@ -135,12 +135,11 @@ def _checked_workspace(workspace: Path) -> Path:
 
 
 def bwrap_argv(
-    sandbox: Sandbox, workspace: Path, argv: Sequence[str], seccomp_fd: int | None, cwd: Path | None = None
+    sandbox: Sandbox, ws: Path, argv: Sequence[str], seccomp_fd: int | None, cwd: Path | None = None
 ) -> list[str]:
-    """The bwrap command line that runs ``argv`` in ``workspace`` under ``sandbox`` (in ``cwd``,
-    the workspace unless given)."""
+    """The bwrap command line that runs ``argv`` in the workspace ``ws`` (checked and resolved by
+    ``_checked_workspace``) under ``sandbox`` (in ``cwd``, the workspace unless given)."""
     assert sandbox.program is not None
-    ws = _checked_workspace(workspace)
     out = [sandbox.program, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     out += ["--die-with-parent", "--new-session", "--disable-userns"]  # no cgroup namespace: 10 ms
     out += ["--cap-drop", "ALL"]

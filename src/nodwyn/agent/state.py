@@ -8,6 +8,7 @@ reading the log again.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import assert_never
@@ -108,12 +109,10 @@ class LoopState:
                 self.open_subs[p.id] = event
         elif isinstance(p, CtxClose):
             self.open_subs.pop(p.id, None)
-        elif isinstance(p, CtxWiden) and p.id == self.ctx:
-            # a narrowing widened back: the conversation goes on in the context it narrowed
-            self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)
-            self.last_estimate = 0
         elif isinstance(p, CtxWiden):
-            pass  # another context's narrowing widened: not the one the loop is in
+            if p.id == self.ctx:  # a narrowing widened back (not another context's, which the loop is not in)
+                self.ctx = self.narrowed_from.get(self.ctx, MAIN_CTX)  # it goes on in the one it narrowed
+                self.last_estimate = 0
         elif isinstance(p, SessionStart | SessionResume):
             self.model = p.model
         elif isinstance(p, LlmReq):
@@ -151,30 +150,23 @@ class LoopState:
 
 def result_record(seq: int, ctx: str, result: ToolResult, call: ToolCall | None) -> ResultRecord:
     """What hygiene needs of one ``tool.result``: the call's target (path, command or pattern)."""
-    path: str | None = None
-    target: str | None = None
-    whole = False
+    args: object = {}
     if call is not None:
-        try:
+        with contextlib.suppress(ArgumentsError):  # not JSON, or too deep or long to read: nothing to go by
             args = load_arguments(call.arguments)
-        except ArgumentsError:  # not JSON, or too deep or long to read: nothing to go by
-            args = {}
-        if isinstance(args, dict) and isinstance(args.get("path"), str):
-            path = args["path"].removeprefix("./") or "."
-            whole = "lines" not in args
-        if isinstance(args, dict):
-            found = path if path is not None else args.get("command", args.get("pattern"))
-            target = found if isinstance(found, str) else None
-    text = result.text
+    args = args if isinstance(args, dict) else {}
+    path = args["path"].removeprefix("./") or "." if isinstance(args.get("path"), str) else None
+    found = path if path is not None else args.get("command", args.get("pattern"))
+    text = result.text.strip()
     return ResultRecord(
         seq=seq,
         ctx=ctx,
         name=result.name,
         path=path,
-        target=target,
-        whole=whole,
+        target=found if isinstance(found, str) else None,
+        whole=path is not None and "lines" not in args,
         error=result.error,
-        first_line=text.strip().splitlines()[0] if text.strip() else "",
+        first_line=text.splitlines()[0] if text else "",
     )
 
 

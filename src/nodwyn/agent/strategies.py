@@ -21,6 +21,7 @@ from nodwyn.agent.ports import Turns
 from nodwyn.agent.state import ResultRecord
 from nodwyn.agent.tools import SUB_AGENT, Outcome, Tool, run_call
 from nodwyn.agent.tools.args import parse_arguments
+from nodwyn.agent.tools.base import fail
 from nodwyn.errors import NotFoundError, ToolError, did_you_mean
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.content import ToolCall
@@ -60,40 +61,23 @@ def hygiene_folds(records: Sequence[ResultRecord], folded: Iterable[int], ctx: s
     for i, r in enumerate(mine):
         if r.seq in done:
             continue
-        later = mine[i + 1 :]
+        later = [x for x in mine[i + 1 :] if not x.error]
         if r.error:
-            fixed = next(
-                (x for x in later if x.name == r.name and x.target == r.target and not x.error), None
-            )
+            fixed = next((x for x in later if x.name == r.name and x.target == r.target), None)
             if fixed is not None:
-                folds.append(
-                    Fold(
-                        target=r.seq,
-                        text=f"[failed {r.name} attempt folded (superseded at seq {fixed.seq}): "
-                        f"{r.first_line[:160]}; recall seq {r.seq} to see it]",
-                    )
-                )
-            continue
-        if r.name == "fs-read" and r.path is not None:
-            newer = next(
-                (
-                    x
-                    for x in later
-                    if x.path == r.path
-                    and not x.error
-                    and ((x.name == "fs-read" and x.whole) or x.name in ("fs-write", "fs-edit"))
-                ),
-                None,
-            )
+                why = f"failed {r.name} attempt folded (superseded at seq {fixed.seq}): {r.first_line[:160]}"
+                folds.append(Fold(target=r.seq, text=f"[{why}; recall seq {r.seq} to see it]"))
+        elif r.name == "fs-read" and r.path is not None:
+            newer = next((x for x in later if x.path == r.path and _replaces_read(x)), None)
             if newer is not None:
-                folds.append(
-                    Fold(
-                        target=r.seq,
-                        text=f"[stale read of {r.path} folded ({newer.name} at seq {newer.seq}); "
-                        f"recall seq {r.seq} to see it]",
-                    )
-                )
+                why = f"stale read of {r.path} folded ({newer.name} at seq {newer.seq})"
+                folds.append(Fold(target=r.seq, text=f"[{why}; recall seq {r.seq} to see it]"))
     return folds
+
+
+def _replaces_read(r: ResultRecord) -> bool:
+    """A result that makes an earlier read of its file stale: a whole read, a write or an edit."""
+    return (r.name == "fs-read" and r.whole) or r.name in ("fs-write", "fs-edit")
 
 
 def note_system(note: str, base: str) -> str:
@@ -127,16 +111,14 @@ def sub_agent(agent: Turns, parent: str, call: ToolCall) -> Outcome:
     try:
         args = parse_arguments(tools[SUB_AGENT].spec, call.arguments)
     except ToolError as exc:
-        return Outcome(text=str(exc), error=True)
+        return fail(str(exc))
     task = args["task"]
     if not task.strip():
-        return Outcome(text='sub-agent: "task" is empty; say what the sub-agent should do', error=True)
+        return fail('sub-agent: "task" is empty; say what the sub-agent should do')
     wanted = args.get("tools", ["fs-read"])
     unknown = sorted(set(wanted) - set(tools) | ({SUB_AGENT} & set(wanted)))
     if unknown:
-        return Outcome(
-            text=f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog", error=True
-        )
+        return fail(f"sub-agent: cannot offer {', '.join(unknown)}; pick from the catalog")
     sub_id = new_context(agent, "sub")
     offered = sorted(wanted)
     opened = CtxOpen(
@@ -217,8 +199,7 @@ def resized_recipe(agent: Turns, model: ModelEntry) -> Recipe | None:
     limits_for = agent.settings.limits_for
     if limits_for is None or model.context_size == recipe.context_size:
         return None
-    limits = limits_for(model)
-    return replace(recipe, limits=limits, context_size=model.context_size)
+    return replace(recipe, limits=limits_for(model), context_size=model.context_size)
 
 
 def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None) -> bool:
@@ -237,10 +218,9 @@ def repeats(tools: Mapping[str, Tool], call: ToolCall, previous: ToolCall | None
 
 def repeated(call: ToolCall) -> Outcome:
     """The answer to a repeated call, which is not run again: what the model needs is already above."""
-    return Outcome(
-        text=f"{call.name} was just called with these same arguments and its result is above; "
-        "answer from it, or make a different call",
-        error=True,
+    return fail(
+        f"{call.name} was just called with these same arguments and its result is above; "
+        "answer from it, or make a different call"
     )
 
 

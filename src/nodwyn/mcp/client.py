@@ -18,9 +18,9 @@ import contextlib
 import math
 import queue
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +99,7 @@ class Connection:
             if scope.cancelled_caught and not started.done():
                 raise TimeoutError
         except Exception as exc:  # every fault is a line naming the server; the session goes on
-            why = self._why(exc, time.monotonic() - t0)
-            self.gone = why
+            self.gone = why = self._why(exc)
             if not started.done():
                 started.set_result(Started(server=self.server, error=why, seconds=time.monotonic() - t0))
         except BaseException:
@@ -127,8 +126,7 @@ class Connection:
                 self._hub.processes.keep(pid)  # a session of its own: its group id is its pid
                 sink.spawned()
 
-            read, write = await stack.enter_async_context(stdio_transport(launch, sink.writer, spawned))
-            return read, write
+            return await stack.enter_async_context(stdio_transport(launch, sink.writer, spawned))
         assert s.url is not None
         client = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(30.0, read=300.0))
         await stack.enter_async_context(client)
@@ -148,13 +146,9 @@ class Connection:
                 return tuple(tools)
         raise ToolError(f"mcp server {self.name}: tools/list gave more than {MAX_PAGES} pages")
 
-    def _why(self, exc: BaseException, seconds: float) -> str:
+    def _why(self, exc: BaseException) -> str:
         s, where = self.server, f"mcp server {self.name}"
-        tail = (
-            ""
-            if self.sink is None or not self.sink.tail
-            else f"; its stderr ends: {self.sink.tail[-1][:200]}"
-        )
+        tail = f"; its stderr ends: {self.sink.tail[-1][:200]}" if self.sink and self.sink.tail else ""
         if isinstance(exc, TimeoutError):
             return (
                 f"{where}: no answer to initialize and tools/list within {s.start_timeout:g} s "
@@ -166,7 +160,7 @@ class Connection:
             return f'{where}: {exc}; or set sandbox = "off" in {s.where} to run it unconfined'
         if isinstance(exc, BaseExceptionGroup):
             inner = exc.exceptions[0] if exc.exceptions else exc
-            return self._why(inner, seconds)
+            return self._why(inner)
         if isinstance(exc, pydantic_core.ValidationError):
             first = exc.errors()[0]
             at = ".".join(str(p) for p in first["loc"])
@@ -227,14 +221,6 @@ class Connection:
     async def stop(self) -> None:
         if self._stop is not None:
             self._stop.set()
-
-
-@dataclass(slots=True)
-class Progress:
-    """A call's progress, handed from the hub's loop to the caller's thread."""
-
-    lines: queue.SimpleQueue[str] = field(default_factory=queue.SimpleQueue)
-    last: float = 0.0
 
 
 class Hub:
@@ -307,11 +293,11 @@ class Hub:
         conn = self.connections.get(server)
         if conn is None:
             raise ToolError(f"mcp server {server} is not configured in this session")
-        box = Progress()
+        lines: queue.SimpleQueue[str] = queue.SimpleQueue()  # from the hub's loop to this thread
 
         def progress(done: float, total: float | None, message: str | None) -> None:
             of = "" if total is None else f"/{total:g}"
-            box.lines.put(f"{server}: {tool} {done:g}{of}" + (f" {message}" if message else ""))
+            lines.put(f"{server}: {tool} {done:g}{of}" + (f" {message}" if message else ""))
 
         future: concurrent.futures.Future[types.CallToolResult]
         future = self._portal.start_task_soon(conn.call, tool, args, timeout, progress)
@@ -322,12 +308,10 @@ class Hub:
                     result = future.result(timeout=0.1)
                     break
                 except concurrent.futures.TimeoutError:
-                    self._show(box, on_progress)
+                    self._show(lines, on_progress)
                     if time.monotonic() > end:
                         future.cancel()
-                        raise ToolError(
-                            f"mcp server {server}: {tool}: no answer after {timeout:g} s (the call's timeout)"
-                        ) from None
+                        raise ToolError(_no_answer(server, tool, timeout)) from None
         except KeyboardInterrupt:
             future.cancel()  # the SDK sends notifications/cancelled for the request
             raise
@@ -335,14 +319,14 @@ class Hub:
             raise ToolError(_mcp_error(server, tool, exc, timeout)) from None
         except concurrent.futures.CancelledError:
             raise ToolError(f"mcp server {server}: {tool}: the call was cancelled") from None
-        self._show(box, on_progress)
+        self._show(lines, on_progress)
         return result
 
     @staticmethod
-    def _show(box: Progress, on_progress: Callable[[str], None] | None) -> None:
+    def _show(lines: queue.SimpleQueue[str], on_progress: Callable[[str], None] | None) -> None:
         with contextlib.suppress(queue.Empty):
             while True:
-                line = box.lines.get_nowait()
+                line = lines.get_nowait()
                 if on_progress is not None:
                     on_progress(line)
 
@@ -382,13 +366,14 @@ class Hub:
             with contextlib.suppress(Exception):
                 self._portal_cm.__exit__(None, None, None)
 
-    def __iter__(self) -> Iterator[Connection]:
-        return iter(self.connections.values())
+
+def _no_answer(server: str, tool: str, timeout: float) -> str:
+    return f"mcp server {server}: {tool}: no answer after {timeout:g} s (the call's timeout)"
 
 
 def _mcp_error(server: str, tool: str, exc: MCPError, timeout: float) -> str:
     if exc.error.code == types.REQUEST_TIMEOUT:
-        return f"mcp server {server}: {tool}: no answer after {timeout:g} s (the call's timeout)"
+        return _no_answer(server, tool, timeout)
     if exc.error.code == types.CONNECTION_CLOSED:
         return f"mcp server {server}: {tool}: the server closed the connection ({exc.error.message})"
     return f"mcp server {server}: {tool}: {exc.error.message}"

@@ -22,29 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from nodwyn.agent import MODES, Mode
 from nodwyn.errors import ConfigError
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 DEFAULT_START_TIMEOUT = 30.0
-KEYS = frozenset(
-    {
-        "command",
-        "args",
-        "env",
-        "pass_env",
-        "cwd",
-        "url",
-        "headers",
-        "credential",
-        "enabled",
-        "approve",
-        "timeout",
-        "start_timeout",
-        "sandbox",
-        "network",
-    }
-)
-SANDBOX_MODES = ("workspace-write", "read-only", "off")
+_STDIO_KEYS = ("command", "args", "env", "pass_env", "cwd", "sandbox", "network")
+_HTTP_KEYS = ("url", "headers", "credential")
+KEYS = frozenset({*_STDIO_KEYS, *_HTTP_KEYS, "enabled", "approve", "timeout", "start_timeout"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,7 +52,7 @@ class ServerConfig:
     auto_tools: frozenset[str] = frozenset()  # the server's own tool names that run without asking
     timeout: float | None = None  # None: [tools] tool_timeout
     start_timeout: float = DEFAULT_START_TIMEOUT
-    sandbox: Literal["workspace-write", "read-only", "off"] | None = None  # None: the session's mode
+    sandbox: Mode | None = None  # None: the session's mode
     network: bool | None = None  # None: the session's sandbox network setting
 
     def asks(self, tool: str) -> bool:
@@ -95,6 +80,26 @@ def _seconds(value: Any, where: str) -> float:
     return float(value)
 
 
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false")
+    return value
+
+
+def _text(value: Any, error: str) -> str:
+    """``value`` if it is a string that is not empty, else ``error`` raised."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(error)
+    return value
+
+
+def _refuse(table: Mapping[str, Any], keys: tuple[str, ...], where: str, why: str) -> None:
+    """Refuse the first of ``keys`` that ``table`` has, saying ``why``."""
+    for key in keys:
+        if key in table:
+            raise ConfigError(f"{where}: {key} {why}")
+
+
 def server_from_table(
     name: str, table: Mapping[str, Any], source: Path, *, base: Path | None = None
 ) -> ServerConfig:
@@ -117,35 +122,25 @@ def server_from_table(
             f"{where}: give either command (a stdio server) or url (a streamable-HTTP server), not "
             + ("both" if has_cmd else "neither")
         )
-    enabled = table.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise ConfigError(f"{where} enabled must be true or false")
-    approve_raw = table.get("approve", "ask")
-    approve: Literal["ask", "auto"] = "ask"
-    auto_tools: frozenset[str] = frozenset()
-    if approve_raw == "auto":
-        approve = "auto"
-    elif isinstance(approve_raw, list):
-        auto_tools = frozenset(_strs(approve_raw, f"{where} approve"))
-    elif approve_raw != "ask":
+    enabled = _flag(table.get("enabled", True), f"{where} enabled")
+    approve = table.get("approve", "ask")
+    if approve not in ("ask", "auto") and not isinstance(approve, list):
         raise ConfigError(f'{where} approve must be "ask", "auto" or a list of the server\'s tool names')
+    auto_tools = frozenset(_strs(approve, f"{where} approve")) if isinstance(approve, list) else frozenset()
     timeout = None if "timeout" not in table else _seconds(table["timeout"], f"{where} timeout")
     start = _seconds(table.get("start_timeout", DEFAULT_START_TIMEOUT), f"{where} start_timeout")
     common: dict[str, Any] = {
         "name": name,
         "where": where,
         "enabled": enabled,
-        "approve": approve,
+        "approve": "auto" if approve == "auto" else "ask",
         "auto_tools": auto_tools,
         "timeout": timeout,
         "start_timeout": start,
     }
-    for key in ("sandbox", "network"):
-        if key in table and base is not None:
-            raise ConfigError(
-                f"{where}: {key} may be set for a server in your config.toml only, not in a "
-                f"workspace's file; add it to [mcp.{name}] in config.toml"
-            )
+    if base is not None:
+        only_mine = "may be set for a server in your config.toml only, not in a workspace's file"
+        _refuse(table, ("sandbox", "network"), where, f"{only_mine}; add it to [mcp.{name}] in config.toml")
     return _stdio(table, common, base) if has_cmd else _http(table, common)
 
 
@@ -153,27 +148,17 @@ def _stdio(table: Mapping[str, Any], common: dict[str, Any], base: Path | None) 
     """A stdio server's entry: its command, arguments, environment, folder and sandbox."""
     where = common["where"]
     box = table.get("sandbox")
-    if box is not None and box not in SANDBOX_MODES:
+    if box is not None and box not in MODES:
         raise ConfigError(
-            f"{where} sandbox must be one of {', '.join(repr(m) for m in SANDBOX_MODES)} "
+            f"{where} sandbox must be one of {', '.join(repr(m) for m in MODES)} "
             '(the server\'s own sandbox mode; "off" runs it unconfined, as you)'
         )
-    network = table.get("network")
-    if network is not None and not isinstance(network, bool):
-        raise ConfigError(f"{where} network must be true or false")
-    command = table["command"]
-    if not isinstance(command, str) or not command:
-        raise ConfigError(f'{where} command must be the program to run, e.g. "npx"')
-    for key in ("url", "headers", "credential"):
-        if key in table:
-            raise ConfigError(f"{where}: {key} is for a url server; a stdio server takes command, args, env")
-    cwd = None
-    if "cwd" in table:
-        if not isinstance(table["cwd"], str) or not table["cwd"]:
-            raise ConfigError(f"{where} cwd must be a folder")
-        cwd = Path(table["cwd"]).expanduser()
-        if not cwd.is_absolute() and base is not None:
-            cwd = base / cwd
+    network = None if table.get("network") is None else _flag(table["network"], f"{where} network")
+    command = _text(table["command"], f'{where} command must be the program to run, e.g. "npx"')
+    _refuse(table, _HTTP_KEYS, where, "is for a url server; a stdio server takes command, args, env")
+    cwd = Path(_text(table["cwd"], f"{where} cwd must be a folder")).expanduser() if "cwd" in table else None
+    if cwd is not None and base is not None:
+        cwd = base / cwd  # a relative cwd is from the workspace (an absolute one stays as it is)
     return ServerConfig(
         transport="stdio",
         command=command,
@@ -193,14 +178,10 @@ def _http(table: Mapping[str, Any], common: dict[str, Any]) -> ServerConfig:
     url = table["url"]
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f'{where} url must be an http(s) URL, e.g. "http://127.0.0.1:8000/mcp"')
-    for key in ("args", "env", "pass_env", "cwd", "sandbox", "network"):
-        if key in table:
-            raise ConfigError(
-                f"{where}: {key} is for a stdio server; a url server takes url, headers, credential"
-            )
+    _refuse(table, _STDIO_KEYS, where, "is for a stdio server; a url server takes url, headers, credential")
     credential = table.get("credential")
-    if credential is not None and (not isinstance(credential, str) or not credential):
-        raise ConfigError(f"{where} credential must name an environment variable or keychain entry")
+    if credential is not None:
+        _text(credential, f"{where} credential must name an environment variable or keychain entry")
     return ServerConfig(
         transport="http",
         url=url,

@@ -64,9 +64,7 @@ def server_sandbox(server: ServerConfig, session: Sandbox) -> Sandbox:
     return box if server.network is None else replace(box, network=server.network)
 
 
-def _program(server: ServerConfig, env: Mapping[str, str]) -> str:
-    assert server.command is not None
-    command = server.command
+def _program(command: str, server: ServerConfig, env: Mapping[str, str]) -> str:
     if os.sep in command:
         path = Path(command) if server.cwd is None or os.path.isabs(command) else server.cwd / command
         found = str(path) if os.access(path, os.X_OK) and path.is_file() else None
@@ -84,7 +82,7 @@ def stdio_command(
     if server.command is None:
         raise ValueError(f"{server.where}: not a stdio server")
     whole = server_env(server, env)
-    argv = (_program(server, whole), *server.args)
+    argv = (_program(server.command, server, whole), *server.args)
     box = server_sandbox(server, sandbox)
     if box.confined:
         box = replace(box, readable=own_folders(argv, server.cwd))

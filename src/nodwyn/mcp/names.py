@@ -15,7 +15,6 @@ MAX_NAME = 64
 PREFIX = "mcp"
 SEPARATOR = "__"
 _ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
-API_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 
 def tool_name(server: str, tool: str) -> str:

@@ -77,10 +77,8 @@ def outcome_of(result: types.CallToolResult, store: Store | None) -> Outcome:
     images: list[ImageRef] = []
     parts = [_part(b, store, images) for b in result.content]
     structured = result.structured_content
-    if structured is not None:
-        text = json.dumps(structured, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        if not any(isinstance(b, types.TextContent) for b in result.content):
-            parts.append(text)
+    if structured is not None and not any(isinstance(b, types.TextContent) for b in result.content):
+        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
     body = "\n".join(parts) if parts else "(no content)"
     raw = body.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_RESULT_BYTES:

@@ -58,11 +58,10 @@ class StderrSink:
                 line = redact_text(line, self._known or NO_KNOWN)
                 with self._lock:
                     self.tail = [*self.tail[-4:], line]
-                    if self._path is None:
-                        if len(self._pending) < 10000:
-                            self._pending.append(line)
-                    else:
+                    if self._path is not None:
                         self._write([line])
+                    elif len(self._pending) < 10000:
+                        self._pending.append(line)
 
     def _write(self, lines: list[str]) -> None:
         if not lines or self._full or self._path is None:

@@ -60,37 +60,30 @@ def run_call(
     """Run one tool call. ``offered`` limits the names this context may call (a sub-agent's subset)."""
     allowed = set(tools) if offered is None else set(offered) & set(tools)
     tool = tools.get(call.name)
-    if tool is None or call.name not in allowed:
-        names = ", ".join(sorted(allowed)) or "none"
-        shape = 'a call is {"name": TOOL, "arguments": {...}}'
-        if not call.name:
-            written = call.arguments.strip()
-            written = written if len(written) <= 80 else written[:80] + "…"
-            return _as_text(
-                fail(
-                    f"the call could not be read: it names no tool ({written!r}), so nothing was run; "
-                    f"{shape}, TOOL one of: {names}"
-                )
-            )
-        return _as_text(
-            fail(f"unknown tool {call.name!r}, so nothing was run; the tools here are: {names}; {shape}")
-        )
     try:
-        args = parse_arguments(tool.spec, call.arguments)
-        out = tool.run(args, ctx)
+        if tool is None or call.name not in allowed:
+            out = fail(_unknown(call, allowed))
+        else:
+            out = tool.run(parse_arguments(tool.spec, call.arguments), ctx)
     except ToolError as exc:
         out = fail(str(exc))
     except (OSError, UnicodeError) as exc:
         out = fail(f"{call.name}: {exc.__class__.__name__}: {exc}")
     except RecursionError:  # a shape no tool should meet (the file tools walk without recursion)
         out = fail(f"{call.name}: what it was given nests too deep to handle; give it a shallower input")
-    return _as_text(out)
+    # lone surrogates (names that are not UTF-8) escaped: always loggable text
+    return replace(out, text=escaped(out.text), plan=None if out.plan is None else escaped(out.plan))
 
 
-def _as_text(out: Outcome) -> Outcome:
-    """The outcome with lone surrogates (names that are not UTF-8) escaped: always loggable text."""
-    text = escaped(out.text)
-    plan = None if out.plan is None else escaped(out.plan)
-    if text == out.text and plan == out.plan:
-        return out
-    return replace(out, text=text, plan=plan)
+def _unknown(call: ToolCall, allowed: set[str]) -> str:
+    """Why a call of no tool offered here ran nothing, and what a call looks like."""
+    names = ", ".join(sorted(allowed)) or "none"
+    shape = 'a call is {"name": TOOL, "arguments": {...}}'
+    if call.name:
+        return f"unknown tool {call.name!r}, so nothing was run; the tools here are: {names}; {shape}"
+    written = call.arguments.strip()
+    written = written if len(written) <= 80 else written[:80] + "…"
+    return (
+        f"the call could not be read: it names no tool ({written!r}), so nothing was run; "
+        f"{shape}, TOOL one of: {names}"
+    )

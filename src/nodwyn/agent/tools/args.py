@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, Final
+from typing import Any
 
+from nodwyn.agent.tools.base import SURROGATE
 from nodwyn.errors import ToolError
 from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.request import BLOCK_KEY, ToolSpec
-
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -64,7 +62,7 @@ def parse_arguments(spec: ToolSpec, raw: str) -> dict[str, Any]:
 def _surrogate(value: object) -> str | None:
     """The first lone surrogate in a string of ``value`` (nested at most MAX_DEPTH deep), if any."""
     if isinstance(value, str):
-        m = _SURROGATE.search(value)
+        m = SURROGATE.search(value)
         return None if m is None else m.group()
     if isinstance(value, dict):
         value = [*value.keys(), *value.values()]
@@ -77,7 +75,7 @@ def _surrogate(value: object) -> str | None:
 
 
 def _escaped(text: str) -> str:
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _missing(spec: ToolSpec, key: str, given: dict[str, Any]) -> str:

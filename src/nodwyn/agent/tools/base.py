@@ -55,14 +55,32 @@ class ToolContext:
     sandbox: Sandbox = Sandbox()  # what the shell's commands may touch (agent.sandbox)
 
 
+Run = Callable[[dict[str, Any], ToolContext], Outcome]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
     spec: ToolSpec
-    run: Callable[[dict[str, Any], ToolContext], Outcome] = field(compare=False)
+    run: Run = field(compare=False)
     mutating: bool = False  # asks for approval unless allowed
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+def tool(
+    name: str,
+    description: str,
+    props: dict[str, Any],
+    required: list[str],
+    run: Run,
+    *,
+    mutating: bool = False,
+) -> Tool:
+    """A built-in tool, whose arguments are an object of ``props`` and nothing else."""
+    parameters = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    spec = ToolSpec(name=name, description=description, parameters=parameters)
+    return Tool(spec=spec, run=run, mutating=mutating)
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -76,7 +94,7 @@ def escaped(text: str) -> str:
     """``text`` with every lone surrogate written as an escape: a file name that is not UTF-8
     (``b"\\xff"`` reads as ``"\\udcff"``) shows as ``\\xff``, so an answer is always text the log
     can hold."""
-    return _SURROGATE.sub(_escape, text)
+    return SURROGATE.sub(_escape, text)
 
 
 def fail(text: str) -> Outcome:

@@ -39,20 +39,10 @@ def scrub_env(
     named = set(credential_names)
     values = [v for v in credential_values if len(v) >= 8]
     allowed = set(allow)
-    kept: dict[str, str] = {}
-    for name, value in env.items():
-        if name not in allowed and _is_secret(name, value, named, values):
-            continue
-        kept[name] = value
-    return kept
+    return {k: v for k, v in env.items() if k in allowed or not _is_secret(k, v, named, values)}
 
 
 def _is_secret(name: str, value: str, named: set[str], values: list[str]) -> bool:
-    if name in named or secret_name(name):
+    if name in named or secret_name(name) or any(v in value for v in values) or _URL_PASSWORD.search(value):
         return True
-    if any(v in value for v in values):
-        return True
-    if _URL_PASSWORD.search(value):
-        return True
-    redacted, _ = redact(value)
-    return bool(redacted != value)
+    return bool(redact(value)[0] != value)

@@ -12,16 +12,16 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from nodwyn.agent.tools import view
-from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.base import BYTES_PER_TOKEN, Outcome, ToolContext, declined, fail, tool
 from nodwyn.agent.tools.deadline import Deadline
 from nodwyn.agent.tools.edit import apply_edit, loose_match
-from nodwyn.agent.tools.near import not_found
-from nodwyn.agent.tools.paths import kind_of, locate, open_entry, write_entry
+from nodwyn.agent.tools.near import file_lines, not_found
+from nodwyn.agent.tools.paths import Location, kind_of, locate, open_entry, write_entry
 from nodwyn.agent.tools.pattern import Pattern, compile_pattern, file_filter
 from nodwyn.agent.tools.walk import MAX_DEPTH, Walked, walk_files
 from nodwyn.errors import ToolError
 from nodwyn.values.events import FileRange
-from nodwyn.values.request import BLOCK_KEY, ToolSpec
+from nodwyn.values.request import BLOCK_KEY
 
 _SNIFF = 8192
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "node_modules", "__pycache__", ".nodwyn"})
@@ -67,21 +67,22 @@ def parse_lines(raw: str) -> tuple[int, int | None]:
 
 
 @contextlib.contextmanager
-def _open_text(ctx: ToolContext, raw: object) -> Iterator[tuple[BinaryIO | None, os.stat_result, str]]:
-    """The located entry opened for reading (``None`` for a directory), its stat and shown name."""
+def _open_text(ctx: ToolContext, raw: object) -> Iterator[tuple[BinaryIO | None, os.stat_result, Location]]:
+    """The located entry opened for reading (``None`` for a directory), its stat and location."""
     with locate(ctx.workspace, raw, protected=ctx.protected) as loc:
         fd, st = open_entry(loc, raw)
         if stat.S_ISDIR(st.st_mode):
             os.close(fd)
-            yield None, st, loc.shown
+            yield None, st, loc
             return
         with os.fdopen(fd, "rb") as f:
-            yield f, st, loc.shown
+            yield f, st, loc
 
 
 def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     deadline = Deadline("fs-read", ctx.tool_timeout)
-    with _open_text(ctx, args["path"]) as (f, st, name):
+    with _open_text(ctx, args["path"]) as (f, st, loc):
+        name = loc.shown
         if f is None:
             return fail(f"{name} is a directory; list it with fs-list")
         size = st.st_size
@@ -120,9 +121,8 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> Outcome:
             last = number
     if start > total:
         return fail(f"{name} has {total} lines; lines {start}- is past its end")
-    header = f"[lines {start}-{last} of {total}]\n"
-    body = "".join(shown_lines)
-    return Outcome(text=header + body, range=FileRange(start=start, end=last, total=total))
+    text = f"[lines {start}-{last} of {total}]\n" + "".join(shown_lines)
+    return Outcome(text=text, range=FileRange(start=start, end=last, total=total))
 
 
 def _count_lines(f: BinaryIO, deadline: Deadline) -> int:
@@ -190,13 +190,9 @@ def _grep_file(
     newline). With ``whole`` (the pattern with ``^``/``$`` at line edges), one pass over the file
     finds where matches can be; a line with a match of its own lies within the span of one of the
     whole-file matches, so only the lines those spans touch are tried one by one."""
-    if ctx.views is not None:
-        text = ctx.views.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
-    else:
-        text = view.text(f, ctx.known, deadline, MAX_GREP_FILE + 1)
-    lines = text.split("\n") if text else []
-    if text.endswith("\n"):
-        lines.pop()
+    read = view.text if ctx.views is None else ctx.views.text
+    text = read(f, ctx.known, deadline, MAX_GREP_FILE + 1)
+    lines = file_lines(text) if text else []
     if whole is None:
         candidates: Iterable[int] = range(len(lines))
     else:
@@ -290,14 +286,11 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> Outcome:
                             more += _grep_file(opened, rel, regex, whole, matches, deadline, ctx)
         finally:
             os.close(fd)
-    notes = _left_out(walked)
     if not matches:
-        return Outcome(
-            text=f"no match for {args['pattern']!r} under {where}" + "".join(f"\n{n}" for n in notes)
-        )
-    if more:
+        matches.append(f"no match for {args['pattern']!r} under {where}")
+    elif more:
         matches.append(f"[{more} more matches not shown; narrow the pattern or the path]")
-    return Outcome(text="\n".join([*matches, *notes]))
+    return Outcome(text="\n".join([*matches, *_left_out(walked)]))
 
 
 def _left_out(walked: Walked) -> list[str]:
@@ -339,7 +332,8 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> Outcome:
 
 
 def _read_whole(ctx: ToolContext, raw: object) -> tuple[bytes | None, str]:
-    with _open_text(ctx, raw) as (f, st, name):
+    with _open_text(ctx, raw) as (f, st, loc):
+        name = loc.shown
         if f is None or _is_binary(f):
             return None, name
         if st.st_size > MAX_EDIT_FILE:
@@ -371,15 +365,8 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> Outcome:
     if not ctx.approve("fs-edit", f"edit {name}"):
         return declined("fs-edit", f"change {name}")
     # Resolve and read again after the prompt: a file swapped or changed meanwhile is not written.
-    with locate(ctx.workspace, args["path"], protected=ctx.protected) as loc:
-        fd, st = open_entry(loc, args["path"])
-        now: bytes | None = None
-        if stat.S_ISREG(st.st_mode):
-            with os.fdopen(fd, "rb") as f:
-                now = f.read()
-        else:
-            os.close(fd)
-        if loc.shown != name or now != data:
+    with _open_text(ctx, args["path"]) as (f, _, loc):
+        if loc.shown != name or (None if f is None else f.read()) != data:
             return fail(
                 f"fs-edit: {name} changed while waiting for approval; read it again and redo the edit"
             )
@@ -410,69 +397,37 @@ def _many(name: str, seen: str, old: str, count: int) -> str:
     )
 
 
-def _spec(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSpec:
-    return ToolSpec(
-        name=name,
-        description=description,
-        parameters={
-            "type": "object",
-            "properties": props,
-            "required": required,
-            "additionalProperties": False,
-        },
-    )
-
-
 _PATH = {"type": "string", "description": "a path relative to the workspace"}
+_LINES = {"type": "string", "description": 'a 1-based range "A-B", e.g. "10-40"'}
+_PATTERN = {"type": "string", "description": "a Python regular expression"}
+_GLOB = {"type": "string", "description": 'only files whose name matches, e.g. "*.py"'}
+_TEXT = {"type": "string"}
+_READ = "Read a text file, whole or a range of lines. A ranged read starts with [lines A-B of N]."
 
 FS_TOOLS = (
-    Tool(
-        spec=_spec(
-            "fs-read",
-            "Read a text file, whole or a range of lines. A ranged read starts with [lines A-B of N].",
-            {
-                "path": _PATH,
-                "lines": {"type": "string", "description": 'a 1-based range "A-B", e.g. "10-40"'},
-            },
-            ["path"],
-        ),
-        run=_read,
+    tool("fs-read", _READ, {"path": _PATH, "lines": _LINES}, ["path"], _read),
+    tool("fs-list", "List a directory of the workspace.", {"path": _PATH}, [], _list),
+    tool(
+        "fs-grep",
+        "Search files for a regular expression; prints path:line: text.",
+        {"pattern": _PATTERN, "path": _PATH, "glob": _GLOB},
+        ["pattern"],
+        _grep,
     ),
-    Tool(
-        spec=_spec("fs-list", "List a directory of the workspace.", {"path": _PATH}, []),
-        run=_list,
-    ),
-    Tool(
-        spec=_spec(
-            "fs-grep",
-            "Search files for a regular expression; prints path:line: text.",
-            {
-                "pattern": {"type": "string", "description": "a Python regular expression"},
-                "path": _PATH,
-                "glob": {"type": "string", "description": 'only files whose name matches, e.g. "*.py"'},
-            },
-            ["pattern"],
-        ),
-        run=_grep,
-    ),
-    Tool(
-        spec=_spec(
-            "fs-write",
-            "Create or overwrite a file with the given content.",
-            {"path": _PATH, "content": {"type": "string"}},
-            ["path", "content"],
-        ),
-        run=_write,
+    tool(
+        "fs-write",
+        "Create or overwrite a file with the given content.",
+        {"path": _PATH, "content": _TEXT},
+        ["path", "content"],
+        _write,
         mutating=True,
     ),
-    Tool(
-        spec=_spec(
-            "fs-edit",
-            "Replace one exact occurrence of old with new in a file.",
-            {"path": _PATH, "old": {"type": "string"}, "new": {"type": "string"}},
-            ["path", "old", "new"],
-        ),
-        run=_edit,
+    tool(
+        "fs-edit",
+        "Replace one exact occurrence of old with new in a file.",
+        {"path": _PATH, "old": _TEXT, "new": _TEXT},
+        ["path", "old", "new"],
+        _edit,
         mutating=True,
     ),
 )
@@ -480,33 +435,28 @@ FS_TOOLS = (
 
 # The edit tools as a prompt format with edit blocks offers them (``dialects.local.blocks``, ADR
 # 0440): the same tools, their text arguments marked to be written as plain text after the call.
-_BLOCK_TEXT = {"type": "string", BLOCK_KEY: "fence"}
 BLOCK_EDIT_TOOLS = (
-    Tool(
-        spec=_spec(
-            "fs-write",
-            "Create or overwrite a file. The call gives only the path; right after the call, write "
-            "the file's whole new content in a fenced code block, ``` on a line before and after it.",
-            {"path": _PATH, "content": _BLOCK_TEXT},
-            ["path", "content"],
-        ),
-        run=_write,
+    tool(
+        "fs-write",
+        "Create or overwrite a file. The call gives only the path; right after the call, write "
+        "the file's whole new content in a fenced code block, ``` on a line before and after it.",
+        {"path": _PATH, "content": {"type": "string", BLOCK_KEY: "fence"}},
+        ["path", "content"],
+        _write,
         mutating=True,
     ),
-    Tool(
-        spec=_spec(
-            "fs-edit",
-            "Replace one exact piece of a file. The call gives only the path. Right after the call, "
-            "write a line <<<<<<< SEARCH, then the lines to change copied exactly from the file, "
-            "then a line =======, then the lines to put instead, then a line >>>>>>> REPLACE.",
-            {
-                "path": _PATH,
-                "old": {"type": "string", BLOCK_KEY: "search"},
-                "new": {"type": "string", BLOCK_KEY: "replace"},
-            },
-            ["path", "old", "new"],
-        ),
-        run=_edit,
+    tool(
+        "fs-edit",
+        "Replace one exact piece of a file. The call gives only the path. Right after the call, "
+        "write a line <<<<<<< SEARCH, then the lines to change copied exactly from the file, "
+        "then a line =======, then the lines to put instead, then a line >>>>>>> REPLACE.",
+        {
+            "path": _PATH,
+            "old": {"type": "string", BLOCK_KEY: "search"},
+            "new": {"type": "string", BLOCK_KEY: "replace"},
+        },
+        ["path", "old", "new"],
+        _edit,
         mutating=True,
     ),
 )

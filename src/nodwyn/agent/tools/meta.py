@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, fail
+from nodwyn.agent.tools.base import Outcome, ToolContext, fail, tool
 from nodwyn.agent.tools.fs import parse_lines
 from nodwyn.errors import ToolError
-from nodwyn.values.request import ToolSpec
 
 SUB_AGENT = "sub-agent"
 
@@ -45,54 +44,27 @@ def _not_here(args: dict[str, Any], ctx: ToolContext) -> Outcome:
 
 
 META_TOOLS = (
-    Tool(
-        spec=ToolSpec(
-            name="plan-write",
-            description=(
-                "Record the plan for this task: the steps you will take. It stays in the conversation."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"plan": {"type": "string"}},
-                "required": ["plan"],
-                "additionalProperties": False,
-            },
-        ),
-        run=_plan,
+    tool(
+        "plan-write",
+        "Record the plan for this task: the steps you will take. It stays in the conversation.",
+        {"plan": {"type": "string"}},
+        ["plan"],
+        _plan,
     ),
-    Tool(
-        spec=ToolSpec(
-            name="recall",
-            description=(
-                "Bring back an entry the window elided ([elided seq=N]) or lines a cut left out, "
-                'by its seq and an optional 1-based line range "A-B".'
-            ),
-            parameters={
-                "type": "object",
-                "properties": {"seq": {"type": "integer"}, "lines": {"type": "string"}},
-                "required": ["seq"],
-                "additionalProperties": False,
-            },
-        ),
-        run=_recall,
+    tool(
+        "recall",
+        "Bring back an entry the window elided ([elided seq=N]) or lines a cut left out, "
+        'by its seq and an optional 1-based line range "A-B".',
+        {"seq": {"type": "integer"}, "lines": {"type": "string"}},
+        ["seq"],
+        _recall,
     ),
-    Tool(
-        spec=ToolSpec(
-            name=SUB_AGENT,
-            description=(
-                "Hand a self-contained task to a sub-agent in a fresh context with only the named tools "
-                '(e.g. ["fs-read"]); its final answer comes back as this call\'s result.'
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "task": {"type": "string"},
-                    "tools": {"type": "array", "items": {"type": "string"}},
-                },
-                "required": ["task"],
-                "additionalProperties": False,
-            },
-        ),
-        run=_not_here,
+    tool(
+        SUB_AGENT,
+        "Hand a self-contained task to a sub-agent in a fresh context with only the named tools "
+        '(e.g. ["fs-read"]); its final answer comes back as this call\'s result.',
+        {"task": {"type": "string"}, "tools": {"type": "array", "items": {"type": "string"}}},
+        ["task"],
+        _not_here,
     ),
 )

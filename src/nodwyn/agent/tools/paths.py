@@ -24,8 +24,9 @@ from nodwyn.agent.tools.protect import NOTHING, Protected
 from nodwyn.errors import ToolError
 
 MAX_LINKS = 40  # symlinks followed in one path (the kernel's own limit)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,27 +41,20 @@ class Location:
     exists: bool
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "special file"
+_KINDS = (
+    (stat.S_ISREG, "file"),
+    (stat.S_ISDIR, "directory"),
+    (stat.S_ISFIFO, "FIFO (named pipe)"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISLNK, "symlink"),
+)
 
 
 def kind_of(mode: int) -> str:
     """``file``, ``directory``, or what else it is, for messages."""
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    return _kind(mode)
+    return next((kind for test, kind in _KINDS if test(mode)), "special file")
 
 
 def _parts(workspace_real: Path, raw: object) -> list[str]:
@@ -84,20 +78,6 @@ def _within(path: Path, root: Path) -> bool:
 
 
 @contextlib.contextmanager
-def workspace_fd(workspace: Path) -> Iterator[tuple[int, Path]]:
-    """The workspace opened as a directory, and its real path."""
-    real = workspace.resolve()
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ToolError(f"the workspace {real} cannot be opened ({exc.strerror}); check it exists") from None
-    try:
-        yield fd, real
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
 def locate(
     workspace: Path,
     raw: object,
@@ -108,16 +88,21 @@ def locate(
 ) -> Iterator[Location]:
     """Resolve ``raw`` inside the workspace (see the module docstring). A missing parent directory
     is made when ``make_dirs`` (after approval), else the location is reported as not existing.
-    A location in ``protected`` (nodwyn's own files) is refused before anything is made there."""
-    with workspace_fd(workspace) as (root_fd, real):
-        loc, opened = _walk(
-            root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs, protected=protected
-        )
+    A location in ``protected`` (nodwyn's own files) is refused before anything is made there.
+    Every directory opened on the way is closed when the location is left (or refused)."""
+    real = workspace.resolve()
+    try:
+        root_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ToolError(f"the workspace {real} cannot be opened ({exc.strerror}); check it exists") from None
+    try:
+        walker = _Walker(root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs, protected=protected)
         try:
-            yield loc
+            yield walker.walk()
         finally:
-            for fd in opened:
-                os.close(fd)
+            walker.close_all()
+    finally:
+        os.close(root_fd)
 
 
 _SHOWN_NAMES = 20
@@ -160,11 +145,8 @@ class _Walker:
         self.stack: list[tuple[int, str]] = [(root_fd, "")]  # open directories from the root
         self.links = 0
 
-    def opened(self) -> list[int]:
-        return [fd for fd, _ in self.stack[1:]]
-
     def close_all(self) -> None:
-        for fd in self.opened():
+        for fd, _ in self.stack[1:]:
             os.close(fd)
 
     def shown(self, name: str) -> str:
@@ -243,23 +225,10 @@ class _Walker:
         if not stat.S_ISDIR(st.st_mode):
             raise ToolError(f"{self.raw}: {self.shown(comp)} is a {kind_of(st.st_mode)}, not a directory")
         try:
-            fd = os.open(comp, _DIR_FLAGS, dir_fd=cur)
+            fd = os.open(comp, DIR_FLAGS, dir_fd=cur)
         except OSError as exc:
             raise _changed(self.raw, exc) from None
         self.stack.append((fd, comp))
-
-
-def _walk(
-    root_fd: int, real: Path, raw: object, *, must_exist: bool, make_dirs: bool, protected: Protected
-) -> tuple[Location, list[int]]:
-    """The location of ``raw`` and the directories opened to reach it (the caller closes them);
-    on a refusal every directory opened is closed."""
-    walker = _Walker(root_fd, real, raw, must_exist=must_exist, make_dirs=make_dirs, protected=protected)
-    try:
-        return walker.walk(), walker.opened()
-    except BaseException:
-        walker.close_all()
-        raise
 
 
 def _changed(raw: object, exc: OSError) -> ToolError:
@@ -283,7 +252,7 @@ def open_entry(loc: Location, raw: object) -> tuple[int, os.stat_result]:
         st = os.fstat(fd)
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             raise ToolError(
-                f"{loc.shown} is a {_kind(st.st_mode)}; the file tools read files and directories only"
+                f"{loc.shown} is a {kind_of(st.st_mode)}; the file tools read files and directories only"
             )
         os.set_blocking(fd, True)
     except BaseException:
@@ -328,12 +297,7 @@ def _write_entry(loc: Location, data: bytes) -> None:
     for _ in range(8):
         tmp = _tmp_name(loc.name)
         try:
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o666,
-                dir_fd=loc.dir_fd,
-            )
+            fd = os.open(tmp, _CREATE_FLAGS, 0o666, dir_fd=loc.dir_fd)
             break
         except FileExistsError:
             continue

@@ -22,9 +22,7 @@ _LIVE: weakref.WeakSet[ProcessGroups] = weakref.WeakSet()
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a reused id owned by someone else: not ours any more
+    except (ProcessLookupError, PermissionError):  # gone, or a reused id someone else owns: not ours
         return False
     return True
 

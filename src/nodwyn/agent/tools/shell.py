@@ -25,11 +25,10 @@ from dataclasses import replace
 from typing import Any
 
 from nodwyn.agent.sandbox import Sandbox, SandboxError, spawn, tidy, unavailable
-from nodwyn.agent.tools.base import Outcome, Tool, ToolContext, declined, fail
+from nodwyn.agent.tools.base import Outcome, ToolContext, declined, fail, tool
 from nodwyn.agent.tools.env import scrub_env
 from nodwyn.agent.tools.procs import ProcessGroups, group_alive, kill_group
 from nodwyn.errors import ToolError
-from nodwyn.values.request import ToolSpec
 
 MAX_OUTPUT = 256 * 1024  # bytes kept (head and tail) of a command's output
 MAX_STREAM = 64 * 1024 * 1024  # bytes a command may write in all before it is stopped
@@ -201,20 +200,14 @@ def _still_running(pgid: int) -> bool:
     return group_alive(pgid)
 
 
-SHELL = Tool(
-    spec=ToolSpec(
-        name="shell",
-        description="Run a shell command in the workspace; returns its output and exit status.",
-        parameters={
-            "type": "object",
-            "properties": {
-                "command": {"type": "string"},
-                "timeout": {"type": "integer", "description": "seconds (capped by the configuration)"},
-            },
-            "required": ["command"],
-            "additionalProperties": False,
-        },
-    ),
-    run=_shell,
+SHELL = tool(
+    "shell",
+    "Run a shell command in the workspace; returns its output and exit status.",
+    {
+        "command": {"type": "string"},
+        "timeout": {"type": "integer", "description": "seconds (capped by the configuration)"},
+    },
+    ["command"],
+    _shell,
     mutating=True,
 )

@@ -11,6 +11,7 @@ session's held values, in blocks of whole lines; lines are the view's lines.
 from __future__ import annotations
 
 import os
+import sys
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -24,15 +25,14 @@ BLOCK = 4 * 1024 * 1024  # bytes redacted at once (a whole-file read or a greppe
 def blocks(f: BinaryIO, known: Known, deadline: Deadline, limit: int | None = None) -> Iterator[str]:
     """The view of ``f`` from where it is, in blocks of about ``BLOCK`` bytes that end at a line's
     end (a line longer than a block is cut); at most ``limit`` bytes when given."""
-    left = limit
-    while left is None or left > 0:
-        chunk = f.read(BLOCK if left is None else min(BLOCK, left))
+    left = sys.maxsize if limit is None else limit
+    while left > 0:
+        chunk = f.read(min(BLOCK, left))
         if not chunk:
             return
-        if not chunk.endswith(b"\n") and (left is None or left > len(chunk)):
-            chunk += f.readline(BLOCK if left is None else min(BLOCK, left - len(chunk)))
-        if left is not None:
-            left -= len(chunk)
+        if not chunk.endswith(b"\n") and left > len(chunk):
+            chunk += f.readline(min(BLOCK, left - len(chunk)))
+        left -= len(chunk)
         deadline.check()
         yield redact_text(chunk.decode("utf-8", errors="replace"), known)
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nodwyn.agent.tools.deadline import Deadline
+from nodwyn.agent.tools.paths import DIR_FLAGS
 from nodwyn.agent.tools.protect import Protected
 
 MAX_DEPTH = 64  # directory levels below the one searched
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(slots=True)
@@ -97,7 +97,7 @@ def walk_files(
                 walked.too_deep += 1
                 continue
             try:
-                child = os.open(name, _DIR_FLAGS, dir_fd=top.fd)
+                child = os.open(name, DIR_FLAGS, dir_fd=top.fd)
             except OSError:
                 continue
             try:
