@@ -50,8 +50,8 @@ class JsonLines:
     def session(self, **fields: Any) -> None:
         emit({"type": "session", "version": JSONL_VERSION, **fields})
 
-    def _flush(self) -> None:
-        for kind in list(self._streams):
+    def _flush(self, but: str | None = None) -> None:
+        for kind in [k for k in self._streams if k != but]:
             self._delta(kind, self._streams.pop(kind).flush())
 
     def _delta(self, kind: str, text: str) -> None:
@@ -59,8 +59,7 @@ class JsonLines:
             emit({"type": "delta", "kind": kind, "text": text})
 
     def delta(self, kind: str, fragment: str) -> None:
-        for other in [k for k in self._streams if k != kind]:
-            self._delta(other, self._streams.pop(other).flush())
+        self._flush(but=kind)
         self._delta(kind, self._streams.setdefault(kind, Stream()).feed(fragment))
 
     def request(self, event: Event) -> None:

@@ -26,7 +26,8 @@ import orjson
 from click.globals import resolve_color_default
 
 from nodwyn.agent import MODES, STOPPED_EXIT, Agent, Outcome, TurnResult, compact, read_image, switch_model
-from nodwyn.cli.complete import complete_models, complete_sessions
+from nodwyn.cli.common import SESSION
+from nodwyn.cli.complete import complete_models
 from nodwyn.cli.jsonl import JsonLines
 from nodwyn.cli.screen import Stream, approval_lines, hold, redacted, shown
 from nodwyn.compose import APPROVALS, Opened, open_agent
@@ -685,7 +686,7 @@ def chat(opts: Options) -> None:
 
 
 @click.command()
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.argument("task", required=False)
 @_session_options
 def resume(session: str, task: str | None, opts: Options) -> None:

@@ -10,6 +10,7 @@ aggregation.
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -267,9 +268,7 @@ class _Console:
             last, fresh = state.diagnoses_after(after)
             return JSONResponse({"last_seq": last, "requests": [diagnosis_json(d) for d in fresh]})
         found = state.diagnoses()
-        counts: dict[str, int] = {}
-        for d in found:
-            counts[d.kind] = counts.get(d.kind, 0) + 1
+        counts = Counter(d.kind for d in found)
         return JSONResponse(
             {
                 "last_seq": state.diagnosed[0] if state.diagnosed else 0,

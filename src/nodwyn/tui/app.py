@@ -32,7 +32,7 @@ from nodwyn.compose import Opened, held_values, load_config, open_agent
 from nodwyn.errors import NodwynError, StorageError, did_you_mean
 from nodwyn.log import Store, data_root
 from nodwyn.stats import Aggregator, overview, percent
-from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Sent, Turns
+from nodwyn.tui.bridge import Answer, Ask, Bridge, Calling, Delta, Events, Notice, Sent, Turns
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.conversation import Conversation
 from nodwyn.tui.panel import CachePanel
@@ -394,11 +394,9 @@ class NodwynApp(App[None]):
         elif isinstance(item, Ask):
             answer = item.answer
 
-            def decided(choice: str | None) -> None:
+            def decided(choice: Answer | None) -> None:
                 if not answer.done():
-                    answer.set_result(
-                        "once" if choice == "once" else "session" if choice == "session" else "decline"
-                    )
+                    answer.set_result(choice or "decline")
 
             self.push_screen(ApprovalScreen(item.tool, item.what, item.call, item.where), decided)
         elif isinstance(item, Ready):
@@ -492,14 +490,10 @@ class NodwynApp(App[None]):
         self.panel.display = not self.panel.display
 
     def action_toggle_thinking(self) -> None:
-        items = self.conversation.query("Collapsible.think")
-        expanded = any(getattr(c, "collapsed", True) for c in items)
-        self.conversation.set_thinking(expanded)
+        self.conversation.toggle("think")
 
     def action_toggle_results(self) -> None:
-        items = self.conversation.query("Collapsible.tool")
-        expanded = any(getattr(c, "collapsed", True) for c in items)
-        self.conversation.set_results(expanded)
+        self.conversation.toggle("tool")
 
     def action_older(self) -> None:
         """Show the 100 events before the first one shown, read by index by a reader of its own."""
