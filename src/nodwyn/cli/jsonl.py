@@ -45,7 +45,6 @@ class JsonLines:
         self._streams: dict[str, Stream] = {}
         self._reply_seq: int | None = None  # the llm.resp whose calls are being answered
         self.last_seq: Callable[[], int] = lambda: 0  # the log's last seq, once the agent exists
-        self.status = _NoStatus()
 
     def session(self, **fields: Any) -> None:
         emit({"type": "session", "version": JSONL_VERSION, **fields})
@@ -117,10 +116,6 @@ class JsonLines:
         emit({"type": "note", "text": redacted(text)})
         click.secho(f"nodwyn: {shown(text)}", err=True, fg="yellow")
 
-    def interrupted(self) -> str:
-        self._streams.clear()
-        return ""
-
     def answer(self, result: object) -> None:
         """After a turn: the rest of the reply; the answer itself is on the ``result`` line."""
         self._flush()
@@ -129,15 +124,3 @@ class JsonLines:
         """The last line: the object ``--json`` prints, typed."""
         self._flush()
         emit({"type": "result", **doc})
-
-
-class _NoStatus:
-    """No waiting line: stdout is for the stream, and stderr's line would only be noise."""
-
-    running = False
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass

@@ -33,15 +33,13 @@ PROVES = (
 SEAL_CHECK = "`nodwyn verify SESSION` checks a sealed session's events against its seal"
 
 
-def _short(d: str) -> str:
-    return d[:19] + "…" if len(d) > 20 else d
-
-
 def _verdict_line(v: Verdict) -> str:
     head = f"seq {v.seq:<7} {v.ctx:<10}"
     if v.error is None:
         assert v.replayed is not None
-        return f"{head} ok        {_short(v.replayed.digest)}  window-v{v.replayed.recipe_version}"
+        digest = v.replayed.digest
+        short = digest[:19] + "…" if len(digest) > 20 else digest
+        return f"{head} ok        {short}  window-v{v.replayed.recipe_version}"
     label = type(v.error).__name__.removesuffix("Error").lower()
     message = str(v.error).replace("\r", "\\r").replace("\n", "\\n")  # one verdict, one line
     return f"{head} refused   {label}: {message}"

@@ -29,17 +29,6 @@ from nodwyn.values.model import Prices
 _DATA_WIDTH = 160
 
 
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    size, unit = n / 1024, "KB"
-    for bigger in ("MB", "GB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, bigger
-    return f"{size:.1f} {unit}"
-
-
 def _when(t: str | None) -> str:
     return "-" if t is None else t[:19].replace("T", " ")
 

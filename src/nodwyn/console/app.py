@@ -129,8 +129,7 @@ def _list_row(source: Source, registry: Registry, sid: str) -> dict[str, Any]:
             state = registry.get(sid)
         except NodwynError as exc:
             info = replace(info, error=str(exc))
-    title = state.title if state is not None else None
-    model = state.model if state is not None else None
+    title, model = (state.title, state.model) if state is not None else (None, None)
     if state is None and info.error is None and info.events:
         head = source.read(sid, 1, min(info.events, 50))
         title = next((t for t in map(title_of, head) if t is not None), None)

@@ -10,12 +10,14 @@ block early.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import assert_never
 
 from nodwyn.replay import in_words
 from nodwyn.stats import Totals, percent
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.events import (
     CTX_OPEN,
     MAIN_CTX,
@@ -70,10 +72,6 @@ def _esc(text: str) -> str:
 
 def _args(arguments: str) -> tuple[str, str]:
     """Tool-call arguments pretty-printed when they are JSON (they are sent as a string)."""
-    import json
-
-    from nodwyn.values.arguments import ArgumentsError, load_arguments
-
     try:
         pretty = json.dumps(load_arguments(arguments), indent=2, ensure_ascii=False)
         pretty.encode("utf-8")  # a lone surrogate (a "\\ud800" escape) stays as the model wrote it

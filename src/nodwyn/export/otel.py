@@ -90,19 +90,16 @@ def _server(origin: Origin) -> list[tuple[str, AttrValue]]:
     """``gen_ai.provider.name`` and ``server.*`` from the request's origin. The log records the
     model entry's server name and URL, not which company runs it, and nothing is guessed from a
     URL: the provider is the server the entry names, else the URL's host."""
-    out: list[tuple[str, AttrValue]] = []
-    url = origin.url
     host, port = None, None
-    if url:
+    if origin.url:
         try:
-            parts = urlsplit(url)
+            parts = urlsplit(origin.url)
             host, port = parts.hostname, parts.port
-            if port is None and parts.scheme in ("http", "https"):
-                port = 443 if parts.scheme == "https" else 80
         except ValueError:
             host = None
-    provider = origin.server or host
-    out.append(("gen_ai.provider.name", provider or "unknown"))
+        else:
+            port = {"https": 443, "http": 80}.get(parts.scheme) if port is None else port
+    out: list[tuple[str, AttrValue]] = [("gen_ai.provider.name", origin.server or host or "unknown")]
     if host:
         out.append(("server.address", host))
         if port is not None:
@@ -161,8 +158,8 @@ class _Tracer:
         self.last_t = ev.t
         p = decoded(ev)
         match p:
-            case SessionStart() | SessionResume() if not self.first_model:
-                self.first_model = p.model
+            case SessionStart() | SessionResume():
+                self.first_model = self.first_model or p.model
             case CtxOpen():
                 self.ctx_span[p.id] = self.span_id(ev)
                 self.ctx_open[p.id] = (ev, p)
@@ -176,16 +173,7 @@ class _Tracer:
                 self.reply(ev, p)
             case ToolResult():
                 self.tool(ev, p, self.asked.pop(p.call_id, None))
-            case (
-                SessionStart()
-                | SessionResume()
-                | UserMsg()
-                | GatePlan()
-                | Note()
-                | Bookkeeping()
-                | Observed()
-                | None
-            ):
+            case UserMsg() | GatePlan() | Note() | Bookkeeping() | Observed() | None:
                 pass  # no span of their own (the spans are the agent, its contexts, requests, tools)
             case _:
                 assert_never(p)

@@ -17,23 +17,18 @@ from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     GATE_PLAN,
     MAIN_CTX,
+    Bookkeeping,
     CtxClose,
     CtxOpen,
-    CtxWiden,
     Event,
     GatePlan,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
-    LogRepaired,
     ModelSwitch,
     Note,
-    ResultFold,
+    Observed,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -281,18 +276,7 @@ class Conversation(VerticalScroll):
                 return [Static(Text(f"{where}opened {p.kind} context {shown(p.id)}"), classes="aside")]
             case CtxClose():
                 return [Static(Text(f"closed context {shown(p.id)}"), classes="aside")]
-            case (
-                SessionStart()
-                | GatePlan()
-                | ResultFold()
-                | SummaryAdd()
-                | SummaryRevoke()
-                | CtxWiden()
-                | LogRepaired()
-                | LlmSeen()
-                | ImportView()
-                | None
-            ):
+            case SessionStart() | GatePlan() | Bookkeeping() | Observed() | None:
                 return []  # not drawn (the plan goes to its panel; a damaged payload shows nothing)
             case _:
                 assert_never(p)
