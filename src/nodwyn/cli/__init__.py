@@ -19,11 +19,13 @@ from nodwyn.errors import NodwynError, StorageError
 
 if TYPE_CHECKING:
     from nodwyn.cli.complete import complete_models, complete_sessions
-    from nodwyn.cli.screen import Stream, hold, shown
+    from nodwyn.cli.screen import Stream, hold, hold_configured, shown
 
-__all__ = ["Stream", "complete_models", "complete_sessions", "hold", "main", "shown"]
+__all__ = ["Stream", "complete_models", "complete_sessions", "hold", "hold_configured", "main", "shown"]
 
-__getattr__ = lazy(__name__, {"complete": "complete_models complete_sessions", "screen": "Stream hold shown"})
+__getattr__ = lazy(
+    __name__, {"complete": "complete_models complete_sessions", "screen": "Stream hold hold_configured shown"}
+)
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {

@@ -1,5 +1,5 @@
-"""What the commands that read sessions share: the ``--root`` option, the data root it overrides,
-the store under it, and the model prices for cost columns."""
+"""What the commands that read sessions share: the SESSION argument, the ``--root`` option, the
+data root it overrides, the store under it, and the model prices for cost columns."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 
+from nodwyn.cli.complete import complete_sessions
 from nodwyn.errors import ConfigError
 from nodwyn.log import Store, data_root
 from nodwyn.values.model import Prices
 
+SESSION = click.argument("session", shell_complete=complete_sessions)
 ROOT = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -27,6 +29,12 @@ def root_dir(root: Path | None) -> Path:
 
 def store_for(root: Path | None) -> Store:
     return Store(root_dir(root))
+
+
+def resolved(root: Path | None, session: str) -> tuple[Store, str]:
+    """The store and SESSION's id in it (an id, a unique prefix, its random suffix, latest)."""
+    store = store_for(root)
+    return store, store.resolve(session)
 
 
 def model_prices() -> dict[str, Prices]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, model_prices, store_for
+from nodwyn.cli.common import ROOT, model_prices, resolved
 from nodwyn.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -86,8 +86,7 @@ def export(
     headers = _headers(otlp_header)
     from nodwyn.cli.screen import hold_configured, json_safe, redacted_events, shown
 
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     hold_configured()  # every output, not only a terminal, is cleared of the credentials held now
     with store.open(sid) as log:
         events = redacted_events(log.read())

@@ -45,13 +45,12 @@ class JsonLines:
         self._streams: dict[str, Stream] = {}
         self._reply_seq: int | None = None  # the llm.resp whose calls are being answered
         self.last_seq: Callable[[], int] = lambda: 0  # the log's last seq, once the agent exists
-        self.status = _NoStatus()
 
     def session(self, **fields: Any) -> None:
         emit({"type": "session", "version": JSONL_VERSION, **fields})
 
-    def _flush(self) -> None:
-        for kind in list(self._streams):
+    def _flush(self, but: str | None = None) -> None:
+        for kind in [k for k in self._streams if k != but]:
             self._delta(kind, self._streams.pop(kind).flush())
 
     def _delta(self, kind: str, text: str) -> None:
@@ -59,8 +58,7 @@ class JsonLines:
             emit({"type": "delta", "kind": kind, "text": text})
 
     def delta(self, kind: str, fragment: str) -> None:
-        for other in [k for k in self._streams if k != kind]:
-            self._delta(other, self._streams.pop(other).flush())
+        self._flush(but=kind)
         self._delta(kind, self._streams.setdefault(kind, Stream()).feed(fragment))
 
     def request(self, event: Event) -> None:
@@ -118,10 +116,6 @@ class JsonLines:
         emit({"type": "note", "text": redacted(text)})
         click.secho(f"nodwyn: {shown(text)}", err=True, fg="yellow")
 
-    def interrupted(self) -> str:
-        self._streams.clear()
-        return ""
-
     def answer(self, result: object) -> None:
         """After a turn: the rest of the reply; the answer itself is on the ``result`` line."""
         self._flush()
@@ -130,15 +124,3 @@ class JsonLines:
         """The last line: the object ``--json`` prints, typed."""
         self._flush()
         emit({"type": "result", **doc})
-
-
-class _NoStatus:
-    """No waiting line: stdout is for the stream, and stderr's line would only be noise."""
-
-    running = False
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass

@@ -9,8 +9,7 @@ from pathlib import Path
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, store_for
-from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.common import ROOT, SESSION, resolved
 from nodwyn.cli.screen import hold_configured, json_safe, shown
 from nodwyn.errors import CorruptLogError, NodwynError
 from nodwyn.log import SessionLog
@@ -34,15 +33,13 @@ PROVES = (
 SEAL_CHECK = "`nodwyn verify SESSION` checks a sealed session's events against its seal"
 
 
-def _short(d: str) -> str:
-    return d[:19] + "…" if len(d) > 20 else d
-
-
 def _verdict_line(v: Verdict) -> str:
     head = f"seq {v.seq:<7} {v.ctx:<10}"
     if v.error is None:
         assert v.replayed is not None
-        return f"{head} ok        {_short(v.replayed.digest)}  window-v{v.replayed.recipe_version}"
+        digest = v.replayed.digest
+        short = digest[:19] + "…" if len(digest) > 20 else digest
+        return f"{head} ok        {short}  window-v{v.replayed.recipe_version}"
     label = type(v.error).__name__.removesuffix("Error").lower()
     message = str(v.error).replace("\r", "\\r").replace("\n", "\\n")  # one verdict, one line
     return f"{head} refused   {label}: {message}"
@@ -72,17 +69,8 @@ def _all(log: SessionLog, as_json: bool) -> int:
         click.echo(json_safe(_verdict_json(v).decode()) if as_json else shown(_verdict_line(v)))
     refused = total - verified
     if as_json:
-        click.echo(
-            orjson.dumps(
-                {
-                    "total": total,
-                    "verified": verified,
-                    "refused": refused,
-                    "proves": PROVES,
-                    "seal": SEAL_CHECK,
-                }
-            )
-        )
+        doc = {"total": total, "verified": verified, "refused": refused, "proves": PROVES, "seal": SEAL_CHECK}
+        click.echo(orjson.dumps(doc))
     else:
         click.echo(f"{total} requests: {verified} verified, {refused} refused")
         click.echo(f"nodwyn: {PROVES}; {SEAL_CHECK}", err=True)  # what "verified" means (ADR 0336)
@@ -150,7 +138,7 @@ class _Counting:
 
 
 @click.command()
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.option(
     "--window", "seq", type=click.IntRange(min=1), default=None, help="rebuild request SEQ and prove it"
 )
@@ -187,8 +175,7 @@ def replay(
         raise click.UsageError("--window and --all exclude each other")
     if expect is not None and seq is None:
         raise click.UsageError("--expect goes with --window SEQ")
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     hold_configured()  # what is printed is cleared of the credentials held now (ADR 0332)
     with store.open(sid) as log:
         if every:

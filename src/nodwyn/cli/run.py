@@ -26,7 +26,8 @@ import orjson
 from click.globals import resolve_color_default
 
 from nodwyn.agent import MODES, STOPPED_EXIT, Agent, Outcome, TurnResult, compact, read_image, switch_model
-from nodwyn.cli.complete import complete_models, complete_sessions
+from nodwyn.cli.common import SESSION
+from nodwyn.cli.complete import complete_models
 from nodwyn.cli.jsonl import JsonLines
 from nodwyn.cli.screen import Stream, approval_lines, hold, redacted, shown
 from nodwyn.compose import APPROVALS, Opened, open_agent
@@ -216,12 +217,7 @@ class LineDisplay:
             self._end_lines()
             click.echo(shown(result.text.rstrip("\n")))
         if result.cut_at is not None and (self.answer_live or self.answer_out):
-            click.echo(cut_mark(result.cut_at))
-
-
-def cut_mark(tokens: int) -> str:
-    """What follows an answer cut at the output cap, on its own line."""
-    return f"[reply cut at {tokens} output tokens]"
+            click.echo(f"[reply cut at {result.cut_at} output tokens]")  # on its own line
 
 
 def _ask(tool: str, what: str, where: str | None) -> bool:
@@ -341,21 +337,18 @@ def _open(opts: Options, out: Output, resume: str | None = None, task: str | Non
     )
     agent = opened.agent
     hold(agent.log.known)  # what the screen clears of credentials from here on
+    facts = {
+        "session": agent.session_id,
+        "model": agent.model.name,
+        "recipe": f"window-v{agent.settings.recipe.version}",
+        "workspace": str(agent.settings.workspace),
+        "sandbox": agent.settings.sandbox.describe(),
+        "approval": opened.approval,
+    }
     if out.jsonl is not None:
         out.jsonl.last_seq = lambda: agent.log.last_seq
-        out.jsonl.session(
-            session=agent.session_id,
-            model=agent.model.name,
-            recipe=f"window-v{agent.settings.recipe.version}",
-            workspace=str(agent.settings.workspace),
-            sandbox=agent.settings.sandbox.describe(),
-            approval=opened.approval,
-        )
-    out.info(
-        f"[session {agent.session_id} · model {agent.model.name} · window-v{agent.settings.recipe.version}"
-        f" · workspace {agent.settings.workspace} · sandbox {agent.settings.sandbox.describe()}"
-        f" · approval {opened.approval}]"
-    )
+        out.jsonl.session(**facts)
+    out.info("[" + " · ".join(v if k == "recipe" else f"{k} {v}" for k, v in facts.items()) + "]")
     if opened.project_doc is not None:
         out.info(f"[{opened.project_doc.banner()}]")
     if opened.servers is not None and opened.servers.started:
@@ -369,17 +362,10 @@ def _open(opts: Options, out: Output, resume: str | None = None, task: str | Non
     return opened
 
 
-def _piped_stdin() -> str | None:
-    """What a pipe or file on stdin holds; None on a terminal."""
-    if sys.stdin is None or sys.stdin.isatty():
-        return None
-    return sys.stdin.read()
-
-
 def _task(task: str | None) -> str | None:
     """The task: ``-`` (or none) reads it from a pipe; otherwise a pipe's text is context, placed
     before the task (as ``cat notes.txt | nodwyn run "summarise"`` means)."""
-    piped = _piped_stdin()
+    piped = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()  # a pipe's or file's
     if task is None or task == "-":
         if piped is None or not piped.strip():
             return None
@@ -560,30 +546,27 @@ def _reader(opened: Opened) -> Callable[[], str]:
 def _chat_loop(opened: Opened, first_images: tuple[Path, ...], out: Output) -> None:
     """Chat until /quit or the end of input; then the session's figures, and the session closed."""
     try:
-        _chat(_Chat(opened, first_images, out), opened, out)
+        chat = _Chat(opened, first_images, out)
+        extra = "".join(f", /{name}" for name in sorted(chat.strategies))
+        out.info(f"chat: type a message; /plan TASK, /compact, /model NAME, /models{extra}, /help, /quit")
+        read = _reader(opened)
+        while True:
+            try:
+                line = read()
+            except (EOFError, click.exceptions.Abort):
+                break
+            text = line.strip()
+            if not text:
+                continue
+            before = chat.agent.log.last_seq
+            step = chat.line(text)
+            if step == "quit":
+                break
+            if step == "done":
+                out.turn_line(chat.agent, before)
     finally:
         out.finish(opened.agent)
         opened.close()
-
-
-def _chat(chat: _Chat, opened: Opened, out: Output) -> None:
-    extra = "".join(f", /{name}" for name in sorted(chat.strategies))
-    out.info(f"chat: type a message; /plan TASK, /compact, /model NAME, /models{extra}, /help, /quit")
-    read = _reader(opened)
-    while True:
-        try:
-            line = read()
-        except (EOFError, click.exceptions.Abort):
-            break
-        text = line.strip()
-        if not text:
-            continue
-        before = chat.agent.log.last_seq
-        step = chat.line(text)
-        if step == "quit":
-            break
-        if step == "done":
-            out.turn_line(chat.agent, before)
 
 
 _Step = Literal["done", "skip", "quit"]  # skip: nothing was asked, so no turn line
@@ -596,6 +579,8 @@ class _Chat:
     def __init__(self, opened: Opened, first_images: tuple[Path, ...], out: Output) -> None:
         self.agent = opened.agent
         self.out = out
+        assert isinstance(out.display, LineDisplay)  # a chat has no --jsonl
+        self.display = out.display
         self.images = first_images
         self.strategies = opened.extensions.strategies
         self.commands = [f"/{c}" for c in SLASH if c != "exit"] + [f"/{s}" for s in sorted(self.strategies)]
@@ -611,15 +596,15 @@ class _Chat:
             if text.startswith("/"):
                 name, _, arg = text[1:].partition(" ")
                 return self.command(name, arg.strip())
-            self.out.display.answer(self.agent.user_turn(text, self.images))
+            self.display.answer(self.agent.user_turn(text, self.images))
             self.images = ()
         except NodwynError as exc:
             # A failed request is in the log; the person can go on or /quit and resume later.
-            self.out.display.status.stop()
+            self.display.status.stop()
             _err(f"nodwyn: {shown(str(exc))}", fg="red")
             self.agent.settle()
         except KeyboardInterrupt:
-            partial = self.out.display.interrupted()
+            partial = self.display.interrupted()
             _err("\nnodwyn: interrupted; the log keeps everything so far", fg="yellow")
             self.agent.settle()
             if partial:
@@ -668,7 +653,7 @@ class _Chat:
         if not arg:
             _err("usage: /plan TASK")
             return "skip"
-        self.out.display.answer(self.agent.user_turn(arg, self.images, plan_first=True))
+        self.display.answer(self.agent.user_turn(arg, self.images, plan_first=True))
         self.images = ()
         return "done"
 
@@ -685,7 +670,7 @@ def chat(opts: Options) -> None:
 
 
 @click.command()
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.argument("task", required=False)
 @_session_options
 def resume(session: str, task: str | None, opts: Options) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Final
 
@@ -29,14 +29,14 @@ def hold(known: Known) -> None:
     _HELD[0] = known
 
 
-def hold_configured() -> None:
+def hold_configured(env: Mapping[str, str] = os.environ) -> None:
     """Hold the credentials config.toml and the keychain name, for a command that opens no session
     (``log``, ``replay``): an old log may hold a value the redaction of its time did not know."""
     from nodwyn.compose import held_values, load_config
     from nodwyn.errors import NodwynError
 
     with contextlib.suppress(NodwynError):  # no config: only the shapes
-        hold(held_values(os.environ, load_config(os.environ)))
+        hold(held_values(env, load_config(env)))
 
 
 def json_safe(line: str) -> str:

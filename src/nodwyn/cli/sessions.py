@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, model_prices, store_for
-from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.common import ROOT, SESSION, model_prices, resolved, store_for
 from nodwyn.cli.screen import hold_configured, json_safe, redacted, shown
 from nodwyn.errors import NodwynError, NotFoundError
 from nodwyn.log import SessionInfo, Store, encode_event
@@ -29,31 +29,12 @@ from nodwyn.values.model import Prices
 _DATA_WIDTH = 160
 
 
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    size, unit = n / 1024, "KB"
-    for bigger in ("MB", "GB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, bigger
-    return f"{size:.1f} {unit}"
-
-
 def _when(t: str | None) -> str:
     return "-" if t is None else t[:19].replace("T", " ")
 
 
 def _info_json(info: SessionInfo, view: Overview | None) -> bytes:
-    doc: dict[str, Any] = {
-        "id": info.id,
-        "start": info.start,
-        "last": info.last,
-        "events": info.events,
-        "size": info.size,
-        "torn_bytes": info.torn_bytes,
-        "error": info.error,
-    }
+    doc: dict[str, Any] = dataclasses.asdict(info)  # id, start, last, events, size, torn_bytes, error
     if view is not None:
         doc.update(
             first_message=view.first_message,
@@ -137,15 +118,14 @@ def _sandbox_tag(event: Event) -> str:
 
 
 @click.command()
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.option("--from", "first", type=click.IntRange(min=1), default=1, show_default=True, help="first seq")
 @click.option("--to", "last", type=click.IntRange(min=1), default=None, help="last seq (default: the last)")
 @click.option("--json", "as_json", is_flag=True, help="print each event as its JSON line")
 @ROOT
 def log(session: str, first: int, last: int | None, as_json: bool, root: Path | None) -> None:
     """Print the events of SESSION (an id, a unique prefix of one, or latest), by seq range."""
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     if last is not None and last < first:
         raise click.UsageError(f"--to {last} is before --from {first}")
     hold_configured()

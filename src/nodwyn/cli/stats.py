@@ -3,14 +3,14 @@ request read what it read from the provider's cache)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, model_prices, store_for
-from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.common import ROOT, SESSION, model_prices, resolved
 from nodwyn.cli.screen import shown
 from nodwyn.replay import diagnose_session
 from nodwyn.stats import (
@@ -32,8 +32,7 @@ def aggregate(
 ) -> tuple[str, Aggregator, list[Diagnosis]]:
     """The session's figures from one read of its log, and with ``diagnose`` every request's
     diagnosis (one replay pass)."""
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     agg = Aggregator(model_prices())
     with store.open(sid, write=False) as log:
         agg.feed_all(log.read())
@@ -229,7 +228,7 @@ def _emit_json(value: Any) -> None:
 
 
 @click.command()
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.option("--json", "as_json", is_flag=True, help="print the totals and rows as JSON")
 @ROOT
 def stats(session: str, as_json: bool, root: Path | None) -> None:
@@ -251,7 +250,7 @@ def stats(session: str, as_json: bool, root: Path | None) -> None:
 
 
 @click.command()
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.option("--json", "as_json", is_flag=True, help="print the diagnoses as JSON")
 @ROOT
 def cache(session: str, as_json: bool, root: Path | None) -> None:
@@ -262,9 +261,8 @@ def cache(session: str, as_json: bool, root: Path | None) -> None:
             {"session": sid, "requests": [{**diagnosis_json(d), "detail": describe(d)} for d in diagnoses]}
         )
         return
-    counts: dict[str, int] = {}
+    counts = Counter(d.kind for d in diagnoses)
     for d in diagnoses:
-        counts[d.kind] = counts.get(d.kind, 0) + 1
         flag = "!" if d.disagrees else " "
         click.echo(shown(f"{d.seq:>7}{flag}{d.ctx[:10]:<10} {d.kind:<12} {describe(d)}"))
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))

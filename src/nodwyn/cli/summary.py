@@ -7,8 +7,7 @@ from pathlib import Path
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, store_for
-from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.common import ROOT, SESSION, resolved
 from nodwyn.errors import ConfigError
 from nodwyn.replay import SummaryInfo, add_summary, list_summaries, revoke_summary
 
@@ -30,7 +29,7 @@ def _read_text(path: Path) -> str:
 
 
 @summary.command("add")
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.option(
     "--from", "first", type=click.IntRange(min=1), required=True, help="seq of the span's first event"
 )
@@ -40,24 +39,25 @@ def _read_text(path: Path) -> str:
 def add(session: str, first: int, last: int, file: Path, root: Path | None) -> None:
     """Append the reviewed summary in FILE for the turns FROM..TO of SESSION (which must not be running)."""
     text = _read_text(file)
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     with store.open(sid, write=True) as log:
         ev = add_summary(log, first, last, text)
     click.echo(f"summary seq {ev.seq} added to {sid}: seq {first}..{last} in context {ev.ctx}")
 
 
 @summary.command("revoke")
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.argument("summary_seq", type=click.IntRange(min=1))
 @ROOT
 def revoke(session: str, summary_seq: int, root: Path | None) -> None:
     """Revoke the summary at SUMMARY_SEQ: later windows show its source again."""
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     with store.open(sid, write=True) as log:
         ev = revoke_summary(log, summary_seq)
     click.echo(f"summary seq {summary_seq} of {sid} revoked at seq {ev.seq}")
+
+
+_JSON_KEYS = ("seq", "ctx", "first", "last", "status", "by", "source_digest", "text")
 
 
 def _line(s: SummaryInfo) -> str:
@@ -69,31 +69,17 @@ def _line(s: SummaryInfo) -> str:
 
 
 @summary.command("list")
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per summary")
 @ROOT
 def list_(session: str, as_json: bool, root: Path | None) -> None:
     """List SESSION's summaries: seq, context, span, status (active, revoked, superseded, stale)."""
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     with store.open(sid) as log:
         found = list_summaries(list(log.read()))
     if as_json:
         for s in found:
-            click.echo(
-                orjson.dumps(
-                    {
-                        "seq": s.seq,
-                        "ctx": s.ctx,
-                        "first": s.first,
-                        "last": s.last,
-                        "status": s.status,
-                        "by": s.by,
-                        "source_digest": s.source_digest,
-                        "text": s.text,
-                    }
-                )
-            )
+            click.echo(orjson.dumps({k: getattr(s, k) for k in _JSON_KEYS}))
         return
     if not found:
         click.echo(f"no summaries in {sid}")

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import click
 
-from nodwyn.cli.common import ROOT, store_for
-from nodwyn.cli.complete import complete_sessions
+from nodwyn.cli.common import ROOT, SESSION, resolved
 from nodwyn.errors import ConfigError, CorruptLogError, NotFoundError
 
 
 @click.command()
-@click.argument("session", shell_complete=complete_sessions)
+@SESSION
 @ROOT
 def verify(session: str, root: Path | None) -> None:
     """Check SESSION's events against its seal: exit 0 when every event is sealed and unchanged,
@@ -31,8 +30,7 @@ def verify(session: str, root: Path | None) -> None:
             f"no seal secret in keychain {keychain_where(os.environ)}; `nodwyn keys seal` creates one "
             "(sessions created after that are sealed)"
         )
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     found = check_session(key, store.folder(sid), sid)
     if not found.present:
         raise NotFoundError(

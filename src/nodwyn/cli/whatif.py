@@ -9,7 +9,7 @@ from typing import Any
 import click
 import orjson
 
-from nodwyn.cli.common import ROOT, store_for
+from nodwyn.cli.common import ROOT, resolved
 from nodwyn.cli.complete import complete_sessions
 from nodwyn.cli.screen import json_safe, shown
 from nodwyn.errors import ConfigError
@@ -43,8 +43,7 @@ def session_prices(start: SessionStart, model: str) -> Prices | None:
 
 
 def load_session(root: Path | None, session: str) -> tuple[str, Run, Prices | None]:
-    store = store_for(root)
-    sid = store.resolve(session)
+    store, sid = resolved(root, session)
     with store.open(sid, write=False) as log:
         first = decode(next(iter(log.read(1, 1))))
         run = conversation(log)

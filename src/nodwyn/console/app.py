@@ -10,6 +10,7 @@ aggregation.
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -128,8 +129,7 @@ def _list_row(source: Source, registry: Registry, sid: str) -> dict[str, Any]:
             state = registry.get(sid)
         except NodwynError as exc:
             info = replace(info, error=str(exc))
-    title = state.title if state is not None else None
-    model = state.model if state is not None else None
+    title, model = (state.title, state.model) if state is not None else (None, None)
     if state is None and info.error is None and info.events:
         head = source.read(sid, 1, min(info.events, 50))
         title = next((t for t in map(title_of, head) if t is not None), None)
@@ -267,9 +267,7 @@ class _Console:
             last, fresh = state.diagnoses_after(after)
             return JSONResponse({"last_seq": last, "requests": [diagnosis_json(d) for d in fresh]})
         found = state.diagnoses()
-        counts: dict[str, int] = {}
-        for d in found:
-            counts[d.kind] = counts.get(d.kind, 0) + 1
+        counts = Counter(d.kind for d in found)
         return JSONResponse(
             {
                 "last_seq": state.diagnosed[0] if state.diagnosed else 0,

@@ -33,9 +33,6 @@ class Source:
         """Session ids, newest first."""
         return self._store.ids()[::-1]
 
-    def resolve(self, prefix: str) -> str:
-        return self._store.resolve(prefix)
-
     def info(self, session: str) -> SessionInfo:
         return self._store.info(session)
 
@@ -68,9 +65,3 @@ class Source:
 
     def read(self, session: str, first: int = 1, last: int | None = None) -> list[Event]:
         return self.with_log(session, lambda log: list(log.read(first, last)))
-
-    def close(self) -> None:
-        with self._lock:
-            for log in self._logs.values():
-                log.close()
-            self._logs.clear()

@@ -53,11 +53,9 @@ class SessionState:
         self.id = session
         self.agg = Aggregator(prices)
         self.title: str | None = None
-        self.started: str | None = None
         self.model: str | None = None
         self.reads = 0  # how many times new events were read from the log
         self.diagnosed: tuple[int, list[Diagnosis]] | None = None  # (last_seq, diagnoses)
-        self.verdicts: dict[int, Diagnosis] = {}  # llm.req seq -> its latest diagnosis
         self._lock = threading.Lock()
         self._diagnosing = threading.Lock()
 
@@ -98,11 +96,13 @@ class SessionState:
             done = self.diagnosed
             if done is not None and done[0] == last:
                 return done[1]
-            with self.source.private(self.id) as log:
-                found = diagnose_session(log, rows)
-            self.diagnosed = (last, found)
-            self.verdicts.update((d.seq, d) for d in found)
-            return found
+            return self._diagnose_all(last, rows)
+
+    def _diagnose_all(self, last: int, rows: tuple[RequestRow, ...]) -> list[Diagnosis]:
+        with self.source.private(self.id) as log:
+            found = diagnose_session(log, rows)
+        self.diagnosed = (last, found)
+        return found
 
     def diagnoses_after(self, after: int) -> tuple[int, list[Diagnosis]]:
         """The requests answered after seq ``after`` diagnosed, each by replaying it and its
@@ -113,23 +113,12 @@ class SessionState:
                 last, rows = self.agg.last_seq, self.agg.rows
             fresh = [r for r in rows if r.resp is not None and r.resp > after]
             if len(fresh) > LIVE_DIAGNOSE:
-                with self.source.private(self.id) as log:
-                    found = diagnose_session(log, rows)
-                self.diagnosed = (last, found)
-                self.verdicts.update((d.seq, d) for d in found)
                 wanted = {r.seq for r in fresh}
-                return last, [d for d in found if d.seq in wanted]
-            out: list[Diagnosis] = []
+                return last, [d for d in self._diagnose_all(last, rows) if d.seq in wanted]
             with self.source.private(self.id) as log:
-                for row in fresh:
-                    _, verdict = diagnose_request(log, row, rows)
-                    self.verdicts[row.seq] = verdict
-                    out.append(verdict)
-            return last, out
+                return last, [diagnose_request(log, row, rows)[1] for row in fresh]
 
     def _note(self, event: Event) -> None:
-        if self.started is None:
-            self.started = event.t
         p = decoded(event, SESSION_START, SESSION_RESUME, MODEL_SWITCH)
         if isinstance(p, SessionStart | SessionResume | ModelSwitch):
             self.model = p.model

@@ -24,7 +24,7 @@ from nodwyn.values.events import (
     UserMsg,
     decoded,
 )
-from nodwyn.values.request import Request
+from nodwyn.values.request import Request, Response
 
 # A transcript entry shows at most this many characters of one text; the rest is counted.
 TEXT_LIMIT = 4000
@@ -44,6 +44,12 @@ def _s(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else repr(value))
 
 
+def _said(m: Response | AssistantMessage) -> dict[str, Any]:
+    """A reply's text and thinking clipped, its calls' arguments too; its blocks counted only."""
+    calls = [{"name": c.name, **clip(c.arguments, 600)} for c in m.calls]
+    return {**clip(m.text), "thinking": clip(m.thinking), "calls": calls, "blocks": len(m.blocks)}
+
+
 def event_json(e: Event) -> dict[str, Any]:
     """One transcript entry: what a person reads of the event, clipped, never reasoning blocks.
     A payload that does not decode (a damaged log) shows its fields as they are."""
@@ -56,11 +62,7 @@ def event_json(e: Event) -> dict[str, Any]:
             out["images"] = len(p.images or ())
         case LlmResp():
             resp = p.response
-            out["req"] = p.req
-            out.update(clip(resp.text))
-            out["thinking"] = clip(resp.thinking)
-            out["calls"] = [{"name": c.name, **clip(c.arguments, 600)} for c in resp.calls]
-            out["blocks"] = len(resp.blocks)
+            out.update(req=p.req, **_said(resp))
             recorded = isinstance(_d(data.get("response")).get("usage"), dict)
             out["usage"] = usage_to_json(resp.usage) if recorded else None
         case LlmReq():
@@ -105,15 +107,7 @@ def request_json(r: Request) -> dict[str, Any]:
             images = sum(1 for p in m.parts if isinstance(p, ImagePart))
             messages.append({"role": "user", "images": images, **clip("\n".join(texts))})
         elif isinstance(m, AssistantMessage):
-            messages.append(
-                {
-                    "role": "assistant",
-                    **clip(m.text),
-                    "thinking": clip(m.thinking),
-                    "calls": [{"name": c.name, **clip(c.arguments, 600)} for c in m.calls],
-                    "blocks": len(m.blocks),
-                }
-            )
+            messages.append({"role": "assistant", **_said(m)})
         elif isinstance(m, ToolMessage):
             messages.append({"role": "tool", "name": m.name, "error": m.error, **clip(m.text)})
     return {

@@ -10,12 +10,14 @@ block early.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import assert_never
 
 from nodwyn.replay import in_words
 from nodwyn.stats import Totals, percent
+from nodwyn.values.arguments import ArgumentsError, load_arguments
 from nodwyn.values.events import (
     CTX_OPEN,
     MAIN_CTX,
@@ -54,6 +56,15 @@ def quote(text: str) -> list[str]:
     return [("> " + line).rstrip() for line in (text.splitlines() or [""])]
 
 
+def _details(summary: str, *parts: list[str]) -> Iterator[str]:
+    """A folded block: its summary line, then each part after a blank line."""
+    yield f"<details><summary>{summary}</summary>"
+    for lines in parts:
+        yield ""
+        yield from lines
+    yield from ("", "</details>", "")
+
+
 def _esc(text: str) -> str:
     """Inline text (a summary line, a tool name) with HTML's special characters escaped."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -61,10 +72,6 @@ def _esc(text: str) -> str:
 
 def _args(arguments: str) -> tuple[str, str]:
     """Tool-call arguments pretty-printed when they are JSON (they are sent as a string)."""
-    import json
-
-    from nodwyn.values.arguments import ArgumentsError, load_arguments
-
     try:
         pretty = json.dumps(load_arguments(arguments), indent=2, ensure_ascii=False)
         pretty.encode("utf-8")  # a lone surrogate (a "\\ud800" escape) stays as the model wrote it
@@ -104,31 +111,18 @@ def _reply(
     yield f"### Assistant{where}"
     yield ""
     if thinking:
-        yield "<details><summary>Thinking</summary>"
-        yield ""
-        yield from fence(thinking)
-        yield ""
-        yield "</details>"
-        yield ""
+        yield from _details("Thinking", fence(thinking))
     if text:
         yield text
         yield ""
     for call in r.calls:
         found = results.get(call.id)
         mark = " (no result recorded)" if found is None else " (failed)" if found[1].error else ""
-        yield f"<details><summary>Tool call: <code>{_esc(call.name)}</code>{mark}</summary>"
-        yield ""
-        args, lang = _args(call.arguments)
-        yield from fence(args, lang)
+        parts = [fence(*_args(call.arguments))]
         if found is not None:
             shown.add(found[0])
-            yield ""
-            yield "Result:"
-            yield ""
-            yield from fence(found[1].text)
-        yield ""
-        yield "</details>"
-        yield ""
+            parts += [["Result:"], fence(found[1].text)]
+        yield from _details(f"Tool call: <code>{_esc(call.name)}</code>{mark}", *parts)
 
 
 def session_markdown(events: Iterable[Event], session: str, totals: Totals | None = None) -> Iterator[str]:
@@ -170,8 +164,8 @@ class _Transcript:
                 yield from self.user(p, ev.ctx, where)
             case LlmResp():
                 yield from _reply(p.response, where, self.results, self.shown_results)
-            case ToolResult() if ev.seq not in self.shown_results:
-                yield from _tool_result(p)
+            case ToolResult() if ev.seq not in self.shown_results:  # not shown beside its call
+                yield from _details(f"Tool result: <code>{_esc(p.name)}</code>", fence(p.text))
             case ToolResult():
                 pass  # shown beside its call
             case GatePlan():
@@ -207,16 +201,6 @@ class _Transcript:
             yield ">"
             yield f"> *({n} image{'s' if n != 1 else ''} attached)*"
         yield ""
-
-
-def _tool_result(p: ToolResult) -> Iterator[str]:
-    """A result not shown beside its call, folded."""
-    yield f"<details><summary>Tool result: <code>{_esc(p.name)}</code></summary>"
-    yield ""
-    yield from fence(p.text)
-    yield ""
-    yield "</details>"
-    yield ""
 
 
 def _in_words(ev: Event, p: AnyPayload) -> Iterator[str]:

@@ -90,19 +90,16 @@ def _server(origin: Origin) -> list[tuple[str, AttrValue]]:
     """``gen_ai.provider.name`` and ``server.*`` from the request's origin. The log records the
     model entry's server name and URL, not which company runs it, and nothing is guessed from a
     URL: the provider is the server the entry names, else the URL's host."""
-    out: list[tuple[str, AttrValue]] = []
-    url = origin.url
     host, port = None, None
-    if url:
+    if origin.url:
         try:
-            parts = urlsplit(url)
+            parts = urlsplit(origin.url)
             host, port = parts.hostname, parts.port
-            if port is None and parts.scheme in ("http", "https"):
-                port = 443 if parts.scheme == "https" else 80
         except ValueError:
             host = None
-    provider = origin.server or host
-    out.append(("gen_ai.provider.name", provider or "unknown"))
+        else:
+            port = {"https": 443, "http": 80}.get(parts.scheme) if port is None else port
+    out: list[tuple[str, AttrValue]] = [("gen_ai.provider.name", origin.server or host or "unknown")]
     if host:
         out.append(("server.address", host))
         if port is not None:
@@ -152,15 +149,19 @@ class _Tracer:
     def parent(self, ctx: str) -> bytes:
         return self.ctx_span.get(ctx, self.root)
 
+    def span_id(self, ev: Event) -> bytes:
+        """A span's id from the event that opens it (a context, a request, a tool's result)."""
+        return _id("nodwyn-span", self.session, str(ev.seq), size=8)
+
     def event(self, ev: Event) -> None:
         self.first_t = self.first_t or ev.t
         self.last_t = ev.t
         p = decoded(ev)
         match p:
-            case SessionStart() | SessionResume() if not self.first_model:
-                self.first_model = p.model
+            case SessionStart() | SessionResume():
+                self.first_model = self.first_model or p.model
             case CtxOpen():
-                self.ctx_span[p.id] = _id("nodwyn-span", self.session, str(ev.seq), size=8)
+                self.ctx_span[p.id] = self.span_id(ev)
                 self.ctx_open[p.id] = (ev, p)
             case CtxClose():
                 opened = self.ctx_open.pop(p.id, None)
@@ -171,32 +172,18 @@ class _Tracer:
             case LlmResp():
                 self.reply(ev, p)
             case ToolResult():
-                asker = self.asked.pop(p.call_id, None)
-                self.out.append(_tool_span(self.trace, self.parent(ev.ctx), ev, p, asker, self.session))
-            case (
-                SessionStart()
-                | SessionResume()
-                | UserMsg()
-                | GatePlan()
-                | Note()
-                | Bookkeeping()
-                | Observed()
-                | None
-            ):
+                self.tool(ev, p, self.asked.pop(p.call_id, None))
+            case UserMsg() | GatePlan() | Note() | Bookkeeping() | Observed() | None:
                 pass  # no span of their own (the spans are the agent, its contexts, requests, tools)
             case _:
                 assert_never(p)
-
-    def context(self, cid: str, opened: tuple[Event, CtxOpen], closed: Event | None) -> None:
-        parent = self.parent(opened[0].ctx)
-        self.out.append(_context_span(self.trace, self.ctx_span[cid], parent, opened, closed, self.session))
 
     def reply(self, ev: Event, p: LlmResp) -> None:
         """The chat span of the request it answers; its calls wait for their results."""
         req = self.requests.pop(p.req, None)
         if req is None:
             return
-        self.out.append(_chat_span(self.trace, self.parent(req[0].ctx), req, (ev, p.response), self.session))
+        self.chat(req, (ev, p.response))
         for call in p.response.calls:
             self.asked[call.id] = ev
 
@@ -204,7 +191,7 @@ class _Tracer:
         """Requests asked and never answered (the run stopped, or it failed), and contexts still
         open when the log ends."""
         for req in self.requests.values():
-            self.out.append(_chat_span(self.trace, self.parent(req[0].ctx), req, None, self.session))
+            self.chat(req, None)
         for cid, opened in self.ctx_open.items():
             self.context(cid, opened, None)
 
@@ -225,109 +212,97 @@ class _Tracer:
             ),
         )
 
-
-def _tool_span(
-    trace: bytes, parent: bytes, ev: Event, p: ToolResult, asked: Event | None, session: str
-) -> Span:
-    """A tool call, from the reply that asked for it (else its result) to its result."""
-    attrs: list[tuple[str, AttrValue]] = [
-        ("gen_ai.operation.name", "execute_tool"),
-        ("gen_ai.tool.name", p.name),
-        ("gen_ai.tool.type", "function"),
-        ("gen_ai.conversation.id", session),
-        ("gen_ai.tool.call.id", p.call_id),
-        ("nodwyn.seq", ev.seq),
-        ("nodwyn.context", ev.ctx),
-    ]
-    if p.error:
-        attrs.append(("error.type", "tool_error"))
-    return Span(
-        trace_id=trace,
-        span_id=_id("nodwyn-span", session, str(ev.seq), size=8),
-        parent_id=parent,
-        name=f"execute_tool {p.name}",
-        kind=KIND_INTERNAL,
-        start_ns=unix_ns(asked.t if asked is not None else ev.t),
-        end_ns=unix_ns(ev.t),
-        attributes=tuple(attrs),
-        status=STATUS_ERROR if p.error else STATUS_UNSET,
-        message=(p.text.splitlines() or [""])[0][:200] if p.error else "",
-    )
-
-
-def _chat_span(
-    trace: bytes,
-    parent: bytes,
-    req: tuple[Event, LlmReq],
-    resp: tuple[Event, Response] | None,
-    session: str,
-) -> Span:
-    ev, p = req
-    model = p.origin.model  # the model id as sent on the wire
-    attrs: list[tuple[str, AttrValue]] = [
-        ("gen_ai.operation.name", "chat"),
-        ("gen_ai.request.model", model),
-        *_server(p.origin),
-        ("gen_ai.conversation.id", session),
-    ]
-    if p.max_output is not None:
-        attrs.append(("gen_ai.request.max_tokens", p.max_output))
-    status, message = STATUS_UNSET, ""
-    if resp is not None:
-        r = resp[1]
-        if r.model is not None:
-            attrs.append(("gen_ai.response.model", r.model))
-        if r.finish is not None:
-            attrs.append(("gen_ai.response.finish_reasons", (r.finish,)))
-        attrs += _usage(r.usage)
-    else:
-        status, message = STATUS_ERROR, "no reply recorded"
-        attrs.append(("error.type", "no_reply"))
-    attrs += [("nodwyn.seq", ev.seq), ("nodwyn.model.entry", p.model), ("nodwyn.context", ev.ctx)]
-    if p.digest is not None:
-        attrs.append(("nodwyn.request.digest", p.digest))
-    if p.trim:
-        attrs.append(("nodwyn.trim", True))
-    return Span(
-        trace_id=trace,
-        span_id=_id("nodwyn-span", session, str(ev.seq), size=8),
-        parent_id=parent,
-        name=f"chat {model}",
-        kind=KIND_CLIENT,
-        start_ns=unix_ns(ev.t),
-        end_ns=unix_ns(resp[0].t if resp is not None else ev.t),
-        attributes=tuple(attrs),
-        status=status,
-        message=message,
-    )
-
-
-def _context_span(
-    trace: bytes,
-    span_id: bytes,
-    parent: bytes,
-    opened: tuple[Event, CtxOpen],
-    closed: Event | None,
-    session: str,
-) -> Span:
-    ev, p = opened
-    name = "sub-agent" if p.kind == "sub" else "narrowed context"
-    return Span(
-        trace_id=trace,
-        span_id=span_id,
-        parent_id=parent,
-        name=f"invoke_agent {name}",
-        kind=KIND_INTERNAL,
-        start_ns=unix_ns(ev.t),
-        end_ns=unix_ns(closed.t if closed is not None else ev.t),
-        attributes=(
-            ("gen_ai.operation.name", "invoke_agent"),
-            ("gen_ai.agent.name", name),
-            ("gen_ai.agent.id", p.id),
-            ("gen_ai.conversation.id", session),
+    def tool(self, ev: Event, p: ToolResult, asked: Event | None) -> None:
+        """A tool call, from the reply that asked for it (else its result) to its result."""
+        attrs: list[tuple[str, AttrValue]] = [
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", p.name),
+            ("gen_ai.tool.type", "function"),
+            ("gen_ai.conversation.id", self.session),
+            ("gen_ai.tool.call.id", p.call_id),
             ("nodwyn.seq", ev.seq),
-        ),
-    )
+            ("nodwyn.context", ev.ctx),
+        ]
+        if p.error:
+            attrs.append(("error.type", "tool_error"))
+        self.out.append(
+            Span(
+                trace_id=self.trace,
+                span_id=self.span_id(ev),
+                parent_id=self.parent(ev.ctx),
+                name=f"execute_tool {p.name}",
+                kind=KIND_INTERNAL,
+                start_ns=unix_ns(asked.t if asked is not None else ev.t),
+                end_ns=unix_ns(ev.t),
+                attributes=tuple(attrs),
+                status=STATUS_ERROR if p.error else STATUS_UNSET,
+                message=(p.text.splitlines() or [""])[0][:200] if p.error else "",
+            )
+        )
+
+    def chat(self, req: tuple[Event, LlmReq], resp: tuple[Event, Response] | None) -> None:
+        ev, p = req
+        model = p.origin.model  # the model id as sent on the wire
+        attrs: list[tuple[str, AttrValue]] = [
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.request.model", model),
+            *_server(p.origin),
+            ("gen_ai.conversation.id", self.session),
+        ]
+        if p.max_output is not None:
+            attrs.append(("gen_ai.request.max_tokens", p.max_output))
+        status, message = STATUS_UNSET, ""
+        if resp is not None:
+            r = resp[1]
+            if r.model is not None:
+                attrs.append(("gen_ai.response.model", r.model))
+            if r.finish is not None:
+                attrs.append(("gen_ai.response.finish_reasons", (r.finish,)))
+            attrs += _usage(r.usage)
+        else:
+            status, message = STATUS_ERROR, "no reply recorded"
+            attrs.append(("error.type", "no_reply"))
+        attrs += [("nodwyn.seq", ev.seq), ("nodwyn.model.entry", p.model), ("nodwyn.context", ev.ctx)]
+        if p.digest is not None:
+            attrs.append(("nodwyn.request.digest", p.digest))
+        if p.trim:
+            attrs.append(("nodwyn.trim", True))
+        self.out.append(
+            Span(
+                trace_id=self.trace,
+                span_id=self.span_id(ev),
+                parent_id=self.parent(ev.ctx),
+                name=f"chat {model}",
+                kind=KIND_CLIENT,
+                start_ns=unix_ns(ev.t),
+                end_ns=unix_ns(resp[0].t if resp is not None else ev.t),
+                attributes=tuple(attrs),
+                status=status,
+                message=message,
+            )
+        )
+
+    def context(self, cid: str, opened: tuple[Event, CtxOpen], closed: Event | None) -> None:
+        ev, p = opened
+        name = "sub-agent" if p.kind == "sub" else "narrowed context"
+        self.out.append(
+            Span(
+                trace_id=self.trace,
+                span_id=self.ctx_span[cid],
+                parent_id=self.parent(ev.ctx),
+                name=f"invoke_agent {name}",
+                kind=KIND_INTERNAL,
+                start_ns=unix_ns(ev.t),
+                end_ns=unix_ns(closed.t if closed is not None else ev.t),
+                attributes=(
+                    ("gen_ai.operation.name", "invoke_agent"),
+                    ("gen_ai.agent.name", name),
+                    ("gen_ai.agent.id", p.id),
+                    ("gen_ai.conversation.id", self.session),
+                    ("nodwyn.seq", ev.seq),
+                ),
+            )
+        )
 
 
 def _resource(session: str, version: str) -> list[tuple[str, AttrValue]]:

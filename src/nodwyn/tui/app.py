@@ -10,9 +10,8 @@ tick. No rule of the window, the log or the dialects lives here (ADR 0270).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,22 +26,24 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
 from nodwyn.agent import Agent, compact, switch_model
-from nodwyn.cli import hold, shown
-from nodwyn.compose import Opened, held_values, load_config, open_agent
+from nodwyn.cli import hold, hold_configured, shown
+from nodwyn.compose import Opened, open_agent
 from nodwyn.errors import NodwynError, StorageError, did_you_mean
 from nodwyn.log import Store, data_root
 from nodwyn.stats import Aggregator, overview, percent
-from nodwyn.tui.bridge import Ask, Bridge, Calling, Delta, Events, Notice, Sent, Turns
+from nodwyn.tui.bridge import Answer, Ask, Bridge, Calling, Delta, Events, Notice, Sent, Turns
 from nodwyn.tui.composer import Composer
 from nodwyn.tui.conversation import Conversation
 from nodwyn.tui.panel import CachePanel
 from nodwyn.tui.screens import ApprovalScreen, HelpScreen, ModelScreen, Pick, PickerScreen
 from nodwyn.values.events import GATE_PLAN, GatePlan, decoded
+from nodwyn.values.recipe import WindowLimits
 
 TAIL = 30  # events shown when a session opens (the log's end, read by index); Ctrl+U reads older ones
 OLDER = 100  # events Ctrl+U adds above
 TICK = 1 / 30  # seconds between draws of what the worker queued
 WIDE = 110  # columns from which the cache panel sits beside the conversation
+_NO_LIMITS = WindowLimits(high_water=1, low_water=1, max_result_tokens=1, output_reserve=0, ceiling=1)
 
 SLASH: dict[str, str] = {
     "/model": "/model [NAME]: switch model (no NAME: pick one)",
@@ -175,7 +176,7 @@ class NodwynApp(App[None]):
         yield Static("", id="plan")
         with Horizontal(id="body"):
             yield Conversation(id="conversation")
-            yield CachePanel(_no_limits(), 1, id="panel")
+            yield CachePanel(_NO_LIMITS, 1, id="panel")
         yield Composer(self._commands, lambda: self.workspace, id="composer")
         yield Footer()
 
@@ -218,11 +219,8 @@ class NodwynApp(App[None]):
         """Show the end of the session's log at once (its tail, read by index by a reader of its
         own), then open the session on the worker thread: a resume rebuilds the window from the
         log's start point, which on a long session takes longer than a glance (ADR 0270)."""
-        import time
-
         started = time.perf_counter()
-        with contextlib.suppress(NodwynError):  # no config yet: the shapes only, until it opens
-            hold(held_values(self.env, load_config(self.env)))
+        hold_configured(self.env)  # no config yet: the shapes only, until it opens
         seen = 0
         if resume is not None:
             store = Store(data_root(self.env))
@@ -245,14 +243,10 @@ class NodwynApp(App[None]):
         self.call_after_refresh(self._open, resume, seen, started)
 
     def _drawn(self) -> None:
-        import time
-
         self.shown_at = time.perf_counter()
 
     @work(thread=True, group="agent", exit_on_error=False)
     def _open(self, resume: str | None, seen: int, started: float) -> None:
-        import time
-
         bridge = self.bridge
         try:
             opened = open_agent(
@@ -394,11 +388,9 @@ class NodwynApp(App[None]):
         elif isinstance(item, Ask):
             answer = item.answer
 
-            def decided(choice: str | None) -> None:
+            def decided(choice: Answer | None) -> None:
                 if not answer.done():
-                    answer.set_result(
-                        "once" if choice == "once" else "session" if choice == "session" else "decline"
-                    )
+                    answer.set_result(choice or "decline")
 
             self.push_screen(ApprovalScreen(item.tool, item.what, item.call, item.where), decided)
         elif isinstance(item, Ready):
@@ -433,34 +425,33 @@ class NodwynApp(App[None]):
         name, _, arg = text.partition(" ")
         arg = arg.strip()
         strategies = {} if self.opened is None else self.opened.extensions.strategies
-        if name in ("/quit", "/exit"):
-            self.action_leave()
-        elif name == "/help":
-            self.action_help()
-        elif name == "/model":
-            if arg:
+        match name:
+            case "/quit" | "/exit":
+                self.action_leave()
+            case "/help":
+                self.action_help()
+            case "/model" if arg:
                 self.switch(arg)
-            else:
+            case "/model":
                 self.action_models()
-        elif name == "/models":
-            current = self.agent.model.name
-            listed = ", ".join(("*" if m == current else "") + m for m in sorted(self.agent.settings.models))
-            self.conversation.notice(f"models: {listed}")
-        elif name == "/plan":
-            if not arg:
+            case "/models":
+                current = self.agent.model.name
+                listed = (("*" if m == current else "") + m for m in sorted(self.agent.settings.models))
+                self.conversation.notice(f"models: {', '.join(listed)}")
+            case "/plan" if not arg:
                 self.conversation.notice("usage: /plan TASK")
-            else:
+            case "/plan":
                 self.start(lambda agent: agent.user_turn(arg, plan_first=True), "/plan")
-        elif name == "/compact":
-            self.action_compact()
-        elif name == "/resume":
-            self.action_resume(arg)
-        elif name[1:] in strategies:
-            strategy = strategies[name[1:]]
-            self.start(lambda agent: strategy(agent), name)
-        else:
-            known = self._commands()
-            self.conversation.notice(f"unknown command {name}{did_you_mean(name, known)}; F1 lists them")
+            case "/compact":
+                self.action_compact()
+            case "/resume":
+                self.action_resume(arg)
+            case _ if name[1:] in strategies:
+                strategy = strategies[name[1:]]
+                self.start(lambda agent: strategy(agent), name)
+            case _:
+                hint = did_you_mean(name, self._commands())
+                self.conversation.notice(f"unknown command {name}{hint}; F1 lists them")
 
     def switch(self, name: str) -> None:
         self.start(lambda agent: switch_model(agent, name), "/model")
@@ -492,14 +483,10 @@ class NodwynApp(App[None]):
         self.panel.display = not self.panel.display
 
     def action_toggle_thinking(self) -> None:
-        items = self.conversation.query("Collapsible.think")
-        expanded = any(getattr(c, "collapsed", True) for c in items)
-        self.conversation.set_thinking(expanded)
+        self.conversation.toggle("think")
 
     def action_toggle_results(self) -> None:
-        items = self.conversation.query("Collapsible.tool")
-        expanded = any(getattr(c, "collapsed", True) for c in items)
-        self.conversation.set_results(expanded)
+        self.conversation.toggle("tool")
 
     def action_older(self) -> None:
         """Show the 100 events before the first one shown, read by index by a reader of its own."""
@@ -587,15 +574,13 @@ class NodwynApp(App[None]):
                         view = overview(log.read(1))
                 except NodwynError:
                     continue
-                share = view.figures.cached_share
-                pick = Pick(
+                pick = self._picks[key] = Pick(
                     id=info.id,
                     first_message=view.first_message,
                     model=view.model,
                     last=info.last,
-                    cache_share="-" if not view.figures.requests else percent(share),
+                    cache_share="-" if not view.figures.requests else percent(view.figures.cached_share),
                 )
-                self._picks[key] = pick
             out.append(pick)
         return out
 
@@ -625,13 +610,3 @@ class NodwynApp(App[None]):
 
 def _keys(key: str) -> str:
     return " / ".join(k.replace("ctrl+", "Ctrl+").replace("escape", "Esc").title() for k in key.split(","))
-
-
-def _no_limits() -> Any:
-    from nodwyn.values.recipe import WindowLimits
-
-    return WindowLimits(high_water=1, low_water=1, max_result_tokens=1, output_reserve=0, ceiling=1)
-
-
-def run(env: Mapping[str, str] | None = None, **kw: Any) -> None:
-    NodwynApp(env=os.environ if env is None else env, **kw).run()

@@ -66,9 +66,6 @@ class Ask:
     where: str | None = None  # a command's sandbox (compose.setup.where_it_runs)
 
 
-Item = Delta | Events | Calling | Notice | Ask
-
-
 class Bridge:
     """The ``Display`` the agent writes to (from its worker thread) and the approver it asks."""
 
@@ -115,17 +112,14 @@ class Bridge:
                 self.seen = events[-1].seq
                 self._items.append(Events(events=events))
 
-    def _flush_streams(self) -> None:
-        for kind in list(self._streams):
+    def _flush_streams(self, but: str | None = None) -> None:
+        for kind in [k for k in self._streams if k != but]:
             rest = self._streams.pop(kind).flush()
             if rest:
                 self._items.append(Delta(kind=kind, text=rest))
 
     def delta(self, kind: str, fragment: str) -> None:
-        for other in [k for k in self._streams if k != kind]:  # keep the order text and thinking came in
-            rest = self._streams.pop(other).flush()
-            if rest:
-                self._items.append(Delta(kind=other, text=rest))
+        self._flush_streams(but=kind)  # keep the order text and thinking came in
         ready = self._streams.setdefault(kind, Stream()).feed(fragment)
         if ready:
             self._items.append(Delta(kind=kind, text=ready))

@@ -17,23 +17,18 @@ from nodwyn.values.content import ToolCall
 from nodwyn.values.events import (
     GATE_PLAN,
     MAIN_CTX,
+    Bookkeeping,
     CtxClose,
     CtxOpen,
-    CtxWiden,
     Event,
     GatePlan,
-    ImportView,
     LlmReq,
     LlmResp,
-    LlmSeen,
-    LogRepaired,
     ModelSwitch,
     Note,
-    ResultFold,
+    Observed,
     SessionResume,
     SessionStart,
-    SummaryAdd,
-    SummaryRevoke,
     ToolResult,
     UserMsg,
     decoded,
@@ -157,9 +152,11 @@ class Conversation(VerticalScroll):
 
     def __init__(self, **kw: object) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
+        self._empty()
+
+    def _empty(self) -> None:
         self.tools: dict[str, ToolItem] = {}  # call id -> its item
         self.results: dict[int, ToolItem] = {}  # tool.result seq -> its item
-        self.replies: dict[int, int] = {}  # llm.req seq -> llm.resp seq
         self._live: dict[str, Static] = {}  # kind -> the streaming widget
         self._live_text: dict[str, list[str]] = {}
         self.plan: str | None = None
@@ -169,14 +166,7 @@ class Conversation(VerticalScroll):
     def reset(self) -> None:
         """Empty, for another session."""
         self.remove_children()
-        self.tools.clear()
-        self.results.clear()
-        self.replies.clear()
-        self._live.clear()
-        self._live_text.clear()
-        self.plan = None
-        self.shown_events = 0
-        self.first_seq = None
+        self._empty()
 
     # -- streaming ----------------------------------------------------------------------------
 
@@ -241,32 +231,27 @@ class Conversation(VerticalScroll):
         """Show older events above those shown."""
         if not events:
             return
-        widgets: list[Widget] = []
-        for event in events:
-            self.shown_events += 1
-            widgets.extend(self._widgets(event))
+        widgets = self._drawn(events)
         self.first_seq = events[0].seq
-        first = self.children[0] if self.children else None
         if widgets:
-            self.mount_all(widgets, before=first)
+            self.mount_all(widgets, before=self.children[0] if self.children else None)
 
     def add(self, events: list[Event] | tuple[Event, ...]) -> str | None:
         """Show events; returns the plan if one of them recorded it."""
         if events and self.first_seq is None:
             self.first_seq = events[0].seq
-        widgets: list[Widget] = []
-        plan: str | None = None
-        for event in events:
-            self.shown_events += 1
-            widgets.extend(self._widgets(event))
-            p = decoded(event, GATE_PLAN)
-            if isinstance(p, GatePlan):
-                plan = p.text
+        widgets = self._drawn(events)
         if widgets:
             self._mount(*widgets)
-        if plan is not None:
-            self.plan = plan
+        plan: str | None = None
+        for p in (decoded(event, GATE_PLAN) for event in events):
+            if isinstance(p, GatePlan):
+                plan = self.plan = p.text
         return plan
+
+    def _drawn(self, events: list[Event] | tuple[Event, ...]) -> list[Widget]:
+        self.shown_events += len(events)
+        return [widget for event in events for widget in self._widgets(event)]
 
     def _widgets(self, event: Event) -> list[Widget]:
         p = decoded(event)
@@ -291,18 +276,7 @@ class Conversation(VerticalScroll):
                 return [Static(Text(f"{where}opened {p.kind} context {shown(p.id)}"), classes="aside")]
             case CtxClose():
                 return [Static(Text(f"closed context {shown(p.id)}"), classes="aside")]
-            case (
-                SessionStart()
-                | GatePlan()
-                | ResultFold()
-                | SummaryAdd()
-                | SummaryRevoke()
-                | CtxWiden()
-                | LogRepaired()
-                | LlmSeen()
-                | ImportView()
-                | None
-            ):
+            case SessionStart() | GatePlan() | Bookkeeping() | Observed() | None:
                 return []  # not drawn (the plan goes to its panel; a damaged payload shows nothing)
             case _:
                 assert_never(p)
@@ -313,7 +287,6 @@ class Conversation(VerticalScroll):
         that text is drawn, not the logged one redacted again on the screen's thread."""
         said, thought = self.streamed("text"), self.streamed("thinking")
         self.end_stream()
-        self.replies[p.req] = event.seq
         out: list[Widget] = []
         r = p.response
         if r.thinking.strip():
@@ -361,10 +334,9 @@ class Conversation(VerticalScroll):
     def notice(self, text: str) -> None:
         self._mount(Static(Text(text), classes="aside warn"))
 
-    def set_thinking(self, expanded: bool) -> None:
-        for c in self.query("Collapsible.think").results(Collapsible):
-            c.collapsed = not expanded
-
-    def set_results(self, expanded: bool) -> None:
-        for c in self.query("Collapsible.tool").results(Collapsible):
+    def toggle(self, kind: str) -> None:
+        """Expand every ``kind`` block (``think``, ``tool``) if one is collapsed, else collapse them."""
+        found = list(self.query(f"Collapsible.{kind}").results(Collapsible))
+        expanded = any(c.collapsed for c in found)
+        for c in found:
             c.collapsed = not expanded

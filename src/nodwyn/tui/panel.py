@@ -60,7 +60,6 @@ class CachePanel(Static):
         self.limits = limits
         self.since = since  # the first seq aggregated
         self.estimate = 0
-        self.model = ""
         self.priced = False  # the model in use has prices (app._status keeps it; unknown until open)
 
     def reset(self, limits: WindowLimits, since: int) -> None:

@@ -285,14 +285,11 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         text = Text()
-        text.append("Keys\n", style="bold")
-        for key, what in self.keys:
-            text.append(f" {key:<20}", style="bold")
-            text.append(f"{what}\n")
-        text.append("\nCommands (type them; Tab completes)\n", style="bold")
-        for command, what in self.commands:
-            text.append(f" {command:<20}", style="bold")
-            text.append(f"{what}\n")
+        for title, rows in (("Keys", self.keys), ("\nCommands (type them; Tab completes)", self.commands)):
+            text.append(title + "\n", style="bold")
+            for key, what in rows:
+                text.append(f" {key:<20}", style="bold")
+                text.append(f"{what}\n")
         with VerticalScroll():
             yield Static(text, id="help")
 
