@@ -611,14 +611,10 @@ class _Walk:
 
     def _known(self, s: str) -> str:
         known = self.known
-        for value in known.values:
+        for value in (*known.values, *known.forms):  # the values first, then their encoded forms
             if value in s:
                 self._count(CREDENTIAL, s.count(value))
                 s = s.replace(value, marker(CREDENTIAL))
-        for form in known.forms:
-            if form in s:
-                self._count(CREDENTIAL, s.count(form))
-                s = s.replace(form, marker(CREDENTIAL))
         if may_hide(s, known.probes):
             spans = hidden_spans(s, known.values)
             if spans:
@@ -711,9 +707,7 @@ class _Walk:
             if rules.allowed(rule, secret, m.group(0), line):
                 return m.group(0)
             self._count(rule.id)
-            whole = m.group(0)
-            base = m.start(0)
-            return whole[: start - base] + mark + whole[end - base :]
+            return _splice(m, (start, end), mark)
 
         return repl
 
@@ -738,10 +732,11 @@ class _Walk:
         return v
 
 
-def _splice(m: re.Match[str], group: int, mark: str) -> str:
+def _splice(m: re.Match[str], group: int | tuple[int, int], mark: str) -> str:
+    """The match with ``group`` (or a span of the subject) replaced by ``mark``."""
     if group == 0:
         return mark
-    start, end = m.span(group)
+    start, end = m.span(group) if isinstance(group, int) else group
     whole = m.group(0)
     base = m.start(0)
     return whole[: start - base] + mark + whole[end - base :]

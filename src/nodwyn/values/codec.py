@@ -7,7 +7,8 @@ Round trips are the identity (tested with hypothesis).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from nodwyn.errors import CorruptLogError
 from nodwyn.values.content import (
@@ -29,8 +30,14 @@ from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag, rules_f
 from nodwyn.values.request import CacheReport, Request, Response, Timings, ToolSpec, Usage
 
 Json = dict[str, Any]
+_T = TypeVar("_T")
 
 _BLOCK_TYPES = ("thinking", "redacted_thinking", "reasoning", "reasoning_details")
+
+
+def _each(d: Any, key: str, read: Callable[[Any, str], _T], where: str, default: Any = ...) -> tuple[_T, ...]:
+    """The array field ``key`` of ``d``, each item read by ``read`` as ``where.key[i]``."""
+    return tuple(read(v, f"{where}.{key}[{i}]") for i, v in enumerate(field(d, key, list, where, default)))
 
 
 # -- parts -------------------------------------------------------------------------------------
@@ -145,22 +152,13 @@ def message_to_json(m: Message) -> Json:
 def message_from_json(d: Any, where: str = "message") -> Message:
     role = field(d, "role", str, where)
     if role == "user":
-        parts = field(d, "content", list, where)
-        return UserMessage(
-            parts=tuple(part_from_json(p, f"{where}.content[{i}]") for i, p in enumerate(parts))
-        )
+        return UserMessage(parts=_each(d, "content", part_from_json, where))
     if role == "assistant":
         return AssistantMessage(
             text=field(d, "text", str, where, ""),
             thinking=field(d, "thinking", str, where, ""),
-            calls=tuple(
-                call_from_json(c, f"{where}.calls[{i}]")
-                for i, c in enumerate(field(d, "calls", list, where, []))
-            ),
-            blocks=tuple(
-                block_from_json(b, f"{where}.blocks[{i}]")
-                for i, b in enumerate(field(d, "blocks", list, where, []))
-            ),
+            calls=_each(d, "calls", call_from_json, where, []),
+            blocks=_each(d, "blocks", block_from_json, where, []),
             phase=field(d, "phase", str, where, None),
             raw=field(d, "raw", (str, type(None)), where, None),
         )
@@ -170,10 +168,7 @@ def message_from_json(d: Any, where: str = "message") -> Message:
             name=field(d, "name", str, where),
             text=field(d, "text", str, where),
             error=field(d, "error", bool, where, False),
-            images=tuple(
-                _image_part(p, f"{where}.images[{i}]")
-                for i, p in enumerate(field(d, "images", list, where, []))
-            ),
+            images=_each(d, "images", _image_part, where, []),
         )
     raise CorruptLogError(f"{where}.role: unknown role {role!r}")
 
@@ -206,13 +201,8 @@ def request_to_json(r: Request) -> Json:
 def request_from_json(d: Any, where: str = "request") -> Request:
     return Request(
         system=field(d, "system", str, where),
-        tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(field(d, "tools", list, where))
-        ),
-        messages=tuple(
-            message_from_json(m, f"{where}.messages[{i}]")
-            for i, m in enumerate(field(d, "messages", list, where))
-        ),
+        tools=_each(d, "tools", tool_from_json, where),
+        messages=_each(d, "messages", message_from_json, where),
         max_output=field(d, "max_output", (int, type(None)), where, None),
     )
 
@@ -275,13 +265,8 @@ def response_from_json(d: Any, where: str = "response") -> Response:
     return Response(
         text=field(d, "text", str, where, ""),
         thinking=field(d, "thinking", str, where, ""),
-        calls=tuple(
-            call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(field(d, "calls", list, where, []))
-        ),
-        blocks=tuple(
-            block_from_json(b, f"{where}.blocks[{i}]")
-            for i, b in enumerate(field(d, "blocks", list, where, []))
-        ),
+        calls=_each(d, "calls", call_from_json, where, []),
+        blocks=_each(d, "blocks", block_from_json, where, []),
         usage=usage_from_json(field(d, "usage", dict, where, {}), f"{where}.usage"),
         finish=field(d, "finish", (str, type(None)), where, None),
         model=field(d, "model", (str, type(None)), where, None),
@@ -368,9 +353,7 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
     return Recipe(
         version=version,
         system=field(d, "system", str, where),
-        tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(field(d, "tools", list, where))
-        ),
+        tools=_each(d, "tools", tool_from_json, where),
         limits=WindowLimits(
             high_water=field(lim, "high_water", int, lw),
             low_water=field(lim, "low_water", int, lw),

@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast, get_args
+from typing import Any, ClassVar, Final, Literal, Self, TypedDict, TypeVar, cast, get_args
 
 from nodwyn.errors import CanonicalError, CorruptLogError, NodwynError
 from nodwyn.values.codec import (
@@ -38,6 +39,7 @@ from nodwyn.values.recipe import Recipe
 from nodwyn.values.request import Response
 
 MAIN_CTX: Final = "main"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,17 +85,24 @@ class FileRange(TypedDict):
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
-    """An optional field: written only when recorded (None means absent)."""
+    """An optional field: written only when recorded (None means absent), a tuple as an array."""
     if value is not None:
-        out[key] = value
+        out[key] = list(value) if isinstance(value, tuple) else value
 
 
-_DECLARED: dict[type, tuple[tuple[str, tuple[Any, ...]], ...]] = {}
+def _objects(r: Fields, key: str, read: Callable[[Any, str], _T]) -> tuple[_T, ...] | None:
+    """An optional array field of objects, each read by ``read`` as ``where.key[i]``."""
+    raw = r.get(key, list, None)
+    return None if raw is None else tuple(read(v, f"{r.where}.{key}[{i}]") for i, v in enumerate(raw))
 
 
-def _declared(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    """``(name, (type, default?))`` for each field of a payload class with plain fields: ``int``,
-    ``str``, ``dict[...]``, and ``X | None = None`` (read with the default None); found once."""
+_DECLARED: dict[type, tuple[tuple[str, bool, tuple[Any, ...]], ...]] = {}
+
+
+def _declared(cls: type) -> tuple[tuple[str, bool, tuple[Any, ...]], ...]:
+    """``(name, is an array, (type, default?))`` for each field of a payload class with plain
+    fields: ``int``, ``str``, ``bool``, ``dict[...]``, ``tuple[X, ...]`` (an array of X), and
+    ``X | None = None`` (read with the default None); found once."""
     if cls in _DECLARED:
         return _DECLARED[cls]
     hints = typing.get_type_hints(cls)
@@ -107,9 +116,12 @@ def _declared(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         if optional:
             (typ,) = (a for a in args if a is not type(None))
         base = typing.get_origin(typ) or typ
-        if base not in (int, str, dict):
+        array = base is tuple
+        if array:
+            base = typing.get_args(typ)[0]
+        if base not in (int, str, bool, dict):
             raise TypeError(f"{cls.__name__}.{f.name}: {typ} is read by the class itself")
-        out.append((f.name, (base, None) if optional else (base,)))
+        out.append((f.name, array, (base, None if optional else ...)))
     _DECLARED[cls] = tuple(out)
     return _DECLARED[cls]
 
@@ -136,12 +148,13 @@ class Payload:
     def _read(cls, r: Fields) -> Self:
         """Each field read as its annotation declares it (``_declared``); a kind with a field of
         another shape (a recipe, a response, a checked choice) reads and writes itself."""
-        return cls(**{name: r.get(name, *how) for name, how in _declared(cls)}, extra=r.extra())
+        read = {name: (r.items if array else r.get)(name, *how) for name, array, how in _declared(cls)}
+        return cls(**read, extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
         """The declared fields in their order, an optional one only when recorded (None: absent)."""
         out: dict[str, Any] = {}
-        for name, _ in _declared(type(self)):
+        for name, _, _ in _declared(type(self)):
             _put(out, name, getattr(self, name))
         return out
 
@@ -274,13 +287,7 @@ class UserMsg(Payload):
     @classmethod
     def _read(cls, r: Fields) -> Self:
         text = r.get("text", str)
-        raw = r.get("images", list, None)
-        images = (
-            None
-            if raw is None
-            else tuple(ImageRef.from_data(ref, f"{r.where}.images[{i}]") for i, ref in enumerate(raw))
-        )
-        return cls(text=text, images=images, extra=r.extra())
+        return cls(text=text, images=_objects(r, "images", ImageRef.from_data), extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {"text": self.text}
@@ -293,6 +300,11 @@ class UserMsg(Payload):
 class WithheldImage:
     digest: str
     reason: str
+
+    @classmethod
+    def from_data(cls, data: Any, where: str) -> WithheldImage:
+        r = Fields(data, where)
+        return cls(digest=r.get("digest", str), reason=r.get("reason", str))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -341,14 +353,7 @@ class LlmReq(Payload):
         if digest is not None and not _DIGEST.fullmatch(digest):
             raise CorruptLogError(f"{w}.digest: {digest[:80]!r} is not 'sha256:' and 64 lowercase hex digits")
         elided = r.items("elided", int, ...)
-        withheld = r.get("withheld_images", list, None)
-        held = None
-        if withheld is not None:
-            items = []
-            for i, raw in enumerate(withheld):
-                wr = Fields(raw, f"{w}.withheld_images[{i}]")
-                items.append(WithheldImage(digest=wr.get("digest", str), reason=wr.get("reason", str)))
-            held = tuple(items)
+        held = _objects(r, "withheld_images", WithheldImage.from_data)
         raw_start = r.get("start", dict, None)
         start = None
         if raw_start is not None:
@@ -382,16 +387,12 @@ class LlmReq(Payload):
         out: dict[str, Any] = {"model": self.model, "origin": origin}
         _put(out, "digest", self.digest)
         out.update(elided=list(self.elided), estimate=self.estimate, trim=self.trim)
-        for key in ("high_water", "below_low_blocked", "target", "head", "no_tools"):
+        for key in ("high_water", "below_low_blocked", "target", "head", "no_tools", "offered_tools"):
             _put(out, key, getattr(self, key))
-        if self.offered_tools is not None:
-            out["offered_tools"] = list(self.offered_tools)
         if self.withheld_images is not None:
             out["withheld_images"] = [{"digest": h.digest, "reason": h.reason} for h in self.withheld_images]
-        _put(out, "max_output", self.max_output)
-        _put(out, "headroom", self.headroom)
-        if self.moved is not None:
-            out["moved"] = list(self.moved)
+        for key in ("max_output", "headroom", "moved"):
+            _put(out, key, getattr(self, key))
         if self.start is not None:
             out["start"] = {"seq": self.start.seq, "keep": list(self.start.keep)}
         _put(out, "cache_ask", self.cache_ask)
@@ -445,12 +446,7 @@ class ToolResult(Payload):
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        raw_images = r.get("images", list, None)
-        images = (
-            None
-            if raw_images is None
-            else tuple(ImageRef.from_data(ref, f"{r.where}.images[{i}]") for i, ref in enumerate(raw_images))
-        )
+        images = _objects(r, "images", ImageRef.from_data)
         call_id, name, text, error = (
             r.get("call_id", str),
             r.get("name", str),
@@ -558,11 +554,8 @@ class CtxOpen(Bookkeeping):
 
     def _fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
-        _put(out, "system", self.system)
-        if self.offered_tools is not None:
-            out["offered_tools"] = list(self.offered_tools)
-        _put(out, "parent_call", self.parent_call)
-        _put(out, "lasting", self.lasting)
+        for key in ("system", "offered_tools", "parent_call", "lasting"):
+            _put(out, key, getattr(self, key))
         return out
 
 
@@ -660,8 +653,7 @@ class LlmSeen(Observed):
             "model": self.model,
             "messages": [list(v) if isinstance(v, tuple) else v for v in self.messages],
         }
-        if self.why is not None:
-            out["why"] = list(self.why)
+        _put(out, "why", self.why)
         return out
 
 
@@ -675,18 +667,6 @@ class ImportView(Observed):
     message: dict[str, Any]
     why: str
     of: tuple[int, ...] | None = None
-
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(
-            message=r.get("message", dict), why=r.get("why", str), of=r.items("of", int), extra=r.extra()
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"message": self.message, "why": self.why}
-        if self.of is not None:
-            out["of"] = list(self.of)
-        return out
 
 
 # Every payload class, declared once. Dispatch that must handle each kind matches over it
