@@ -37,16 +37,7 @@ def max_output_bytes(max_output: int | None) -> bytes:
 
 def overhead(system: bytes, tools: bytes, max_output: bytes) -> int:
     """Bytes of the request besides its messages and the commas between them."""
-    return (
-        len(_OPEN)
-        + len(max_output)
-        + len(_MESSAGES)
-        + len(_SYSTEM)
-        + len(system)
-        + len(_TOOLS)
-        + len(tools)
-        + len(_CLOSE)
-    )
+    return len(_OPEN + _MESSAGES + _SYSTEM + _TOOLS + _CLOSE) + len(max_output) + len(system) + len(tools)
 
 
 def head(max_output: bytes) -> bytes:
