@@ -29,7 +29,6 @@ from typing import Final
 SEAL_NAME: Final = "seal.bin"
 MAGIC: Final = b"NDWNSEAL"
 MAC_SIZE: Final = 32
-SEAL_CREDENTIAL: Final = "nodwyn-seal"  # the keychain entry whose value keys every seal
 _CONTEXT: Final = b"nodwyn session seal v1"
 
 

@@ -7,6 +7,7 @@ Round trips are the identity (tested with hypothesis).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -314,19 +315,15 @@ def _float_or_none(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
+_LIMIT_KEYS = tuple(f.name for f in dataclasses.fields(WindowLimits))  # high_water, low_water, ...
+
+
 def recipe_to_json(r: Recipe) -> Json:
-    lim = r.limits
     out: dict[str, Any] = {
         "version": f"window-v{r.version}",
         "system": r.system,
         "tools": [tool_to_json(t) for t in r.tools],
-        "limits": {
-            "high_water": lim.high_water,
-            "low_water": lim.low_water,
-            "max_result_tokens": lim.max_result_tokens,
-            "output_reserve": lim.output_reserve,
-            "ceiling": lim.ceiling,
-        },
+        "limits": {k: getattr(r.limits, k) for k in _LIMIT_KEYS},
         "context_size": r.context_size,
         "keep_alive": r.keep_alive,
         "task_header": r.task_header,
@@ -354,13 +351,7 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
         version=version,
         system=field(d, "system", str, where),
         tools=_each(d, "tools", tool_from_json, where),
-        limits=WindowLimits(
-            high_water=field(lim, "high_water", int, lw),
-            low_water=field(lim, "low_water", int, lw),
-            max_result_tokens=field(lim, "max_result_tokens", int, lw),
-            output_reserve=field(lim, "output_reserve", int, lw),
-            ceiling=field(lim, "ceiling", int, lw),
-        ),
+        limits=WindowLimits(**{k: field(lim, k, int, lw) for k in _LIMIT_KEYS}),
         context_size=field(d, "context_size", int, where),
         keep_alive=field(d, "keep_alive", opt, where, None),
         task_header=field(d, "task_header", opt, where, None),

@@ -68,7 +68,6 @@ _INTRODUCED: dict[int, tuple[Flag, ...]] = {
 }
 
 KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
-LATEST_VERSION = max(KNOWN_VERSIONS)
 # The version a new session starts on: v22, which met the bar set for it on the workload benchmark
 # (docs/bench-workloads.md, ADRs 0150, 0390, 0460); a resumed session keeps its own unless asked
 # (ADR 0151).
