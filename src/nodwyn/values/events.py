@@ -210,10 +210,8 @@ class _RecipePayload(Payload):
         if self.recipe is not None:
             out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
         out["model"] = self.model
-        _put(out, "workspace", self.workspace)
-        _put(out, "sandbox", self.sandbox)
-        _put(out, "network", self.network)
-        _put(out, "approval", self.approval)
+        for key in ("workspace", "sandbox", "network", "approval"):
+            _put(out, key, getattr(self, key))
         return out
 
 
@@ -447,12 +445,8 @@ class ToolResult(Payload):
     @classmethod
     def _read(cls, r: Fields) -> Self:
         images = _objects(r, "images", ImageRef.from_data)
-        call_id, name, text, error = (
-            r.get("call_id", str),
-            r.get("name", str),
-            r.get("text", str),
-            r.get("error", bool),
-        )
+        call_id, name, text = r.get("call_id", str), r.get("name", str), r.get("text", str)
+        error = r.get("error", bool)
         raw = r.get("range", (dict, NULL), None)
         rng = None
         if raw is not None:
