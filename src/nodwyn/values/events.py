@@ -169,6 +169,7 @@ class Payload:
 
     @classmethod
     def _declared_fields(cls, r: Fields) -> dict[str, Any]:
+        """The fields read as declared: every field but the class's own (``_OWN``)."""
         out: dict[str, Any] = {}
         for name, how, typ, default in _declared(cls):
             if how == "plain" or how == "array":
