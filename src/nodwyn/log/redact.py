@@ -593,9 +593,7 @@ class _Walk:
             s = self._shapes(s, hits, found)
             if len(s) >= _GITLEAKS_SHORT:
                 s = self._rules(s, hits)
-        for m in _TOKEN.finditer(s):
-            if _looks_random(m.group(0)):
-                self.unknown += 1
+        self.unknown += sum(_looks_random(m.group(0)) for m in _TOKEN.finditer(s))
         return s
 
     def _find(self, s: str) -> dict[str, list[int]]:
@@ -671,11 +669,11 @@ class _Walk:
 
         def repl(m: re.Match[str]) -> str:
             secret = m.group(shape.group)
-            if secret == mark or secret.startswith("[redacted:"):
-                return m.group(0)
-            if shape.check is not None and not shape.check(secret):
-                return m.group(0)
-            if shape.glue and not _glued_ok(subject, m.start(0)):
+            if (
+                secret.startswith("[redacted:")  # a marker already (this shape's or another's)
+                or (shape.check is not None and not shape.check(secret))
+                or (shape.glue and not _glued_ok(subject, m.start(0)))
+            ):
                 return m.group(0)
             self._count(shape.name)
             return _splice(m, shape.group, mark)
