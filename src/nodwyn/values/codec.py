@@ -237,12 +237,9 @@ def response_to_json(r: Response) -> Json:
         "timings": {"prefill_ms": r.timings.prefill_ms, "total_ms": r.timings.total_ms},
         "notes": list(r.notes),
     }
-    if r.phase is not None:  # only when present: older replies read and hash as before
-        out["phase"] = r.phase
-    if r.raw is not None:
-        out["raw"] = r.raw
-    if r.id is not None:
-        out["id"] = r.id
+    for key in ("phase", "raw", "id"):  # only when present: older replies read and hash as before
+        if getattr(r, key) is not None:
+            out[key] = getattr(r, key)
     if r.cache_report is not None:
         c = r.cache_report
         out["cache_report"] = {"against": c.against, "reason": c.reason, "missed_tokens": c.missed_tokens}
@@ -290,10 +287,9 @@ def response_from_json(d: Any, where: str = "response") -> Response:
 
 def prices_to_json(p: Prices) -> Json:
     out: dict[str, float] = {"input": p.input, "output": p.output}
-    if p.cached_input is not None:
-        out["cached_input"] = p.cached_input
-    if p.cache_write is not None:
-        out["cache_write"] = p.cache_write
+    for key in ("cached_input", "cache_write"):
+        if getattr(p, key) is not None:
+            out[key] = getattr(p, key)
     return out
 
 
