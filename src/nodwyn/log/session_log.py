@@ -271,7 +271,7 @@ class SessionLog:
     def _recover(self) -> None:
         """Writer's open: bring the index up to the log, cut a torn tail and log that it did."""
         size = os.fstat(self._fd).st_size
-        idx = self._idx
+        idx, scan = self._idx, None
         if idx is not None and check_tail(self._fd, idx, size):
             count = idx.count()
             idx.truncate(count)  # drop a half-written entry
@@ -279,11 +279,7 @@ class SessionLog:
             if scan.bad_seq is None:
                 idx.extend(count + 1, scan.ends)
                 self._count, self._end = count + len(scan.ends), scan.whole_end
-            else:
-                idx = None
-        else:
-            idx = None
-        if idx is None:
+        if scan is None or scan.bad_seq is not None:  # no index to catch up: rebuild it from the log
             scan = rebuild(self._fd, size, self.id)
             self._replace_index(scan.ends)
             self._count, self._end = len(scan.ends), scan.whole_end

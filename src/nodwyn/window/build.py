@@ -85,9 +85,8 @@ class Decision:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Build:
     request: Request
-    record: LlmReq = field(
-        hash=False
-    )  # the llm.req the build decided (the recorder adds start, model, cache ask)
+    # the llm.req the build decided (the recorder adds start, model, cache ask)
+    record: LlmReq = field(hash=False)
     canonical: bytes  # canonical_bytes(request_to_json(request))
     digest: str  # digest(request_to_json(request))
     seqs: tuple[int, ...] = ()  # the seq each message came from (user.msg, llm.resp, tool.result, ...)
