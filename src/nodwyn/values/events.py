@@ -172,8 +172,10 @@ class Payload:
         """The fields read as declared: every field but the class's own (``_OWN``)."""
         out: dict[str, Any] = {}
         for name, how, typ, default in _declared(cls):
-            if how == "plain" or how == "array":
-                out[name] = (r.get if how == "plain" else r.items)(name, typ, default)
+            if how == "plain":
+                out[name] = r.get(name, typ, default)
+            elif how == "array":
+                out[name] = r.items(name, typ, default)
             elif how == "shape":
                 raw = out[f"{name}_json"] = r.get(name, dict, default)
                 out[name] = None if raw is None else _SHAPES[typ][0](raw, f"{r.where}.{name}")
@@ -187,11 +189,12 @@ class Payload:
         """The fields in their order, an optional one only when recorded (None: absent)."""
         out: dict[str, Any] = {}
         for name, how, typ, _ in _declared(type(self)):
-            value = self._data(name) if how == "own" else getattr(self, name)
+            value = getattr(self, name) if how != "own" else self._data(name)
             if how == "shape" and value is not None:
                 raw = getattr(self, f"{name}_json")
                 value = raw if raw is not None else _SHAPES[typ][1](value)
-            _put(out, name, value)
+            if value is not None:  # as _put writes it
+                out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
     def to_data(self) -> dict[str, Any]:

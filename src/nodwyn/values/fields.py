@@ -105,5 +105,12 @@ class Fields:
 def field(
     obj: Any, key: str, typ: Types, where: str, default: Any = ..., error: Refuse = CorruptLogError
 ) -> Any:
-    """One field of ``obj`` (for a value's JSON shape, read whole: nothing is kept of what was taken)."""
-    return Fields(obj, where, error).get(key, typ, default)
+    """One field of ``obj``, checked as ``Fields(obj, where, error).get(key, typ, default)`` checks
+    it (without keeping what was taken: for a value's JSON shape, read whole)."""
+    if not isinstance(obj, dict):
+        raise error(f"{where}: expected an object, got {type(obj).__name__}")
+    if key not in obj:
+        if default is ...:
+            raise error(f"{where}: missing field {key!r}")
+        return default
+    return expect(obj[key], typ, f"{where}.{key}", error)
