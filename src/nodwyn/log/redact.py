@@ -542,9 +542,9 @@ class _Index:
     """One Aho-Corasick automaton over every shape's needles and every rule's keywords."""
 
     automaton: Any
+    rules: RuleSet
     shapes_by_needle: dict[str, list[int]] = field(default_factory=dict)
     rules_by_keyword: dict[str, list[int]] = field(default_factory=dict)
-    rules: RuleSet | None = None
 
 
 @cache
@@ -682,7 +682,6 @@ class _Walk:
 
     def _rules(self, s: str, hits: set[str]) -> str:
         rules = self.index.rules
-        assert rules is not None
         run = sorted({j for word in hits for j in self.index.rules_by_keyword.get(word, ())})
         for j in run:
             rule = rules.rules[j]
