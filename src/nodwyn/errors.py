@@ -34,62 +34,57 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any, ClassVar
 
 
 class NodwynError(Exception):
-    """Root of every error nodwyn raises on purpose."""
+    """Root of every error nodwyn raises on purpose. A subclass names its exit code as a class
+    keyword (``class ConfigError(NodwynError, exit_code=2)``), or inherits its parent's."""
 
-    exit_code = 1
+    exit_code: ClassVar[int] = 1
 
-
-class ConfigError(NodwynError):
-    exit_code = 2
-
-
-class NotFoundError(NodwynError):
-    exit_code = 3
+    def __init_subclass__(cls, exit_code: int | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
 
-class LockedError(NodwynError):
-    exit_code = 4
+class ConfigError(NodwynError, exit_code=2): ...
 
 
-class CorruptLogError(NodwynError):
-    exit_code = 5
+class NotFoundError(NodwynError, exit_code=3): ...
 
 
-class ReplayError(NodwynError):
-    exit_code = 6
+class LockedError(NodwynError, exit_code=4): ...
 
 
-class DigestMismatchError(ReplayError):
-    exit_code = 6
+class CorruptLogError(NodwynError, exit_code=5): ...
 
 
-class LegacyRequestError(ReplayError):
-    exit_code = 7
+class ReplayError(NodwynError, exit_code=6): ...
 
 
-class UnknownRecipeError(ReplayError):
-    exit_code = 8
+class DigestMismatchError(ReplayError, exit_code=6): ...
 
 
-class CanonicalError(NodwynError, ValueError):
-    exit_code = 9
+class LegacyRequestError(ReplayError, exit_code=7): ...
 
 
-class OriginError(NodwynError):
-    exit_code = 10
+class UnknownRecipeError(ReplayError, exit_code=8): ...
 
 
-class ToolError(NodwynError):
-    exit_code = 11
+class CanonicalError(NodwynError, ValueError, exit_code=9): ...
 
 
-class ProviderError(NodwynError):
+class OriginError(NodwynError, exit_code=10): ...
+
+
+class ToolError(NodwynError, exit_code=11): ...
+
+
+class ProviderError(NodwynError, exit_code=12):
     """The provider failed. Carries the evidence: status, provider, its message and the field."""
 
-    exit_code = 12
     retryable = False
 
     def __init__(
@@ -110,54 +105,42 @@ class ProviderError(NodwynError):
         self.retry_after = retry_after
 
 
-class AuthError(ProviderError):
-    pass
+class AuthError(ProviderError): ...
 
 
 class RateLimitError(ProviderError):
     retryable = True
 
 
-class ContextLengthError(ProviderError):
-    pass
+class ContextLengthError(ProviderError): ...
 
 
 class ProviderUnavailable(ProviderError):
     retryable = True
 
 
-class DecodeError(ProviderError):
-    pass
+class DecodeError(ProviderError): ...
 
 
-class EncodeError(NodwynError):
-    exit_code = 13
+class EncodeError(NodwynError, exit_code=13): ...
 
 
-class StorageError(NodwynError):
+class StorageError(NodwynError, exit_code=14):
     """The file system refused a read or write of nodwyn's data (the log stays as it was)."""
 
-    exit_code = 14
 
-
-class ImportFormatError(NodwynError):
+class ImportFormatError(NodwynError, exit_code=15):
     """Another agent's session file is not in the format its loader reads (names file, line, field)."""
 
-    exit_code = 15
 
-
-class ExportError(NodwynError):
+class ExportError(NodwynError, exit_code=16):
     """``nodwyn export`` could not deliver what it made: the OTLP collector refused it or could not
     be reached (the message names the URL). Not a provider's failure: no model was asked."""
 
-    exit_code = 16
 
-
-class TooLargeError(NodwynError):
+class TooLargeError(NodwynError, exit_code=20):
     """A task, piped input or request is larger than the model's window or context, refused before
     it is recorded or sent (ADR 0300): the message names its size and what to do instead."""
-
-    exit_code = 20
 
 
 class WhatifError(NodwynError):

@@ -104,14 +104,8 @@ def hidden_spans(s: str, needles: Sequence[str]) -> list[tuple[int, int]]:
         chars.append(s[pos : m.start()])
         starts.extend(range(pos, m.start()))
         ends.extend(range(pos + 1, m.start() + 1))
-        if m.group(1) is not None:
-            decoded = chr(int(m.group(1), 16))
-        elif m.group(2) is not None:
-            decoded = "/"
-        elif m.group(3) is not None:
-            decoded = chr(int(m.group(3), 16))
-        else:
-            decoded = ""  # a line break: the two lines join
+        code = m.group(1) or m.group(3)  # \\uXXXX or %XX; else \\/, or a line break (the lines join)
+        decoded = chr(int(code, 16)) if code else "/" if m.group(2) else ""
         if decoded:
             chars.append(decoded)
             starts.append(m.start())

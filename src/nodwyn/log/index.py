@@ -46,15 +46,13 @@ def _bytes(ends: Sequence[int]) -> bytes:
     return arr.tobytes()
 
 
+@dataclass(slots=True, eq=False)
 class IndexFile:
     """``index.bin`` opened for reading (and for appending by the writer)."""
 
-    __slots__ = ("fd", "path", "writable")
-
-    def __init__(self, path: Path, fd: int, writable: bool) -> None:
-        self.path = path
-        self.fd = fd
-        self.writable = writable
+    path: Path
+    fd: int
+    writable: bool
 
     @classmethod
     def open(cls, path: Path, writable: bool) -> IndexFile | None:

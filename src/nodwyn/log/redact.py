@@ -542,9 +542,9 @@ class _Index:
     """One Aho-Corasick automaton over every shape's needles and every rule's keywords."""
 
     automaton: Any
+    rules: RuleSet
     shapes_by_needle: dict[str, list[int]] = field(default_factory=dict)
     rules_by_keyword: dict[str, list[int]] = field(default_factory=dict)
-    rules: RuleSet | None = None
 
 
 @cache
@@ -593,9 +593,7 @@ class _Walk:
             s = self._shapes(s, hits, found)
             if len(s) >= _GITLEAKS_SHORT:
                 s = self._rules(s, hits)
-        for m in _TOKEN.finditer(s):
-            if _looks_random(m.group(0)):
-                self.unknown += 1
+        self.unknown += sum(_looks_random(m.group(0)) for m in _TOKEN.finditer(s))
         return s
 
     def _find(self, s: str) -> dict[str, list[int]]:
@@ -611,14 +609,10 @@ class _Walk:
 
     def _known(self, s: str) -> str:
         known = self.known
-        for value in known.values:
+        for value in (*known.values, *known.forms):  # the values first, then their encoded forms
             if value in s:
                 self._count(CREDENTIAL, s.count(value))
                 s = s.replace(value, marker(CREDENTIAL))
-        for form in known.forms:
-            if form in s:
-                self._count(CREDENTIAL, s.count(form))
-                s = s.replace(form, marker(CREDENTIAL))
         if may_hide(s, known.probes):
             spans = hidden_spans(s, known.values)
             if spans:
@@ -675,11 +669,11 @@ class _Walk:
 
         def repl(m: re.Match[str]) -> str:
             secret = m.group(shape.group)
-            if secret == mark or secret.startswith("[redacted:"):
-                return m.group(0)
-            if shape.check is not None and not shape.check(secret):
-                return m.group(0)
-            if shape.glue and not _glued_ok(subject, m.start(0)):
+            if (
+                secret.startswith("[redacted:")  # a marker already (this shape's or another's)
+                or (shape.check is not None and not shape.check(secret))
+                or (shape.glue and not _glued_ok(subject, m.start(0)))
+            ):
                 return m.group(0)
             self._count(shape.name)
             return _splice(m, shape.group, mark)
@@ -688,7 +682,6 @@ class _Walk:
 
     def _rules(self, s: str, hits: set[str]) -> str:
         rules = self.index.rules
-        assert rules is not None
         run = sorted({j for word in hits for j in self.index.rules_by_keyword.get(word, ())})
         for j in run:
             rule = rules.rules[j]
@@ -711,9 +704,7 @@ class _Walk:
             if rules.allowed(rule, secret, m.group(0), line):
                 return m.group(0)
             self._count(rule.id)
-            whole = m.group(0)
-            base = m.start(0)
-            return whole[: start - base] + mark + whole[end - base :]
+            return _splice(m, (start, end), mark)
 
         return repl
 
@@ -738,10 +729,11 @@ class _Walk:
         return v
 
 
-def _splice(m: re.Match[str], group: int, mark: str) -> str:
+def _splice(m: re.Match[str], group: int | tuple[int, int], mark: str) -> str:
+    """The match with ``group`` (or a span of the subject) replaced by ``mark``."""
     if group == 0:
         return mark
-    start, end = m.span(group)
+    start, end = m.span(group) if isinstance(group, int) else group
     whole = m.group(0)
     base = m.start(0)
     return whole[: start - base] + mark + whole[end - base :]

@@ -29,7 +29,6 @@ from typing import Final
 SEAL_NAME: Final = "seal.bin"
 MAGIC: Final = b"NDWNSEAL"
 MAC_SIZE: Final = 32
-SEAL_CREDENTIAL: Final = "nodwyn-seal"  # the keychain entry whose value keys every seal
 _CONTEXT: Final = b"nodwyn session seal v1"
 
 
@@ -55,15 +54,13 @@ class SealKey:
         return "SealKey(...)"
 
 
+@dataclass(slots=True, eq=False)
 class SealFile:
     """``seal.bin`` open for the writer: its entries' count, its last MAC, appending and cutting."""
 
-    __slots__ = ("fd", "fsync", "path")
-
-    def __init__(self, path: Path, fd: int, fsync: bool) -> None:
-        self.path = path
-        self.fd = fd
-        self.fsync = fsync
+    path: Path
+    fd: int
+    fsync: bool
 
     @classmethod
     def create(cls, folder: Path, fsync: bool) -> SealFile:
@@ -106,15 +103,13 @@ class SealFile:
             self.fd = -1
 
 
+@dataclass(slots=True, eq=False)
 class Sealer:
     """The writer's side: the chain's value at the log's last seq, and the seal file."""
 
-    __slots__ = ("file", "key", "last")
-
-    def __init__(self, key: SealKey, file: SealFile, last: bytes) -> None:
-        self.key = key
-        self.file = file
-        self.last = last
+    key: SealKey
+    file: SealFile
+    last: bytes = field(repr=False)
 
     @classmethod
     def start(cls, key: SealKey, folder: Path, session_id: str, count: int, fsync: bool) -> Sealer | None:

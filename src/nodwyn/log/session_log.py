@@ -76,9 +76,9 @@ class _View:
     count: int
     whole_end: int
     size: int
-    file: IndexFile | None
-    file_count: int  # seqs 1..file_count come from the file
-    tail: Sequence[int]  # end offsets of seqs file_count+1..count
+    file: IndexFile | None = None
+    file_count: int = 0  # seqs 1..file_count come from the file
+    tail: Sequence[int] = ()  # end offsets of seqs file_count+1..count
 
     def ends(self, first: int, last: int) -> list[int]:
         """End offsets of seqs ``first..last``; ``first`` may be 0 (end 0)."""
@@ -253,29 +253,14 @@ class SessionLog:
             scan = scan_lines(self._fd, start, size, len(self._mem) + 1)
             if scan.bad_seq is None:
                 self._mem.extend(scan.ends)
-                return _View(
-                    count=len(self._mem),
-                    whole_end=scan.whole_end,
-                    size=size,
-                    file=None,
-                    file_count=0,
-                    tail=self._mem,
-                )
+                return _View(count=len(self._mem), whole_end=scan.whole_end, size=size, tail=self._mem)
         scan = rebuild(self._fd, size, self.id)
+        count = len(scan.ends)
         if self.writable:
             self._replace_index(scan.ends)
-            return _View(
-                count=len(scan.ends),
-                whole_end=scan.whole_end,
-                size=size,
-                file=self._idx,
-                file_count=len(scan.ends),
-                tail=(),
-            )
+            return _View(count=count, whole_end=scan.whole_end, size=size, file=self._idx, file_count=count)
         self._mem = array("Q", scan.ends)
-        return _View(
-            count=len(self._mem), whole_end=scan.whole_end, size=size, file=None, file_count=0, tail=self._mem
-        )
+        return _View(count=count, whole_end=scan.whole_end, size=size, tail=self._mem)
 
     def _replace_index(self, ends: Sequence[int]) -> None:
         if self._idx is not None:
@@ -286,7 +271,7 @@ class SessionLog:
     def _recover(self) -> None:
         """Writer's open: bring the index up to the log, cut a torn tail and log that it did."""
         size = os.fstat(self._fd).st_size
-        idx = self._idx
+        idx, scan = self._idx, None
         if idx is not None and check_tail(self._fd, idx, size):
             count = idx.count()
             idx.truncate(count)  # drop a half-written entry
@@ -294,11 +279,7 @@ class SessionLog:
             if scan.bad_seq is None:
                 idx.extend(count + 1, scan.ends)
                 self._count, self._end = count + len(scan.ends), scan.whole_end
-            else:
-                idx = None
-        else:
-            idx = None
-        if idx is None:
+        if scan is None or scan.bad_seq is not None:  # no index to catch up: rebuild it from the log
             scan = rebuild(self._fd, size, self.id)
             self._replace_index(scan.ends)
             self._count, self._end = len(scan.ends), scan.whole_end

@@ -84,15 +84,7 @@ class Store:
             if self.fsync:
                 fsync_dir(folder)
                 fsync_dir(self.sessions)
-            return SessionLog(
-                session_id=sid,
-                path=folder,
-                write=True,
-                fsync=self.fsync,
-                clock=self._clock,
-                known=self.known,
-                seal=self.seal,
-            )
+            return self._log(sid, folder, write=True)
         except BaseException as exc:
             for leftover in folder.glob(f"{INDEX_NAME}.tmp-*"):
                 leftover.unlink(missing_ok=True)
@@ -175,6 +167,9 @@ class Store:
             folder = self.folder(session_id)
         except OSError as exc:
             raise storage_error(exc, f"cannot read the sessions folder {self.sessions}") from None
+        return self._log(session_id, folder, write=write)
+
+    def _log(self, session_id: str, folder: Path, *, write: bool) -> SessionLog:
         return SessionLog(
             session_id=session_id,
             path=folder,

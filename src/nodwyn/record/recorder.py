@@ -39,8 +39,7 @@ class Recorder:
 
     def feed(self, events: Iterable[Event]) -> None:
         """Fold events already in the log (a resumed session's) into the window."""
-        for event in events:
-            self.window.feed(event)
+        self.window.feed_all(events)
 
     def append(self, payload: Payload, ctx: str = MAIN_CTX) -> Event:
         """``payload`` written as the next event of its kind (refused before anything is written

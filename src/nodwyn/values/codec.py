@@ -7,7 +7,9 @@ Round trips are the identity (tested with hypothesis).
 
 from __future__ import annotations
 
-from typing import Any, cast
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from nodwyn.errors import CorruptLogError
 from nodwyn.values.content import (
@@ -29,8 +31,14 @@ from nodwyn.values.recipe import Flag, Recipe, WindowLimits, extra_flag, rules_f
 from nodwyn.values.request import CacheReport, Request, Response, Timings, ToolSpec, Usage
 
 Json = dict[str, Any]
+_T = TypeVar("_T")
 
 _BLOCK_TYPES = ("thinking", "redacted_thinking", "reasoning", "reasoning_details")
+
+
+def _each(d: Any, key: str, read: Callable[[Any, str], _T], where: str, default: Any = ...) -> tuple[_T, ...]:
+    """The array field ``key`` of ``d``, each item read by ``read`` as ``where.key[i]``."""
+    return tuple(read(v, f"{where}.{key}[{i}]") for i, v in enumerate(field(d, key, list, where, default)))
 
 
 # -- parts -------------------------------------------------------------------------------------
@@ -145,22 +153,13 @@ def message_to_json(m: Message) -> Json:
 def message_from_json(d: Any, where: str = "message") -> Message:
     role = field(d, "role", str, where)
     if role == "user":
-        parts = field(d, "content", list, where)
-        return UserMessage(
-            parts=tuple(part_from_json(p, f"{where}.content[{i}]") for i, p in enumerate(parts))
-        )
+        return UserMessage(parts=_each(d, "content", part_from_json, where))
     if role == "assistant":
         return AssistantMessage(
             text=field(d, "text", str, where, ""),
             thinking=field(d, "thinking", str, where, ""),
-            calls=tuple(
-                call_from_json(c, f"{where}.calls[{i}]")
-                for i, c in enumerate(field(d, "calls", list, where, []))
-            ),
-            blocks=tuple(
-                block_from_json(b, f"{where}.blocks[{i}]")
-                for i, b in enumerate(field(d, "blocks", list, where, []))
-            ),
+            calls=_each(d, "calls", call_from_json, where, []),
+            blocks=_each(d, "blocks", block_from_json, where, []),
             phase=field(d, "phase", str, where, None),
             raw=field(d, "raw", (str, type(None)), where, None),
         )
@@ -170,10 +169,7 @@ def message_from_json(d: Any, where: str = "message") -> Message:
             name=field(d, "name", str, where),
             text=field(d, "text", str, where),
             error=field(d, "error", bool, where, False),
-            images=tuple(
-                _image_part(p, f"{where}.images[{i}]")
-                for i, p in enumerate(field(d, "images", list, where, []))
-            ),
+            images=_each(d, "images", _image_part, where, []),
         )
     raise CorruptLogError(f"{where}.role: unknown role {role!r}")
 
@@ -206,13 +202,8 @@ def request_to_json(r: Request) -> Json:
 def request_from_json(d: Any, where: str = "request") -> Request:
     return Request(
         system=field(d, "system", str, where),
-        tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(field(d, "tools", list, where))
-        ),
-        messages=tuple(
-            message_from_json(m, f"{where}.messages[{i}]")
-            for i, m in enumerate(field(d, "messages", list, where))
-        ),
+        tools=_each(d, "tools", tool_from_json, where),
+        messages=_each(d, "messages", message_from_json, where),
         max_output=field(d, "max_output", (int, type(None)), where, None),
     )
 
@@ -246,12 +237,9 @@ def response_to_json(r: Response) -> Json:
         "timings": {"prefill_ms": r.timings.prefill_ms, "total_ms": r.timings.total_ms},
         "notes": list(r.notes),
     }
-    if r.phase is not None:  # only when present: older replies read and hash as before
-        out["phase"] = r.phase
-    if r.raw is not None:
-        out["raw"] = r.raw
-    if r.id is not None:
-        out["id"] = r.id
+    for key in ("phase", "raw", "id"):  # only when present: older replies read and hash as before
+        if getattr(r, key) is not None:
+            out[key] = getattr(r, key)
     if r.cache_report is not None:
         c = r.cache_report
         out["cache_report"] = {"against": c.against, "reason": c.reason, "missed_tokens": c.missed_tokens}
@@ -275,13 +263,8 @@ def response_from_json(d: Any, where: str = "response") -> Response:
     return Response(
         text=field(d, "text", str, where, ""),
         thinking=field(d, "thinking", str, where, ""),
-        calls=tuple(
-            call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(field(d, "calls", list, where, []))
-        ),
-        blocks=tuple(
-            block_from_json(b, f"{where}.blocks[{i}]")
-            for i, b in enumerate(field(d, "blocks", list, where, []))
-        ),
+        calls=_each(d, "calls", call_from_json, where, []),
+        blocks=_each(d, "blocks", block_from_json, where, []),
         usage=usage_from_json(field(d, "usage", dict, where, {}), f"{where}.usage"),
         finish=field(d, "finish", (str, type(None)), where, None),
         model=field(d, "model", (str, type(None)), where, None),
@@ -304,10 +287,9 @@ def response_from_json(d: Any, where: str = "response") -> Response:
 
 def prices_to_json(p: Prices) -> Json:
     out: dict[str, float] = {"input": p.input, "output": p.output}
-    if p.cached_input is not None:
-        out["cached_input"] = p.cached_input
-    if p.cache_write is not None:
-        out["cache_write"] = p.cache_write
+    for key in ("cached_input", "cache_write"):
+        if getattr(p, key) is not None:
+            out[key] = getattr(p, key)
     return out
 
 
@@ -329,19 +311,15 @@ def _float_or_none(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
+_LIMIT_KEYS = tuple(f.name for f in dataclasses.fields(WindowLimits))  # high_water, low_water, ...
+
+
 def recipe_to_json(r: Recipe) -> Json:
-    lim = r.limits
     out: dict[str, Any] = {
         "version": f"window-v{r.version}",
         "system": r.system,
         "tools": [tool_to_json(t) for t in r.tools],
-        "limits": {
-            "high_water": lim.high_water,
-            "low_water": lim.low_water,
-            "max_result_tokens": lim.max_result_tokens,
-            "output_reserve": lim.output_reserve,
-            "ceiling": lim.ceiling,
-        },
+        "limits": {k: getattr(r.limits, k) for k in _LIMIT_KEYS},
         "context_size": r.context_size,
         "keep_alive": r.keep_alive,
         "task_header": r.task_header,
@@ -368,16 +346,8 @@ def recipe_from_json(d: Any, where: str = "recipe") -> Recipe:
     return Recipe(
         version=version,
         system=field(d, "system", str, where),
-        tools=tuple(
-            tool_from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(field(d, "tools", list, where))
-        ),
-        limits=WindowLimits(
-            high_water=field(lim, "high_water", int, lw),
-            low_water=field(lim, "low_water", int, lw),
-            max_result_tokens=field(lim, "max_result_tokens", int, lw),
-            output_reserve=field(lim, "output_reserve", int, lw),
-            ceiling=field(lim, "ceiling", int, lw),
-        ),
+        tools=_each(d, "tools", tool_from_json, where),
+        limits=WindowLimits(**{k: field(lim, k, int, lw) for k in _LIMIT_KEYS}),
         context_size=field(d, "context_size", int, where),
         keep_alive=field(d, "keep_alive", opt, where, None),
         task_header=field(d, "task_header", opt, where, None),

@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, Self, TypedDict, cast, get_args
+from typing import Any, ClassVar, Final, Literal, Self, TypedDict, TypeVar, cast, get_args
 
 from nodwyn.errors import CanonicalError, CorruptLogError, NodwynError
 from nodwyn.values.codec import (
@@ -38,6 +39,7 @@ from nodwyn.values.recipe import Recipe
 from nodwyn.values.request import Response
 
 MAIN_CTX: Final = "main"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,23 +85,46 @@ class FileRange(TypedDict):
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
-    """An optional field: written only when recorded (None means absent)."""
+    """An optional field: written only when recorded (None means absent), a tuple as an array."""
     if value is not None:
-        out[key] = value
+        out[key] = list(value) if isinstance(value, tuple) else value
 
 
-_DECLARED: dict[type, tuple[tuple[str, tuple[Any, ...]], ...]] = {}
+def _refs_data(refs: tuple[ImageRef, ...] | None) -> list[dict[str, Any]] | None:
+    return None if refs is None else [ref.to_data() for ref in refs]
 
 
-def _declared(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    """``(name, (type, default?))`` for each field of a payload class with plain fields: ``int``,
-    ``str``, ``dict[...]``, and ``X | None = None`` (read with the default None); found once."""
+def _objects(r: Fields, key: str, read: Callable[[Any, str], _T]) -> tuple[_T, ...] | None:
+    """An optional array field of objects, each read by ``read`` as ``where.key[i]``."""
+    raw = r.get(key, list, None)
+    return None if raw is None else tuple(read(v, f"{r.where}.{key}[{i}]") for i, v in enumerate(raw))
+
+
+# A field of one of these value types is read by its codec's reader and written back as it was read
+# (kept in the field ``<name>_json`` beside it), or, for a value made in code, by its writer.
+_SHAPES: Final[dict[type, tuple[Callable[[Any, str], Any], Callable[[Any], dict[str, Any]]]]] = {
+    Origin: (origin_from_json, origin_to_json),
+    Recipe: (recipe_from_json, recipe_to_json),
+    Response: (response_from_json, response_to_json),
+}
+_Declared = tuple[tuple[str, str, Any, Any], ...]
+_DECLARED: dict[type, _Declared] = {}
+
+
+def _declared(cls: type[Payload]) -> _Declared:
+    """``(name, how, type, default)`` for each field of a payload class, in order, found once:
+    ``how`` is ``plain`` for ``int``, ``str``, ``bool`` and ``dict[...]``, ``array`` for
+    ``tuple[X, ...]`` (an array of X), ``shape`` for a value of ``_SHAPES``, ``own`` for a field
+    the class reads itself (``_OWN``); ``X | None = None`` is read with the default None."""
     if cls in _DECLARED:
         return _DECLARED[cls]
     hints = typing.get_type_hints(cls)
-    out = []
+    out: list[tuple[str, str, Any, Any]] = []
     for f in dataclasses.fields(cls):
-        if f.name == "extra":
+        if f.name == "extra" or any(f.name == f"{name}_json" for name, how, _, _ in out if how == "shape"):
+            continue
+        if f.name in cls._OWN:
+            out.append((f.name, "own", None, None))
             continue
         typ = hints[f.name]
         args = typing.get_args(typ)
@@ -107,9 +132,12 @@ def _declared(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         if optional:
             (typ,) = (a for a in args if a is not type(None))
         base = typing.get_origin(typ) or typ
-        if base not in (int, str, dict):
+        how = "shape" if base in _SHAPES else "array" if base is tuple else "plain"
+        if how == "array":
+            base = typing.get_args(typ)[0]
+        if how != "shape" and base not in (int, str, bool, dict):
             raise TypeError(f"{cls.__name__}.{f.name}: {typ} is read by the class itself")
-        out.append((f.name, (base, None) if optional else (base,)))
+        out.append((f.name, how, base, None if optional else ...))
     _DECLARED[cls] = tuple(out)
     return _DECLARED[cls]
 
@@ -124,6 +152,7 @@ class Payload:
     was read."""
 
     KIND: ClassVar[str] = ""
+    _OWN: ClassVar[frozenset[str]] = frozenset()  # fields the class reads (``_read``) and writes itself
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     @classmethod
@@ -134,15 +163,38 @@ class Payload:
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        """Each field read as its annotation declares it (``_declared``); a kind with a field of
-        another shape (a recipe, a response, a checked choice) reads and writes itself."""
-        return cls(**{name: r.get(name, *how) for name, how in _declared(cls)}, extra=r.extra())
+        """Each field read as its annotation declares it (``_declared``); a kind with fields of
+        another shape (a checked choice, an array of objects) reads those itself (``_OWN``)."""
+        return cls(**cls._declared_fields(r), extra=r.extra())
+
+    @classmethod
+    def _declared_fields(cls, r: Fields) -> dict[str, Any]:
+        """The fields read as declared: every field but the class's own (``_OWN``)."""
+        out: dict[str, Any] = {}
+        for name, how, typ, default in _declared(cls):
+            if how == "plain":
+                out[name] = r.get(name, typ, default)
+            elif how == "array":
+                out[name] = r.items(name, typ, default)
+            elif how == "shape":
+                raw = out[f"{name}_json"] = r.get(name, dict, default)
+                out[name] = None if raw is None else _SHAPES[typ][0](raw, f"{r.where}.{name}")
+        return out
+
+    def _data(self, name: str) -> Any:
+        """Field ``name`` of the class's own (``_OWN``) as the log holds it (None: absent)."""
+        return getattr(self, name)
 
     def _fields(self) -> dict[str, Any]:
-        """The declared fields in their order, an optional one only when recorded (None: absent)."""
+        """The fields in their order, an optional one only when recorded (None: absent)."""
         out: dict[str, Any] = {}
-        for name, _ in _declared(type(self)):
-            _put(out, name, getattr(self, name))
+        for name, how, typ, _ in _declared(type(self)):
+            value = getattr(self, name) if how != "own" else self._data(name)
+            if how == "shape" and value is not None:
+                raw = getattr(self, f"{name}_json")
+                value = raw if raw is not None else _SHAPES[typ][1](value)
+            if value is not None:  # as _put writes it
+                out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
     def to_data(self) -> dict[str, Any]:
@@ -177,31 +229,6 @@ class _RecipePayload(Payload):
     sandbox: str | None = None  # the shell's sandbox mode from here on (None: before sandboxes)
     network: bool | None = None  # whether the sandbox lets the network through
     approval: str | None = None  # ask | auto-edit | full-auto
-
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        raw = r.get("recipe", dict, None)
-        return cls(
-            recipe=None if raw is None else recipe_from_json(raw, f"{r.where}.recipe"),
-            recipe_json=raw,
-            model=r.get("model", str),
-            workspace=r.get("workspace", str, None),
-            sandbox=r.get("sandbox", str, None),
-            network=r.get("network", bool, None),
-            approval=r.get("approval", str, None),
-            extra=r.extra(),
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.recipe is not None:
-            out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
-        out["model"] = self.model
-        _put(out, "workspace", self.workspace)
-        _put(out, "sandbox", self.sandbox)
-        _put(out, "network", self.network)
-        _put(out, "approval", self.approval)
-        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -270,29 +297,26 @@ class UserMsg(Payload):
     KIND: ClassVar[str] = USER_MSG
     text: str
     images: tuple[ImageRef, ...] | None = None
+    _OWN: ClassVar[frozenset[str]] = frozenset({"images"})
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        text = r.get("text", str)
-        raw = r.get("images", list, None)
-        images = (
-            None
-            if raw is None
-            else tuple(ImageRef.from_data(ref, f"{r.where}.images[{i}]") for i, ref in enumerate(raw))
-        )
-        return cls(text=text, images=images, extra=r.extra())
+        plain = cls._declared_fields(r)
+        return cls(**plain, images=_objects(r, "images", ImageRef.from_data), extra=r.extra())
 
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"text": self.text}
-        if self.images is not None:
-            out["images"] = [ref.to_data() for ref in self.images]
-        return out
+    def _data(self, name: str) -> Any:
+        return _refs_data(self.images)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WithheldImage:
     digest: str
     reason: str
+
+    @classmethod
+    def from_data(cls, data: Any, where: str) -> WithheldImage:
+        r = Fields(data, where)
+        return cls(digest=r.get("digest", str), reason=r.get("reason", str))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -330,72 +354,29 @@ class LlmReq(Payload):
     start: ReqStart | None = None
     cache_ask: str | None = None
     origin_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    _OWN: ClassVar[frozenset[str]] = frozenset({"withheld_images", "start"})
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        w = r.where
-        model = r.get("model", str)
-        origin_json = r.get("origin", dict)
-        origin = origin_from_json(origin_json, f"{w}.origin")
-        digest = r.get("digest", str, None)
+        plain = cls._declared_fields(r)
+        digest = plain["digest"]
         if digest is not None and not _DIGEST.fullmatch(digest):
-            raise CorruptLogError(f"{w}.digest: {digest[:80]!r} is not 'sha256:' and 64 lowercase hex digits")
-        elided = r.items("elided", int, ...)
-        withheld = r.get("withheld_images", list, None)
-        held = None
-        if withheld is not None:
-            items = []
-            for i, raw in enumerate(withheld):
-                wr = Fields(raw, f"{w}.withheld_images[{i}]")
-                items.append(WithheldImage(digest=wr.get("digest", str), reason=wr.get("reason", str)))
-            held = tuple(items)
+            raise CorruptLogError(
+                f"{r.where}.digest: {digest[:80]!r} is not 'sha256:' and 64 lowercase hex digits"
+            )
+        held = _objects(r, "withheld_images", WithheldImage.from_data)
         raw_start = r.get("start", dict, None)
         start = None
         if raw_start is not None:
-            sr = Fields(raw_start, f"{w}.start")
+            sr = Fields(raw_start, f"{r.where}.start")
             start = ReqStart(seq=sr.get("seq", int), keep=sr.items("keep", int, ...) or ())
-        return cls(
-            model=model,
-            origin=origin,
-            origin_json=origin_json,
-            digest=digest,
-            elided=elided or (),
-            estimate=r.get("estimate", int),
-            trim=r.get("trim", bool),
-            high_water=r.get("high_water", int, None),
-            below_low_blocked=r.get("below_low_blocked", bool, None),
-            target=r.get("target", int, None),
-            head=r.get("head", int, None),
-            no_tools=r.get("no_tools", bool, None),
-            offered_tools=r.items("offered_tools", str),
-            withheld_images=held,
-            max_output=r.get("max_output", int, None),
-            headroom=r.get("headroom", bool, None),
-            moved=r.items("moved", str),
-            start=start,
-            cache_ask=r.get("cache_ask", str, None),
-            extra=r.extra(),
-        )
+        return cls(**plain, withheld_images=held, start=start, extra=r.extra())
 
-    def _fields(self) -> dict[str, Any]:
-        origin = self.origin_json if self.origin_json is not None else origin_to_json(self.origin)
-        out: dict[str, Any] = {"model": self.model, "origin": origin}
-        _put(out, "digest", self.digest)
-        out.update(elided=list(self.elided), estimate=self.estimate, trim=self.trim)
-        for key in ("high_water", "below_low_blocked", "target", "head", "no_tools"):
-            _put(out, key, getattr(self, key))
-        if self.offered_tools is not None:
-            out["offered_tools"] = list(self.offered_tools)
-        if self.withheld_images is not None:
-            out["withheld_images"] = [{"digest": h.digest, "reason": h.reason} for h in self.withheld_images]
-        _put(out, "max_output", self.max_output)
-        _put(out, "headroom", self.headroom)
-        if self.moved is not None:
-            out["moved"] = list(self.moved)
-        if self.start is not None:
-            out["start"] = {"seq": self.start.seq, "keep": list(self.start.keep)}
-        _put(out, "cache_ask", self.cache_ask)
-        return out
+    def _data(self, name: str) -> Any:
+        if name == "start":
+            return None if self.start is None else {"seq": self.start.seq, "keep": list(self.start.keep)}
+        held = self.withheld_images
+        return None if held is None else [{"digest": h.digest, "reason": h.reason} for h in held]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -404,21 +385,6 @@ class LlmResp(Payload):
     req: int  # seq of the llm.req it answers
     response: Response
     response_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        req = r.get("req", int)
-        raw = r.get("response", dict)
-        return cls(
-            req=req,
-            response=response_from_json(raw, f"{r.where}.response"),
-            response_json=raw,
-            extra=r.extra(),
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        raw = self.response_json if self.response_json is not None else response_to_json(self.response)
-        return {"req": self.req, "response": raw}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -442,37 +408,19 @@ class ToolResult(Payload):
     range_null: bool = False
     sandbox: str | None = None  # shell: the sandbox mode it ran under (None: before sandboxes)
     images: tuple[ImageRef, ...] | None = None  # the images it returned (an MCP tool's), by digest
+    _OWN: ClassVar[frozenset[str]] = frozenset({"range", "range_null", "images"})
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        raw_images = r.get("images", list, None)
-        images = (
-            None
-            if raw_images is None
-            else tuple(ImageRef.from_data(ref, f"{r.where}.images[{i}]") for i, ref in enumerate(raw_images))
-        )
-        call_id, name, text, error = (
-            r.get("call_id", str),
-            r.get("name", str),
-            r.get("text", str),
-            r.get("error", bool),
-        )
+        images = _objects(r, "images", ImageRef.from_data)
+        plain = cls._declared_fields(r)
         raw = r.get("range", (dict, NULL), None)
         rng = None
         if raw is not None:
             rr = Fields(raw, f"{r.where}.range")
             rng = LineRange(start=rr.get("start", int), end=rr.get("end", int), total=rr.get("total", int))
-        return cls(
-            call_id=call_id,
-            name=name,
-            text=text,
-            error=error,
-            range=rng,
-            range_null=rng is None and r.has("range"),
-            sandbox=r.get("sandbox", str, None),
-            images=images,
-            extra=r.extra(),
-        )
+        range_null = rng is None and r.has("range")
+        return cls(**plain, range=rng, range_null=range_null, images=images, extra=r.extra())
 
     def _fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -486,8 +434,7 @@ class ToolResult(Payload):
         elif self.range_null:
             out["range"] = None
         _put(out, "sandbox", self.sandbox)
-        if self.images is not None:
-            out["images"] = [ref.to_data() for ref in self.images]
+        _put(out, "images", _refs_data(self.images))
         return out
 
 
@@ -539,31 +486,15 @@ class CtxOpen(Bookkeeping):
     offered_tools: tuple[str, ...] | None = None
     parent_call: str | None = None  # a sub-agent's calling tool call id
     lasting: bool | None = None  # a narrowing that is never widened or closed (compaction)
+    _OWN: ClassVar[frozenset[str]] = frozenset({"kind"})
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
-        cid = r.get("id", str)
+        plain = cls._declared_fields(r)
         kind = r.get("kind", str)
         if kind not in ("narrow", "sub"):
             raise CorruptLogError(f"{r.where}.kind: unknown context kind {kind!r} (narrow or sub)")
-        return cls(
-            id=cid,
-            kind=cast(Literal["narrow", "sub"], kind),
-            system=r.get("system", str, None),
-            offered_tools=r.items("offered_tools", str),
-            parent_call=r.get("parent_call", str, None),
-            lasting=r.get("lasting", bool, None),
-            extra=r.extra(),
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind}
-        _put(out, "system", self.system)
-        if self.offered_tools is not None:
-            out["offered_tools"] = list(self.offered_tools)
-        _put(out, "parent_call", self.parent_call)
-        _put(out, "lasting", self.lasting)
-        return out
+        return cls(**plain, kind=cast(Literal["narrow", "sub"], kind), extra=r.extra())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -593,22 +524,6 @@ class ModelSwitch(Bookkeeping):
     recipe: Recipe | None = None
     recipe_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        raw = r.get("recipe", dict, None)
-        return cls(
-            model=r.get("model", str),
-            recipe=None if raw is None else recipe_from_json(raw, f"{r.where}.recipe"),
-            recipe_json=raw,
-            extra=r.extra(),
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"model": self.model}
-        if self.recipe is not None:
-            out["recipe"] = self.recipe_json if self.recipe_json is not None else recipe_to_json(self.recipe)
-        return out
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LogRepaired(Bookkeeping):
@@ -634,6 +549,7 @@ class LlmSeen(Observed):
     model: str
     messages: tuple[SeenItem, ...]
     why: tuple[str, ...] | None = None
+    _OWN: ClassVar[frozenset[str]] = frozenset({"messages"})
 
     @classmethod
     def _read(cls, r: Fields) -> Self:
@@ -655,14 +571,8 @@ class LlmSeen(Observed):
                 )
         return cls(model=model, messages=tuple(items), why=r.items("why", str), extra=r.extra())
 
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "model": self.model,
-            "messages": [list(v) if isinstance(v, tuple) else v for v in self.messages],
-        }
-        if self.why is not None:
-            out["why"] = list(self.why)
-        return out
+    def _data(self, name: str) -> Any:
+        return [list(v) if isinstance(v, tuple) else v for v in self.messages]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -675,18 +585,6 @@ class ImportView(Observed):
     message: dict[str, Any]
     why: str
     of: tuple[int, ...] | None = None
-
-    @classmethod
-    def _read(cls, r: Fields) -> Self:
-        return cls(
-            message=r.get("message", dict), why=r.get("why", str), of=r.items("of", int), extra=r.extra()
-        )
-
-    def _fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"message": self.message, "why": self.why}
-        if self.of is not None:
-            out["of"] = list(self.of)
-        return out
 
 
 # Every payload class, declared once. Dispatch that must handle each kind matches over it

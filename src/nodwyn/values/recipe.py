@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
+from typing import Any
 
 from nodwyn.errors import UnknownRecipeError
 from nodwyn.values.model import Prices
@@ -67,7 +68,6 @@ _INTRODUCED: dict[int, tuple[Flag, ...]] = {
 }
 
 KNOWN_VERSIONS: tuple[int, ...] = tuple(sorted(_INTRODUCED))
-LATEST_VERSION = max(KNOWN_VERSIONS)
 # The version a new session starts on: v22, which met the bar set for it on the workload benchmark
 # (docs/bench-workloads.md, ADRs 0150, 0390, 0460); a resumed session keeps its own unless asked
 # (ADR 0151).
@@ -230,33 +230,8 @@ class Rules:
     ) -> Rules:
         """The rules of exactly these flags (a version's, or a measurement's own set)."""
         on = frozenset(flags)
-        return cls(
-            version=version,
-            summaries=Flag.SUMMARIES in on,
-            headers=Flag.HEADERS in on,
-            tool_subsets=Flag.TOOL_SUBSETS in on,
-            output_cap=Flag.OUTPUT_CAP in on,
-            folds=Flag.FOLDS in on,
-            headroom=Flag.HEADROOM in on,
-            images=Flag.IMAGES in on,
-            thinking=Flag.THINKING in on,
-            in_conversation=Flag.IN_CONVERSATION in on,
-            pairs=Flag.PAIRS in on,
-            named_cuts=Flag.NAMED_CUTS in on,
-            blocks=Flag.BLOCKS in on,
-            wide_reads=Flag.WIDE_READS in on,
-            units=Flag.UNITS in on,
-            growth=Flag.GROWTH in on,
-            head=Flag.HEAD in on,
-            tuned=Flag.TUNED in on,
-            scaled_cap=Flag.SCALED_CAP in on,
-            wide_cap=Flag.WIDE_CAP in on,
-            shown_growth=Flag.SHOWN_GROWTH in on,
-            kept_headers=Flag.KEPT_HEADERS in on,
-            superseded=Flag.SUPERSEDED in on,
-            tuning=tuning,
-            wide_tuning=wide_tuning,
-        )
+        named: dict[str, Any] = {f.value: f in on for f in Flag}  # a field per flag, named as its value
+        return cls(version=version, tuning=tuning, wide_tuning=wide_tuning, **named)
 
     def wide_at(self, cap: int) -> bool:
         """Whether a window whose result cap is ``cap`` trims by v22's wide rules (its wide

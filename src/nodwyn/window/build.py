@@ -85,9 +85,8 @@ class Decision:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Build:
     request: Request
-    record: LlmReq = field(
-        hash=False
-    )  # the llm.req the build decided (the recorder adds start, model, cache ask)
+    # the llm.req the build decided (the recorder adds start, model, cache ask)
+    record: LlmReq = field(hash=False)
     canonical: bytes  # canonical_bytes(request_to_json(request))
     digest: str  # digest(request_to_json(request))
     seqs: tuple[int, ...] = ()  # the seq each message came from (user.msg, llm.resp, tool.result, ...)
@@ -445,26 +444,24 @@ class Window:
     def _conversation(self, c: Context) -> tuple[int, int]:
         """The view's conversation so far in tokens (content, uncut), and this request's number
         (the view's replies plus one): the growth rule's C and requests."""
-        total = replies = 0
-        sizes = self._sizes
-        for e in c.entries:
-            size = sizes.get(e.seq)
-            if size is None:
-                size = sizes[e.seq] = units._content_bytes(e)
-            total += size
-            replies += e.kind == "assistant"
-        return _tokens_of_bytes(total), replies + 1
+        total = sum(self._size(e) for e in c.entries)
+        return _tokens_of_bytes(total), sum(e.kind == "assistant" for e in c.entries) + 1
+
+    def _size(self, e: _Entry) -> int:
+        """An entry's content bytes (``units._content_bytes``), measured once."""
+        size = self._sizes.get(e.seq)
+        if size is None:
+            size = self._sizes[e.seq] = units._content_bytes(e)
+        return size
 
     def _capped_conversation(self, c: Context) -> int:
         """v22 (``shown_growth``): the view's conversation in tokens with each result as its cap
         shows it (the recipe's cap; twice it for an fs-read under v19's wide reads)."""
         recipe, rules = self._need_recipe(), self._need_rules()
-        sizes, limit = self._sizes, recipe.limits.max_result_tokens
+        limit = recipe.limits.max_result_tokens
         total = 0
         for e in c.entries:
-            size = sizes.get(e.seq)
-            if size is None:
-                size = sizes[e.seq] = units._content_bytes(e)
+            size = self._size(e)
             if e.kind == "result":
                 fs_read = _is_fs_read(e.name, e.has_range)
                 shown = _cap_for(limit, fs_read=fs_read, wide_reads=rules.wide_reads) * BYTES_PER_TOKEN

@@ -21,6 +21,7 @@ _MESSAGES = b',"messages":['
 _SYSTEM = b'],"system":'
 _TOOLS = b',"tools":'
 _CLOSE = b"}"
+_FRAME = len(_OPEN + _MESSAGES + _SYSTEM + _TOOLS + _CLOSE)  # the request's bytes around its parts
 
 
 def _tools_bytes(tools: Sequence[ToolSpec]) -> bytes:
@@ -37,16 +38,7 @@ def max_output_bytes(max_output: int | None) -> bytes:
 
 def overhead(system: bytes, tools: bytes, max_output: bytes) -> int:
     """Bytes of the request besides its messages and the commas between them."""
-    return (
-        len(_OPEN)
-        + len(max_output)
-        + len(_MESSAGES)
-        + len(_SYSTEM)
-        + len(system)
-        + len(_TOOLS)
-        + len(tools)
-        + len(_CLOSE)
-    )
+    return _FRAME + len(max_output) + len(system) + len(tools)
 
 
 def head(max_output: bytes) -> bytes:

@@ -23,15 +23,11 @@ _DEFAULT_PLAN_HEADER = "# Plan"
 
 
 def task_header(recipe: Recipe, rules: Rules) -> str:
-    if rules.headers and recipe.task_header is not None:
-        return recipe.task_header
-    return _DEFAULT_TASK_HEADER
+    return recipe.task_header if rules.headers and recipe.task_header is not None else _DEFAULT_TASK_HEADER
 
 
 def plan_header(recipe: Recipe, rules: Rules) -> str:
-    if rules.headers and recipe.plan_header is not None:
-        return recipe.plan_header
-    return _DEFAULT_PLAN_HEADER
+    return recipe.plan_header if rules.headers and recipe.plan_header is not None else _DEFAULT_PLAN_HEADER
 
 
 def _with_header(entry: _Entry, recipe: Recipe) -> _Entry:
@@ -55,9 +51,4 @@ def under(header: str, text: str) -> str:
 
 def _system_with_task(base: str, task: tuple[str, str] | None, plan: tuple[str, str] | None) -> str:
     """Before v15: the base system prompt, then the task and its plan, each under its header."""
-    parts = [base]
-    if task is not None:
-        parts.append(under(*task))
-    if plan is not None:
-        parts.append(under(*plan))
-    return "\n\n".join(parts)
+    return "\n\n".join([base, *(under(*part) for part in (task, plan) if part is not None)])

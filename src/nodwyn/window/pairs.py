@@ -22,9 +22,5 @@ def _may_elide_batch(items: Sequence[Item], index: int, protected: set[int]) -> 
     """A reply may be newly elided: its batch is not protected, and every call has its result."""
     if index in protected:
         return False
-    answered = set()
-    for r in items[index].results:
-        message = items[r].message
-        if isinstance(message, ToolMessage):
-            answered.add(message.call_id)
+    answered = {m.call_id for r in items[index].results if isinstance(m := items[r].message, ToolMessage)}
     return all(call in answered for call in items[index].calls)

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from nodwyn.errors import ConfigError
 from nodwyn.values.recipe import WindowLimits
 
-_DEFAULT_HIGH_WATER = 60 * 1024  # what the growth rule gives at a 96Ki context
-_DEFAULT_LOW_WATER = 30 * 1024
 _DEFAULT_RESULT_CAP = 3 * 1024
 _MAX_RESULT_CAP = 16 * 1024
 _RESULT_CAP_DIVISOR = 48

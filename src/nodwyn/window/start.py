@@ -36,20 +36,12 @@ def _start_of(
 ) -> Start:
     if whole:
         return Start(seq=first_seq, keep=())
-    starts = []
-    for cid in contexts.open_ids:
-        c = contexts.by_id[cid]
-        if not _hidden_forever(contexts, c):
-            starts.append(first_seq if c.kind == "main" else c.opened)
+    opened = [contexts.by_id[cid] for cid in contexts.open_ids]
+    starts = [first_seq if c.kind == "main" else c.opened for c in opened if not _hidden_forever(contexts, c)]
     start = min(starts) if starts else next_seq
-    keep: list[int] = []
     i = bisect_left(recipe_seqs, start)
-    if i > 0:
-        keep.append(recipe_seqs[i - 1])
-    for cid in contexts.open_ids:
-        c = contexts.by_id[cid]
-        if c.kind != "main" and c.opened < start:
-            keep.append(c.opened)
+    keep = [recipe_seqs[i - 1]] if i > 0 else []
+    keep.extend(c.opened for c in opened if c.kind != "main" and c.opened < start)
     return Start(seq=start, keep=tuple(sorted(keep)))
 
 

@@ -61,17 +61,18 @@ def _growth_target(
     return min(max(budget - int(depth), low), high)
 
 
+def _with_images(total: int, items: Sequence[Item]) -> int:
+    """The estimate of ``total`` bytes of which ``items``' image parts are counted by the tile rule."""
+    return estimate(total, sum(it.image_bytes for it in items), sum(it.image_tokens for it in items))
+
+
 def _head_boundary(items: Sequence[Item], *, overhead: int, budget: int, t: Tuning) -> int | None:
     """The seq of the first unit past the head, or None while every unit so far fits in it."""
     first = next((i for i, it in enumerate(items) if it.kind in _UNIT_STARTS), None)
     if first is None:
         return None
     task = items[:first]
-    s0 = estimate(
-        overhead + sum(len(it.piece) + 1 for it in task),
-        sum(it.image_bytes for it in task),
-        sum(it.image_tokens for it in task),
-    )
+    s0 = _with_images(overhead + sum(len(it.piece) + 1 for it in task), task)
     room = int(t.head * (budget - s0 - t.reserve))
     used = ib = itok = 0
     i = first
@@ -146,12 +147,7 @@ class _Pass:
     def before(self, kinds: tuple[tuple[str, ...], ...]) -> int:
         """The estimate of what precedes the first item this pass may elide (the growth rule's P)."""
         first = next((i for i in range(self.n) if any(self.eligible(i, phase) for phase in kinds)), self.n)
-        head = self.items[:first]
-        return estimate(
-            self.overhead + sum(self.cur[:first]) + first,
-            sum(it.image_bytes for it in head),
-            sum(it.image_tokens for it in head),
-        )
+        return _with_images(self.overhead + sum(self.cur[:first]) + first, self.items[:first])
 
     def eligible(self, i: int, phase: tuple[str, ...]) -> bool:
         item = self.items[i]
