@@ -46,7 +46,7 @@ from nodwyn.dialects import (
     shared_prefix,
 )
 from nodwyn.errors import ConfigError, ContextLengthError
-from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest, shared
+from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest
 from nodwyn.transport.weights import gguf_path, weights_for
 from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response, Timings, Usage
@@ -294,25 +294,22 @@ def generate(
 ) -> _Written:
     """Greedy decoding of a reply. Once the reply ends with the opening of one of ``grammars``
     (``(opening, GBNF)``) the rest is decoded under its grammar (lazily: prose is free), from the
-    same KV cache; it stops at a stop token,
-    after the first complete call, where the model starts writing a tool response, or at
-    ``max_out`` tokens. A call of a tool in ``blocks`` ends after the edit block that follows it."""
+    same KV cache; it stops at a stop token, after the first complete call, where the model starts
+    writing a tool response, or at ``max_out`` tokens. A call of a tool in ``blocks`` ends after
+    the edit block that follows it."""
     sampling: dict[str, Any] = {"temp": 0.0, "top_k": 1, "repeat_penalty": 1.0, "reset": True}
     if banned:
         sampling["logits_processor"] = [never(banned)]
     gen = llm.generate(tokens, **sampling)
     out: list[int] = []
     openings = [(opening.encode(), grammar) for opening, grammar in grammars]
-    constrained, reply = False, b""
+    constrained, reply, finish = False, b"", "stop"
+    cut: int | None = None
     try:
-        while True:
-            try:
-                token = next(gen)
-            except StopIteration:
-                return _Written(out=out, finish="stop", cut=None, constrained=constrained)
+        while (token := next(gen, None)) is not None:
             on_token()
             if token in stops:
-                return _Written(out=out, finish="stop", cut=None, constrained=constrained)
+                break
             out.append(token)
             before, reply = len(reply), llm.detokenize(out)
             deltas.feed(reply)
@@ -325,11 +322,13 @@ def generate(
             if (blocks and constrained) or any(c in piece for c in (b"}", b"`", b">")):
                 cut = reply_end(reply.decode("utf-8", errors="replace"), names, blocks)
                 if cut is not None:
-                    return _Written(out=out, finish="stop", cut=cut, constrained=constrained)
+                    break
             if len(out) >= max_out:
-                return _Written(out=out, finish="length", cut=None, constrained=constrained)
+                finish = "length"
+                break
     finally:
         gen.close()
+    return _Written(out=out, finish=finish, cut=cut, constrained=constrained)
 
 
 def _opens(reply: bytes, before: int, opening: bytes) -> bool:
@@ -466,7 +465,7 @@ class LocalBackend:
         source, why = "memory", ""
         if self._store is not None and (session_key != _OWNER or memory < prefix):
             saved, why = self._store.best(tokens, model, n_ctx, session_key=session_key)
-            if saved is not None and min(shared(saved.tokens, tokens), len(tokens) - 1) > memory:
+            if saved is not None and min(shared_prefix(saved.tokens, tokens), len(tokens) - 1) > memory:
                 blob = self._store.read(saved)
                 if blob is not None and restore(llm, blob, saved.tokens):
                     source = saved.kind
