@@ -531,10 +531,7 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
         raise ConfigError(f"{path}: nested too deeply to read; fix it before editing") from None
     except Exception as exc:  # tomlkit raises its own ParseError subclasses
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix it before editing") from exc
-    models = doc.get("models")
-    if models is None:
-        models = tomlkit.table(is_super_table=True)
-        doc["models"] = models
+    models = doc.setdefault("models", tomlkit.table(is_super_table=True))
     exists = name in models
     if create and exists:
         raise ConfigError(
@@ -545,16 +542,11 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
         raise NotFoundError(
             f"{path}: no [models.{name}] to set{hint}; add it with `nodwyn models add {name} ...`"
         )
-    if not exists:
-        models[name] = tomlkit.table()
-    table = models[name]
+    table = models.setdefault(name, tomlkit.table())
     for key, raw in values.items():
         value = toml_value(raw) if key not in ("model", "base_url", "credential", "server") else raw
         if key.startswith("prices."):
-            sub = key.split(".", 1)[1]
-            if "prices" not in table:
-                table["prices"] = tomlkit.inline_table()
-            table["prices"][sub] = value
+            table.setdefault("prices", tomlkit.inline_table())[key.split(".", 1)[1]] = value
         else:
             table[key] = value
     ask = _default_ask(table.get("api"))
@@ -595,9 +587,5 @@ def set_control(path: Path, name: str) -> Config:
             f"(known: {', '.join(sorted(known))}); add it with `nodwyn models add {name} ...`"
         )
     doc = tomlkit.parse(text)
-    control = doc.get("control")
-    if control is None:
-        control = tomlkit.table()
-        doc["control"] = control
-    control["model"] = name
+    doc.setdefault("control", tomlkit.table())["model"] = name
     return _write_validated(path, doc)
