@@ -345,16 +345,13 @@ def make_recipe(
     system = ext.system or (LOCAL_SYSTEM if api_profile(model).in_process else BASE_SYSTEM)
     if project_doc is not None:
         system = f"{system}\n\n{project_doc.text}"
+    rules = rules_for(version)
     return Recipe(
         version=version,
         system=system,
         tools=catalog(tools.values()),
         limits=session_limits(
-            config.window,
-            model,
-            config.path,
-            scaled_cap=rules_for(version).scaled_cap,
-            wide_cap=rules_for(version).wide_cap,
+            config.window, model, config.path, scaled_cap=rules.scaled_cap, wide_cap=rules.wide_cap
         ),
         context_size=model.context_size,
         keep_alive=model.keep_alive,

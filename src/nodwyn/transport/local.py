@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -402,24 +402,19 @@ class LocalBackend:
                 return
             llm = _INSTANCE.llm
             tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
-            # A cache that cannot be written costs a cold prefill later, nothing else.
-            with contextlib.suppress(OSError):
-                evicted = self._store.put(
-                    self._store.session_path(_OWNER),
-                    _INSTANCE.model,
-                    _INSTANCE.key[1],
-                    tokens,
-                    state_bytes(llm),
-                )
-                self._evicted(evicted)
+            self._save(self._store.session_path(_OWNER), _INSTANCE.model, _INSTANCE.key[1], tokens, llm)
 
-    def _evicted(self, names: list[str]) -> None:
-        if names:
-            assert self._store is not None
-            self._say(
-                f"local KV store over {self._store.limit_bytes / 1024**3:.1f} GiB: removed the least "
-                f"recently used {', '.join(names)}"
-            )
+    def _save(self, path: Path, model: str, n_ctx: int, tokens: Sequence[int], llm: Any) -> None:
+        """Save the context's state as ``path``, saying what the store's size bound removed. A cache
+        that cannot be written costs a cold prefill later, nothing else."""
+        assert self._store is not None
+        with contextlib.suppress(OSError):
+            names = self._store.put(path, model, n_ctx, tokens, state_bytes(llm))
+            if names:
+                self._say(
+                    f"local KV store over {self._store.limit_bytes / 1024**3:.1f} GiB: removed the least "
+                    f"recently used {', '.join(names)}"
+                )
 
     def _model(self, settings: ModelEntry) -> tuple[Path, PromptFormat, str]:
         weights = weights_for(settings.model, settings.name)
@@ -495,8 +490,7 @@ class LocalBackend:
         if path.exists():
             return
         llm.eval(prefix[llm.n_tokens :])
-        with contextlib.suppress(OSError):
-            self._evicted(self._store.put(path, model, n_ctx, prefix, state_bytes(llm)))
+        self._save(path, model, n_ctx, prefix, llm)
 
     def tokens(self, request: Request, settings: ModelEntry) -> list[int]:
         """The tokens ``send`` would evaluate for ``request`` (its rendered prompt), without sending."""
