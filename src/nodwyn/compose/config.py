@@ -4,60 +4,8 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
 ``~/.config/nodwyn/config.toml``). A missing file is an empty one: the built-in model ``local``
 (Qwen2.5-Coder-1.5B-Instruct in-process) runs the session; ``local-tiny`` (Gemma 3 270M) is built in too.
 
-    [control]
-    model = "local"                 # the model that runs a session
-    project_doc = true              # read AGENTS.md (or CLAUDE.md) into the system prompt
-
-    [window]                        # token sizes; unset ones are sized from the model's context, and
-                                    # set or not they shrink to fit it (ADR 0110)
-    high_water = 6000
-    low_water = 3000
-    max_result_tokens = 1000
-    output_reserve = 512
-
-    [tools]
-    approve = ["fs-write", "fs-edit", "shell"]   # run without asking
-    shell_timeout = 30                            # seconds
-    tool_timeout = 60                             # seconds, every other tool
-    shell_env = ["GITHUB_TOKEN"]                  # credentials the shell may see (none by default)
-    sandbox = "workspace-write"                   # workspace-write | read-only | off (ADR 0351)
-    network = false                               # the sandbox lets the network through
-    git_writable = false                          # the workspace's .git writable in the sandbox
-    hidden = ["~/work/secrets"]                   # more paths the sandbox hides (besides ~/.ssh, ...)
-    approval = "ask"                              # ask | auto-edit | full-auto (ADR 0353)
-
-    [network]                       # deadlines in seconds (ADR 0140); these are the defaults
-    connect_timeout = 10            # to open the connection (a refused one fails at once)
-    idle_timeout = 120              # the longest wait for any byte
-    progress_timeout = 300          # the longest wait for a stream event (keep-alives do not count)
-    reply_timeout = 900             # the whole reply, retries and their waits included
-    max_retries = 4
-    max_reply_mb = 64               # a larger reply is cut off with an error
-
-    [models.NAME]
-    provider = "openrouter"          # a label for people; capabilities come from the keys below
-    api = "openai-chat"              # local | ollama | openai-chat | responses | anthropic
-    model = "z-ai/glm-5.3-flash"     # the id on the wire
-    family = "openrouter"            # the server family of an openai-chat API
-    base_url = "https://openrouter.ai/api/v1"
-    credential = "OPENROUTER_API_KEY"
-    context_size = 131072
-    keep_alive = "30m"
-    cache_key = "session"            # session | header | off
-    cache_control = "ephemeral"      # ephemeral | 1h | off (the cache ask; api = "anthropic" starts
-                                     # with "ephemeral" written to its entry, ADR 0112)
-    keep_reasoning = true
-    reasoning_details_only = false   # openai-chat: thinking goes back only as reasoning_details
-    takes_images = false
-    cache_diagnostics = false        # anthropic | responses: ask the provider why the cache missed
-    prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
-
-    [mcp.calc]                       # an MCP server whose tools join the catalog (nodwyn.mcp.config)
-    command = "python"               # stdio: command, args, env, pass_env, cwd, sandbox, network
-    args = ["calc_server.py"]
-    approve = "ask"                  # ask | auto | ["tool", ...] (those run without asking)
-    [mcp.search]
-    url = "http://127.0.0.1:8000/mcp"   # streamable HTTP: url, headers, credential
+Every table and key, with its type, default and meaning, is in docs/config.md, which
+tests/compose/test_config_doc.py checks against ``config_keys.TABLES`` (the keys this parser takes).
 
 ``models add``/``models set`` write the file back through tomlkit, keeping comments and order.
 """
