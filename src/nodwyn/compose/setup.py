@@ -178,8 +178,10 @@ def held_values(env: Mapping[str, str], config: Config) -> Known:
 
 def _readable_keychain(env: Mapping[str, str]) -> Credentials:
     """The keychain's credentials; none when there is no keychain or it cannot be read."""
-    with contextlib.suppress(NodwynError):  # a missing one is a NotFoundError
-        return Credentials.from_keychain(keychain_path(env))
+    path = keychain_path(env)
+    if env.get("NODWYN_KEYCHAIN") or path.exists():
+        with contextlib.suppress(NodwynError):
+            return Credentials.from_keychain(path)
     return Credentials()
 
 
