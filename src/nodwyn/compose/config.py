@@ -12,6 +12,7 @@ tests/compose/test_config_doc.py checks against ``config_keys.TABLES`` (the keys
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -445,14 +446,10 @@ def toml_value(raw: str) -> Any:
     """A value typed on the command line: true/false, an integer, a number, or a string."""
     if raw in ("true", "false"):
         return raw == "true"
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        return float(raw)
-    except ValueError:
-        return raw
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(raw)
+    return raw
 
 
 def _write_validated(path: Path, doc: tomlkit.TOMLDocument) -> Config:

@@ -111,14 +111,13 @@ def execute(job: Job) -> Attempt:
         start_new_session=True,  # its own group: a timeout ends the tools it started too
     )
     (base / "pid").write_text(str(proc.pid))
+    timed_out = False
     try:
         out, err = proc.communicate(timeout=job.task.timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
         timed_out = True
-    else:
-        timed_out = False
     reply = _reply(out)
     sid, text = reply.get("session"), reply.get("text")
     done = partial(
