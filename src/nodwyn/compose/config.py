@@ -4,70 +4,20 @@ Where it lives: ``$NODWYN_CONFIG`` if set, else ``$XDG_CONFIG_HOME/nodwyn/config
 ``~/.config/nodwyn/config.toml``). A missing file is an empty one: the built-in model ``local``
 (Qwen2.5-Coder-1.5B-Instruct in-process) runs the session; ``local-tiny`` (Gemma 3 270M) is built in too.
 
-    [control]
-    model = "local"                 # the model that runs a session
-    project_doc = true              # read AGENTS.md (or CLAUDE.md) into the system prompt
-
-    [window]                        # token sizes; unset ones are sized from the model's context, and
-                                    # set or not they shrink to fit it (ADR 0110)
-    high_water = 6000
-    low_water = 3000
-    max_result_tokens = 1000
-    output_reserve = 512
-
-    [tools]
-    approve = ["fs-write", "fs-edit", "shell"]   # run without asking
-    shell_timeout = 30                            # seconds
-    tool_timeout = 60                             # seconds, every other tool
-    shell_env = ["GITHUB_TOKEN"]                  # credentials the shell may see (none by default)
-    sandbox = "workspace-write"                   # workspace-write | read-only | off (ADR 0351)
-    network = false                               # the sandbox lets the network through
-    git_writable = false                          # the workspace's .git writable in the sandbox
-    hidden = ["~/work/secrets"]                   # more paths the sandbox hides (besides ~/.ssh, ...)
-    approval = "ask"                              # ask | auto-edit | full-auto (ADR 0353)
-
-    [network]                       # deadlines in seconds (ADR 0140); these are the defaults
-    connect_timeout = 10            # to open the connection (a refused one fails at once)
-    idle_timeout = 120              # the longest wait for any byte
-    progress_timeout = 300          # the longest wait for a stream event (keep-alives do not count)
-    reply_timeout = 900             # the whole reply, retries and their waits included
-    max_retries = 4
-    max_reply_mb = 64               # a larger reply is cut off with an error
-
-    [models.NAME]
-    provider = "openrouter"          # a label for people; capabilities come from the keys below
-    api = "openai-chat"              # local | ollama | openai-chat | responses | anthropic
-    model = "z-ai/glm-5.3-flash"     # the id on the wire
-    family = "openrouter"            # the server family of an openai-chat API
-    base_url = "https://openrouter.ai/api/v1"
-    credential = "OPENROUTER_API_KEY"
-    context_size = 131072
-    keep_alive = "30m"
-    cache_key = "session"            # session | header | off
-    cache_control = "ephemeral"      # ephemeral | 1h | off (the cache ask; api = "anthropic" starts
-                                     # with "ephemeral" written to its entry, ADR 0112)
-    keep_reasoning = true
-    reasoning_details_only = false   # openai-chat: thinking goes back only as reasoning_details
-    takes_images = false
-    cache_diagnostics = false        # anthropic | responses: ask the provider why the cache missed
-    prices = { input = 0.5, output = 2.0, cached_input = 0.05 }
-
-    [mcp.calc]                       # an MCP server whose tools join the catalog (nodwyn.mcp.config)
-    command = "python"               # stdio: command, args, env, pass_env, cwd, sandbox, network
-    args = ["calc_server.py"]
-    approve = "ask"                  # ask | auto | ["tool", ...] (those run without asking)
-    [mcp.search]
-    url = "http://127.0.0.1:8000/mcp"   # streamable HTTP: url, headers, credential
+Every table and key, with its type, default and meaning, is in docs/config.md, which
+tests/compose/test_config_doc.py checks against ``config_keys.TABLES`` (the keys this parser takes).
 
 ``models add``/``models set`` write the file back through tomlkit, keeping comments and order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, get_args
 
@@ -146,10 +96,13 @@ class Config:
         )
 
 
+def _xdg(env: Mapping[str, str], variable: str, default: str) -> Path:
+    return Path(env.get(variable) or Path(env.get("HOME", "~")).expanduser() / default) / "nodwyn"
+
+
 def config_dir(env: Mapping[str, str]) -> Path:
     """The user config directory: where config.toml, trusted dirs and extension files live."""
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
-    return Path(base) / "nodwyn"
+    return _xdg(env, "XDG_CONFIG_HOME", ".config")
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -161,8 +114,7 @@ def config_path(env: Mapping[str, str]) -> Path:
 
 def cache_dir(env: Mapping[str, str]) -> Path:
     """``$XDG_CACHE_HOME/nodwyn`` (default ``~/.cache/nodwyn``): what can be thrown away."""
-    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-    return Path(base) / "nodwyn"
+    return _xdg(env, "XDG_CACHE_HOME", ".cache")
 
 
 def keychain_path(env: Mapping[str, str]) -> Path:
@@ -174,6 +126,9 @@ def keychain_path(env: Mapping[str, str]) -> Path:
 
 def _where(path: Path, table: str, key: str | None = None) -> str:
     return f"{path} [{table}]" + (f" {key}" if key else "")
+
+
+Where = Callable[..., str]  # ``partial(_where, path, table)``: the table's place, or one key's
 
 
 def _int(value: Any, where: str, *, minimum: int = 1, maximum: int = MAX_CONTEXT) -> int:
@@ -210,63 +165,58 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
-_MODEL_KEYS = MODEL_KEYS
-_PRICE_KEYS = PRICE_KEYS
+def _given(table: Mapping[str, Any], base: ModelEntry | None, key: str, add: str, at: Where) -> Any:
+    """``table``'s ``key``, else the built-in entry's; refused when neither has it."""
+    if key in table:
+        return table[key]
+    if base is None:
+        raise ConfigError(f"{at()}: missing {key}; add {key} = {add}")
+    return getattr(base, key)
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "family": get_args(Family),
+    "edits": EDITS,
+    "cache_key": get_args(CacheKey),
+}
 
 
 def model_from_table(name: str, table: Mapping[str, Any], path: Path) -> ModelEntry:
     """One ``[models.NAME]`` table as ModelEntry; every problem names the key to fix."""
     where = f"models.{name}"
-    unknown = sorted(set(table) - _MODEL_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{_where(path, where, unknown[0])}: unknown key; known keys are {', '.join(sorted(_MODEL_KEYS))}"
-        )
-    base = BUILTINS.get(name)
-    if "api" not in table and base is None:
-        raise ConfigError(f"{_where(path, where)}: missing api; add api = one of {', '.join(get_args(Api))}")
-    api = _choice(table.get("api", base.api if base else None), get_args(Api), _where(path, where, "api"))
-    if "model" not in table and base is None:
-        raise ConfigError(f"{_where(path, where)}: missing model; add model = the id the server expects")
-    model = _str(table.get("model", base.model if base else ""), _where(path, where, "model"))
-    if "context_size" not in table and base is None:
-        raise ConfigError(
-            f"{_where(path, where)}: missing context_size; add context_size = the model's context in tokens"
-        )
+    at = partial(_where, path, where)
+    _known_only(table, sorted(MODEL_KEYS), where, path)
+    base, apis = BUILTINS.get(name), get_args(Api)
+    api = _choice(_given(table, base, "api", f"one of {', '.join(apis)}", at), apis, at("api"))
+    model = _str(_given(table, base, "model", "the id the server expects", at), at("model"))
     context = _int(
-        table.get("context_size", base.context_size if base else 0),
-        _where(path, where, "context_size"),
+        _given(table, base, "context_size", "the model's context in tokens", at), at("context_size")
     )
     opt: dict[str, Any] = {}
     for key in ("base_url", "server", "credential", "keep_alive", "reasoning_effort"):
         if key in table:
-            opt[key] = _str(table[key], _where(path, where, key))
+            opt[key] = _str(table[key], at(key))
     if "base_url" in opt:
         try:
             origin_of(opt["base_url"])
         except ConfigError as exc:
-            raise ConfigError(f"{_where(path, where, 'base_url')}: {exc}") from None
-    if "family" in table:
-        opt["family"] = _choice(table["family"], get_args(Family), _where(path, where, "family"))
-    if "edits" in table:
-        opt["edits"] = _choice(table["edits"], EDITS, _where(path, where, "edits"))
-    if "cache_key" in table:
-        opt["cache_key"] = _choice(table["cache_key"], get_args(CacheKey), _where(path, where, "cache_key"))
+            raise ConfigError(f"{at('base_url')}: {exc}") from None
+    for key, choices in _CHOICES.items():
+        if key in table:
+            opt[key] = _choice(table[key], choices, at(key))
     if "cache_control" in table:
-        ask = _choice(
-            table["cache_control"], (*get_args(CacheControl), NO_ASK), _where(path, where, "cache_control")
-        )
+        ask = _choice(table["cache_control"], (*get_args(CacheControl), NO_ASK), at("cache_control"))
         if ask != NO_ASK:
             opt["cache_control"] = ask
     elif api_profile(api).default_cache_control is not None:
         opt["cache_control"] = api_profile(api).default_cache_control
     for key in ("keep_reasoning", "reasoning_details_only", "takes_images", "cache_diagnostics"):
         if key in table:
-            opt[key] = _bool(table[key], _where(path, where, key))
+            opt[key] = _bool(table[key], at(key))
     if opt.get("cache_diagnostics") and not api_profile(api).reports_cache_diagnosis:
-        apis = " and ".join(sorted(DIAGNOSING_APIS))
+        diagnosing = " and ".join(sorted(DIAGNOSING_APIS))
         raise ConfigError(
-            f"{_where(path, where, 'cache_diagnostics')}: only the {apis} APIs "
+            f"{at('cache_diagnostics')}: only the {diagnosing} APIs "
             f"report their own cache diagnosis (this entry's api is {api}); remove the key"
         )
     if "prices" in table:
@@ -279,10 +229,10 @@ def _prices(raw: object, path: Path, where: str) -> Prices:
     """``[models.NAME.prices]``: dollars per million tokens of each kind."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{_where(path, where, 'prices')} must be a table like {{ input = 0.5 }}")
-    bad = sorted(set(raw) - set(_PRICE_KEYS))
+    bad = sorted(set(raw) - set(PRICE_KEYS))
     if bad:
         raise ConfigError(
-            f"{_where(path, where, 'prices')}: unknown price {bad[0]!r}; use {', '.join(_PRICE_KEYS)}"
+            f"{_where(path, where, 'prices')}: unknown price {bad[0]!r}; use {', '.join(PRICE_KEYS)}"
         )
     return Prices(**{k: _number(v, _where(path, where, f"prices.{k}")) for k, v in raw.items()})
 
@@ -302,16 +252,9 @@ def _check_source(api: str, model: str, opt: Mapping[str, Any], path: Path, wher
         )
 
 
-def _window(table: Any, path: Path) -> WindowConfig:
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{path}: [window] must be a table")
-    keys = WINDOW_KEYS
-    unknown = sorted(set(table) - set(keys))
-    if unknown:
-        raise ConfigError(
-            f"{_where(path, 'window', unknown[0])}: unknown key; known keys are {', '.join(keys)}"
-        )
-    return WindowConfig(**{k: _int(table[k], _where(path, "window", k)) for k in keys if k in table})
+def _window(raw: object, path: Path) -> WindowConfig:
+    table = _table(raw, WINDOW_KEYS, "window", path)
+    return WindowConfig(**{k: _int(table[k], _where(path, "window", k)) for k in WINDOW_KEYS if k in table})
 
 
 def _seconds(value: Any, where: str) -> float:
@@ -321,14 +264,8 @@ def _seconds(value: Any, where: str) -> float:
     return float(value)
 
 
-def _network(table: Any, path: Path) -> NetworkLimits:
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{path}: [network] must be a table")
-    unknown = sorted(set(table) - set(NETWORK_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"{_where(path, 'network', unknown[0])}: unknown key; known keys are {', '.join(NETWORK_KEYS)}"
-        )
+def _network(raw: object, path: Path) -> NetworkLimits:
+    table = _table(raw, NETWORK_KEYS, "network", path)
     values: dict[str, Any] = {}
     for key in ("connect_timeout", "idle_timeout", "progress_timeout", "reply_timeout"):
         if key in table:
@@ -372,15 +309,7 @@ def parse_config(text: str, path: Path) -> Config:
         window=_window(doc.get("window", {}), path),
         models=models,
         providers=providers,
-        approve=tools.approve,
-        shell_timeout=tools.shell_timeout,
-        tool_timeout=tools.tool_timeout,
-        shell_env=tools.shell_env,
-        sandbox=tools.sandbox,
-        sandbox_network=tools.network,
-        git_writable=tools.git_writable,
-        hidden=tools.hidden,
-        approval=tools.approval,
+        **tools,
         unasked=unasked,
         network=_network(doc.get("network", {}), path),
         mcp=servers_from(doc.get("mcp", {}), path),
@@ -414,21 +343,32 @@ def _models(raw: object, path: Path) -> tuple[dict[str, ModelEntry], dict[str, s
     return models, providers, tuple(unasked)
 
 
-def _known_only(table: Mapping[str, Any], keys: tuple[str, ...], name: str, path: Path) -> None:
+def _known_only(
+    table: Mapping[str, Any], keys: Sequence[str], name: str, path: Path, *, docs: bool = False
+) -> None:
+    """Refuse a key ``keys`` does not hold (``docs``: with the closest one and where they are listed)."""
     unknown = sorted(set(table) - set(keys))
     if unknown:
+        hint, listed = (did_you_mean(unknown[0], keys), " (docs/config.md)") if docs else ("", "")
         raise ConfigError(
-            f"{_where(path, name, unknown[0])}: unknown key{did_you_mean(unknown[0], keys)}; known keys "
-            f"are {', '.join(keys)} (docs/config.md)"
+            f"{_where(path, name, unknown[0])}: unknown key{hint}; known keys are {', '.join(keys)}{listed}"
         )
+
+
+def _table(
+    raw: object, keys: Sequence[str], name: str, path: Path, *, docs: bool = False
+) -> Mapping[str, Any]:
+    """A single table ``[name]`` holding only ``keys``."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: [{name}] must be a table")
+    _known_only(raw, keys, name, path, docs=docs)
+    return raw
 
 
 def _control(raw: object, models: Mapping[str, ModelEntry], path: Path) -> str:
     """[control] model: the entry sessions run on unless asked for another."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{path}: [control] must be a table")
-    _known_only(raw, CONTROL_KEYS, "control", path)
-    control = _str(raw.get("model", LOCAL_MODEL), _where(path, "control", "model"))
+    table = _table(raw, CONTROL_KEYS, "control", path, docs=True)
+    control = _str(table.get("model", LOCAL_MODEL), _where(path, "control", "model"))
     if control not in models:
         raise ConfigError(
             f"{_where(path, 'control', 'model')}: {control!r} has no [models.{control}] table; "
@@ -437,56 +377,42 @@ def _control(raw: object, models: Mapping[str, ModelEntry], path: Path) -> str:
     return control
 
 
-@dataclass(frozen=True, slots=True)
-class _Tools:
-    approve: frozenset[str]
-    shell_timeout: float
-    tool_timeout: float
-    shell_env: frozenset[str]
-    sandbox: str = "workspace-write"
-    network: bool = False
-    git_writable: bool = False
-    hidden: tuple[str, ...] = ()
-    approval: str = "ask"
-
-
 APPROVALS = ("ask", "auto-edit", "full-auto")
 
 
-def _tools(raw: object, path: Path) -> _Tools:
-    """[tools]: the tools approved without asking, the shell's and every tool's deadline, and the
-    environment variables the shell may see."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{path}: [tools] must be a table")
-    _known_only(raw, TOOLS_KEYS, "tools", path)
-    approve = raw.get("approve", [])
+def _tools(raw: object, path: Path) -> dict[str, Any]:
+    """[tools] as the Config fields it sets: the tools approved without asking, the shell's and
+    every tool's deadline, the environment variables the shell may see, the sandbox."""
+    tools = _table(raw, TOOLS_KEYS, "tools", path, docs=True)
+    at = partial(_where, path, "tools")
+    approve = tools.get("approve", [])
     if not isinstance(approve, list) or not all(isinstance(a, str) for a in approve):
-        raise ConfigError(f"{_where(path, 'tools', 'approve')} must be a list of tool names")
-    where = _where(path, "tools", "shell_timeout")
-    timeout = _seconds(raw.get("shell_timeout", DEFAULT_SHELL_TIMEOUT), where)
-    where = _where(path, "tools", "tool_timeout")
-    tool_timeout = _number(raw.get("tool_timeout", DEFAULT_TOOL_TIMEOUT), where)
+        raise ConfigError(f"{at('approve')} must be a list of tool names")
+    timeout = _seconds(tools.get("shell_timeout", DEFAULT_SHELL_TIMEOUT), at("shell_timeout"))
+    tool_timeout = _number(tools.get("tool_timeout", DEFAULT_TOOL_TIMEOUT), at("tool_timeout"))
     if not 1 <= tool_timeout <= 86400:
-        raise ConfigError(f"{where} must be 1 to 86400 seconds, got {tool_timeout:g}")
-    shell_env = raw.get("shell_env", [])
-    if not isinstance(shell_env, list) or not all(isinstance(a, str) and a for a in shell_env):
-        raise ConfigError(
-            f"{_where(path, 'tools', 'shell_env')} must be a list of environment variable names"
-        )
-    hidden = raw.get("hidden", [])
-    if not isinstance(hidden, list) or not all(isinstance(a, str) and a for a in hidden):
-        raise ConfigError(f"{_where(path, 'tools', 'hidden')} must be a list of paths")
-    return _Tools(
-        frozenset(approve),
-        timeout,
-        tool_timeout,
-        frozenset(shell_env),
-        sandbox=_choice(raw.get("sandbox", "workspace-write"), MODES, _where(path, "tools", "sandbox")),
-        network=_bool(raw.get("network", False), _where(path, "tools", "network")),
-        git_writable=_bool(raw.get("git_writable", False), _where(path, "tools", "git_writable")),
+        raise ConfigError(f"{at('tool_timeout')} must be 1 to 86400 seconds, got {tool_timeout:g}")
+    shell_env = _names(tools, "shell_env", at, "environment variable names")
+    hidden = _names(tools, "hidden", at, "paths")
+    return dict(
+        approve=frozenset(approve),
+        shell_timeout=timeout,
+        tool_timeout=tool_timeout,
+        shell_env=frozenset(shell_env),
+        sandbox=_choice(tools.get("sandbox", "workspace-write"), MODES, at("sandbox")),
+        sandbox_network=_bool(tools.get("network", False), at("network")),
+        git_writable=_bool(tools.get("git_writable", False), at("git_writable")),
         hidden=tuple(hidden),
-        approval=_choice(raw.get("approval", "ask"), APPROVALS, _where(path, "tools", "approval")),
+        approval=_choice(tools.get("approval", "ask"), APPROVALS, at("approval")),
     )
+
+
+def _names(table: Mapping[str, Any], key: str, at: Where, what: str) -> list[str]:
+    """A list of non-empty strings (``[]`` when unset)."""
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(a, str) and a for a in value):
+        raise ConfigError(f"{at(key)} must be a list of {what}")
+    return value
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
@@ -520,14 +446,10 @@ def toml_value(raw: str) -> Any:
     """A value typed on the command line: true/false, an integer, a number, or a string."""
     if raw in ("true", "false"):
         return raw == "true"
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        return float(raw)
-    except ValueError:
-        return raw
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(raw)
+    return raw
 
 
 def _write_validated(path: Path, doc: tomlkit.TOMLDocument) -> Config:
@@ -554,10 +476,7 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
         raise ConfigError(f"{path}: nested too deeply to read; fix it before editing") from None
     except Exception as exc:  # tomlkit raises its own ParseError subclasses
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix it before editing") from exc
-    models = doc.get("models")
-    if models is None:
-        models = tomlkit.table(is_super_table=True)
-        doc["models"] = models
+    models = doc.setdefault("models", tomlkit.table(is_super_table=True))
     exists = name in models
     if create and exists:
         raise ConfigError(
@@ -568,16 +487,11 @@ def edit_model(path: Path, name: str, values: Mapping[str, str], *, create: bool
         raise NotFoundError(
             f"{path}: no [models.{name}] to set{hint}; add it with `nodwyn models add {name} ...`"
         )
-    if not exists:
-        models[name] = tomlkit.table()
-    table = models[name]
+    table = models.setdefault(name, tomlkit.table())
     for key, raw in values.items():
         value = toml_value(raw) if key not in ("model", "base_url", "credential", "server") else raw
         if key.startswith("prices."):
-            sub = key.split(".", 1)[1]
-            if "prices" not in table:
-                table["prices"] = tomlkit.inline_table()
-            table["prices"][sub] = value
+            table.setdefault("prices", tomlkit.inline_table())[key.split(".", 1)[1]] = value
         else:
             table[key] = value
     ask = _default_ask(table.get("api"))
@@ -618,9 +532,5 @@ def set_control(path: Path, name: str) -> Config:
             f"(known: {', '.join(sorted(known))}); add it with `nodwyn models add {name} ...`"
         )
     doc = tomlkit.parse(text)
-    control = doc.get("control")
-    if control is None:
-        control = tomlkit.table()
-        doc["control"] = control
-    control["model"] = name
+    doc.setdefault("control", tomlkit.table())["model"] = name
     return _write_validated(path, doc)

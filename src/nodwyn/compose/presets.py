@@ -11,7 +11,11 @@ from typing import Any
 
 from nodwyn.errors import ConfigError, did_you_mean
 
-PERSONAL = ("model", "context_size")  # never in a preset: the person gives them
+PERSONAL = {  # never in a preset: the person gives them, as these say
+    "model": "the model id on the wire, e.g. model=z-ai/glm-5.3-flash",
+    "context_size": "the model's context window in tokens from its provider's page, e.g. "
+    "context_size=131072 (never guessed from the name)",
+}
 
 
 def all_presets() -> dict[str, dict[str, Any]]:
@@ -31,15 +35,7 @@ def entry_for(preset: str, given: Mapping[str, str]) -> dict[str, str]:
         )
     keys = {k: str(v) for k, v in known[preset].items() if k != "about"}
     entry = {**keys, **given}
-    for key in PERSONAL:
+    for key, what in PERSONAL.items():
         if key not in entry:
-            raise ConfigError(
-                f"preset {preset!r} needs {key}=...: "
-                + (
-                    "the model id on the wire, e.g. model=z-ai/glm-5.3-flash"
-                    if key == "model"
-                    else "the model's context window in tokens from its provider's page, e.g. "
-                    "context_size=131072 (never guessed from the name)"
-                )
-            )
+            raise ConfigError(f"preset {preset!r} needs {key}=...: {what}")
     return entry

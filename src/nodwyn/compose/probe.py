@@ -12,13 +12,13 @@ from pathlib import Path
 from nodwyn.agent import builtin_tools, catalog
 from nodwyn.compose.config import Config
 from nodwyn.compose.confinement import sandbox_for
-from nodwyn.compose.servers import Servers, configured, start_servers
-from nodwyn.compose.setup import BASE_SYSTEM, credentials, held_values
+from nodwyn.compose.servers import Servers, configured
+from nodwyn.compose.setup import BASE_SYSTEM, held_values, started_servers
 from nodwyn.dialects import api_profile, model_context, session_key
-from nodwyn.errors import ConfigError, ProviderError
+from nodwyn.errors import ConfigError, NodwynError, ProviderError
 from nodwyn.log import NO_KNOWN, Known, redact_error
 from nodwyn.mcp import ServerConfig
-from nodwyn.transport import Backend, Credentials
+from nodwyn.transport import Backend
 from nodwyn.values.content import AssistantMessage, TextPart, UserMessage
 from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response
@@ -70,9 +70,8 @@ def probe_model(backend: Backend, settings: ModelEntry, max_output: int = 32) ->
             )
             break
         results.append(ProbeResult(request=n, ok=True, response=response))
-        request = Request(
-            system=first.system,
-            tools=tools,
+        request = replace(
+            first,
             messages=(
                 *first.messages,
                 AssistantMessage(
@@ -84,7 +83,6 @@ def probe_model(backend: Backend, settings: ModelEntry, max_output: int = 32) ->
                 ),
                 UserMessage(parts=(TextPart(text="Once more: reply with the word OK."),)),
             ),
-            max_output=max_output,
         )
     return results
 
@@ -123,7 +121,6 @@ class Published:
 def published_context(backend: Backend, settings: ModelEntry) -> Published:
     """The context size the provider's model list publishes for ``settings.model``, if it does.
     Only an HTTP backend has a model list; a provider error is reported, never raised."""
-    from nodwyn.errors import NodwynError
     from nodwyn.transport import HttpBackend
 
     if not isinstance(backend, HttpBackend):
@@ -161,15 +158,6 @@ def probe_servers(
                 f"no MCP server {only!r} is configured (known: {known}); add [mcp.{only}] to {config.path}"
             )
         entries = {only: replace(entries[only], enabled=True)}
-    needs_keys = any(s.enabled and s.credential for s in entries.values())
-    started = start_servers(
-        entries,
-        env=env,
-        known=held_values(env, config),
-        keychain=credentials(env, config) if needs_keys else Credentials(),
-        tool_timeout=config.tool_timeout,
-        taken=set(),
-        sandbox=sandbox_for(env, config),
-        workspace=workspace,
-    )
+    held, box = held_values(env, config), sandbox_for(env, config)
+    started = started_servers(env, config, entries, workspace, known=held, taken=set(), box=box)
     return entries, started, skipped

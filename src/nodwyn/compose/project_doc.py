@@ -51,42 +51,36 @@ def repo_root(workspace: Path) -> Path | None:
 
 
 def _folders(workspace: Path) -> list[Path]:
+    """The repository root's folder first, down to ``workspace``."""
     root = repo_root(workspace)
-    if root is None:
+    if root is None or root == workspace:
         return [workspace]
-    chain = [workspace]
-    for folder in workspace.parents:
-        chain.append(folder)
-        if folder == root:
-            break
-    return list(reversed(chain)) if root != workspace else [workspace]
+    chain = [workspace, *workspace.parents]
+    return chain[chain.index(root) :: -1]
 
 
 def read_project_doc(workspace: Path, cap: int = MAX_BYTES) -> ProjectDoc | None:
     """The instructions of ``workspace`` (resolved), at most ``cap`` bytes of them, or None when
     there are none."""
-    parts: list[tuple[Path, str]] = []
+    parts: list[tuple[str, str]] = []  # (the file relative to the workspace, its text)
     for folder in _folders(workspace):
         for name in NAMES:
             path = folder / name
             if path.is_file():
                 try:
-                    parts.append((path, path.read_bytes().decode("utf-8", "replace")))
+                    text = path.read_bytes().decode("utf-8", "replace")
+                    parts.append((os.path.relpath(path, workspace), text))
                 except OSError:
                     continue
                 break
     if not parts:
         return None
     size = sum(len(text.encode("utf-8")) for _, text in parts)
-    blocks = []
-    for path, text in parts:
-        shown = os.path.relpath(path, workspace)
-        blocks.append(f"# Project instructions ({shown})\n\n{text.strip()}")
-    body = "\n\n".join(blocks)
+    body = "\n\n".join(f"# Project instructions ({shown})\n\n{text.strip()}" for shown, text in parts)
     raw = body.encode("utf-8")
     cut = len(raw) > cap
     if cut:
         body = raw[:cap].decode("utf-8", "ignore")
         body += f"\n\n[the project instructions are cut here: {cap} of their {len(raw)} bytes are kept]"
-    files = tuple(os.path.relpath(p, workspace) for p, _ in parts)
+    files = tuple(shown for shown, _ in parts)
     return ProjectDoc(text=body, files=files, size=size, cut=cut, cap=cap)

@@ -45,7 +45,7 @@ from nodwyn.compose.project_doc import ProjectDoc, cap_for, read_project_doc
 from nodwyn.compose.servers import Servers, configured, held, start_servers
 from nodwyn.dialects import api_profile, format_for
 from nodwyn.errors import ConfigError, NodwynError, NotFoundError, UnknownRecipeError
-from nodwyn.log import Known, SealKey, Store, data_root
+from nodwyn.log import Known, SealKey, SessionLog, Store, data_root
 from nodwyn.mcp import ServerConfig, server_of
 from nodwyn.record import last_model, resume_point, resume_session, start_session
 from nodwyn.transport import Backend, Credentials, seal_secret, weights_for
@@ -136,8 +136,6 @@ def preflight(env: Mapping[str, str], config: Config, model: ModelEntry) -> None
     request: a local model without the local extra, a keychain that cannot be read, a credential
     neither the environment nor the keychain holds."""
     if api_profile(model).in_process:
-        from nodwyn.transport import weights_for
-
         weights = weights_for(model.model, model.name)  # a lookup; no file is read
         for package in [p.package for p in weights.parts] or [weights.package]:
             if importlib.util.find_spec(package.replace("-", "_")) is None:
@@ -172,13 +170,19 @@ def held_values(env: Mapping[str, str], config: Config) -> Known:
     says what is wrong with it when a model needs it."""
     values = [env.get(m.credential, "") for m in config.models.values() if m.credential]
     values += held(config, env)
+    values += [c.value for c in _readable_keychain(env).by_name.values()]
+    with contextlib.suppress(NodwynError, OSError, ValueError):
+        values.append(seal_secret(keychain_path(env)) or "")  # None without a keychain
+    return Known.of(v for v in values if v)
+
+
+def _readable_keychain(env: Mapping[str, str]) -> Credentials:
+    """The keychain's credentials; none when there is no keychain or it cannot be read."""
     path = keychain_path(env)
     if env.get("NODWYN_KEYCHAIN") or path.exists():
         with contextlib.suppress(NodwynError):
-            values.extend(c.value for c in Credentials.from_keychain(path).by_name.values())
-        with contextlib.suppress(NodwynError, OSError, ValueError):
-            values.append(seal_secret(path) or "")
-    return Known.of(v for v in values if v)
+            return Credentials.from_keychain(path)
+    return Credentials()
 
 
 def seal_key(env: Mapping[str, str]) -> SealKey | None:
@@ -248,19 +252,13 @@ def shell_env(env: Mapping[str, str], config: Config) -> dict[str, str]:
     model's backend reports it); the name and shape rules still apply."""
     names = {m.credential for m in config.models.values() if m.credential}
     values: list[str] = [env[n] for n in names if env.get(n)]
-    path = keychain_path(env)
-    if env.get("NODWYN_KEYCHAIN") or path.exists():
-        try:
-            chain = Credentials.from_keychain(path)
-        except NodwynError:
-            chain = Credentials()
-        names |= set(chain.by_name)
-        values += [c.value for c in chain.by_name.values()]
+    chain = _readable_keychain(env)
+    names |= set(chain.by_name)
+    values += [c.value for c in chain.by_name.values()]
     return scrub_env(env, credential_names=names, credential_values=values, allow=config.shell_env)
 
 
-def backends(env: Mapping[str, str], config: Config, notice: Callable[[str], None] | None = None) -> Backends:
-    return Backends(env, config, notice)
+backends = Backends  # the face's name for them
 
 
 Ask = Callable[[str, str, str | None], bool]  # (tool, what it will do, where it runs) -> allowed
@@ -349,16 +347,13 @@ def make_recipe(
     system = ext.system or (LOCAL_SYSTEM if api_profile(model).in_process else BASE_SYSTEM)
     if project_doc is not None:
         system = f"{system}\n\n{project_doc.text}"
+    rules = rules_for(version)
     return Recipe(
         version=version,
         system=system,
         tools=catalog(tools.values()),
         limits=session_limits(
-            config.window,
-            model,
-            config.path,
-            scaled_cap=rules_for(version).scaled_cap,
-            wide_cap=rules_for(version).wide_cap,
+            config.window, model, config.path, scaled_cap=rules.scaled_cap, wide_cap=rules.wide_cap
         ),
         context_size=model.context_size,
         keep_alive=model.keep_alive,
@@ -433,7 +428,8 @@ def open_agent(
     tools = {**offered_builtins(model), **ext.tools}
     if backend_for is None:  # a caller's own backends need no credential or extra of ours
         preflight(env, config, model)
-    servers, skipped = _servers(env, config, workspace, store.known, set(tools), box)
+    entries, skipped = configured(config, workspace, env)
+    servers = started_servers(env, config, entries, workspace, known=store.known, taken=set(tools), box=box)
     try:
         tools = _catalog_of(config, {**tools, **servers.tools})
         wanted = project_doc and config.project_doc
@@ -494,22 +490,29 @@ def _check_images(model: ModelEntry, images: int) -> None:
         )
 
 
-def _servers(
-    env: Mapping[str, str], config: Config, workspace: Path, known: Known, taken: set[str], box: Sandbox
-) -> tuple[Servers, list[str]]:
-    """The MCP servers started (config.toml's and a trusted workspace's), and what was skipped."""
-    entries, skipped = configured(config, workspace, env)
-    servers = start_servers(
+def started_servers(
+    env: Mapping[str, str],
+    config: Config,
+    entries: Mapping[str, ServerConfig],
+    workspace: Path,
+    *,
+    known: Known,
+    taken: set[str],
+    box: Sandbox,
+) -> Servers:
+    """The MCP servers of ``entries`` started; the keychain is read only for a URL server that
+    names a credential."""
+    needs_keys = any(s.enabled and s.credential for s in entries.values())
+    return start_servers(
         entries,
         env=env,
         known=known,
-        keychain=_keychain(env, config, entries),
+        keychain=credentials(env, config) if needs_keys else Credentials(),
         tool_timeout=config.tool_timeout,
         taken=taken,
         sandbox=box,
         workspace=workspace,
     )
-    return servers, skipped
 
 
 def _settings(
@@ -548,13 +551,6 @@ def _sandbox_notes(box: Sandbox) -> list[str]:
     return notes
 
 
-def _keychain(env: Mapping[str, str], config: Config, entries: Mapping[str, ServerConfig]) -> Credentials:
-    """The credentials a URL server may take from the keychain; none is read without such a server."""
-    if not any(s.enabled and s.credential for s in entries.values()):
-        return Credentials()
-    return credentials(env, config)
-
-
 @dataclass(frozen=True, slots=True)
 class _Resumed:
     """What a session to resume recorded: its workspace, the model its next request would use and
@@ -568,14 +564,21 @@ class _Resumed:
 
 
 def _resumed(store: Store, resume: str) -> _Resumed:
+    """Its recorded workspace (its first event) and the model its next request would use (read
+    back from the end), without reading the log in between; then its recipe version."""
     session_id = store.resolve(resume)
-    workspace, model = _where_it_was(store, session_id)
-    if workspace is not None and not workspace.is_dir():
-        raise ConfigError(
-            f"session {session_id} works in {workspace}, which is no longer a directory; "
-            "restore it to resume the session"
-        )
-    return _Resumed(session_id, workspace, model, _last_version(store, session_id))
+    with store.open(session_id) as reader:
+        first = next(reader.read(1, 1), None)
+        start = None if first is None else decode(first)
+        recorded = start.workspace if isinstance(start, SessionStart) else None
+        workspace = None if recorded is None else Path(recorded)
+        model = last_model(reader)
+        if workspace is not None and not workspace.is_dir():
+            raise ConfigError(
+                f"session {session_id} works in {workspace}, which is no longer a directory; "
+                "restore it to resume the session"
+            )
+        return _Resumed(session_id, workspace, model, _last_version(reader))
 
 
 def _catalog_of(config: Config, tools: dict[str, Tool]) -> dict[str, Tool]:
@@ -591,27 +594,14 @@ def _catalog_of(config: Config, tools: dict[str, Tool]) -> dict[str, Tool]:
     return tools
 
 
-def _where_it_was(store: Store, session_id: str) -> tuple[Path | None, str | None]:
-    """A session's recorded workspace (its first event) and the model its next request would use
-    (read back from the end), without reading the log in between."""
-    workspace: Path | None = None
-    with store.open(session_id) as reader:
-        first = next(reader.read(1, 1), None)
-        start = None if first is None else decode(first)
-        if isinstance(start, SessionStart) and start.workspace is not None:
-            workspace = Path(start.workspace)
-        return workspace, last_model(reader)
-
-
-def _last_version(store: Store, session_id: str) -> int | None:
+def _last_version(reader: SessionLog) -> int | None:
     """The recipe version a session last recorded: the recipe in force at its resume point (kept
     by the start point, or recorded after it), so the cost is the events a resume reads anyway."""
     version: int | None = None
-    with store.open(session_id) as reader:
-        start, keep = resume_point(reader)
-        kept = (e for seq in keep for e in reader.read(seq, seq))
-        for event in chain(kept, reader.read(start)):
-            p = decode(event) if event.kind in (SESSION_START, SESSION_RESUME) else None
-            if isinstance(p, SessionStart | SessionResume) and p.recipe is not None:
-                version = p.recipe.version
+    start, keep = resume_point(reader)
+    kept = (e for seq in keep for e in reader.read(seq, seq))
+    for event in chain(kept, reader.read(start)):
+        p = decode(event) if event.kind in (SESSION_START, SESSION_RESUME) else None
+        if isinstance(p, SessionStart | SessionResume) and p.recipe is not None:
+            version = p.recipe.version
     return version

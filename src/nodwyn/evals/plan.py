@@ -25,11 +25,12 @@ class RunKey:
 
 def plan(spec: Spec) -> list[RunKey]:
     names = [v.name for v in spec.variants]
-    keys: list[RunKey] = []
-    for task in spec.tasks:
-        for r in range(spec.runs):
-            for name in names if r % 2 == 0 else reversed(names):
-                keys.append(RunKey(task=task.name, variant=name, run=r + 1))
+    keys = [
+        RunKey(task=task.name, variant=name, run=r + 1)
+        for task in spec.tasks
+        for r in range(spec.runs)
+        for name in (names if r % 2 == 0 else reversed(names))
+    ]
     if spec.order == "random":
         random.Random(spec.seed).shuffle(keys)
     return keys

@@ -7,7 +7,7 @@ the paired differences from ``stats.evals``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
@@ -49,14 +49,8 @@ def figures(store: Store, rec: Recorded) -> RunFigures:
             first = first or event.t
             last = event.t
     s = agg.totals().all
-    return RunFigures(
-        task=base.task,
-        variant=base.variant,
-        run=base.run,
-        session=base.session,
-        solved=base.solved,
-        reason=base.reason,
-        attempt=base.attempt,
+    return replace(
+        base,
         requests=s.requests,
         cached_share=s.cache_rate,
         uncached_tokens=s.uncached_tokens,
@@ -82,12 +76,8 @@ def report(store: Store, eval_id: str) -> Report:
     grid = eval_folder(store, eval_id) / "grid.json"
     if grid.is_file():  # the spec's order: its first variant is the baseline
         order = orjson.loads(grid.read_bytes())
-        tasks = [t for t in order.get("tasks", []) if t in tasks] + [
-            t for t in tasks if t not in order.get("tasks", [])
-        ]
-        variants = [v for v in order.get("variants", []) if v in variants] + [
-            v for v in variants if v not in order.get("variants", [])
-        ]
+        tasks = _in_order(tasks, order.get("tasks", []))
+        variants = _in_order(variants, order.get("variants", []))
     return Report(
         eval_id=eval_id,
         runs=tuple(counted),
@@ -95,3 +85,8 @@ def report(store: Store, eval_id: str) -> Report:
         cells=tuple(cells(counted, variants, tasks)),
         differences=tuple(differences(counted, variants)),
     )
+
+
+def _in_order(names: list[str], order: list[str]) -> list[str]:
+    """``names`` in the spec's ``order``, those it does not name after."""
+    return [n for n in order if n in names] + [n for n in names if n not in order]

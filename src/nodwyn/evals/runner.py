@@ -18,6 +18,7 @@ import tarfile
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -40,14 +41,13 @@ class Engine:
 def jobs(spec: Spec, store: Store, env: Mapping[str, str], skip: set[RunKey]) -> list[Job]:
     tasks = {t.name: t for t in spec.tasks}
     variants = {v.name: v for v in spec.variants}
-    work = eval_folder(store, spec.eval_id) / "work"
     plain = tuple(sorted((k, v) for k, v in env.items() if k != "NODWYN_HOME"))
     return [
         Job(
             key=key,
             task=tasks[key.task],
             variant=variants[key.variant],
-            folder=work / key.task / key.variant / str(key.run),
+            folder=_work(store, spec.eval_id, key),
             env=plain,
             nodwyn=nodwyn_command(),
         )
@@ -165,28 +165,27 @@ def _recorded(store: Store, eval_id: str, item: Attempt | tuple[Job, str]) -> Re
     without a session when it was lost or could not be gathered."""
     if isinstance(item, tuple):
         job, reason = item
-        lost = Recorded(
-            eval_id=eval_id, key=job.key, session=None, solved=False, reason=reason, attempt=2, counted=False
-        )
-        append_unsessioned(store, lost)
-        return lost
+        return _unsessioned(store, eval_id, job.key, reason, 2, counted=False)
     try:
         rec = gather(store, eval_id, item)
     except GatherError as exc:
-        timeout = item.reason.startswith("timeout")
-        rec = Recorded(
-            eval_id=eval_id,
-            key=item.key,
-            session=None,
-            solved=False,
-            reason=f"{item.reason}; {exc}" if timeout else str(exc),
-            attempt=item.attempt,
-            counted=timeout,  # a timeout is unsolved; the rest lost
-        )
-        append_unsessioned(store, rec)
-        return rec
-    key = item.key
-    shutil.rmtree(
-        eval_folder(store, eval_id) / "work" / key.task / key.variant / str(key.run), ignore_errors=True
-    )
+        timeout = item.reason.startswith("timeout")  # a timeout is unsolved; the rest lost
+        reason = f"{item.reason}; {exc}" if timeout else str(exc)
+        return _unsessioned(store, eval_id, item.key, reason, item.attempt, counted=timeout)
+    shutil.rmtree(_work(store, eval_id, item.key), ignore_errors=True)
     return rec
+
+
+def _unsessioned(
+    store: Store, eval_id: str, key: RunKey, reason: str, attempt: int, *, counted: bool
+) -> Recorded:
+    rec = Recorded(
+        eval_id=eval_id, key=key, session=None, solved=False, reason=reason, attempt=attempt, counted=counted
+    )
+    append_unsessioned(store, rec)
+    return rec
+
+
+def _work(store: Store, eval_id: str, key: RunKey) -> Path:
+    """The folder a run's attempts are made in (removed once it is gathered)."""
+    return eval_folder(store, eval_id) / "work" / key.task / key.variant / str(key.run)

@@ -8,11 +8,12 @@ from nodwyn.evals.results import Report
 from nodwyn.stats import Interval
 
 
-def _share(i: Interval) -> str:
+def _interval(i: Interval, spec: str) -> str:
+    """An estimate and its interval, each as ``format(value, spec)``."""
     if i.value is None:
         return "-"
-    span = "" if i.low is None or i.high is None else f" [{i.low:.0%}, {i.high:.0%}]"
-    return f"{i.value:.0%}{span}"
+    span = "" if i.low is None or i.high is None else f" [{i.low:{spec}}, {i.high:{spec}}]"
+    return f"{i.value:{spec}}{span}"
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -20,10 +21,7 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def _diff(i: Interval, digits: int) -> str:
-    if i.value is None:
-        return "-"
-    span = "" if i.low is None or i.high is None else f" [{i.low:+,.{digits}f}, {i.high:+,.{digits}f}]"
-    return f"{i.value:+,.{digits}f}{span}"
+    return _interval(i, f"+,.{digits}f")
 
 
 def report_table(rep: Report) -> str:
@@ -50,7 +48,7 @@ def report_table(rep: Report) -> str:
                 c.variant,
                 c.task or "(all)",
                 str(c.solved.n),
-                _share(c.solved),
+                _interval(c.solved, ".0%"),
                 _num(m["requests"]),
                 "-" if share is None else f"{share:.0%}",
                 _num(m["uncached_tokens"], 0),

@@ -19,13 +19,14 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import orjson
 
 from nodwyn.errors import NodwynError
 from nodwyn.evals.plan import RunKey
-from nodwyn.evals.spec import Task, Variant
+from nodwyn.evals.spec import VARIANT_KEYS, Task, Variant
 
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL for a session past its timeout
 
@@ -57,7 +58,6 @@ class Attempt:
 
 
 def _argv(job: Job, workspace: Path) -> list[str]:
-    v = job.variant
     argv = [
         *job.nodwyn,
         "run",
@@ -68,10 +68,9 @@ def _argv(job: Job, workspace: Path) -> list[str]:
         "--workspace",
         str(workspace),
     ]
-    for flag, value in (("--model", v.model), ("--recipe", v.recipe), ("--approval", v.approval)):
-        if value is not None:
-            argv += [flag, value]
-    argv += ["--sandbox", v.sandbox] if v.sandbox is not None else []
+    for key in VARIANT_KEYS:  # each the `nodwyn run` flag of its name
+        if (value := getattr(job.variant, key)) is not None:
+            argv += [f"--{key}", value]
     return [*argv, "--", job.task.prompt]
 
 
@@ -112,30 +111,33 @@ def execute(job: Job) -> Attempt:
         start_new_session=True,  # its own group: a timeout ends the tools it started too
     )
     (base / "pid").write_text(str(proc.pid))
+    timed_out = False
     try:
         out, err = proc.communicate(timeout=job.task.timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
         timed_out = True
-    else:
-        timed_out = False
-    wall = time.monotonic() - started
     reply = _reply(out)
     sid, text = reply.get("session"), reply.get("text")
-    session = sid if isinstance(sid, str) else _only_session(home)
+    done = partial(
+        Attempt,
+        key=job.key,
+        home=home,
+        session=sid if isinstance(sid, str) else _only_session(home),
+        attempt=attempt,
+        wall_s=time.monotonic() - started,
+    )
     answer = text if isinstance(text, str) else ""
     if timed_out:
-        return _attempt(job, home, session, False, f"timeout after {job.task.timeout:g} s", "", attempt, wall)
+        return done(solved=False, reason=f"timeout after {job.task.timeout:g} s", answer="")
     if proc.returncode < 0:
         raise WorkerDied(
             f"run {job.key.label()}: its session process was killed by signal {-proc.returncode}"
         )
     if proc.returncode != 0:
         last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        return _attempt(
-            job, home, session, False, f"session exit {proc.returncode}: {last[0]}", answer, attempt, wall
-        )
+        return done(solved=False, reason=f"session exit {proc.returncode}: {last[0]}", answer=answer)
     check = subprocess.run(
         ["/bin/sh", "-c", job.task.check],
         cwd=workspace,
@@ -146,22 +148,7 @@ def execute(job: Job) -> Attempt:
         check=False,
     )
     reason = "solved" if check.returncode == 0 else f"check failed (exit {check.returncode})"
-    return _attempt(job, home, session, check.returncode == 0, reason, answer, attempt, wall)
-
-
-def _attempt(
-    job: Job, home: Path, session: str | None, solved: bool, reason: str, answer: str, n: int, wall: float
-) -> Attempt:
-    return Attempt(
-        key=job.key,
-        home=home,
-        session=session,
-        solved=solved,
-        reason=reason,
-        answer=answer,
-        attempt=n,
-        wall_s=wall,
-    )
+    return done(solved=check.returncode == 0, reason=reason, answer=answer)
 
 
 def _reply(out: bytes) -> dict[str, object]:

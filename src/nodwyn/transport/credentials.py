@@ -147,20 +147,16 @@ class Credentials:
         ``env`` is passed in by the caller (the CLI passes ``os.environ``); a variable that is
         unset is skipped, so a model that needs it fails later with its name.
         """
-        found = []
-        for name, origins in bindings.items():
-            value = env.get(name)
-            if not value:
-                continue
-            found.append(
-                Credential(
-                    name=name,
-                    value=value,
-                    origins=_origins(name, list(origins)),
-                    scopes=frozenset((scopes or {}).get(name, ())),
-                )
+        return cls.of(
+            Credential(
+                name=name,
+                value=env[name],
+                origins=_origins(name, list(origins)),
+                scopes=frozenset((scopes or {}).get(name, ())),
             )
-        return cls.of(found)
+            for name, origins in bindings.items()
+            if env.get(name)
+        )
 
     @classmethod
     def from_env_for_models(cls, env: Mapping[str, str], models: Iterable[ModelEntry]) -> Credentials:

@@ -30,7 +30,7 @@ import dataclasses
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -138,8 +138,7 @@ class HttpBackend:
             images=images or {},
             diagnose_against=asked,
         )
-        url = self._url(settings, wire.path)
-        headers = self._headers(wire, credential, settings, url)
+        url, headers = self._address(settings, wire, credential)
         body = wire.body_bytes()
         notes: list[str] = []
         asked_again = False
@@ -159,10 +158,10 @@ class HttpBackend:
                 inc.decoder.finish()  # raises the dialect's DecodeError naming what was missing
                 raise DecodeError(f"{settings.name}: the stream ended before its terminal event") from None
             except ProviderError as exc:
-                if not shown[0] and self._waited_to_retry(exc, attempt, deadline):
-                    attempt += 1
-                    continue
-                raise
+                if shown[0] or not self._waited_to_retry(exc, attempt, deadline):
+                    raise
+                attempt += 1
+                continue
             if notes:
                 response = dataclasses.replace(response, notes=(*response.notes, *notes))
             return asked_about(response, asked)
@@ -174,22 +173,17 @@ class HttpBackend:
     def model_list(self, settings: ModelEntry) -> Any:
         """The server's model list as it sent it (``dialects.model_context`` reads a context size)."""
         dialect = dialect_for(settings)
-        credential = self._credential(settings)
         wire = dialect.models_request()
-        url = self._url(settings, wire.path)
-        headers = self._headers(wire, credential, settings, url)
+        url, headers = self._address(settings, wire, self._credential(settings))
         attempt = 0
         deadline = time.monotonic() + self.limits.reply_timeout
         while True:
             try:
-                reply = self._request(dialect, settings, wire.method, url, headers, deadline)
-                break
+                return self._request(dialect, settings, wire.method, url, headers, deadline)
             except ProviderError as exc:
-                if self._waited_to_retry(exc, attempt, deadline):
-                    attempt += 1
-                    continue
-                raise
-        return reply
+                if not self._waited_to_retry(exc, attempt, deadline):
+                    raise
+                attempt += 1
 
     def delay(self, exc: ProviderError, attempt: int) -> float:
         """Seconds to wait before retry ``attempt`` (0-based): Retry-After if given, else backoff."""
@@ -220,19 +214,17 @@ class HttpBackend:
         return None if settings.credential is None else self.credentials.get(settings.credential)
 
     @staticmethod
-    def _url(settings: ModelEntry, path: str) -> str:
+    def _address(
+        settings: ModelEntry, wire: WireRequest, credential: Credential | None
+    ) -> tuple[str, dict[str, str]]:
+        """Where ``wire`` goes and its headers; a malformed URL, or one outside the credential's
+        origins, is refused here, before anything is sent."""
         if not settings.base_url:
             raise ConfigError(
                 f"model {settings.name!r} has no base_url; set it in its [models.{settings.name}] entry"
             )
-        url = join_url(settings.base_url, path)
-        origin_of(url)  # a malformed URL is a ConfigError here, before anything is sent
-        return url
-
-    @staticmethod
-    def _headers(
-        wire: WireRequest, credential: Credential | None, settings: ModelEntry, url: str
-    ) -> dict[str, str]:
+        url = join_url(settings.base_url, wire.path)
+        origin_of(url)
         headers = {"user-agent": USER_AGENT, **wire.headers}
         for name in headers:
             if name.lower() in {"authorization", "x-api-key"}:
@@ -240,9 +232,9 @@ class HttpBackend:
                     f"{settings.name}: the dialect put a {name} header on the request; only the transport may"
                 )
         if credential is not None:
-            credential.check(url)  # refused before anything is sent
+            credential.check(url)
             headers.update(credential.auth_headers(api_profile(settings).auth_header))
-        return headers
+        return url, headers
 
     def _timeout(self, deadline: float) -> httpx.Timeout:
         """httpx's per-read timeouts for one attempt, never past the reply deadline."""
@@ -267,12 +259,7 @@ class HttpBackend:
         guard = _Guard(self.limits, settings, url, deadline)
         try:
             with self.client.stream(method, url, headers=headers, timeout=self._timeout(deadline)) as resp:
-                if resp.status_code >= 400:
-                    raise dialect.parse_error(
-                        resp.status_code, _read_capped(resp, ERROR_BODY_MAX), dict(resp.headers)
-                    )
-                if resp.status_code >= 300 or resp.status_code == 204:
-                    raise _unexpected(settings, url, resp)
+                _refuse_status(dialect, settings, url, resp)
                 content = _read_whole(resp, guard)
                 status = resp.status_code
         except httpx.HTTPError as exc:
@@ -314,12 +301,7 @@ class HttpBackend:
             with self.client.stream(
                 method, url, headers=headers, content=body, timeout=self._timeout(deadline)
             ) as resp:
-                if resp.status_code >= 400:
-                    raise dialect.parse_error(
-                        resp.status_code, _read_capped(resp, ERROR_BODY_MAX), dict(resp.headers)
-                    )
-                if resp.status_code >= 300 or resp.status_code == 204:
-                    raise _unexpected(settings, url, resp)
+                _refuse_status(dialect, settings, url, resp)
                 if _is_whole_json(resp):
                     with guard.watching(resp):
                         whole = _read_whole(resp, guard)
@@ -388,16 +370,16 @@ class _Guard:
         where = f"{self.settings.name}: {origin_of(self.url)}"
         lim = self.limits
         if name == "progress":
-            return ProviderUnavailable(
+            message = (
                 f"{where} sent no stream event for {lim.progress_timeout:g} s (keep-alives do not count); "
-                "raise [network] progress_timeout in config.toml if the model thinks that long",
-                provider=self.settings.server or self.settings.api,
+                "raise [network] progress_timeout in config.toml if the model thinks that long"
             )
-        return ProviderUnavailable(
-            f"{where} did not finish its reply within {lim.reply_timeout:g} s; "
-            "raise [network] reply_timeout in config.toml if replies take that long",
-            provider=self.settings.server or self.settings.api,
-        )
+        else:
+            message = (
+                f"{where} did not finish its reply within {lim.reply_timeout:g} s; "
+                "raise [network] reply_timeout in config.toml if replies take that long"
+            )
+        return ProviderUnavailable(message, provider=self.settings.server or self.settings.api)
 
     def failure(self, exc: httpx.HTTPError) -> ProviderError:
         """What an httpx error means here (a read the watchdog cut short is its deadline's error)."""
@@ -405,8 +387,23 @@ class _Guard:
             return self._expired(self.fired)
         return _unreachable(self.settings, self.url, exc, self.limits)
 
-    def watching(self, resp: httpx.Response) -> _Watch:
-        return _Watch(self, resp)
+    @contextlib.contextmanager
+    def watching(self, resp: httpx.Response) -> Iterator[None]:
+        """Runs ``watch`` on the response's socket in a thread of its own, when httpx exposes it."""
+        stream = resp.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        thread = None
+        if isinstance(sock, socket.socket):
+            thread = threading.Thread(
+                target=self.watch, args=(sock,), name="nodwyn-reply-watchdog", daemon=True
+            )
+            thread.start()
+        try:
+            yield
+        finally:
+            self._done.set()
+            if thread is not None:
+                thread.join()
 
     def watch(self, sock: socket.socket) -> None:
         """The watchdog's loop: wait for the next deadline, re-reading it as progress moves it."""
@@ -423,33 +420,6 @@ class _Guard:
         # the plain socket's shutdown (an SSL socket's own would drop its state under the reader)
         with contextlib.suppress(OSError):
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-    def stop(self) -> None:
-        self._done.set()
-
-
-class _Watch:
-    """Context manager running ``_Guard.watch`` on the response's socket, when httpx exposes it."""
-
-    def __init__(self, guard: _Guard, resp: httpx.Response) -> None:
-        self.guard = guard
-        self.thread: threading.Thread | None = None
-        stream = resp.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if isinstance(sock, socket.socket):
-            self.thread = threading.Thread(
-                target=guard.watch, args=(sock,), name="nodwyn-reply-watchdog", daemon=True
-            )
-
-    def __enter__(self) -> _Watch:
-        if self.thread is not None:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.guard.stop()
-        if self.thread is not None:
-            self.thread.join()
 
 
 def _is_whole_json(resp: httpx.Response) -> bool:
@@ -572,24 +542,27 @@ def _unreachable(
     return ProviderUnavailable(message, provider=provider)
 
 
-def _unexpected(settings: ModelEntry, url: str, resp: httpx.Response) -> ProviderError:
-    """A redirect is never followed: the credential is bound to this origin, not to where it points.
-    Any other status below 400 that is not 200 (a 204, a 1xx) brings no reply at all."""
-    if not 300 <= resp.status_code < 400:
-        return ProviderError(
-            f"{settings.name}: {origin_of(url)} answered HTTP {resp.status_code} with no reply to read; "
-            "check that base_url points at the model API, not at a proxy or another service",
-            status=resp.status_code,
-            provider=settings.server or settings.api,
+def _refuse_status(dialect: Dialect, settings: ModelEntry, url: str, resp: httpx.Response) -> None:
+    """An error status is the dialect's error. A redirect is never followed: the credential is bound
+    to this origin, not to where it points. A 204 (or a 1xx) brings no reply at all."""
+    status = resp.status_code
+    if status >= 400:
+        raise dialect.parse_error(status, _read_capped(resp, ERROR_BODY_MAX), dict(resp.headers))
+    if 300 <= status < 400:
+        where = resp.headers.get("location", "")
+        to = f" to {where.split('?', 1)[0]}" if where else ""
+        message = (
+            f"{settings.name}: {origin_of(url)} answered HTTP {status}{to}; nodwyn does not follow "
+            "redirects with a credential: set base_url to the server's real address"
         )
-    where = resp.headers.get("location", "")
-    to = f" to {where.split('?', 1)[0]}" if where else ""
-    return ProviderError(
-        f"{settings.name}: {origin_of(url)} answered HTTP {resp.status_code}{to}; nodwyn does not follow "
-        "redirects with a credential: set base_url to the server's real address",
-        status=resp.status_code,
-        provider=settings.server or settings.api,
-    )
+    elif status == 204:
+        message = (
+            f"{settings.name}: {origin_of(url)} answered HTTP {status} with no reply to read; "
+            "check that base_url points at the model API, not at a proxy or another service"
+        )
+    else:
+        return
+    raise ProviderError(message, status=status, provider=settings.server or settings.api)
 
 
 def asked_about(response: Response, asked: str | None) -> Response:

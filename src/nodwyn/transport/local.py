@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from nodwyn.dialects import (
     shared_prefix,
 )
 from nodwyn.errors import ConfigError, ContextLengthError
-from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest, shared
+from nodwyn.transport.local_store import LIMIT_BYTES, KvStore, prefix_digest
 from nodwyn.transport.weights import gguf_path, weights_for
 from nodwyn.values.model import ModelEntry
 from nodwyn.values.request import Request, Response, Timings, Usage
@@ -294,25 +294,22 @@ def generate(
 ) -> _Written:
     """Greedy decoding of a reply. Once the reply ends with the opening of one of ``grammars``
     (``(opening, GBNF)``) the rest is decoded under its grammar (lazily: prose is free), from the
-    same KV cache; it stops at a stop token,
-    after the first complete call, where the model starts writing a tool response, or at
-    ``max_out`` tokens. A call of a tool in ``blocks`` ends after the edit block that follows it."""
+    same KV cache; it stops at a stop token, after the first complete call, where the model starts
+    writing a tool response, or at ``max_out`` tokens. A call of a tool in ``blocks`` ends after
+    the edit block that follows it."""
     sampling: dict[str, Any] = {"temp": 0.0, "top_k": 1, "repeat_penalty": 1.0, "reset": True}
     if banned:
         sampling["logits_processor"] = [never(banned)]
     gen = llm.generate(tokens, **sampling)
     out: list[int] = []
     openings = [(opening.encode(), grammar) for opening, grammar in grammars]
-    constrained, reply = False, b""
+    constrained, reply, finish = False, b"", "stop"
+    cut: int | None = None
     try:
-        while True:
-            try:
-                token = next(gen)
-            except StopIteration:
-                return _Written(out=out, finish="stop", cut=None, constrained=constrained)
+        while (token := next(gen, None)) is not None:
             on_token()
             if token in stops:
-                return _Written(out=out, finish="stop", cut=None, constrained=constrained)
+                break
             out.append(token)
             before, reply = len(reply), llm.detokenize(out)
             deltas.feed(reply)
@@ -325,11 +322,13 @@ def generate(
             if (blocks and constrained) or any(c in piece for c in (b"}", b"`", b">")):
                 cut = reply_end(reply.decode("utf-8", errors="replace"), names, blocks)
                 if cut is not None:
-                    return _Written(out=out, finish="stop", cut=cut, constrained=constrained)
+                    break
             if len(out) >= max_out:
-                return _Written(out=out, finish="length", cut=None, constrained=constrained)
+                finish = "length"
+                break
     finally:
         gen.close()
+    return _Written(out=out, finish=finish, cut=cut, constrained=constrained)
 
 
 def _opens(reply: bytes, before: int, opening: bytes) -> bool:
@@ -403,24 +402,19 @@ class LocalBackend:
                 return
             llm = _INSTANCE.llm
             tokens = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
-            # A cache that cannot be written costs a cold prefill later, nothing else.
-            with contextlib.suppress(OSError):
-                evicted = self._store.put(
-                    self._store.session_path(_OWNER),
-                    _INSTANCE.model,
-                    _INSTANCE.key[1],
-                    tokens,
-                    state_bytes(llm),
-                )
-                self._evicted(evicted)
+            self._save(self._store.session_path(_OWNER), _INSTANCE.model, _INSTANCE.key[1], tokens, llm)
 
-    def _evicted(self, names: list[str]) -> None:
-        if names:
-            assert self._store is not None
-            self._say(
-                f"local KV store over {self._store.limit_bytes / 1024**3:.1f} GiB: removed the least "
-                f"recently used {', '.join(names)}"
-            )
+    def _save(self, path: Path, model: str, n_ctx: int, tokens: Sequence[int], llm: Any) -> None:
+        """Save the context's state as ``path``, saying what the store's size bound removed. A cache
+        that cannot be written costs a cold prefill later, nothing else."""
+        assert self._store is not None
+        with contextlib.suppress(OSError):
+            names = self._store.put(path, model, n_ctx, tokens, state_bytes(llm))
+            if names:
+                self._say(
+                    f"local KV store over {self._store.limit_bytes / 1024**3:.1f} GiB: removed the least "
+                    f"recently used {', '.join(names)}"
+                )
 
     def _model(self, settings: ModelEntry) -> tuple[Path, PromptFormat, str]:
         weights = weights_for(settings.model, settings.name)
@@ -466,7 +460,7 @@ class LocalBackend:
         source, why = "memory", ""
         if self._store is not None and (session_key != _OWNER or memory < prefix):
             saved, why = self._store.best(tokens, model, n_ctx, session_key=session_key)
-            if saved is not None and min(shared(saved.tokens, tokens), len(tokens) - 1) > memory:
+            if saved is not None and min(shared_prefix(saved.tokens, tokens), len(tokens) - 1) > memory:
                 blob = self._store.read(saved)
                 if blob is not None and restore(llm, blob, saved.tokens):
                     source = saved.kind
@@ -496,8 +490,7 @@ class LocalBackend:
         if path.exists():
             return
         llm.eval(prefix[llm.n_tokens :])
-        with contextlib.suppress(OSError):
-            self._evicted(self._store.put(path, model, n_ctx, prefix, state_bytes(llm)))
+        self._save(path, model, n_ctx, prefix, llm)
 
     def tokens(self, request: Request, settings: ModelEntry) -> list[int]:
         """The tokens ``send`` would evaluate for ``request`` (its rendered prompt), without sending."""

@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nodwyn.dialects import shared_prefix
+
 MAGIC = b"nodwyn-kv-2\n"
-LIMIT_BYTES = (
-    3 * 1024**3
-)  # the folder's bound: about 20 sessions of 4,000 tokens of the 1.5B model and their prefixes
+# the folder's bound: about 20 sessions of 4,000 tokens of the 1.5B model and their prefixes
+LIMIT_BYTES = 3 * 1024**3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,15 +53,6 @@ def prefix_digest(model: str, n_ctx: int, tokens: Sequence[int]) -> str:
     h = hashlib.sha256(f"{model}\n{n_ctx}\n".encode())
     h.update(array("i", tokens).tobytes())
     return h.hexdigest()
-
-
-def shared(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class KvStore:
@@ -135,7 +127,7 @@ class KvStore:
             if saved.model != model or saved.n_ctx != n_ctx:
                 foreign += 1
                 continue
-            n = shared(saved.tokens, tokens)
+            n = shared_prefix(saved.tokens, tokens)
             if n > best_n or (n == best_n and n > 0 and path == own):
                 found, best_n = saved, n
         if found is not None:
