@@ -1,23 +1,25 @@
 """Runs whose actions are text in the model's reply (mini-swe-agent v1, SWE-agent).
 
 The history alternates: the system prompt first, then replies and what the agent sent back. A
-reply whose action the loader's ``split`` recognises becomes an assistant message with that one
-call, and the next message back is the call's result; any other reply stays text, and the message
-after it stays a user message, as the model saw it.
+reply with exactly one block the loader's ``action`` pattern matches becomes an assistant message
+with that one call (``call`` of the block, its id ``action-K`` for the K-th reply) and the reply
+without the block as its text, and the next message back is the call's result; any other reply
+stays text, and the message after it stays a user message, as the model saw it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, text_of
-from nodwyn.imports.run import Sent, check_pairs, completion_sent, first_system, until_last_reply, user
+from nodwyn.imports.run import Sent, checked, completion_sent, first_system, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 
-# (the reply without its action, the call) or (the reply, None); ``k`` counts the replies before it
-Split = Callable[[str, int], tuple[str, ToolCall | None]]
+# The call an action block makes (the block's match, the call's id)
+Call = Callable[[re.Match[str], str], ToolCall]
 
 
 def text_actions(
@@ -25,7 +27,8 @@ def text_actions(
     where: str,
     name: str,
     *,
-    split: Split,
+    action: re.Pattern[str],
+    call: Call,
     back: tuple[str, ...] = ("user",),
     failed: Callable[[str], bool] = lambda text: False,
     sents: list[Sent] | None = None,
@@ -46,7 +49,11 @@ def text_actions(
         elif role == "assistant":
             if pending is not None:
                 raise ImportFormatError(f"{w}: two replies in a row; the first one's action has no output")
-            text, pending = split(content, replies)
+            text, pending = content, None
+            if len(blocks := list(action.finditer(content))) == 1:
+                b = blocks[0]
+                text = (content[: b.start()].rstrip() + "\n\n" + content[b.end() :].strip()).strip()
+                pending = call(b, f"action-{replies}")
             out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
             if sents is not None:
                 sents.append(completion_sent(m, w))
@@ -63,11 +70,4 @@ def text_actions(
             raise ImportFormatError(f"{w}: unknown role {role!r}")
     if system is None:
         raise ImportFormatError(f"{where}: no system message in {name}")
-    messages = until_last_reply(out)
-    check_pairs(messages, where)
-    return system, messages
-
-
-def call_id(k: int) -> str:
-    """The synthetic id of the k-th reply's action (deterministic, unique in the run)."""
-    return f"action-{k}"
+    return system, checked(out, where)

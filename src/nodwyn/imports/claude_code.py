@@ -29,7 +29,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_jsonl
-from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
+from nodwyn.imports.run import Run, Sent, Stand, checked, count, user
 from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolCall, ToolMessage, UserMessage
 from nodwyn.values.request import Usage
 
@@ -61,20 +61,13 @@ def usage_of(u: Any, where: str) -> Usage | None:
         return None
     if not isinstance(u, dict):
         raise ImportFormatError(f"{where}: expected an object, found {type(u).__name__}")
-    counts: dict[str, int | None] = {}
-    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens"):
-        v = u.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise ImportFormatError(f"{where}.{key}: expected a count, found {v!r}")
-        counts[key] = v
-    fresh, read, write = (
-        counts[k] for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    )
+    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+    fresh, read, write, output = (count(u, key, where) for key in keys)
     return Usage(
         prompt_tokens=None if fresh is None else fresh + (read or 0) + (write or 0),
         cached_tokens=read,
         cache_write_tokens=write,
-        output_tokens=counts["output_tokens"],
+        output_tokens=output,
     )
 
 
@@ -255,10 +248,9 @@ def load(path: Path, name: str) -> Run:
     reader = _Reader()
     for n, d in main:
         reader.line(d, f"{path}:{n}")
-    messages = until_last_reply(reader.out)
-    if not any(isinstance(m, AssistantMessage) for m in messages):
+    messages = checked(reader.out, str(path))
+    if not messages:
         raise ImportFormatError(f"{path}: no assistant reply; is it a Claude Code transcript?")
-    check_pairs(messages, str(path))
     notes = (f"{side} sidechain (sub-agent) lines left out",) if side else ()
     return Run(
         name=name,

@@ -27,7 +27,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_jsonl
-from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
+from nodwyn.imports.run import Run, Sent, Stand, checked, count, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import Usage
 
@@ -66,18 +66,12 @@ def _usage(info: Any, where: str) -> Usage | None:
     last = info.get("last_token_usage")
     if not isinstance(last, dict):
         return None
-
-    def count(key: str) -> int | None:
-        v = last.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise ImportFormatError(f"{where}.info.last_token_usage.{key}: expected a count, found {v!r}")
-        return v
-
+    w = f"{where}.info.last_token_usage"
     return Usage(
-        prompt_tokens=count("input_tokens"),
-        cached_tokens=count("cached_input_tokens"),
-        output_tokens=count("output_tokens"),
-        reasoning_tokens=count("reasoning_output_tokens"),
+        prompt_tokens=count(last, "input_tokens", w),
+        cached_tokens=count(last, "cached_input_tokens", w),
+        output_tokens=count(last, "output_tokens", w),
+        reasoning_tokens=count(last, "reasoning_output_tokens", w),
     )
 
 
@@ -231,10 +225,9 @@ def load(path: Path, name: str) -> Run:
     reader = _Reader()
     for n, d in read_jsonl(path):
         reader.line(d, f"{path}:{n}")
-    messages = until_last_reply(reader.out)
-    if not any(isinstance(m, AssistantMessage) for m in messages):
+    messages = checked(reader.out, str(path))
+    if not messages:
         raise ImportFormatError(f"{path}: no model reply; is it a Codex rollout?")
-    check_pairs(messages, str(path))
     return Run(
         name=name,
         format=FORMAT,

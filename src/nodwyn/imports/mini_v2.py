@@ -16,7 +16,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, text_of, trajectory_messages
-from nodwyn.imports.run import Run, Sent, check_pairs, completion_sent, first_system, until_last_reply, user
+from nodwyn.imports.run import Run, Sent, checked, completion_sent, first_system, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec
 
@@ -76,14 +76,12 @@ def load(path: Path, name: str) -> Run:
             raise ImportFormatError(f"{w}: unknown role {role!r}")
     if system is None:
         raise ImportFormatError(f"{where}: no system message")
-    messages = until_last_reply(out)
-    check_pairs(messages, where)
     return Run(
         name=name,
         format=FORMAT,
         system=system,
         tools=(BASH,),
-        messages=tuple(messages),
+        messages=tuple(checked(out, where)),
         model=next((s.model for s in sents if s.model), ""),
         requests=tuple(sents),
     )

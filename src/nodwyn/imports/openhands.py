@@ -19,7 +19,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_json, text_of
-from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
+from nodwyn.imports.run import Run, Sent, Stand, checked, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec, Usage
 
@@ -240,8 +240,6 @@ def load(folder: Path, name: str) -> Run:
         reader.event(read_json(f), str(f), f.name)
     if reader.system is None:
         raise ImportFormatError(f"{folder}: no SystemPromptEvent; the conversation store is incomplete")
-    messages = until_last_reply(reader.out)
-    check_pairs(messages, str(folder))
     n = reader.condensations
     notes = (f"{n} peer condensations left out of the conversation",) if n else ()
     return Run(
@@ -249,7 +247,7 @@ def load(folder: Path, name: str) -> Run:
         format=FORMAT,
         system=reader.system,
         tools=reader.tools,
-        messages=tuple(messages),
+        messages=tuple(checked(reader.out, str(folder))),
         notes=notes,
         model=reader.model,
         requests=tuple(reader.sents),
