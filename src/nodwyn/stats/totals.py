@@ -15,6 +15,7 @@ start when a session grows.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, assert_never
@@ -227,8 +228,8 @@ class Aggregator:
         self._prices = self._given
         self._prices_from: Literal["recipe", "given"] = "given"
         self._all = _Acc()
-        self._by_turn: dict[int, _Acc] = {}
-        self._by_model: dict[str, _Acc] = {}
+        self._by_turn: defaultdict[int, _Acc] = defaultdict(_Acc)
+        self._by_model: defaultdict[str, _Acc] = defaultdict(_Acc)
         self._rows: list[RequestRow] = []
         self._row_index: dict[int, int] = {}  # llm.req seq -> index in _rows
         self._last_req: dict[str, int] = {}  # ctx -> latest llm.req seq
@@ -319,7 +320,7 @@ class Aggregator:
             cache_ask=data.cache_ask,
             t=event.t,
         )
-        self._add_row(row, previous)
+        self._add_row(row)
         self._records[event.seq] = data
 
     def _seen(self, event: Event, data: LlmSeen) -> None:
@@ -343,17 +344,17 @@ class Aggregator:
             t=event.t,
             observed=True,
         )
-        self._add_row(row, previous)
+        self._add_row(row)
 
-    def _add_row(self, row: RequestRow, previous: int | None) -> None:
+    def _add_row(self, row: RequestRow) -> None:
         """``row`` as its context's latest request, counted in the totals."""
-        if previous is not None:
-            self._records.pop(previous, None)
+        if row.predecessor is not None:
+            self._records.pop(row.predecessor, None)
         self._last_req[row.ctx] = row.seq
         self._pending[row.ctx] = []
         self._row_index[row.seq] = len(self._rows)
         self._rows.append(row)
-        for acc in (self._all, self._acc(self._by_turn, row.turn), self._acc(self._by_model, row.model)):
+        for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):
             acc.add(_ONE_REQUEST)
 
     def _reply(self, event: Event, data: LlmResp) -> None:
@@ -381,13 +382,6 @@ class Aggregator:
             acc.add(add)
         self._last_reply = event.seq
         self._last_rate = row.rate
-
-    @staticmethod
-    def _acc(table: dict[Any, _Acc], key: Any) -> _Acc:
-        acc = table.get(key)
-        if acc is None:
-            acc = table[key] = _Acc()
-        return acc
 
     def _drop(self, row: RequestRow, usage: Usage) -> bool:
         if row.causes or row.predecessor is None or usage.cached_tokens is None:
