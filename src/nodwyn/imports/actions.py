@@ -15,7 +15,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, text_of
-from nodwyn.imports.run import Sent, checked, completion_sent, first_system, user
+from nodwyn.imports.run import Run, Sent, checked, completion_sent, first_system, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 
 # The call an action block makes (the block's match, the call's id)
@@ -23,25 +23,27 @@ Call = Callable[[re.Match[str], str], ToolCall]
 
 
 def text_actions(
-    raw: list[Any],
+    doc: Any,
     where: str,
-    name: str,
+    key: str,
+    run: tuple[str, str],
     *,
     action: re.Pattern[str],
     call: Call,
     back: tuple[str, ...] = ("user",),
     failed: Callable[[str], bool] = lambda text: False,
-    sents: list[Sent] | None = None,
-) -> tuple[str, list[Message]]:
-    """The system prompt and the conversation of the history ``raw`` (``where``: the file,
-    ``name``: the history's field). ``back``: the roles of what the agent sends back; ``failed``
-    tells a failed result from its text; ``sents`` (if given) gets each reply's reported usage."""
+    usage: bool = False,
+) -> Run:
+    """The run (``run``: its name and format) of the history ``doc[key]`` (``where``: the file).
+    ``back``: the roles of what the agent sends back; ``failed`` tells a failed result from its
+    text; with ``usage`` each reply's reported usage and model are its request's."""
     system: str | None = None
     out: list[Message] = []
+    sents: list[Sent] = []
     pending: ToolCall | None = None
     replies = 0
-    for i, m in enumerate(raw):
-        w = f"{where}: {name}[{i}]"
+    for i, m in enumerate(field(doc, key, list, where)):
+        w = f"{where}: {key}[{i}]"
         role = field(m, "role", str, w)
         content = text_of(m.get("content"), f"{w}.content")
         if role == "system":
@@ -55,7 +57,7 @@ def text_actions(
                 text = (content[: b.start()].rstrip() + "\n\n" + content[b.end() :].strip()).strip()
                 pending = call(b, f"action-{replies}")
             out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
-            if sents is not None:
+            if usage:
                 sents.append(completion_sent(m, w))
             replies += 1
         elif role in back:
@@ -69,5 +71,13 @@ def text_actions(
         else:
             raise ImportFormatError(f"{w}: unknown role {role!r}")
     if system is None:
-        raise ImportFormatError(f"{where}: no system message in {name}")
-    return system, checked(out, where)
+        raise ImportFormatError(f"{where}: no system message in {key}")
+    return Run(
+        name=run[0],
+        format=run[1],
+        system=system,
+        tools=(),
+        messages=tuple(checked(out, where)),
+        model=next((s.model for s in sents if s.model), ""),
+        requests=tuple(sents),
+    )

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -104,7 +105,7 @@ def load(found: Found) -> Run:
         return claude_code.load(found.path, found.name)
     doc = read_json(found.path)
     fmt = doc.get("trajectory_format") if isinstance(doc, dict) else None
-    loaders: dict[str, Callable[[Path, str], Run]] = {
+    loaders: dict[str, Callable[[Any, str, str], Run]] = {
         mini_v1.TRAJECTORY_FORMAT: mini_v1.load,
         mini_v2.TRAJECTORY_FORMAT: mini_v2.load,
     }
@@ -112,7 +113,7 @@ def load(found: Found) -> Run:
         raise ImportFormatError(
             f"{found.path}: trajectory_format {fmt!r} is not one we read ({', '.join(sorted(loaders))})"
         )
-    return loaders[fmt](found.path, found.name)
+    return loaders[fmt](doc, str(found.path), found.name)
 
 
 def load_all(root: Path) -> list[Run]:

@@ -11,11 +11,10 @@ holds our own description of the same one-argument tool.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from nodwyn.errors import ImportFormatError
-from nodwyn.imports.jsonfile import field, text_of, trajectory_messages
+from nodwyn.imports.jsonfile import field, text_of
 from nodwyn.imports.run import Run, Sent, checked, completion_sent, first_system, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec
@@ -42,9 +41,9 @@ def failed(text: str) -> bool:
     return bool(m and m.group(1) != "0")
 
 
-def load(path: Path, name: str) -> Run:
-    where = str(path)
-    raw = trajectory_messages(path, TRAJECTORY_FORMAT)
+def load(doc: Any, where: str, name: str) -> Run:
+    """The run of a trajectory (``doc``: its JSON, of ``TRAJECTORY_FORMAT``)."""
+    raw = field(doc, "messages", list, where)
     system: str | None = None
     out: list[Message] = []
     names: dict[str, str] = {}

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from nodwyn.imports.actions import text_actions
-from nodwyn.imports.jsonfile import field, read_json
+from nodwyn.imports.jsonfile import read_json
 from nodwyn.imports.run import Run
 from nodwyn.values.content import ToolCall
 
@@ -34,10 +34,7 @@ def _call(block: re.Match[str], cid: str) -> ToolCall:
 
 
 def load(path: Path, name: str) -> Run:
-    doc = read_json(path)
-    where = str(path)
-    history = field(doc, "history", list, where)
-    system, messages = text_actions(
-        history, where, "history", action=FUNCTION, call=_call, back=("user", "tool")
+    run = (name, FORMAT)
+    return text_actions(
+        read_json(path), str(path), "history", run, action=FUNCTION, call=_call, back=("user", "tool")
     )
-    return Run(name=name, format=FORMAT, system=system, tools=(), messages=tuple(messages))
