@@ -289,23 +289,19 @@ def _rebuild_and_last_verified(
         return None, last
 
 
-def _torn(log: SessionLog) -> CorruptLogError | None:
-    torn = log.torn_bytes
-    if not torn:
-        return None
-    return CorruptLogError(
-        f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
-        "(a partial log); exact replay refuses it: let its writer finish, or resume the session "
-        "(its next writer cuts a torn tail); `nodwyn replay SESSION` shows the transcript"
-    )
+def _refuse_torn(log: SessionLog) -> None:
+    if torn := log.torn_bytes:
+        raise CorruptLogError(
+            f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
+            "(a partial log); exact replay refuses it: let its writer finish, or resume the session "
+            "(its next writer cuts a torn tail); `nodwyn replay SESSION` shows the transcript"
+        )
 
 
 def check_complete(log: SessionLog, after: int) -> None:
     """Refuse a partial or malformed log: a torn tail, or an event after ``after`` that is damaged
     or out of sequence (the events up to ``after`` are checked as the request is rebuilt)."""
-    torn = _torn(log)
-    if torn is not None:
-        raise torn
+    _refuse_torn(log)
     expected = after + 1
     for ev in log.read(expected):
         _checked(log, ev, expected)
@@ -329,8 +325,6 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
                 except (ReplayError, CorruptLogError) as exc:  # this request only; the pass goes on
                     yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=p.digest, error=exc)
             r.take(ev, p)
-        torn = _torn(log)
-        if torn is not None:
-            raise torn
+        _refuse_torn(log)
     except (CorruptLogError, ReplayError) as exc:
         yield Verdict(seq=r.next_seq, ctx="-", recorded=None, error=exc)
