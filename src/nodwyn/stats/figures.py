@@ -6,11 +6,12 @@ recorded after that seq: one turn's figures."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodwyn.stats.totals import Aggregator, _Acc, cache_rate, percent, reply_sums
+from nodwyn.stats.totals import Aggregator, Sums, cache_rate, percent, reply_sums
 from nodwyn.values.events import (
     LLM_RESP,
     MAIN_CTX,
@@ -61,11 +62,11 @@ def cache_figures(
         reply = decoded(e, LLM_RESP) if e.seq > after else None
         if isinstance(reply, LlmResp) and reply.response.timings.prefill_ms is not None:
             times.append(reply.response.timings.prefill_ms)
-    acc = _Acc()  # the totals' own sums, over the replies after ``after``
+    acc: Counter[str] = Counter()  # the totals' own sums, over the replies after ``after``
     for row in agg.rows:
         if row.resp is not None and row.resp > after and row.usage is not None:
-            acc.add(reply_sums(row.usage, row.cost))
-    s = acc.freeze()
+            acc.update(reply_sums(row.usage, row.cost))
+    s = Sums(**acc)
     return CacheFigures(
         requests=s.replies,
         prompt_tokens=s.rate_prompt,

@@ -15,7 +15,7 @@ start when a session grows.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, assert_never
@@ -108,7 +108,8 @@ class Sums:
 
 
 def reply_sums(usage: Usage, cost: Cost | None) -> dict[str, Any]:
-    """What one reply adds to each field of ``Sums``."""
+    """What one reply adds to each field of ``Sums`` (running sums are a ``Counter`` of the fields,
+    so a reply costs a few additions; ``Sums(**counter)`` freezes them)."""
     u = usage
     add: dict[str, Any] = {"replies": 1}
     if contributes(u):
@@ -130,24 +131,6 @@ def reply_sums(usage: Usage, cost: Cost | None) -> dict[str, Any]:
     if cost is not None:
         add["cost_usd"] = cost.usd
     return add
-
-
-class _Acc:
-    """Running sums (mutable, so a reply costs a few additions); ``freeze`` gives the ``Sums``."""
-
-    __slots__ = ("values",)
-
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = dict.fromkeys(Sums.__dataclass_fields__, 0)
-        self.values["cost_usd"] = 0.0
-
-    def add(self, add: dict[str, Any]) -> None:
-        values = self.values
-        for key, value in add.items():
-            values[key] += value
-
-    def freeze(self) -> Sums:
-        return Sums(**self.values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,9 +210,9 @@ class Aggregator:
         self._given = dict(prices or {})
         self._prices = self._given
         self._prices_from: Literal["recipe", "given"] = "given"
-        self._all = _Acc()
-        self._by_turn: defaultdict[int, _Acc] = defaultdict(_Acc)
-        self._by_model: defaultdict[str, _Acc] = defaultdict(_Acc)
+        self._all: Counter[str] = Counter()
+        self._by_turn: defaultdict[int, Counter[str]] = defaultdict(Counter)
+        self._by_model: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self._rows: list[RequestRow] = []
         self._row_index: dict[int, int] = {}  # llm.req seq -> index in _rows
         self._last_req: dict[str, int] = {}  # ctx -> latest llm.req seq
@@ -355,7 +338,7 @@ class Aggregator:
         self._row_index[row.seq] = len(self._rows)
         self._rows.append(row)
         for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):
-            acc.add(_ONE_REQUEST)
+            acc.update(_ONE_REQUEST)
 
     def _reply(self, event: Event, data: LlmResp) -> None:
         index = self._row_index.get(data.req)
@@ -379,7 +362,7 @@ class Aggregator:
         self._rows[index] = row
         add = reply_sums(usage, cost)
         for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):
-            acc.add(add)
+            acc.update(add)
         self._last_reply = event.seq
         self._last_rate = row.rate
 
@@ -396,11 +379,11 @@ class Aggregator:
     def totals(self) -> Totals:
         if self._snapshot is None:
             self._snapshot = Totals(
-                all=self._all.freeze(),
+                all=Sums(**self._all),
                 last_rate=self._last_rate,
                 last_reply=self._last_reply,
-                by_turn=tuple((t, a.freeze()) for t, a in sorted(self._by_turn.items())),
-                by_model=tuple((m, a.freeze()) for m, a in sorted(self._by_model.items())),
+                by_turn=tuple((t, Sums(**a)) for t, a in sorted(self._by_turn.items())),
+                by_model=tuple((m, Sums(**a)) for m, a in sorted(self._by_model.items())),
                 turns=self._turn,
                 last_seq=self.last_seq,
                 fed=self.fed,
