@@ -75,6 +75,57 @@ class Run:
         return tuple(range(self.replies[k])) if v is None else v
 
 
+class Reader:
+    """What a loader has read so far of a source that records its requests: the messages, one
+    ``Sent`` per reply, what the agent did since its previous request (``why``), the tools' names
+    by call id, and the latest compaction's summary with where the messages after it begin."""
+
+    def __init__(self, model: str = "") -> None:
+        self.system: str | None = None
+        self.tools: tuple[ToolSpec, ...] = ()
+        self.model = model
+        self.out: list[Message] = []
+        self.sents: list[Sent] = []
+        self.why: list[str] = []
+        self.names: dict[str, str] = {}  # call id -> tool name
+        self.summary: Stand | None = None
+        self.since: int | None = None  # index in out where the view after the latest compaction begins
+        self.started = self.ended = self.title = ""
+
+    def view(self) -> tuple[int | Stand, ...] | None:
+        """What the next request holds (None: the conversation so far): after a compaction, its
+        summary and what followed it."""
+        if self.since is None or self.summary is None:
+            return None
+        return (self.summary, *range(self.since, len(self.out)))
+
+    def reply(self, message: AssistantMessage, usage: Usage | None, model: str) -> None:
+        """A new reply, after the request that asked for it."""
+        self.sents.append(Sent(usage=usage, model=model, view=self.view(), why=tuple(self.why)))
+        self.why.clear()
+        self.out.append(message)
+
+    def result(self, call_id: str, text: str, error: bool) -> None:
+        name = self.names.get(call_id, "")
+        self.out.append(ToolMessage(call_id=call_id, name=name, text=text, error=error))
+
+    def run(self, name: str, format: str, where: str, notes: tuple[str, ...] = ()) -> Run:
+        """The run read (``where``: the source, for errors)."""
+        return Run(
+            name=name,
+            format=format,
+            system=self.system or "",
+            tools=self.tools,
+            messages=tuple(checked(self.out, where)),
+            notes=notes,
+            model=self.model,
+            requests=tuple(self.sents),
+            started=self.started,
+            ended=self.ended,
+            title=self.title,
+        )
+
+
 def user(text: str) -> UserMessage:
     return UserMessage(parts=(TextPart(text=text),))
 
