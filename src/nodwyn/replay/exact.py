@@ -118,9 +118,6 @@ class _Replayer:
     def check(self, ev: Event, *, contiguous: bool = True) -> Payload:
         return _checked(self.log, ev, self.next_seq if contiguous else None)
 
-    def feed(self, ev: Event, *, contiguous: bool = True) -> None:
-        self.take(ev, self.check(ev, contiguous=contiguous))
-
     def take(self, ev: Event, p: Payload) -> None:
         """Feed an event ``check`` passed (``p``: its payload) to the window."""
         if isinstance(p, SessionStart | SessionResume):
@@ -215,10 +212,10 @@ def _replay_from(log: SessionLog, req: Event, p: LlmReq, start: int, keep: tuple
         ev = next(log.read(k, k), None)
         if ev is None:
             raise r.corrupt(k, f"the event request seq {req.seq} recorded as needed is missing")
-        r.feed(ev, contiguous=False)
+        r.take(ev, r.check(ev, contiguous=False))
     r.next_seq = start
     for ev in log.read(start, req.seq - 1):
-        r.feed(ev)
+        r.take(ev, r.check(ev))
     if r.next_seq != req.seq:
         raise r.corrupt(r.next_seq, f"the events before request seq {req.seq} end at seq {r.next_seq - 1}")
     return r.build(req, p)
