@@ -254,10 +254,8 @@ class Aggregator:
                 case SessionStart() | SessionResume():
                     self._recipe(event.seq, p.recipe)
                     self._sandbox = p.sandbox if p.sandbox is not None else self._sandbox
-                case LlmReq():
+                case LlmReq() | LlmSeen():
                     self._request(event, p)
-                case LlmSeen():
-                    self._seen(event, p)
                 case LlmResp():
                     self._reply(event, p)
                 case UserMsg():
@@ -285,57 +283,41 @@ class Aggregator:
         self._prices_from = "given" if recipe.prices is None else "recipe"
         self._prices = self._given if recipe.prices is None else dict(recipe.prices)
 
-    def _request(self, event: Event, data: LlmReq) -> None:
-        ctx = event.ctx
-        previous = self._last_req.get(ctx)
-        prev_record = self._records.get(previous) if previous is not None else None
-        pending = self._pending.get(ctx, [])
-        causes = [*pending, *request_causes(event.seq, data, prev_record, pending)]
-        row = RequestRow(
-            seq=event.seq,
-            ctx=ctx,
-            model=data.model,
-            turn=self._turn,
-            trim=data.trim,
-            estimate=data.estimate,
-            predecessor=previous,
-            causes=tuple(causes),
-            cache_ask=data.cache_ask,
-            t=event.t,
-        )
-        self._add_row(row)
-        self._records[event.seq] = data
-
-    def _seen(self, event: Event, data: LlmSeen) -> None:
-        """A request another agent sent (an imported session): its causes are what the source
+    def _request(self, event: Event, data: LlmReq | LlmSeen) -> None:
+        """A request, counted in the totals as its context's latest: nodwyn's (llm.req), or one
+        another agent sent (llm.seen, an imported session), whose causes are what the source
         records the agent did (``why``), each at this request's seq."""
         ctx = event.ctx
         previous = self._last_req.get(ctx)
-        causes = [*self._pending.get(ctx, [])]
-        for why in data.why or ():
-            kind = why if why in AGENT_CAUSES else "agent"
-            causes.append(Cause(kind=kind, seq=event.seq))  # type: ignore[arg-type]
+        pending = self._pending.get(ctx, [])
+        if isinstance(data, LlmReq):
+            prev_record = self._records.get(previous) if previous is not None else None
+            causes = [*pending, *request_causes(event.seq, data, prev_record, pending)]
+            trim, estimate, cache_ask = data.trim, data.estimate, data.cache_ask
+        else:
+            kinds = [why if why in AGENT_CAUSES else "agent" for why in data.why or ()]
+            causes = [*pending, *(Cause(kind=k, seq=event.seq) for k in kinds)]  # type: ignore[arg-type]
+            trim, estimate, cache_ask = False, None, None
         row = RequestRow(
             seq=event.seq,
             ctx=ctx,
             model=data.model,
             turn=self._turn,
-            trim=False,
-            estimate=None,
+            trim=trim,
+            estimate=estimate,
             predecessor=previous,
             causes=tuple(causes),
+            cache_ask=cache_ask,
             t=event.t,
-            observed=True,
+            observed=isinstance(data, LlmSeen),
         )
-        self._add_row(row)
-
-    def _add_row(self, row: RequestRow) -> None:
-        """``row`` as its context's latest request, counted in the totals."""
-        if row.predecessor is not None:
-            self._records.pop(row.predecessor, None)
-        self._last_req[row.ctx] = row.seq
-        self._pending[row.ctx] = []
-        self._row_index[row.seq] = len(self._rows)
+        if previous is not None:
+            self._records.pop(previous, None)
+        if isinstance(data, LlmReq):
+            self._records[event.seq] = data
+        self._last_req[ctx] = event.seq
+        self._pending[ctx] = []
+        self._row_index[event.seq] = len(self._rows)
         self._rows.append(row)
         for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):
             acc.update(_ONE_REQUEST)
