@@ -56,13 +56,11 @@ def compare(
     runs: Sequence[Conversation], budget: int, prices: Prices | None = None, policies: Sequence[str] = ()
 ) -> dict[str, Figures]:
     """Each policy's figures over ``runs`` at ``budget`` (tokens); costs at ``prices`` if given."""
-    names = list(policies) or list(POLICIES)
     prepared = [prepare(r) for r in runs]
-    out: dict[str, Figures] = {}
-    for name in names:
-        replay = POLICIES[name][0]
-        out[name] = figures([(replay(p, budget), p.minimum) for p in prepared], budget, prices)
-    return out
+    return {
+        name: figures([(POLICIES[name][0](p, budget), p.minimum) for p in prepared], budget, prices)
+        for name in list(policies) or list(POLICIES)
+    }
 
 
 __all__ = [

@@ -102,8 +102,7 @@ class Sizing:
         )
 
     def recipe(self, p: Prepared, budget: int) -> Recipe:
-        first = p.replies[0] if p.replies else len(p.messages)
-        fixed = tokens(request_size(p.system, p.tools, p.messages[:first], None))
+        fixed = tokens(request_size(p.system, p.tools, p.messages[: p.first], None))
         limits = self.limits(budget, fixed)
         return Recipe(
             version=self.version,
@@ -204,7 +203,6 @@ def visible(
             total += min(whole, seen)
             cut += max(0, whole - seen)
             parts.append((i, min(whole, seen) / whole if whole else 1.0))
-    first = p.replies[0] if p.replies else end
     whole_shown = {i for i, share in parts if share >= 1.0}
-    task_kept = all(i in whole_shown or p.content[i + 1] == p.content[i] for i in range(min(first, end)))
+    task_kept = all(i in whole_shown or p.content[i + 1] == p.content[i] for i in range(min(p.first, end)))
     return total, cut, recent_shares(p.content, end, sorted(parts)), task_kept
