@@ -15,8 +15,8 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, text_of
-from nodwyn.imports.run import Run, Sent, checked, completion_sent, first_system, user
-from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.imports.run import Reader, Run, completion_sent, first_system, user
+from nodwyn.values.content import AssistantMessage, ToolCall
 
 # The call an action block makes (the block's match, the call's id)
 Call = Callable[[re.Match[str], str], ToolCall]
@@ -37,9 +37,7 @@ def text_actions(
     """The run (``run``: its name and format) of the history ``doc[key]`` (``where``: the file).
     ``back``: the roles of what the agent sends back; ``failed`` tells a failed result from its
     text; with ``usage`` each reply's reported usage and model are its request's."""
-    system: str | None = None
-    out: list[Message] = []
-    sents: list[Sent] = []
+    r = Reader()
     pending: ToolCall | None = None
     replies = 0
     for i, m in enumerate(field(doc, key, list, where)):
@@ -47,7 +45,7 @@ def text_actions(
         role = field(m, "role", str, w)
         content = text_of(m.get("content"), f"{w}.content")
         if role == "system":
-            system = first_system(system, out, content, w)
+            r.system = first_system(r.system, r.out, content, w)
         elif role == "assistant":
             if pending is not None:
                 raise ImportFormatError(f"{w}: two replies in a row; the first one's action has no output")
@@ -56,28 +54,20 @@ def text_actions(
                 b = blocks[0]
                 text = (content[: b.start()].rstrip() + "\n\n" + content[b.end() :].strip()).strip()
                 pending = call(b, f"action-{replies}")
-            out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
+                r.names[pending.id] = pending.name
+            r.out.append(AssistantMessage(text=text, calls=() if pending is None else (pending,)))
             if usage:
-                sents.append(completion_sent(m, w))
+                r.sents.append(completion_sent(m, w))
             replies += 1
         elif role in back:
             if pending is not None:
-                out.append(
-                    ToolMessage(call_id=pending.id, name=pending.name, text=content, error=failed(content))
-                )
+                r.result(pending.id, content, failed(content))
                 pending = None
             else:
-                out.append(user(content))
+                r.out.append(user(content))
         else:
             raise ImportFormatError(f"{w}: unknown role {role!r}")
-    if system is None:
+    if r.system is None:
         raise ImportFormatError(f"{where}: no system message in {key}")
-    return Run(
-        name=run[0],
-        format=run[1],
-        system=system,
-        tools=(),
-        messages=tuple(checked(out, where)),
-        model=next((s.model for s in sents if s.model), ""),
-        requests=tuple(sents),
-    )
+    r.model = next((s.model for s in r.sents if s.model), "")
+    return r.run(*run, where)

@@ -76,9 +76,9 @@ class Run:
 
 
 class Reader:
-    """What a loader has read so far of a source that records its requests: the messages, one
-    ``Sent`` per reply, what the agent did since its previous request (``why``), the tools' names
-    by call id, and the latest compaction's summary with where the messages after it begin."""
+    """What a loader has read so far: the messages, one ``Sent`` per reply when the source records
+    its requests, what the agent did since its previous request (``why``), the tools' names by call
+    id, and the latest compaction's summary with where the messages after it begin."""
 
     def __init__(self, model: str = "") -> None:
         self.system: str | None = None
