@@ -119,12 +119,8 @@ def _reply_parts(content: Any, w: str) -> tuple[list[str], list[str], list[ToolC
         elif t == "thinking":
             thinking.append(field(b, "thinking", str, bw))
         elif t == "tool_use":
-            args = b.get("input", {})
-            calls.append(
-                ToolCall(
-                    id=field(b, "id", str, bw), name=field(b, "name", str, bw), arguments=json.dumps(args)
-                )
-            )
+            cid, name = field(b, "id", str, bw), field(b, "name", str, bw)
+            calls.append(ToolCall(id=cid, name=name, arguments=json.dumps(b.get("input", {}))))
         elif t != "redacted_thinking":
             raise ImportFormatError(f"{bw}: unknown content block type {t!r}")
     return text, thinking, calls

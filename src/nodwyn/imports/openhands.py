@@ -96,9 +96,7 @@ def token_usages(folder: Path) -> tuple[dict[str, Usage], str]:
             cached_tokens=read,
             cache_write_tokens=write,
             output_tokens=field(u, "completion_tokens", int, w),
-            reasoning_tokens=u.get("reasoning_tokens")
-            if isinstance(u.get("reasoning_tokens"), int)
-            else None,
+            reasoning_tokens=r if isinstance(r := u.get("reasoning_tokens"), int) else None,
         )
     return out, model if isinstance(model, str) else ""
 
