@@ -24,13 +24,14 @@ transcript) is read as that sub-agent's run. The system prompt and tool catalog 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_jsonl
-from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
-from nodwyn.values.content import AssistantMessage, Message, TextPart, ToolCall, ToolMessage, UserMessage
+from nodwyn.imports.run import Reader, Run, Stand, count, user
+from nodwyn.values.content import AssistantMessage, TextPart, ToolCall, UserMessage
 from nodwyn.values.request import Usage
 
 FORMAT = "claude-code"
@@ -61,20 +62,13 @@ def usage_of(u: Any, where: str) -> Usage | None:
         return None
     if not isinstance(u, dict):
         raise ImportFormatError(f"{where}: expected an object, found {type(u).__name__}")
-    counts: dict[str, int | None] = {}
-    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens"):
-        v = u.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise ImportFormatError(f"{where}.{key}: expected a count, found {v!r}")
-        counts[key] = v
-    fresh, read, write = (
-        counts[k] for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    )
+    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+    fresh, read, write, output = (count(u, key, where) for key in keys)
     return Usage(
         prompt_tokens=None if fresh is None else fresh + (read or 0) + (write or 0),
         cached_tokens=read,
         cache_write_tokens=write,
-        output_tokens=counts["output_tokens"],
+        output_tokens=output,
     )
 
 
@@ -125,32 +119,21 @@ def _reply_parts(content: Any, w: str) -> tuple[list[str], list[str], list[ToolC
         elif t == "thinking":
             thinking.append(field(b, "thinking", str, bw))
         elif t == "tool_use":
-            args = b.get("input", {})
-            calls.append(
-                ToolCall(
-                    id=field(b, "id", str, bw), name=field(b, "name", str, bw), arguments=json.dumps(args)
-                )
-            )
+            cid, name = field(b, "id", str, bw), field(b, "name", str, bw)
+            calls.append(ToolCall(id=cid, name=name, arguments=json.dumps(b.get("input", {}))))
         elif t != "redacted_thinking":
             raise ImportFormatError(f"{bw}: unknown content block type {t!r}")
     return text, thinking, calls
 
 
-class _Reader:
-    """The conversation read so far: messages, one Sent per reply, and the reply still open."""
+class _Reader(Reader):
+    """The conversation read so far and the reply still open; ``started``/``ended``: the first and
+    last line's timestamps, ``title``: the first prompt the person typed."""
 
     def __init__(self) -> None:
-        self.out: list[Message] = []
-        self.sents: list[Sent] = []
+        super().__init__()
         self.reply_id: str | None = None  # message.id of the reply being gathered
         self.reply_at = 0  # its index in out; after it only the results of its calls
-        self.since: int | None = None  # index in out where the view after the latest compaction begins
-        self.summary: Stand | None = None
-        self.why: list[str] = []
-        self.model = ""
-        self.names: dict[str, str] = {}  # call id -> tool name
-        self.started = self.ended = ""  # the first and last line's timestamps
-        self.title = ""  # the first prompt the person typed
 
     def line(self, d: Any, w: str) -> None:
         if not isinstance(d, dict):
@@ -188,18 +171,11 @@ class _Reader:
                 thinking="\n".join(x for x in (last.thinking, *thinking) if x),
                 calls=(*last.calls, *calls),
             )
-            s = self.sents[-1]
-            self.sents[-1] = Sent(usage=usage or s.usage, model=s.model, view=s.view, why=s.why)
+            self.sents[-1] = replace(self.sents[-1], usage=usage or self.sents[-1].usage)
         else:
-            view = None
-            if self.since is not None and self.summary is not None:
-                view = (self.summary, *range(self.since, len(self.out)))
-            self.sents.append(Sent(usage=usage, model=m_model, view=view, why=tuple(self.why)))
-            self.why.clear()
             self.reply_at = len(self.out)
-            self.out.append(
-                AssistantMessage(text="\n".join(text), thinking="\n".join(thinking), calls=tuple(calls))
-            )
+            reply = AssistantMessage(text="\n".join(text), thinking="\n".join(thinking), calls=tuple(calls))
+            self.reply(reply, usage, m_model)
         self.reply_id = mid if isinstance(mid, str) else None
 
     def user(self, d: dict[str, Any], content: Any, w: str) -> None:
@@ -234,12 +210,7 @@ class _Reader:
             t = b.get("type") if isinstance(b, dict) else None
             if t == "tool_result":
                 cid = field(b, "tool_use_id", str, bw)
-                text = _result_text(b.get("content"), f"{bw}.content")
-                self.out.append(
-                    ToolMessage(
-                        call_id=cid, name=self.names.get(cid, ""), text=text, error=bool(b.get("is_error"))
-                    )
-                )
+                self.result(cid, _result_text(b.get("content"), f"{bw}.content"), bool(b.get("is_error")))
             elif t == "text":
                 texts.append(field(b, "text", str, bw))
             elif t in ("image", "document"):
@@ -255,21 +226,8 @@ def load(path: Path, name: str) -> Run:
     reader = _Reader()
     for n, d in main:
         reader.line(d, f"{path}:{n}")
-    messages = until_last_reply(reader.out)
-    if not any(isinstance(m, AssistantMessage) for m in messages):
-        raise ImportFormatError(f"{path}: no assistant reply; is it a Claude Code transcript?")
-    check_pairs(messages, str(path))
     notes = (f"{side} sidechain (sub-agent) lines left out",) if side else ()
-    return Run(
-        name=name,
-        format=FORMAT,
-        system="",
-        tools=(),
-        messages=tuple(messages),
-        notes=notes,
-        model=reader.model,
-        requests=tuple(reader.sents),
-        started=reader.started,
-        ended=reader.ended,
-        title=reader.title,
-    )
+    run = reader.run(name, FORMAT, str(path), notes)
+    if not run.messages:
+        raise ImportFormatError(f"{path}: no assistant reply; is it a Claude Code transcript?")
+    return run

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_jsonl
-from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
-from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.imports.run import Reader, Run, Stand, count, user
+from nodwyn.values.content import AssistantMessage, ToolCall
 from nodwyn.values.request import Usage
 
 FORMAT = "codex"
@@ -66,18 +67,12 @@ def _usage(info: Any, where: str) -> Usage | None:
     last = info.get("last_token_usage")
     if not isinstance(last, dict):
         return None
-
-    def count(key: str) -> int | None:
-        v = last.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise ImportFormatError(f"{where}.info.last_token_usage.{key}: expected a count, found {v!r}")
-        return v
-
+    w = f"{where}.info.last_token_usage"
     return Usage(
-        prompt_tokens=count("input_tokens"),
-        cached_tokens=count("cached_input_tokens"),
-        output_tokens=count("output_tokens"),
-        reasoning_tokens=count("reasoning_output_tokens"),
+        prompt_tokens=count(last, "input_tokens", w),
+        cached_tokens=count(last, "cached_input_tokens", w),
+        output_tokens=count(last, "output_tokens", w),
+        reasoning_tokens=count(last, "reasoning_output_tokens", w),
     )
 
 
@@ -108,21 +103,14 @@ def _call(t: str, p: dict[str, Any], pw: str) -> ToolCall:
     )
 
 
-class _Reader:
-    """The conversation read so far: messages, one Sent per model call, and the reply being gathered."""
+class _Reader(Reader):
+    """The conversation read so far (one Sent per model call) and the reply being gathered."""
 
     def __init__(self) -> None:
-        self.system = ""
-        self.model = ""
-        self.out: list[Message] = []
-        self.sents: list[Sent] = []
+        super().__init__()
         self.open_reply = False  # the latest message is a reply still gathering items
         self.counted = True  # the latest reply has its token_count
         self.last_info: Any = None
-        self.since: int | None = None
-        self.summary: Stand | None = None
-        self.why: list[str] = []
-        self.names: dict[str, str] = {}
 
     def line(self, d: Any, w: str) -> None:
         kind = field(d, "type", str, w)
@@ -154,8 +142,7 @@ class _Reader:
             return
         info = p.get("info")
         if info is not None and info != self.last_info and self.sents and not self.counted:
-            s = self.sents[-1]
-            self.sents[-1] = Sent(usage=_usage(info, w), model=s.model, view=s.view, why=s.why)
+            self.sents[-1] = replace(self.sents[-1], usage=_usage(info, w))
             self.counted = True
             self.open_reply = False  # the model call it reports is over
         self.last_info = info if info is not None else self.last_info
@@ -173,9 +160,7 @@ class _Reader:
             self.names[call.id] = call.name
             self.reply_item(call=call)
         elif t in OUTPUTS:
-            cid = field(p, "call_id", str, pw)
-            text, failed = _output(p, pw)
-            self.out.append(ToolMessage(call_id=cid, name=self.names.get(cid, ""), text=text, error=failed))
+            self.result(field(p, "call_id", str, pw), *_output(p, pw))
             self.open_reply = False
         # web_search_call and other server-side items: no message of the conversation
 
@@ -207,13 +192,8 @@ class _Reader:
                 calls=(*last.calls, *((call,) if call else ())),
             )
         else:
-            summary, since = self.summary, self.since
-            view = (
-                (summary, *range(since, len(self.out))) if since is not None and summary is not None else None
-            )
-            self.sents.append(Sent(model=self.model, view=view, why=tuple(self.why)))
-            self.why.clear()
-            self.out.append(AssistantMessage(text=text, thinking=thinking, calls=(call,) if call else ()))
+            message = AssistantMessage(text=text, thinking=thinking, calls=(call,) if call else ())
+            self.reply(message, None, self.model)
             self.counted = False
         self.open_reply = True
 
@@ -231,16 +211,7 @@ def load(path: Path, name: str) -> Run:
     reader = _Reader()
     for n, d in read_jsonl(path):
         reader.line(d, f"{path}:{n}")
-    messages = until_last_reply(reader.out)
-    if not any(isinstance(m, AssistantMessage) for m in messages):
+    run = reader.run(name, FORMAT, str(path))
+    if not run.messages:
         raise ImportFormatError(f"{path}: no model reply; is it a Codex rollout?")
-    check_pairs(messages, str(path))
-    return Run(
-        name=name,
-        format=FORMAT,
-        system=reader.system,
-        tools=(),
-        messages=tuple(messages),
-        model=reader.model,
-        requests=tuple(reader.sents),
-    )
+    return run

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -47,19 +48,11 @@ def find(root: Path) -> list[Found]:
     out: list[Found] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        dirnames.sort()
-        keep = []
-        for d in dirnames:
-            sub = here / d
-            if openhands.is_conversation(sub):
-                out.append(Found(path=sub, name=str(sub.relative_to(root)), kind="openhands"))
-            else:
-                keep.append(d)
-        dirnames[:] = keep
-        for f in sorted(filenames):
-            kind = _kind(here / f)
-            if kind is not None:
-                out.append(Found(path=here / f, name=str((here / f).relative_to(root)), kind=kind))
+        runs = {n: kind for n in (*sorted(dirnames), *sorted(filenames)) if (kind := _kind(here / n))}
+        out.extend(
+            Found(path=here / n, name=str((here / n).relative_to(root)), kind=k) for n, k in runs.items()
+        )
+        dirnames[:] = sorted(d for d in dirnames if d not in runs)  # a conversation folder is one run
     out.sort(key=lambda r: r.name)
     if not out:
         raise ImportFormatError(f"{root}: no runs found (.traj, .traj.json or OpenHands events folders)")
@@ -104,7 +97,7 @@ def load(found: Found) -> Run:
         return claude_code.load(found.path, found.name)
     doc = read_json(found.path)
     fmt = doc.get("trajectory_format") if isinstance(doc, dict) else None
-    loaders: dict[str, Callable[[Path, str], Run]] = {
+    loaders: dict[str, Callable[[Any, str, str], Run]] = {
         mini_v1.TRAJECTORY_FORMAT: mini_v1.load,
         mini_v2.TRAJECTORY_FORMAT: mini_v2.load,
     }
@@ -112,7 +105,7 @@ def load(found: Found) -> Run:
         raise ImportFormatError(
             f"{found.path}: trajectory_format {fmt!r} is not one we read ({', '.join(sorted(loaders))})"
         )
-    return loaders[fmt](found.path, found.name)
+    return loaders[fmt](doc, str(found.path), found.name)
 
 
 def load_all(root: Path) -> list[Run]:

@@ -131,17 +131,6 @@ def text_of(content: Any, where: str) -> str:
     raise ImportFormatError(f"{where}: expected text or a list of parts, found {type(content).__name__}")
 
 
-def trajectory_messages(path: Path, trajectory_format: str) -> list[Any]:
-    """The ``messages`` of a mini-swe-agent trajectory file, checked to be of ``trajectory_format``."""
-    doc = read_json(path)
-    where = str(path)
-    fmt = field(doc, "trajectory_format", str, where)
-    if fmt != trajectory_format:
-        raise ImportFormatError(f"{where}: trajectory_format {fmt!r} is not {trajectory_format!r}")
-    messages: list[Any] = field(doc, "messages", list, where)
-    return messages
-
-
 def read_jsonl(path: Path) -> list[tuple[int, Any]]:
     """The JSON value of each non-blank line of ``path`` with its line number (from 1); a line
     that is not JSON (a truncated copy ends in one) is an error naming the file and line."""

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+from typing import Any
 
-from nodwyn.imports.actions import call_id, text_actions
-from nodwyn.imports.jsonfile import trajectory_messages
+from nodwyn.imports.actions import text_actions
 from nodwyn.imports.mini_v2 import BASH, failed
-from nodwyn.imports.run import Run, Sent
+from nodwyn.imports.run import Run
 from nodwyn.values.content import ToolCall
 
 FORMAT = "mini-swe-agent-v1"
@@ -26,28 +25,12 @@ TRAJECTORY_FORMAT = "mini-swe-agent-1"
 ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 
 
-def split_action(reply: str, k: int) -> tuple[str, ToolCall | None]:
-    """(the reply without its action block, a ``bash`` call of its command), or (the reply, None)
-    unless the reply has exactly one block."""
-    blocks = list(ACTION.finditer(reply))
-    if len(blocks) != 1:
-        return reply, None
-    b = blocks[0]
-    text = (reply[: b.start()].rstrip() + "\n\n" + reply[b.end() :].strip()).strip()
-    return text, ToolCall(id=call_id(k), name=BASH.name, arguments=json.dumps({"command": b.group(1)}))
+def _call(block: re.Match[str], cid: str) -> ToolCall:
+    return ToolCall(id=cid, name=BASH.name, arguments=json.dumps({"command": block.group(1)}))
 
 
-def load(path: Path, name: str) -> Run:
-    where = str(path)
-    raw = trajectory_messages(path, TRAJECTORY_FORMAT)
-    sents: list[Sent] = []
-    system, messages = text_actions(raw, where, "messages", split=split_action, failed=failed, sents=sents)
-    return Run(
-        name=name,
-        format=FORMAT,
-        system=system,
-        tools=(),
-        messages=tuple(messages),
-        model=next((s.model for s in sents if s.model), ""),
-        requests=tuple(sents),
+def load(doc: Any, where: str, name: str) -> Run:
+    """The run of a trajectory (``doc``: its JSON, of ``TRAJECTORY_FORMAT``)."""
+    return text_actions(
+        doc, where, "messages", (name, FORMAT), action=ACTION, call=_call, failed=failed, usage=True
     )

@@ -11,13 +11,12 @@ holds our own description of the same one-argument tool.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from nodwyn.errors import ImportFormatError
-from nodwyn.imports.jsonfile import field, text_of, trajectory_messages
-from nodwyn.imports.run import Run, Sent, check_pairs, completion_sent, first_system, until_last_reply, user
-from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
+from nodwyn.imports.jsonfile import field, text_of
+from nodwyn.imports.run import Reader, Run, completion_sent, first_system, user
+from nodwyn.values.content import AssistantMessage, ToolCall
 from nodwyn.values.request import ToolSpec
 
 FORMAT = "mini-swe-agent-v2"
@@ -42,51 +41,34 @@ def failed(text: str) -> bool:
     return bool(m and m.group(1) != "0")
 
 
-def load(path: Path, name: str) -> Run:
-    where = str(path)
-    raw = trajectory_messages(path, TRAJECTORY_FORMAT)
-    system: str | None = None
-    out: list[Message] = []
-    names: dict[str, str] = {}
-    sents: list[Sent] = []
-    for i, m in enumerate(raw):
+def load(doc: Any, where: str, name: str) -> Run:
+    """The run of a trajectory (``doc``: its JSON, of ``TRAJECTORY_FORMAT``)."""
+    r = Reader()
+    r.tools = (BASH,)
+    for i, m in enumerate(field(doc, "messages", list, where)):
         w = f"{where}: messages[{i}]"
         role = field(m, "role", str, w)
         content = text_of(m.get("content"), f"{w}.content")
         if role == "system":
-            system = first_system(system, out, content, w)
+            r.system = first_system(r.system, r.out, content, w)
         elif role == "user":
-            out.append(user(content))
+            r.out.append(user(content))
         elif role == "assistant":
             calls = tuple(_call(c, f"{w}.tool_calls[{j}]") for j, c in enumerate(m.get("tool_calls") or []))
-            names.update((c.id, c.name) for c in calls)
+            r.names.update((c.id, c.name) for c in calls)
             thinking = m.get("reasoning_content") or ""
             if not isinstance(thinking, str):
                 raise ImportFormatError(f"{w}.reasoning_content: expected text")
-            out.append(AssistantMessage(text=content, thinking=thinking, calls=calls))
-            sents.append(completion_sent(m, w))
+            r.out.append(AssistantMessage(text=content, thinking=thinking, calls=calls))
+            r.sents.append(completion_sent(m, w))
         elif role == "tool":
-            call_id = field(m, "tool_call_id", str, w)
-            out.append(
-                ToolMessage(call_id=call_id, name=names.get(call_id, ""), text=content, error=failed(content))
-            )
-        elif role == "exit":
-            continue
-        else:
+            r.result(field(m, "tool_call_id", str, w), content, failed(content))
+        elif role != "exit":
             raise ImportFormatError(f"{w}: unknown role {role!r}")
-    if system is None:
+    if r.system is None:
         raise ImportFormatError(f"{where}: no system message")
-    messages = until_last_reply(out)
-    check_pairs(messages, where)
-    return Run(
-        name=name,
-        format=FORMAT,
-        system=system,
-        tools=(BASH,),
-        messages=tuple(messages),
-        model=next((s.model for s in sents if s.model), ""),
-        requests=tuple(sents),
-    )
+    r.model = next((s.model for s in r.sents if s.model), "")
+    return r.run(name, FORMAT, where)
 
 
 def _call(c: Any, where: str) -> ToolCall:

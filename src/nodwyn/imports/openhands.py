@@ -19,7 +19,7 @@ from typing import Any
 
 from nodwyn.errors import ImportFormatError
 from nodwyn.imports.jsonfile import field, read_json, text_of
-from nodwyn.imports.run import Run, Sent, Stand, check_pairs, until_last_reply, user
+from nodwyn.imports.run import Reader, Run, Stand, user
 from nodwyn.values.content import AssistantMessage, Message, ToolCall, ToolMessage
 from nodwyn.values.request import ToolSpec, Usage
 
@@ -96,31 +96,23 @@ def token_usages(folder: Path) -> tuple[dict[str, Usage], str]:
             cached_tokens=read,
             cache_write_tokens=write,
             output_tokens=field(u, "completion_tokens", int, w),
-            reasoning_tokens=u.get("reasoning_tokens")
-            if isinstance(u.get("reasoning_tokens"), int)
-            else None,
+            reasoning_tokens=r if isinstance(r := u.get("reasoning_tokens"), int) else None,
         )
     return out, model if isinstance(model, str) else ""
 
 
-class _Reader:
-    """The conversation read so far: messages (each with the event it began with), one Sent per
-    reply, the reply being gathered, and what the peer's condensations left out."""
+class _Reader(Reader):
+    """The conversation read so far (each message with the event it began with), the reply being
+    gathered, and what the peer's condensations left out."""
 
     def __init__(self, usages: dict[str, Usage], model: str) -> None:
+        super().__init__(model)
         self.usages = usages
-        self.model = model
-        self.system: str | None = None
-        self.tools: tuple[ToolSpec, ...] = ()
-        self.out: list[Message] = []
         self.ids: list[str] = []  # the event each message of ``out`` began with
-        self.sents: list[Sent] = []
         self.batch: str | None = None  # llm_response_id of the reply being gathered
         self.condensations = 0
         self.forgotten: set[str] = set()
-        self.summary: Stand | None = None
         self.offset = 0
-        self.why: list[str] = []  # what the agent did since its previous request
 
     def event(self, e: Any, w: str, fallback_id: str) -> None:
         kind = field(e, "kind", str, w)
@@ -137,20 +129,20 @@ class _Reader:
         self.out.append(message)
         self.ids.append(eid)
 
-    def reply(self, message: AssistantMessage, eid: str, rid: Any) -> None:
-        """A new reply: request k is what the SDK's view held before it."""
-        view: tuple[int | Stand, ...] | None = None
-        if self.condensations:
-            kept: list[int | Stand] = [
-                *_matched(self.out, [i for i in range(len(self.out)) if self.ids[i] not in self.forgotten])
-            ]
-            if self.summary is not None:
-                kept.insert(min(self.offset, len(kept)), self.summary)
-            view = tuple(kept)
-        usage = self.usages.get(rid) if isinstance(rid, str) else None
-        self.sents.append(Sent(usage=usage, model=self.model, view=view, why=tuple(self.why)))
-        self.why.clear()
-        self.add(message, eid)
+    def view(self) -> tuple[int | Stand, ...] | None:
+        """What the SDK's view holds: after a condensation, the events not forgotten and the summary."""
+        if not self.condensations:
+            return None
+        kept: list[int | Stand] = [
+            *_matched(self.out, [i for i in range(len(self.out)) if self.ids[i] not in self.forgotten])
+        ]
+        if self.summary is not None:
+            kept.insert(min(self.offset, len(kept)), self.summary)
+        return tuple(kept)
+
+    def new_reply(self, message: AssistantMessage, eid: str, rid: Any) -> None:
+        self.reply(message, self.usages.get(rid) if isinstance(rid, str) else None, self.model)
+        self.ids.append(eid)
 
     def system_prompt(self, e: Any, w: str, eid: str) -> None:
         if self.system is not None:
@@ -165,7 +157,7 @@ class _Reader:
         if e.get("source") == "user":
             self.add(user(text), eid)
         else:
-            self.reply(AssistantMessage(text=text), eid, e.get("llm_response_id"))
+            self.new_reply(AssistantMessage(text=text), eid, e.get("llm_response_id"))
         self.batch = None
 
     def action(self, e: Any, w: str, eid: str) -> None:
@@ -184,21 +176,21 @@ class _Reader:
             text = last.text + ("\n" if last.text and thought else "") + thought
             self.out[-1] = AssistantMessage(text=text, calls=(*last.calls, call))
         else:
-            self.reply(AssistantMessage(text=thought, calls=(call,)), eid, rid)
+            self.new_reply(AssistantMessage(text=thought, calls=(call,)), eid, rid)
         self.batch = rid
 
     def observation(self, e: Any, w: str, eid: str) -> None:
         cid = field(e, "tool_call_id", str, w)
         text, failed = observation_text(field(e, "observation", dict, w), f"{w}.observation")
-        self.result(e, cid, text, failed, eid)
+        self.answer(e, cid, text, failed, eid)
 
     def failure(self, e: Any, w: str, eid: str) -> None:
         """An AgentErrorEvent or UserRejectObservation: a failed result of its call."""
         cid = field(e, "tool_call_id", str, w)
         text = str(e.get("error") or e.get("rejection_reason") or e["kind"])
-        self.result(e, cid, text, True, eid)
+        self.answer(e, cid, text, True, eid)
 
-    def result(self, e: Any, cid: str, text: str, failed: bool, eid: str) -> None:
+    def answer(self, e: Any, cid: str, text: str, failed: bool, eid: str) -> None:
         tool_name = e.get("tool_name") or ""
         self.add(ToolMessage(call_id=cid, name=str(tool_name), text=text, error=failed), eid)
         self.batch = None
@@ -240,20 +232,9 @@ def load(folder: Path, name: str) -> Run:
         reader.event(read_json(f), str(f), f.name)
     if reader.system is None:
         raise ImportFormatError(f"{folder}: no SystemPromptEvent; the conversation store is incomplete")
-    messages = until_last_reply(reader.out)
-    check_pairs(messages, str(folder))
     n = reader.condensations
     notes = (f"{n} peer condensations left out of the conversation",) if n else ()
-    return Run(
-        name=name,
-        format=FORMAT,
-        system=reader.system,
-        tools=reader.tools,
-        messages=tuple(messages),
-        notes=notes,
-        model=reader.model,
-        requests=tuple(reader.sents),
-    )
+    return reader.run(name, FORMAT, str(folder), notes)
 
 
 def _tool(t: Any, where: str) -> ToolSpec:

@@ -75,6 +75,57 @@ class Run:
         return tuple(range(self.replies[k])) if v is None else v
 
 
+class Reader:
+    """What a loader has read so far: the messages, one ``Sent`` per reply when the source records
+    its requests, what the agent did since its previous request (``why``), the tools' names by call
+    id, and the latest compaction's summary with where the messages after it begin."""
+
+    def __init__(self, model: str = "") -> None:
+        self.system: str | None = None
+        self.tools: tuple[ToolSpec, ...] = ()
+        self.model = model
+        self.out: list[Message] = []
+        self.sents: list[Sent] = []
+        self.why: list[str] = []
+        self.names: dict[str, str] = {}  # call id -> tool name
+        self.summary: Stand | None = None
+        self.since: int | None = None  # index in out where the view after the latest compaction begins
+        self.started = self.ended = self.title = ""
+
+    def view(self) -> tuple[int | Stand, ...] | None:
+        """What the next request holds (None: the conversation so far): after a compaction, its
+        summary and what followed it."""
+        if self.since is None or self.summary is None:
+            return None
+        return (self.summary, *range(self.since, len(self.out)))
+
+    def reply(self, message: AssistantMessage, usage: Usage | None, model: str) -> None:
+        """A new reply, after the request that asked for it."""
+        self.sents.append(Sent(usage=usage, model=model, view=self.view(), why=tuple(self.why)))
+        self.why.clear()
+        self.out.append(message)
+
+    def result(self, call_id: str, text: str, error: bool) -> None:
+        name = self.names.get(call_id, "")
+        self.out.append(ToolMessage(call_id=call_id, name=name, text=text, error=error))
+
+    def run(self, name: str, format: str, where: str, notes: tuple[str, ...] = ()) -> Run:
+        """The run read (``where``: the source, for errors)."""
+        return Run(
+            name=name,
+            format=format,
+            system=self.system or "",
+            tools=self.tools,
+            messages=tuple(checked(self.out, where)),
+            notes=notes,
+            model=self.model,
+            requests=tuple(self.sents),
+            started=self.started,
+            ended=self.ended,
+            title=self.title,
+        )
+
+
 def user(text: str) -> UserMessage:
     return UserMessage(parts=(TextPart(text=text),))
 
@@ -86,18 +137,20 @@ def first_system(system: str | None, out: list[Message], content: str, where: st
     return content
 
 
-def check_pairs(messages: list[Message], where: str) -> None:
-    """Every result answers a call of the latest reply before it, once; every call but the last
-    reply's is answered before the next reply. Loaders call this so a replay never sees orphans."""
-    open_calls: dict[str, str] = {}
-    last_reply = max((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), default=-1)
+def checked(messages: list[Message], where: str) -> list[Message]:
+    """The messages up to and including the last reply (what follows it no model saw), checked:
+    every result answers a call of the latest reply before it, once; every call but the last
+    reply's is answered before the next reply. Loaders end with this so a replay never sees orphans."""
+    last = max((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), default=-1)
+    messages = messages[: last + 1]
+    open_calls: set[str] = set()
     for i, m in enumerate(messages):
         if isinstance(m, AssistantMessage):
             if open_calls:
                 raise ImportFormatError(
                     f"{where}: message {i}: calls {sorted(open_calls)} have no result before the next reply"
                 )
-            open_calls = {c.id: c.name for c in m.calls}
+            open_calls = {c.id for c in m.calls}
             if len(open_calls) != len(m.calls):
                 raise ImportFormatError(f"{where}: message {i}: a reply repeats a call id")
         elif isinstance(m, ToolMessage):
@@ -105,15 +158,16 @@ def check_pairs(messages: list[Message], where: str) -> None:
                 raise ImportFormatError(
                     f"{where}: message {i}: result for call {m.call_id!r}, not a call of the latest reply"
                 )
-            del open_calls[m.call_id]
-    if open_calls and last_reply < len(messages) - 1:
-        raise ImportFormatError(f"{where}: calls {sorted(open_calls)} of the last reply are half answered")
+            open_calls.remove(m.call_id)
+    return messages
 
 
-def until_last_reply(messages: list[Message]) -> list[Message]:
-    """The messages up to and including the last reply: what follows it no model saw."""
-    last = max((i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)), default=-1)
-    return messages[: last + 1]
+def count(d: object, key: str, where: str) -> int | None:
+    """``d[key]`` as a token count; None when it is absent (or ``d`` is no object)."""
+    v = d.get(key) if isinstance(d, dict) else None
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+        raise ImportFormatError(f"{where}.{key}: expected a count, found {v!r}")
+    return v
 
 
 def openai_usage(u: object, where: str) -> Usage | None:
@@ -124,23 +178,14 @@ def openai_usage(u: object, where: str) -> Usage | None:
         return None
     if not isinstance(u, dict):
         raise ImportFormatError(f"{where}: expected an object, found {type(u).__name__}")
-
-    def count(d: object, key: str) -> int | None:
-        v = d.get(key) if isinstance(d, dict) else None
-        if v is None:
-            return None
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ImportFormatError(f"{where}.{key}: expected a count, found {v!r}")
-        return v
-
-    cached = count(u.get("prompt_tokens_details"), "cached_tokens")
+    cached = count(u.get("prompt_tokens_details"), "cached_tokens", where)
     if cached is None:
-        cached = count(u, "prompt_cache_hit_tokens")
+        cached = count(u, "prompt_cache_hit_tokens", where)
     return Usage(
-        prompt_tokens=count(u, "prompt_tokens"),
+        prompt_tokens=count(u, "prompt_tokens", where),
         cached_tokens=cached,
-        output_tokens=count(u, "completion_tokens"),
-        reasoning_tokens=count(u.get("completion_tokens_details"), "reasoning_tokens"),
+        output_tokens=count(u, "completion_tokens", where),
+        reasoning_tokens=count(u.get("completion_tokens_details"), "reasoning_tokens", where),
     )
 
 

@@ -238,7 +238,7 @@ class Imported:
     source: dict[str, Any]
     messages: dict[int, Message]  # conversation and view events, by seq
     conversation: tuple[int, ...]  # the conversation's events, in order
-    views: frozenset[int]
+    views: dict[int, ImportView]
     requests: dict[int, tuple[int, ...]]
     seen: dict[int, LlmSeen]
     replies: dict[int, LlmResp]  # llm.seen seq -> its reply
@@ -251,7 +251,7 @@ def read(events: Iterable[Event]) -> Imported:
     source: dict[str, Any] | None = None
     messages: dict[int, Message] = {}
     conversation: list[int] = []
-    views: set[int] = set()
+    views: dict[int, ImportView] = {}
     requests: dict[int, tuple[int, ...]] = {}
     seen: dict[int, LlmSeen] = {}
     replies: dict[int, LlmResp] = {}
@@ -282,7 +282,7 @@ def read(events: Iterable[Event]) -> Imported:
                     replies[p.req] = p
             case ImportView():
                 messages[ev.seq] = message_from_json(p.message, f"import.view at seq {ev.seq}.message")
-                views.add(ev.seq)
+                views[ev.seq] = p
             case LlmSeen():
                 seen[ev.seq] = p
                 requests[ev.seq] = _expand(p, ev.seq, conversation, messages)
@@ -297,7 +297,7 @@ def read(events: Iterable[Event]) -> Imported:
         source=source,
         messages=messages,
         conversation=tuple(conversation),
-        views=frozenset(views),
+        views=views,
         requests=requests,
         seen=seen,
         replies=replies,
@@ -346,20 +346,16 @@ def conversation(log: SessionLog) -> Run:
     nodwyn ran (it has no other agent's conversation)."""
     imp = read(log.read())
     index = {seq: i for i, seq in enumerate(imp.conversation)}
-    stands: dict[int, Stand] = {}
-    for seq in imp.views:
-        ev = next(iter(log.read(seq, seq)))
-        v = decode(ev)
-        assert isinstance(v, ImportView)
-        stands[seq] = Stand(
-            message=imp.messages[seq], why=v.why, of=tuple(index[s] for s in (v.of or ()) if s in index)
-        )
+    stands = {
+        seq: Stand(message=imp.messages[seq], why=v.why, of=tuple(index[s] for s in v.of or () if s in index))
+        for seq, v in imp.views.items()
+    }
     sents: list[Sent] = []
     for seq, held in imp.requests.items():
         p = imp.seen[seq]
         reply = imp.replies.get(seq)
-        k_end = index[reply_seq] if (reply_seq := _reply_seq(imp, seq)) is not None else len(imp.conversation)
-        plain = tuple(index.get(s, -1) for s in held) == tuple(range(k_end))
+        # the conversation so far: every conversation event before it
+        plain = tuple(index.get(s, -1) for s in held) == tuple(range(bisect_right(imp.conversation, seq)))
         view = None if plain else tuple(stands[s] if s in stands else index[s] for s in held)
         usage = reply.response.usage if reply is not None else None
         reported = usage is not None and any(
@@ -377,9 +373,3 @@ def conversation(log: SessionLog) -> Run:
         model=imp.start.model,
         requests=tuple(sents),
     )
-
-
-def _reply_seq(imp: Imported, seen_seq: int) -> int | None:
-    """The llm.resp answering ``seen_seq`` (the next conversation event after it)."""
-    i = bisect_right(imp.conversation, seen_seq)
-    return imp.conversation[i] if i < len(imp.conversation) else None

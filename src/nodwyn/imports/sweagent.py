@@ -17,8 +17,8 @@ import json
 import re
 from pathlib import Path
 
-from nodwyn.imports.actions import call_id, text_actions
-from nodwyn.imports.jsonfile import field, read_json
+from nodwyn.imports.actions import text_actions
+from nodwyn.imports.jsonfile import read_json
 from nodwyn.imports.run import Run
 from nodwyn.values.content import ToolCall
 
@@ -28,19 +28,13 @@ FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)</function>", re.DOTALL)
 PARAMETER = re.compile(r"<parameter=([\w.-]+)>(.*?)</parameter>", re.DOTALL)
 
 
-def split_action(reply: str, k: int) -> tuple[str, ToolCall | None]:
-    blocks = list(FUNCTION.finditer(reply))
-    if len(blocks) != 1:
-        return reply, None
-    b = blocks[0]
-    args = {key: value.strip("\n") for key, value in PARAMETER.findall(b.group(2))}
-    text = (reply[: b.start()].rstrip() + "\n\n" + reply[b.end() :].strip()).strip()
-    return text, ToolCall(id=call_id(k), name=b.group(1), arguments=json.dumps(args))
+def _call(block: re.Match[str], cid: str) -> ToolCall:
+    args = {key: value.strip("\n") for key, value in PARAMETER.findall(block.group(2))}
+    return ToolCall(id=cid, name=block.group(1), arguments=json.dumps(args))
 
 
 def load(path: Path, name: str) -> Run:
-    doc = read_json(path)
-    where = str(path)
-    history = field(doc, "history", list, where)
-    system, messages = text_actions(history, where, "history", split=split_action, back=("user", "tool"))
-    return Run(name=name, format=FORMAT, system=system, tools=(), messages=tuple(messages))
+    run = (name, FORMAT)
+    return text_actions(
+        read_json(path), str(path), "history", run, action=FUNCTION, call=_call, back=("user", "tool")
+    )

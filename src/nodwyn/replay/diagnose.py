@@ -58,12 +58,9 @@ def diagnose_request(
     their reported prompt tokens only (replaying them all would read the log once each)."""
     seen = observed_requests(log) if row.observed else None
     mine = replay(log, row.seq, seen)
-    rebuilt: dict[int, Rebuilt] = {
-        row.seq: chunks(mine.request) if mine.request is not None else mine.rebuilt
-    }
+    rebuilt: dict[int, Rebuilt] = {row.seq: mine.rebuilt}
     if row.predecessor is not None:
-        theirs = replay(log, row.predecessor, seen)
-        rebuilt[row.predecessor] = chunks(theirs.request) if theirs.request is not None else theirs.rebuilt
+        rebuilt[row.predecessor] = replay(log, row.predecessor, seen).rebuilt
     by_seq = {r.seq: r for r in rows}
     older = [r.seq for r in rows if r.ctx == row.ctx and r.seq < row.seq]
     return mine, diagnose(row, by_seq, rebuilt, older)

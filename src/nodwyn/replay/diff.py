@@ -6,26 +6,12 @@ from typing import Any
 
 import orjson
 
+from nodwyn.stats import common_bytes
+
 
 def first_byte(a: bytes, b: bytes) -> int | None:
     """The offset of the first byte where ``a`` and ``b`` differ (``None`` when equal)."""
-    if a == b:
-        return None
-    n = min(len(a), len(b))
-    lo = 0
-    # compare in chunks, then byte by byte inside the first differing chunk
-    step = 4096
-    while lo < n and a[lo : lo + step] == b[lo : lo + step]:
-        lo += step
-    hi = min(lo + step, n)
-    for i in range(lo, hi):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
-def _utf16(key: str) -> bytes:
-    return key.encode("utf-16-be")
+    return None if a == b else common_bytes(a, b)
 
 
 def first_path(a: Any, b: Any, path: str = "$") -> str | None:
@@ -33,7 +19,7 @@ def first_path(a: Any, b: Any, path: str = "$") -> str | None:
     if type(a) is not type(b):
         return path
     if isinstance(a, dict):
-        keys = sorted(set(a) | set(b), key=_utf16)
+        keys = sorted(set(a) | set(b), key=lambda k: k.encode("utf-16-be"))  # canonical order
         for k in keys:
             if k not in a or k not in b:
                 return f"{path}.{k}"

@@ -118,9 +118,6 @@ class _Replayer:
     def check(self, ev: Event, *, contiguous: bool = True) -> Payload:
         return _checked(self.log, ev, self.next_seq if contiguous else None)
 
-    def feed(self, ev: Event, *, contiguous: bool = True) -> None:
-        self.take(ev, self.check(ev, contiguous=contiguous))
-
     def take(self, ev: Event, p: Payload) -> None:
         """Feed an event ``check`` passed (``p``: its payload) to the window."""
         if isinstance(p, SessionStart | SessionResume):
@@ -215,10 +212,10 @@ def _replay_from(log: SessionLog, req: Event, p: LlmReq, start: int, keep: tuple
         ev = next(log.read(k, k), None)
         if ev is None:
             raise r.corrupt(k, f"the event request seq {req.seq} recorded as needed is missing")
-        r.feed(ev, contiguous=False)
+        r.take(ev, r.check(ev, contiguous=False))
     r.next_seq = start
     for ev in log.read(start, req.seq - 1):
-        r.feed(ev)
+        r.take(ev, r.check(ev))
     if r.next_seq != req.seq:
         raise r.corrupt(r.next_seq, f"the events before request seq {req.seq} end at seq {r.next_seq - 1}")
     return r.build(req, p)
@@ -289,23 +286,19 @@ def _rebuild_and_last_verified(
         return None, last
 
 
-def _torn(log: SessionLog) -> CorruptLogError | None:
-    torn = log.torn_bytes
-    if not torn:
-        return None
-    return CorruptLogError(
-        f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
-        "(a partial log); exact replay refuses it: let its writer finish, or resume the session "
-        "(its next writer cuts a torn tail); `nodwyn replay SESSION` shows the transcript"
-    )
+def _refuse_torn(log: SessionLog) -> None:
+    if torn := log.torn_bytes:
+        raise CorruptLogError(
+            f"session {log.id}: {torn} bytes after seq {log.last_seq} are not a whole event "
+            "(a partial log); exact replay refuses it: let its writer finish, or resume the session "
+            "(its next writer cuts a torn tail); `nodwyn replay SESSION` shows the transcript"
+        )
 
 
 def check_complete(log: SessionLog, after: int) -> None:
     """Refuse a partial or malformed log: a torn tail, or an event after ``after`` that is damaged
     or out of sequence (the events up to ``after`` are checked as the request is rebuilt)."""
-    torn = _torn(log)
-    if torn is not None:
-        raise torn
+    _refuse_torn(log)
     expected = after + 1
     for ev in log.read(expected):
         _checked(log, ev, expected)
@@ -329,8 +322,6 @@ def verify_all(log: SessionLog) -> Iterator[Verdict]:
                 except (ReplayError, CorruptLogError) as exc:  # this request only; the pass goes on
                     yield Verdict(seq=ev.seq, ctx=ev.ctx, recorded=p.digest, error=exc)
             r.take(ev, p)
-        torn = _torn(log)
-        if torn is not None:
-            raise torn
+        _refuse_torn(log)
     except (CorruptLogError, ReplayError) as exc:
         yield Verdict(seq=r.next_seq, ctx="-", recorded=None, error=exc)

@@ -208,26 +208,6 @@ def list_summaries(events: Sequence[Event]) -> list[SummaryInfo]:
     return out
 
 
-def check_revoke(events: Sequence[Event], summary_seq: int, session: str = "") -> Event:
-    """The ``summary.add`` that ``summary_seq`` names, if it exists and is not revoked yet."""
-    where = f"session {session}" if session else "the session"
-    target = next((e for e in events if e.seq == summary_seq), None)
-    if target is None:
-        raise NotFoundError(
-            f"{where} has no event seq {summary_seq}; `nodwyn summary list` shows its summaries"
-        )
-    if target.kind != SUMMARY_ADD:
-        raise ConfigError(
-            f"seq {summary_seq} of {where} is a {target.kind}, not a summary.add; "
-            "`nodwyn summary list` shows its summaries"
-        )
-    for e in events:
-        p = decoded(e, SUMMARY_REVOKE)
-        if isinstance(p, SummaryRevoke) and p.summary == summary_seq:
-            raise ConfigError(f"summary seq {summary_seq} of {where} was already revoked at seq {e.seq}")
-    return target
-
-
 # -- on a session's log --------------------------------------------------------------------------
 
 
@@ -244,9 +224,24 @@ def add_summary(log: SessionLog, first: int, last: int, text: str) -> Event:
 
 
 def revoke_summary(log: SessionLog, summary_seq: int) -> Event:
-    """Append ``summary.revoke`` for the summary at ``summary_seq`` (log opened for writing)."""
+    """Append ``summary.revoke`` for the summary at ``summary_seq`` (log opened for writing), if it
+    exists and is not revoked yet."""
     if not log.writable:
         raise ConfigError(f"session {log.id}: open the log for writing to revoke a summary")
     events = list(log.read(summary_seq))
-    target = check_revoke(events, summary_seq, log.id)
+    where = f"session {log.id}"
+    target = next((e for e in events if e.seq == summary_seq), None)
+    if target is None:
+        raise NotFoundError(
+            f"{where} has no event seq {summary_seq}; `nodwyn summary list` shows its summaries"
+        )
+    if target.kind != SUMMARY_ADD:
+        raise ConfigError(
+            f"seq {summary_seq} of {where} is a {target.kind}, not a summary.add; "
+            "`nodwyn summary list` shows its summaries"
+        )
+    for e in events:
+        p = decoded(e, SUMMARY_REVOKE)
+        if isinstance(p, SummaryRevoke) and p.summary == summary_seq:
+            raise ConfigError(f"summary seq {summary_seq} of {where} was already revoked at seq {e.seq}")
     return log.append(SummaryRevoke(summary=summary_seq), ctx=target.ctx)

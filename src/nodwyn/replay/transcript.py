@@ -57,11 +57,6 @@ class Damaged:
     torn: bool = False  # bytes after the last newline: a torn write, or one in progress
 
 
-def render_damage(d: Damaged) -> list[str]:
-    what = "torn tail" if d.torn else "damaged line"
-    return [f"!! {what} at byte {d.offset} ({d.size} bytes): {d.reason}"]
-
-
 def _s(value: Any) -> str:
     """A value as text, whatever its type (a damaged payload holds anything)."""
     if isinstance(value, str):
@@ -335,7 +330,8 @@ def transcript_lines(events: Iterable[Event | Damaged]) -> Iterator[str]:
     first = True
     for ev in events:
         if isinstance(ev, Damaged):
-            yield from render_damage(ev)
+            what = "torn tail" if ev.torn else "damaged line"
+            yield f"!! {what} at byte {ev.offset} ({ev.size} bytes): {ev.reason}"
             continue
         if ev.kind == USER_MSG and not first:
             yield ""

@@ -138,12 +138,9 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _cell(variant: str, task: str | None, runs: Sequence[RunFigures]) -> Cell:
-    means = []
-    for name in FIGURES:
-        values = [v for r in runs if (v := r.figure(name)) is not None]
-        means.append((name, _mean(values)))
+    means = tuple((name, _mean([v for r in runs if (v := r.figure(name)) is not None])) for name in FIGURES)
     return Cell(
-        variant=variant, task=task, solved=wilson(sum(r.solved for r in runs), len(runs)), means=tuple(means)
+        variant=variant, task=task, solved=wilson(sum(r.solved for r in runs), len(runs)), means=means
     )
 
 

@@ -6,11 +6,12 @@ recorded after that seq: one turn's figures."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodwyn.stats.totals import Aggregator, cache_rate, contributes, percent
+from nodwyn.stats.totals import Aggregator, Sums, cache_rate, percent, reply_sums
 from nodwyn.values.events import (
     LLM_RESP,
     MAIN_CTX,
@@ -61,29 +62,19 @@ def cache_figures(
         reply = decoded(e, LLM_RESP) if e.seq > after else None
         if isinstance(reply, LlmResp) and reply.response.timings.prefill_ms is not None:
             times.append(reply.response.timings.prefill_ms)
-    replies = prompt = cached = output = unknown = 0
-    usd = 0.0
+    acc: Counter[str] = Counter()  # the totals' own sums, over the replies after ``after``
     for row in agg.rows:
-        if row.resp is None or row.resp <= after or row.usage is None:
-            continue
-        replies += 1
-        u = row.usage
-        if contributes(u):
-            prompt += u.prompt_tokens or 0
-            cached += u.cached_tokens or 0
-        output += u.output_tokens or 0
-        if row.cost is None or not row.cost.complete:
-            unknown += 1
-        if row.cost is not None:
-            usd += row.cost.usd
+        if row.resp is not None and row.resp > after and row.usage is not None:
+            acc.update(reply_sums(row.usage, row.cost))
+    s = Sums(**acc)
     return CacheFigures(
-        requests=replies,
-        prompt_tokens=prompt,
-        cached_tokens=cached,
+        requests=s.replies,
+        prompt_tokens=s.rate_prompt,
+        cached_tokens=s.rate_cached,
         prefill_ms=sum(times) if times else None,
-        output_tokens=output,
-        cost_usd=usd,
-        cost_unknown=unknown,
+        output_tokens=s.output_tokens,
+        cost_usd=s.cost_usd,
+        cost_unknown=s.cost_unknown,
     )
 
 

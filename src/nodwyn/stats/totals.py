@@ -15,6 +15,7 @@ start when a session grows.
 from __future__ import annotations
 
 import math
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, assert_never
@@ -107,7 +108,8 @@ class Sums:
 
 
 def reply_sums(usage: Usage, cost: Cost | None) -> dict[str, Any]:
-    """What one reply adds to each field of ``Sums``."""
+    """What one reply adds to each field of ``Sums`` (running sums are a ``Counter`` of the fields,
+    so a reply costs a few additions; ``Sums(**counter)`` freezes them)."""
     u = usage
     add: dict[str, Any] = {"replies": 1}
     if contributes(u):
@@ -129,24 +131,6 @@ def reply_sums(usage: Usage, cost: Cost | None) -> dict[str, Any]:
     if cost is not None:
         add["cost_usd"] = cost.usd
     return add
-
-
-class _Acc:
-    """Running sums (mutable, so a reply costs a few additions); ``freeze`` gives the ``Sums``."""
-
-    __slots__ = ("values",)
-
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = dict.fromkeys(Sums.__dataclass_fields__, 0)
-        self.values["cost_usd"] = 0.0
-
-    def add(self, add: dict[str, Any]) -> None:
-        values = self.values
-        for key, value in add.items():
-            values[key] += value
-
-    def freeze(self) -> Sums:
-        return Sums(**self.values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,9 +210,9 @@ class Aggregator:
         self._given = dict(prices or {})
         self._prices = self._given
         self._prices_from: Literal["recipe", "given"] = "given"
-        self._all = _Acc()
-        self._by_turn: dict[int, _Acc] = {}
-        self._by_model: dict[str, _Acc] = {}
+        self._all: Counter[str] = Counter()
+        self._by_turn: defaultdict[int, Counter[str]] = defaultdict(Counter)
+        self._by_model: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self._rows: list[RequestRow] = []
         self._row_index: dict[int, int] = {}  # llm.req seq -> index in _rows
         self._last_req: dict[str, int] = {}  # ctx -> latest llm.req seq
@@ -270,10 +254,8 @@ class Aggregator:
                 case SessionStart() | SessionResume():
                     self._recipe(event.seq, p.recipe)
                     self._sandbox = p.sandbox if p.sandbox is not None else self._sandbox
-                case LlmReq():
+                case LlmReq() | LlmSeen():
                     self._request(event, p)
-                case LlmSeen():
-                    self._seen(event, p)
                 case LlmResp():
                     self._reply(event, p)
                 case UserMsg():
@@ -301,60 +283,44 @@ class Aggregator:
         self._prices_from = "given" if recipe.prices is None else "recipe"
         self._prices = self._given if recipe.prices is None else dict(recipe.prices)
 
-    def _request(self, event: Event, data: LlmReq) -> None:
-        ctx = event.ctx
-        previous = self._last_req.get(ctx)
-        prev_record = self._records.get(previous) if previous is not None else None
-        pending = self._pending.get(ctx, [])
-        causes = [*pending, *request_causes(event.seq, data, prev_record, pending)]
-        row = RequestRow(
-            seq=event.seq,
-            ctx=ctx,
-            model=data.model,
-            turn=self._turn,
-            trim=data.trim,
-            estimate=data.estimate,
-            predecessor=previous,
-            causes=tuple(causes),
-            cache_ask=data.cache_ask,
-            t=event.t,
-        )
-        self._add_row(row, previous)
-        self._records[event.seq] = data
-
-    def _seen(self, event: Event, data: LlmSeen) -> None:
-        """A request another agent sent (an imported session): its causes are what the source
+    def _request(self, event: Event, data: LlmReq | LlmSeen) -> None:
+        """A request, counted in the totals as its context's latest: nodwyn's (llm.req), or one
+        another agent sent (llm.seen, an imported session), whose causes are what the source
         records the agent did (``why``), each at this request's seq."""
         ctx = event.ctx
         previous = self._last_req.get(ctx)
-        causes = [*self._pending.get(ctx, [])]
-        for why in data.why or ():
-            kind = why if why in AGENT_CAUSES else "agent"
-            causes.append(Cause(kind=kind, seq=event.seq))  # type: ignore[arg-type]
+        pending = self._pending.get(ctx, [])
+        if isinstance(data, LlmReq):
+            prev_record = self._records.get(previous) if previous is not None else None
+            causes = [*pending, *request_causes(event.seq, data, prev_record, pending)]
+            trim, estimate, cache_ask = data.trim, data.estimate, data.cache_ask
+        else:
+            kinds = [why if why in AGENT_CAUSES else "agent" for why in data.why or ()]
+            causes = [*pending, *(Cause(kind=k, seq=event.seq) for k in kinds)]  # type: ignore[arg-type]
+            trim, estimate, cache_ask = False, None, None
         row = RequestRow(
             seq=event.seq,
             ctx=ctx,
             model=data.model,
             turn=self._turn,
-            trim=False,
-            estimate=None,
+            trim=trim,
+            estimate=estimate,
             predecessor=previous,
             causes=tuple(causes),
+            cache_ask=cache_ask,
             t=event.t,
-            observed=True,
+            observed=isinstance(data, LlmSeen),
         )
-        self._add_row(row, previous)
-
-    def _add_row(self, row: RequestRow, previous: int | None) -> None:
-        """``row`` as its context's latest request, counted in the totals."""
         if previous is not None:
             self._records.pop(previous, None)
-        self._last_req[row.ctx] = row.seq
-        self._pending[row.ctx] = []
-        self._row_index[row.seq] = len(self._rows)
+        if isinstance(data, LlmReq):
+            self._records[event.seq] = data
+        self._last_req[ctx] = event.seq
+        self._pending[ctx] = []
+        self._row_index[event.seq] = len(self._rows)
         self._rows.append(row)
-        for acc in (self._all, self._acc(self._by_turn, row.turn), self._acc(self._by_model, row.model)):
-            acc.add(_ONE_REQUEST)
+        for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):
+            acc.update(_ONE_REQUEST)
 
     def _reply(self, event: Event, data: LlmResp) -> None:
         index = self._row_index.get(data.req)
@@ -378,16 +344,9 @@ class Aggregator:
         self._rows[index] = row
         add = reply_sums(usage, cost)
         for acc in (self._all, self._by_turn[row.turn], self._by_model[row.model]):
-            acc.add(add)
+            acc.update(add)
         self._last_reply = event.seq
         self._last_rate = row.rate
-
-    @staticmethod
-    def _acc(table: dict[Any, _Acc], key: Any) -> _Acc:
-        acc = table.get(key)
-        if acc is None:
-            acc = table[key] = _Acc()
-        return acc
 
     def _drop(self, row: RequestRow, usage: Usage) -> bool:
         if row.causes or row.predecessor is None or usage.cached_tokens is None:
@@ -402,11 +361,11 @@ class Aggregator:
     def totals(self) -> Totals:
         if self._snapshot is None:
             self._snapshot = Totals(
-                all=self._all.freeze(),
+                all=Sums(**self._all),
                 last_rate=self._last_rate,
                 last_reply=self._last_reply,
-                by_turn=tuple((t, a.freeze()) for t, a in sorted(self._by_turn.items())),
-                by_model=tuple((m, a.freeze()) for m, a in sorted(self._by_model.items())),
+                by_turn=tuple((t, Sums(**a)) for t, a in sorted(self._by_turn.items())),
+                by_model=tuple((m, Sums(**a)) for m, a in sorted(self._by_model.items())),
                 turns=self._turn,
                 last_seq=self.last_seq,
                 fed=self.fed,

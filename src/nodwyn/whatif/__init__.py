@@ -23,12 +23,9 @@ Replay = Callable[[Prepared, int], list[Measured]]
 Requests = Callable[[Prepared, int], list[Sent]]
 
 
-def _nodwyn(p: Prepared, budget: int) -> list[Measured]:
-    return engine.replay(p, budget).requests
-
-
-def _dial(position: str) -> Replay:
-    """nodwyn's window at one position of the default recipe's trim-depth dial (ADRs 0390, 0460)."""
+def _dial(position: str | None) -> Replay:
+    """nodwyn's window at one position of the default recipe's trim-depth dial (ADRs 0390, 0460;
+    None: the default position)."""
     sizing = engine.Sizing(version=DEFAULT_VERSION, trim_depth=position)
     return lambda p, budget: engine.replay(p, budget, sizing).requests
 
@@ -39,7 +36,7 @@ def _peer(requests: Requests) -> Replay:
 
 # name -> (replay, one line on what it models); "whole" is no window, the minimum's policy
 POLICIES: dict[str, tuple[Replay, str]] = {
-    "nodwyn": (_nodwyn, "nodwyn's window (the default recipe)"),
+    "nodwyn": (_dial(None), "nodwyn's window (the default recipe)"),
     # the other positions of the default recipe's trim-depth dial, "keep more" to "pay less"
     **{
         f"nodwyn:{d}": (_dial(d), f"nodwyn's window, trim depth {d!r} (window-v{DEFAULT_VERSION}'s dial)")
@@ -59,13 +56,11 @@ def compare(
     runs: Sequence[Conversation], budget: int, prices: Prices | None = None, policies: Sequence[str] = ()
 ) -> dict[str, Figures]:
     """Each policy's figures over ``runs`` at ``budget`` (tokens); costs at ``prices`` if given."""
-    names = list(policies) or list(POLICIES)
     prepared = [prepare(r) for r in runs]
-    out: dict[str, Figures] = {}
-    for name in names:
-        replay = POLICIES[name][0]
-        out[name] = figures([(replay(p, budget), p.minimum) for p in prepared], budget, prices)
-    return out
+    return {
+        name: figures([(POLICIES[name][0](p, budget), p.minimum) for p in prepared], budget, prices)
+        for name in list(policies) or list(POLICIES)
+    }
 
 
 __all__ = [

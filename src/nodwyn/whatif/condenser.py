@@ -58,12 +58,8 @@ def requests(p: Prepared, budget: int, max_size: int = MAX_SIZE, keep_first: int
         forgotten = kept[head:tail_start]
         if not forgotten:
             return False
-        prompt = "\n".join(
-            [
-                f"previous summary: {text_of(summary)}" if summary else "",
-                *(text_of(msgs[i]) for i in forgotten),
-            ]
-        )
+        previous = f"previous summary: {text_of(summary)}" if summary else ""
+        prompt = "\n".join([previous, *(text_of(msgs[i]) for i in forgotten)])
         ask = UserMessage(parts=(TextPart(text=prompt),))
         out.append(
             Sent(end=end, messages=(ask,), shown=(), side=True, slot=SLOT, output_tokens=SUMMARY_TOKENS)

@@ -47,14 +47,13 @@ class _Events:
         self.window = window
         self.seq = 0
 
-    def append(self, payload: Payload) -> Event:
-        """``payload`` as the next event (never written: the window's ``feed`` checks it)."""
+    def append(self, payload: Payload) -> int:
+        """``payload`` as the next event, its seq (never written: the window's ``feed`` checks it)."""
         self.seq += 1
-        event = Event(seq=self.seq, t=T, kind=payload.KIND, ctx=MAIN_CTX, data=payload.to_data())
-        self.window.feed(event)
-        return event
+        self.window.feed(Event(seq=self.seq, t=T, kind=payload.KIND, ctx=MAIN_CTX, data=payload.to_data()))
+        return self.seq
 
-    def request(self) -> tuple[Build, Event]:
+    def request(self) -> tuple[Build, int]:
         build = self.window.build(MAIN_CTX, origin=ORIGIN, turn=TurnOptions(), withheld={})
         start = self.window.start
         record = replace(build.record, model=MODEL, start=ReqStart(seq=start.seq, keep=start.keep))
@@ -102,8 +101,7 @@ class Sizing:
         )
 
     def recipe(self, p: Prepared, budget: int) -> Recipe:
-        first = p.replies[0] if p.replies else len(p.messages)
-        fixed = tokens(request_size(p.system, p.tools, p.messages[:first], None))
+        fixed = tokens(request_size(p.system, p.tools, p.messages[: p.first], None))
         limits = self.limits(budget, fixed)
         return Recipe(
             version=self.version,
@@ -125,11 +123,7 @@ class EngineResult:
 def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     run = p.run
     rec = _Events(Window(flags=sizing.flags, tuning=sizing.tuning))
-
-    def feed(payload: Payload) -> int:
-        return rec.append(payload).seq
-
-    feed(SessionStart(recipe=sizing.recipe(p, budget), model=MODEL))
+    rec.append(SessionStart(recipe=sizing.recipe(p, budget), model=MODEL))
     index_of: dict[int, int] = {}  # seq -> index of the conversation message it logged
     elided: set[int] = set()
     out: list[Measured] = []
@@ -138,7 +132,7 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
     prev: tuple[bytes, ...] = ()
     for i, m in enumerate(run.messages):
         if isinstance(m, AssistantMessage):
-            b, req_event = rec.request()  # as the agent records it
+            b, req_seq = rec.request()  # as the agent records it
             req = b.request
             record = b.record
             elided.update(record.elided)
@@ -162,13 +156,13 @@ def replay(p: Prepared, budget: int, sizing: Sizing = Sizing()) -> EngineResult:
             )
             prev = cur
             reply = Response(text=m.text, thinking=m.thinking, calls=m.calls, blocks=m.blocks, model=MODEL)
-            index_of[feed(LlmResp(req=req_event.seq, response=reply))] = i
+            index_of[rec.append(LlmResp(req=req_seq, response=reply))] = i
         elif isinstance(m, ToolMessage):
-            index_of[feed(ToolResult(call_id=m.call_id, name=m.name, text=m.text, error=m.error))] = i
+            index_of[rec.append(ToolResult(call_id=m.call_id, name=m.name, text=m.text, error=m.error))] = i
         else:
             assert isinstance(m, UserMessage)
             text = "".join(x.text for x in m.parts if isinstance(x, TextPart))
-            index_of[feed(UserMsg(text=text))] = i
+            index_of[rec.append(UserMsg(text=text))] = i
     return EngineResult(requests=out, estimates=estimates, trims=trims)
 
 
@@ -204,7 +198,6 @@ def visible(
             total += min(whole, seen)
             cut += max(0, whole - seen)
             parts.append((i, min(whole, seen) / whole if whole else 1.0))
-    first = p.replies[0] if p.replies else end
     whole_shown = {i for i, share in parts if share >= 1.0}
-    task_kept = all(i in whole_shown or p.content[i + 1] == p.content[i] for i in range(min(first, end)))
+    task_kept = all(i in whole_shown or p.content[i + 1] == p.content[i] for i in range(min(p.first, end)))
     return total, cut, recent_shares(p.content, end, sorted(parts)), task_kept
