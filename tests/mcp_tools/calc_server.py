@@ -1,5 +1,6 @@
 """An MCP server written with the SDK's server API (FastMCP, named ``MCPServer`` in mcp 2), for the
-tests: ``python calc_server.py [--http PORT] [--flag ...]``.
+tests: ``python calc_server.py [--http PORT [--token T]] [--flag ...]``; with ``--token`` an HTTP request
+without ``authorization: Bearer T`` is refused with 401.
 
 Flags make it misbehave the way the fault tests need: ``--hang-start`` (never answers initialize),
 ``--clash`` (two tools whose names
@@ -20,6 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--http", type=int, default=0)
+parser.add_argument("--token", default="", help="the bearer token every HTTP request must carry")
 parser.add_argument("--hang-start", action="store_true")
 parser.add_argument("--clash", action="store_true")
 parser.add_argument("--version", type=int, default=1)
@@ -127,7 +129,22 @@ if opts.clash:
 
 
 if __name__ == "__main__":
-    if opts.http:
+    if opts.http and opts.token:
+        import uvicorn
+        from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+        from starlette.requests import Request
+        from starlette.responses import PlainTextResponse, Response
+
+        app = server.streamable_http_app()
+
+        async def bearer_only(request: Request, call_next: RequestResponseEndpoint) -> Response:
+            if request.headers.get("authorization") != f"Bearer {opts.token}":
+                return PlainTextResponse("no or wrong bearer token", status_code=401)
+            return await call_next(request)
+
+        app.add_middleware(BaseHTTPMiddleware, dispatch=bearer_only)
+        uvicorn.run(app, host="127.0.0.1", port=opts.http, log_level="warning")
+    elif opts.http:
         server.run("streamable-http", host="127.0.0.1", port=opts.http)
     else:
         server.run()

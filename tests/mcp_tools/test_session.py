@@ -204,8 +204,11 @@ def test_a_streamable_http_server_with_a_credential_bound_to_its_origin(
     tmp_path: Path, workspace: Path
 ) -> None:
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(CALC), "--http", str(port)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    token = "tok-" + "q" * 24
+    proc = subprocess.Popen(  # the server refuses a request without the credential's bearer header
+        [sys.executable, str(CALC), "--http", str(port), "--token", token],
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
@@ -217,7 +220,6 @@ def test_a_streamable_http_server_with_a_credential_bound_to_its_origin(
             except OSError:
                 time.sleep(0.1)
         entry = f'[mcp.web]\nurl = "{url}"\ncredential = "WEB_TOKEN"\napprove = "auto"\n'
-        token = "tok-" + "q" * 24
         steps = [call("mcp__web__add", a=20, b=22), {"text": "42"}]
         env = lambda p: isolated_env(p, WEB_TOKEN=token)  # noqa: E731
         with session(tmp_path, workspace, steps, entry, env=env) as run, run.open() as opened:

@@ -146,6 +146,6 @@ def start_servers(
     from nodwyn.mcp import Hub, make_tools
 
     hub = Hub(env=env, known=known, sandbox=sandbox, workspace=workspace)
-    started = hub.start(startable)
+    started = hub.start(startable, headers)
     made = make_tools(hub, started, tool_timeout=tool_timeout, taken=taken)
     return Servers(hub=hub, started=tuple(started), tools=made.tools, messages=(*messages, *made.messages))
