@@ -13,14 +13,13 @@ import click
 from click.shell_completion import CompletionItem
 
 from nodwyn.errors import NodwynError
+from nodwyn.log import Store, data_root
 
 
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    from nodwyn.cli.common import store_for
-
-    root = ctx.params.get("root")
+    root = ctx.params.get("root")  # --root when given, as cli.common's store_for reads it
     try:
-        ids = store_for(root if isinstance(root, Path) else None).ids()
+        ids = Store(root if isinstance(root, Path) else data_root(os.environ)).ids()
     except (NodwynError, OSError):
         return []
     names = ["latest", "last", *reversed(ids)]
