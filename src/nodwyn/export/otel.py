@@ -153,6 +153,34 @@ class _Tracer:
         """A span's id from the event that opens it (a context, a request, a tool's result)."""
         return _id("nodwyn-span", self.session, str(ev.seq), size=8)
 
+    def _child(
+        self,
+        ev: Event,
+        span_id: bytes,
+        name: str,
+        kind: int,
+        ends: tuple[str, str],
+        attrs: Iterable[tuple[str, AttrValue]],
+        status: int = STATUS_UNSET,
+        message: str = "",
+    ) -> None:
+        """A span under ``ev``'s context, from the first time of ``ends`` to the second."""
+        start, end = ends
+        self.out.append(
+            Span(
+                trace_id=self.trace,
+                span_id=span_id,
+                parent_id=self.parent(ev.ctx),
+                name=name,
+                kind=kind,
+                start_ns=unix_ns(start),
+                end_ns=unix_ns(end),
+                attributes=tuple(attrs),
+                status=status,
+                message=message,
+            )
+        )
+
     def event(self, ev: Event) -> None:
         self.first_t = self.first_t or ev.t
         self.last_t = ev.t
@@ -225,19 +253,15 @@ class _Tracer:
         ]
         if p.error:
             attrs.append(("error.type", "tool_error"))
-        self.out.append(
-            Span(
-                trace_id=self.trace,
-                span_id=self.span_id(ev),
-                parent_id=self.parent(ev.ctx),
-                name=f"execute_tool {p.name}",
-                kind=KIND_INTERNAL,
-                start_ns=unix_ns(asked.t if asked is not None else ev.t),
-                end_ns=unix_ns(ev.t),
-                attributes=tuple(attrs),
-                status=STATUS_ERROR if p.error else STATUS_UNSET,
-                message=(p.text.splitlines() or [""])[0][:200] if p.error else "",
-            )
+        self._child(
+            ev,
+            self.span_id(ev),
+            f"execute_tool {p.name}",
+            KIND_INTERNAL,
+            ((asked or ev).t, ev.t),
+            attrs,
+            STATUS_ERROR if p.error else STATUS_UNSET,
+            (p.text.splitlines() or [""])[0][:200] if p.error else "",
         )
 
     def chat(self, req: tuple[Event, LlmReq], resp: tuple[Event, Response] | None) -> None:
@@ -267,42 +291,21 @@ class _Tracer:
             attrs.append(("nodwyn.request.digest", p.digest))
         if p.trim:
             attrs.append(("nodwyn.trim", True))
-        self.out.append(
-            Span(
-                trace_id=self.trace,
-                span_id=self.span_id(ev),
-                parent_id=self.parent(ev.ctx),
-                name=f"chat {model}",
-                kind=KIND_CLIENT,
-                start_ns=unix_ns(ev.t),
-                end_ns=unix_ns(resp[0].t if resp is not None else ev.t),
-                attributes=tuple(attrs),
-                status=status,
-                message=message,
-            )
-        )
+        end = resp[0] if resp is not None else ev
+        self._child(ev, self.span_id(ev), f"chat {model}", KIND_CLIENT, (ev.t, end.t), attrs, status, message)
 
     def context(self, cid: str, opened: tuple[Event, CtxOpen], closed: Event | None) -> None:
         ev, p = opened
         name = "sub-agent" if p.kind == "sub" else "narrowed context"
-        self.out.append(
-            Span(
-                trace_id=self.trace,
-                span_id=self.ctx_span[cid],
-                parent_id=self.parent(ev.ctx),
-                name=f"invoke_agent {name}",
-                kind=KIND_INTERNAL,
-                start_ns=unix_ns(ev.t),
-                end_ns=unix_ns(closed.t if closed is not None else ev.t),
-                attributes=(
-                    ("gen_ai.operation.name", "invoke_agent"),
-                    ("gen_ai.agent.name", name),
-                    ("gen_ai.agent.id", p.id),
-                    ("gen_ai.conversation.id", self.session),
-                    ("nodwyn.seq", ev.seq),
-                ),
-            )
+        attrs: tuple[tuple[str, AttrValue], ...] = (
+            ("gen_ai.operation.name", "invoke_agent"),
+            ("gen_ai.agent.name", name),
+            ("gen_ai.agent.id", p.id),
+            ("gen_ai.conversation.id", self.session),
+            ("nodwyn.seq", ev.seq),
         )
+        ends = (ev.t, (closed or ev).t)
+        self._child(ev, self.ctx_span[cid], f"invoke_agent {name}", KIND_INTERNAL, ends, attrs)
 
 
 def _resource(session: str, version: str) -> list[tuple[str, AttrValue]]:
